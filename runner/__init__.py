@@ -1,0 +1,3 @@
+"""runner: Make for coding agents."""
+
+__version__ = "0.1.0"

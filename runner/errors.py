@@ -1,0 +1,93 @@
+"""The exception tree and the exit codes every command ends with."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+EXIT_OK = 0
+EXIT_STEP_FAILED = 1
+EXIT_USER_ERROR = 2
+EXIT_BLOCKED = 3
+EXIT_INTERNAL = 4
+EXIT_INTERRUPTED = 130
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with the user's files, located as precisely as we can."""
+
+    file: str
+    message: str
+    path: str = ""  # TOML path such as intent.test.deps[1]
+    line: int | None = None
+    column: int | None = None
+
+    def render(self) -> str:
+        where = self.file
+        if self.line is not None:
+            where += f":{self.line}"
+            if self.column is not None:
+                where += f":{self.column}"
+        if self.path:
+            return f"{where}: {self.path}: {self.message}"
+        return f"{where}: {self.message}"
+
+    def to_json(self) -> dict:
+        return {"file": self.file, "line": self.line, "column": self.column, "path": self.path,
+                "message": self.message}
+
+
+class RunnerError(Exception):
+    """Base of every error the CLI turns into a message and an exit code."""
+
+    exit_code = EXIT_INTERNAL
+
+    def render(self) -> str:
+        return str(self)
+
+
+class UserError(RunnerError):
+    """The user's mistake: bad spec, bad usage. Exit 2, never a traceback."""
+
+    exit_code = EXIT_USER_ERROR
+
+
+@dataclass
+class SpecError(UserError):
+    """Every problem found in the spec, reported together."""
+
+    problems: list[Problem] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        n = len(self.problems)
+        head = f"error: {n} problem{'s' if n != 1 else ''} in the spec"
+        return "\n".join([head] + ["  " + p.render() for p in self.problems])
+
+
+class UsageError(UserError):
+    """A command was called wrongly (unknown target, bad option value)."""
+
+
+class BlockedError(RunnerError):
+    """Work stopped waiting for a human or a budget. Exit 3."""
+
+    exit_code = EXIT_BLOCKED
+
+
+class LockHeldError(BlockedError):
+    """Another runner holds the project lock and we were told not to wait."""
+
+
+class InterruptedRun(RunnerError):
+    """Ctrl-C or SIGTERM: completed steps stay cached. Exit 130."""
+
+    exit_code = EXIT_INTERRUPTED
+
+
+class InternalError(RunnerError):
+    """A bug in the runner itself. Exit 4 with a traceback in .runner/last-error.log."""
+
+    exit_code = EXIT_INTERNAL
