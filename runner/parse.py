@@ -1,0 +1,634 @@
+"""The regex library: load regexes/FAMILY.toml, validate, compile under RE2, apply to text, build findings."""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import re
+import tomllib
+from dataclasses import dataclass, field
+from functools import cached_property
+from importlib import resources
+from pathlib import Path
+from typing import Iterable, Iterator
+
+import jsonschema
+import re2
+
+from runner.errors import Problem, SpecError, UserError
+
+STAGES = ("shadow", "canary", "active", "retired")
+DEFAULT_STAGES = ("active",)
+_FLAG_PREFIX = {"ignorecase": "i", "multiline": "m", "dotall": "s"}
+_CHUNK_LINES = 128  # lines per pre-filter probe: most log lines match nothing, so skip them in bulk
+
+
+def _options() -> re2.Options:
+    options = re2.Options()
+    options.log_errors = False  # absl would print every refused proposal to stderr
+    return options
+
+
+def builtin_dir() -> Path:
+    """The regexes that ship with runner (the repository's top-level regexes/ folder)."""
+    return Path(str(resources.files("runner") / "builtin" / "regexes"))
+
+
+def _schema() -> dict:
+    return json.loads((resources.files("runner") / "schemas" / "regexes.json").read_text("utf-8"))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The declared world
+
+
+@dataclass(frozen=True)
+class Example:
+    text: str
+    expect: dict[str, str | None] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Match:
+    """One pattern's hit: offsets are into the text given to finditer."""
+
+    pattern: str
+    kind: str
+    fields: dict[str, str | None]
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class Pattern:
+    family: str
+    name: str
+    regex: str
+    kind: str
+    flags: tuple[str, ...] = ()
+    fields: tuple[str, ...] = ()
+    stage: str = "active"
+    scope: str = "line"
+    count: str | None = None
+    aggregate: str = "sum"
+    cause: str | None = None
+    until_next: str | None = None
+    replaces: str | None = None
+    examples: tuple[Example, ...] = ()
+    counterexamples: tuple[Example, ...] = ()
+    file: str = ""
+    line: int | None = None
+
+    @property
+    def full_regex(self) -> str:
+        """The regex with its flags inlined, as RE2 sees it."""
+        letters = "".join(_FLAG_PREFIX[f] for f in self.flags)
+        return f"(?{letters}){self.regex}" if letters else self.regex
+
+    @cached_property
+    def compiled(self) -> re2._Regexp:
+        return re2.compile(self.full_regex, _options())
+
+    def definition(self) -> dict:
+        """What changes findings (examples and descriptions do not): the input of Library.digest."""
+        return {"name": self.name, "regex": self.regex, "flags": list(self.flags), "fields": list(self.fields),
+                "kind": self.kind, "stage": self.stage, "scope": self.scope, "count": self.count,
+                "aggregate": self.aggregate, "cause": self.cause, "until_next": self.until_next,
+                "replaces": self.replaces}
+
+    def match_fields(self, m) -> dict[str, str | None]:
+        return {name: m.group(name) for name in self.fields}
+
+
+class Family:
+    """An ordered list of patterns; the order is the priority where kinds conflict."""
+
+    def __init__(self, name: str, patterns: Iterable[Pattern], description: str = "", file: str = ""):
+        self.name = name
+        self.patterns = tuple(patterns)
+        self.description = description
+        self.file = file
+        self.replace = False  # set from the file's `replace = true`: drop the earlier family of this name
+        self._plans: dict[tuple[str, ...], _Plan] = {}
+
+    def __repr__(self) -> str:
+        return f"Family({self.name!r}, {len(self.patterns)} patterns)"
+
+    def pattern(self, name: str) -> Pattern:
+        for p in self.patterns:
+            if p.name == name:
+                return p
+        raise UserError(f"family {self.name!r} has no pattern {name!r}" + _did_you_mean(name, [p.name for p in self.patterns]))
+
+    def select(self, stages: Iterable[str] = DEFAULT_STAGES) -> tuple[Pattern, ...]:
+        """The patterns of these stages; a selected candidate that `replaces` another drops the one it replaces."""
+        stages = tuple(stages)
+        chosen = [p for p in self.patterns if p.stage in stages]
+        replaced = {p.replaces for p in chosen if p.replaces}
+        return tuple(p for p in chosen if p.name not in replaced)
+
+    def _plan(self, stages: tuple[str, ...]) -> _Plan:
+        if stages not in self._plans:
+            self._plans[stages] = _Plan(self.select(stages))
+        return self._plans[stages]
+
+    def finditer(self, text: str, stages: Iterable[str] = DEFAULT_STAGES) -> Iterator[Match]:
+        """Every hit of the selected patterns, in text order (then pattern order), via re2.Set candidates."""
+        return iter(self._plan(tuple(stages)).run(text))
+
+    def finditer_naive(self, text: str, stages: Iterable[str] = DEFAULT_STAGES) -> Iterator[Match]:
+        """The reference implementation: every pattern on every line, no Set. For tests and the benchmark."""
+        plan = self._plan(tuple(stages))
+        hits: list[tuple[int, int, Pattern, object, int]] = []
+        for order, p in enumerate(plan.patterns):
+            if p.scope == "text":
+                hits += [(m.start(), order, p, m, 0) for m in p.compiled.finditer(text)]
+                continue
+            offset = 0
+            for line in text.split("\n"):
+                m = p.compiled.search(line)
+                if m:
+                    hits.append((offset + m.start(), order, p, m, offset))
+                offset += len(line) + 1
+        return iter(plan.finish(text, hits))
+
+
+class _Plan:
+    """Compiled matching machinery for one selection of a family's patterns."""
+
+    def __init__(self, patterns: tuple[Pattern, ...]):
+        self.patterns = patterns
+        self.line_idx = [i for i, p in enumerate(patterns) if p.scope == "line"]
+        self.text_idx = [i for i, p in enumerate(patterns) if p.scope == "text"]
+        self.line_set = self.chunk_set = None
+        if self.line_idx:
+            self.line_set = re2.Set.SearchSet(_options())
+            self.chunk_set = re2.Set.SearchSet(_options())
+            for i in self.line_idx:
+                self.line_set.Add(patterns[i].full_regex)
+                # (?m) and \A,\z -> ^,$ make the chunk probe a superset of the per-line matches
+                self.chunk_set.Add("(?m)" + _line_anchors(patterns[i].full_regex))
+            self.line_set.Compile()
+            self.chunk_set.Compile()
+
+    def run(self, text: str) -> list[Match]:
+        hits: list[tuple[int, int, Pattern, object, int]] = []
+        for order in self.text_idx:
+            p = self.patterns[order]
+            hits += [(m.start(), order, p, m, 0) for m in p.compiled.finditer(text)]
+        if self.line_set is not None and self.chunk_set.Match(text):
+            lines = text.split("\n")
+            starts = [0] * (len(lines) + 1)
+            pos = 0
+            for i, line in enumerate(lines):
+                starts[i] = pos
+                pos += len(line) + 1
+            starts[len(lines)] = pos
+            for c in range(0, len(lines), _CHUNK_LINES):
+                stop = min(c + _CHUNK_LINES, len(lines))
+                if not self.chunk_set.Match(text[starts[c]:starts[stop] - 1]):
+                    continue
+                for i in range(c, stop):
+                    found = self.line_set.Match(lines[i])
+                    if not found:
+                        continue
+                    for k in sorted(found):
+                        order = self.line_idx[k]
+                        p = self.patterns[order]
+                        m = p.compiled.search(lines[i])
+                        if m is not None:
+                            hits.append((starts[i] + m.start(), order, p, m, starts[i]))
+        return self.finish(text, hits)
+
+    def finish(self, text: str, hits: list) -> list[Match]:
+        hits.sort(key=lambda h: (h[0], h[1]))
+        out = [Match(p.name, p.kind, p.match_fields(m), base + m.start(), base + m.end()) for _, _, p, m, base in hits]
+        if any(p.until_next for p in self.patterns):
+            out = _fill_blocks(text, out, {p.name: p for p in self.patterns})
+        return out
+
+
+def _fill_blocks(text: str, matches: list[Match], by_name: dict[str, Pattern]) -> list[Match]:
+    """A block's body runs from the end of its marker to the next block marker (or the end of the text)."""
+    blocks = [i for i, m in enumerate(matches) if m.kind == "block"]
+    out = list(matches)
+    for n, i in enumerate(blocks):
+        m = matches[i]
+        target = by_name[m.pattern].until_next
+        if not target:
+            continue
+        stop = matches[blocks[n + 1]].start if n + 1 < len(blocks) else len(text)
+        begin = m.end + 1 if text.startswith("\n", m.end) else m.end
+        begin = min(begin, stop)
+        out[i] = Match(m.pattern, m.kind, {**m.fields, target: text[begin:stop]}, m.start, stop)
+    return out
+
+
+_ANCHOR = re.compile(r"(?<!\\)((?:\\\\)*)\\([Az])")
+
+
+def _line_anchors(regex: str) -> str:
+    return _ANCHOR.sub(lambda m: m.group(1) + ("^" if m.group(2) == "A" else "$"), regex)
+
+
+def _did_you_mean(name: str, choices: Iterable[str]) -> str:
+    close = difflib.get_close_matches(name, list(choices), n=3)
+    return f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else ""
+
+
+class Library:
+    """Every family, built-in first, each project folder adding to or overriding it."""
+
+    def __init__(self, families: dict[str, Family]):
+        self.families = families
+
+    def family(self, name: str) -> Family:
+        try:
+            return self.families[name]
+        except KeyError:
+            known = ", ".join(sorted(self.families)) or "none"
+            raise UserError(f"unknown regex family {name!r}{_did_you_mean(name, self.families)}; "
+                            f"known families: {known}") from None
+
+    def digest(self, family_names: Iterable[str]) -> str:
+        """sha256 over the canonical definitions of these families' patterns (for step cache keys)."""
+        doc = {n: [p.definition() for p in self.family(n).patterns] for n in sorted(set(family_names))}
+        canonical = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Loading and validation
+
+
+def check_redos(regex: str) -> str | None:
+    """Why a regex backtracks catastrophically (an unbounded repeat of a group holding another), or None.
+
+    Conservative and static: it refuses every nested unbounded repetition, even unambiguous ones like
+    (?:\\w+\\.)+, because the rewrite ([\\w.]+ and a check in code) is always possible and cheap.
+    """
+    stack: list[list] = [[0, False]]  # per open group: [start offset, holds an unbounded repeat]
+    i, n = 0, len(regex)
+    last: tuple[int, bool] | None = None  # the previous atom: (start offset, holds an unbounded repeat)
+    while i < n:
+        c = regex[i]
+        if c == "\\":
+            j = i + 2
+            if i + 1 < n and regex[i + 1] in "pPx" and j < n and regex[j] == "{":
+                j = regex.find("}", j) + 1 or n
+            elif i + 1 < n and regex[i + 1] in "pP":
+                j = i + 3
+            last, i = (i, False), j
+        elif c == "[":
+            j = i + 1
+            if j < n and regex[j] == "^":
+                j += 1
+            if j < n and regex[j] == "]":
+                j += 1
+            while j < n and regex[j] != "]":
+                if regex[j] == "\\":
+                    j += 1
+                elif regex.startswith("[:", j):
+                    j = regex.find(":]", j) + 1 or n
+                j += 1
+            last, i = (i, False), j + 1
+        elif c == "(":
+            stack.append([i, False])
+            last, i = None, i + 1
+            if regex.startswith("?", i):  # (?:  (?P<name>  (?<name>  (?i)  (?i:
+                j = i + 1
+                while j < n and regex[j] not in ":)":
+                    if regex[j] == "<":
+                        j = regex.find(">", j)
+                    j += 1
+                if j < n and regex[j] == ")":  # a bare flag group is an empty atom, not a group
+                    stack.pop()
+                i = j + 1
+        elif c == ")":
+            start, inner = stack.pop() if len(stack) > 1 else (0, False)
+            last, i = (start, inner), i + 1
+            if inner:
+                stack[-1][1] = True
+        elif c in "*+?{":
+            j, unbounded = i + 1, c in "*+"
+            if c == "{":
+                close = regex.find("}", i)
+                body = regex[i + 1:close] if close > 0 else ""
+                if not re.fullmatch(r"\d+(,\d*)?", body):
+                    last, i = (i, False), i + 1  # a literal brace
+                    continue
+                j, unbounded = close + 1, body.endswith(",")
+            if j < n and regex[j] == "?":
+                j += 1
+            if unbounded and last is not None:
+                if last[1]:
+                    return (f"the group {regex[last[0]:j]!r} repeats without bound a part that itself repeats "
+                            "without bound (star height 2)")
+                stack[-1][1] = True
+            last, i = None, j
+        else:
+            last, i = (i, False), i + 1
+    return None
+
+
+_RE2_HINTS = [
+    (re.compile(r"\\[1-9]|\(\?P="), "RE2 has no backreferences: capture both parts and compare them in code"),
+    (re.compile(r"\(\?<?[=!]"), "RE2 has no lookahead or lookbehind: match the context as well, or capture and check it in code"),
+    (re.compile(r"\(\?>|[*+?}]\+"), "RE2 has no atomic groups or possessive quantifiers: drop them (RE2 never backtracks)"),
+    (re.compile(r"\\Z"), "RE2 writes end of text as \\z, not \\Z"),
+    (re.compile(r"\(\?x|\(\?#"), "RE2 has no verbose mode or comments: write the pattern on one line"),
+]
+
+
+def _re2_hint(regex: str) -> str:
+    for probe, hint in _RE2_HINTS:
+        if probe.search(regex):
+            return hint
+    return "check the RE2 syntax (https://github.com/google/re2/wiki/Syntax)"
+
+
+def _locate(text: str) -> dict[tuple, int]:
+    """Line numbers for pattern[i], pattern[i].KEY and pattern[i].example[j]: tomllib keeps no positions."""
+    where: dict[tuple, int] = {}
+    pi, sub = -1, {"example": -1, "counterexample": -1}
+    for number, line in enumerate(text.splitlines(), start=1):
+        s = line.strip()
+        if re.match(r"\[\[\s*pattern\s*\]\]", s):
+            pi, sub = pi + 1, {"example": -1, "counterexample": -1}
+            where[(pi,)] = number
+        elif m := re.match(r"\[\[\s*pattern\s*\.\s*(example|counterexample)\s*\]\]", s):
+            sub[m.group(1)] += 1
+            where[(pi, m.group(1), sub[m.group(1)])] = number
+        elif (m := re.match(r"([A-Za-z_]+)\s*=", s)) and pi >= 0 and sub["example"] < 0 and sub["counterexample"] < 0:
+            where.setdefault((pi, m.group(1)), number)
+    return where
+
+
+def _load_file(path: Path, shown: str, problems: list[Problem]) -> Family | None:
+    def problem(message: str, toml_path: str = "", line: int | None = None) -> None:
+        problems.append(Problem(file=shown, path=toml_path, line=line, message=message))
+
+    try:
+        text = path.read_text("utf-8")
+        doc = tomllib.loads(text)
+    except (OSError, UnicodeDecodeError) as exc:
+        problem(f"cannot read the regexes file: {exc}")
+        return None
+    except tomllib.TOMLDecodeError as exc:
+        line = re.search(r"line (\d+)", str(exc))
+        problem(f"not valid TOML: {exc}", line=int(line.group(1)) if line else None)
+        return None
+    where = _locate(text)
+    errors = sorted(jsonschema.Draft202012Validator(_schema()).iter_errors(doc), key=lambda e: list(e.absolute_path))
+    for err in errors:
+        parts = list(err.absolute_path)
+        toml_path = "".join(f"[{p}]" if isinstance(p, int) else (f".{p}" if k else p) for k, p in enumerate(parts))
+        line = where.get((parts[1],) + tuple(parts[2:3])) or where.get((parts[1],)) if len(parts) > 1 and parts[0] == "pattern" else None
+        problem(f"{err.message} (see runner/schemas/regexes.json)", toml_path, line)
+    if errors:
+        return None
+    name = doc["family"]
+    if path.stem != name:
+        problem(f"family {name!r} is declared in {path.name}: name the file {name}.toml", "family")
+    patterns, seen = [], set()
+    for i, raw in enumerate(doc["pattern"]):
+        at = f"pattern[{i}]"
+        line = where.get((i, "regex")) or where.get((i,))
+        pname = raw["name"]
+        if pname in seen:
+            problem(f"pattern name {pname!r} is used twice in family {name!r}: names must be unique", f"{at}.name",
+                    where.get((i, "name")))
+        seen.add(pname)
+        flags = tuple(raw.get("flags", ()))
+        regex = raw["regex"]
+        scope = raw.get("scope") or ("text" if {"dotall", "multiline"} & set(flags) else "line")
+        pat = Pattern(
+            family=name, name=pname, regex=regex, kind=raw["kind"], flags=flags, fields=tuple(raw.get("fields", ())),
+            stage=raw.get("stage", "active"), scope=scope, count=raw.get("count"),
+            aggregate=raw.get("aggregate", "sum"), cause=raw.get("cause"), until_next=raw.get("until_next"),
+            replaces=raw.get("replaces"),
+            examples=tuple(Example(e["text"], {k: (None if v is False else v) for k, v in e.get("expect", {}).items()})
+                           for e in raw.get("example", ())),
+            counterexamples=tuple(Example(e["text"]) for e in raw.get("counterexample", ())),
+            file=shown, line=line)
+        why = check_redos(regex)
+        if why:
+            problem(f"pattern {pname!r} refused: {why}; that backtracks catastrophically in any backtracking engine "
+                    "(exponential time on a line that almost matches). Rewrite it without nested repetition, "
+                    "e.g. (\\w+\\s?)+ as [\\w\\s]+", f"{at}.regex", line)
+            continue
+        try:
+            compiled = pat.compiled
+        except re2.error as exc:
+            msg = exc.args[0].decode() if exc.args and isinstance(exc.args[0], bytes) else str(exc)
+            problem(f"pattern {pname!r} does not compile under RE2: {msg}. {_re2_hint(regex)}", f"{at}.regex", line)
+            continue
+        groups = set(compiled.groupindex)
+        for f in pat.fields:
+            if f not in groups:
+                problem(f"pattern {pname!r} lists field {f!r} but the regex has no group (?P<{f}>...)"
+                        f"{_did_you_mean(f, groups)}", f"{at}.fields", where.get((i, "fields")))
+        for g in sorted(groups - set(pat.fields) - {pat.until_next}):
+            problem(f"pattern {pname!r} captures (?P<{g}>...) but does not list it in fields: add it to fields "
+                    "or make the group (?:...)", f"{at}.fields", where.get((i, "fields"), line))
+        if pat.cause:
+            for ref in re.findall(r"\{(\w+)\}", pat.cause):
+                if ref not in pat.fields:
+                    problem(f"cause text of {pname!r} refers to {{{ref}}}, which is not one of its fields",
+                            f"{at}.cause", where.get((i, "cause")))
+        if pat.kind == "cause" and not pat.cause:
+            problem(f"pattern {pname!r} has kind = \"cause\" but no cause = \"...\" text", at, line)
+        if pat.kind == "summary" and not (pat.fields or pat.count):
+            problem(f"summary pattern {pname!r} needs fields (the counts it captures) or count = \"FIELD\"", at, line)
+        patterns.append(pat)
+    names = {p.name for p in patterns}
+    for i, p in enumerate(patterns):
+        if p.replaces and p.replaces not in names:
+            problem(f"pattern {p.name!r} replaces {p.replaces!r}, which is not in family {name!r}"
+                    f"{_did_you_mean(p.replaces, names)}", "pattern.replaces", p.line)
+    fam = Family(name, patterns, doc.get("description", ""), shown)
+    fam.replace = bool(doc.get("replace", False))
+    return fam
+
+
+def _merge(base: Family, over: Family) -> Family:
+    """Same-named patterns are replaced in place; new ones go first, so the project's own win conflicts."""
+    overriding = {p.name: p for p in over.patterns}
+    kept = [overriding.pop(p.name, p) for p in base.patterns]
+    fresh = [p for p in over.patterns if p.name in overriding]
+    return Family(base.name, fresh + kept, over.description or base.description, over.file)
+
+
+def load_library(dirs: list[Path]) -> Library:
+    """Load every regexes/*.toml in dirs (later dirs override earlier: put builtin_dir() first)."""
+    problems: list[Problem] = []
+    families: dict[str, Family] = {}
+    for d in dirs:
+        d = Path(d)
+        if not d.is_dir():
+            continue
+        here: dict[str, str] = {}
+        for path in sorted(d.glob("*.toml")):
+            shown = _shown(path)
+            fam = _load_file(path, shown, problems)
+            if fam is None:
+                continue
+            if fam.name in here:
+                problems.append(Problem(file=shown, path="family", message=f"family {fam.name!r} is also declared in "
+                                        f"{here[fam.name]}: one file per family per folder"))
+                continue
+            here[fam.name] = shown
+            if fam.name in families and not fam.replace:
+                fam = _merge(families[fam.name], fam)
+            families[fam.name] = fam
+    if problems:
+        raise SpecError(problems=problems)
+    return Library(families)
+
+
+def _shown(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def check_examples(library: Library) -> list[Problem]:
+    """Every example must match with its expected fields; every counterexample must not match."""
+    problems: list[Problem] = []
+    for fam in library.families.values():
+        index = {}
+        for p in fam.patterns:
+            index[p.name] = p
+        for i, p in enumerate(fam.patterns):
+            for j, ex in enumerate(p.examples):
+                m = p.compiled.search(ex.text)
+                where = f"pattern[{i}].example[{j}]"
+                if m is None:
+                    problems.append(Problem(p.file, f"example of {p.name!r} does not match: {ex.text!r}", where, p.line))
+                    continue
+                for f, want in ex.expect.items():
+                    got = m.group(f) if f in p.compiled.groupindex else "<no such group>"
+                    if got != want:
+                        problems.append(Problem(p.file, f"example of {p.name!r}: field {f!r} is {got!r}, "
+                                                f"expected {want!r}", where, p.line))
+            for j, ex in enumerate(p.counterexamples):
+                m = p.compiled.search(ex.text)
+                if m is not None:
+                    problems.append(Problem(p.file, f"counterexample of {p.name!r} matches ({m.group(0)!r}): "
+                                            f"{ex.text!r}", f"pattern[{i}].counterexample[{j}]", p.line))
+    return problems
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Findings
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
+
+
+def clean_log(text: str) -> str:
+    """What a terminal would show: no colour codes, CRLF as LF, a \\r-rewritten line as its final text."""
+    text = _ANSI.sub("", text).replace("\r\n", "\n")
+    if "\r" not in text:
+        return text
+    out = []
+    for line in text.split("\n"):
+        if "\r" in line:
+            parts = [p for p in line.split("\r") if p]
+            line = parts[-1] if parts else ""
+        out.append(line)
+    return "\n".join(out)
+
+
+BASE_COUNTS = ("passed", "failed", "skipped", "errors")
+
+
+@dataclass
+class Findings:
+    summary: dict[str, int | str | None] = field(default_factory=lambda: dict.fromkeys(BASE_COUNTS))
+    failed_tests: list[str] = field(default_factory=list)
+    diagnostics: list[dict] = field(default_factory=list)
+    cause: str | None = None
+    complete: bool = False
+    matches: list[Match] = field(default_factory=list, repr=False)
+
+    def to_json(self) -> dict:
+        return {"summary": dict(self.summary), "failed_tests": list(self.failed_tests),
+                "diagnostics": [dict(d) for d in self.diagnostics], "cause": self.cause, "complete": self.complete}
+
+
+def _number(value: str) -> int | str:
+    return int(value) if value.isdigit() else value
+
+
+def parse_findings(text: str, families: list[Family], stages: Iterable[str] = DEFAULT_STAGES,
+                   naive: bool = False) -> Findings:
+    """Findings from a tool's log: colour and \\r progress removed first, families applied in order."""
+    text = clean_log(text)
+    stages = tuple(stages)
+    found = Findings()
+    explicit: dict[str, int | str] = {}
+    counted: dict[str, int] = {}
+    cause_rank: tuple[int, int] | None = None
+    for fi, fam in enumerate(families):
+        order = {p.name: k for k, p in enumerate(fam.patterns)}
+        patterns = {p.name: p for p in fam.patterns}
+        for m in (fam.finditer_naive(text, stages) if naive else fam.finditer(text, stages)):
+            found.matches.append(m)
+            p = patterns[m.pattern]
+            if m.kind == "summary":
+                if p.count:
+                    counted[p.count] = counted.get(p.count, 0) + 1
+                for key, value in m.fields.items():
+                    if value is None:
+                        continue
+                    value = _number(value.strip())
+                    if p.aggregate == "sum" and isinstance(value, int) and isinstance(explicit.get(key), int):
+                        explicit[key] += value
+                    else:
+                        explicit[key] = value
+            elif m.kind == "failed_test":
+                name = (m.fields.get("name") or "").strip()
+                if name and name not in found.failed_tests:
+                    found.failed_tests.append(name)
+            elif m.kind == "diagnostic":
+                d = {"file": m.fields.get("file"), "line": None, "column": None, "message": m.fields.get("message")}
+                for key in ("line", "column"):
+                    v = m.fields.get(key)
+                    d[key] = int(v) if v and v.isdigit() else v
+                for key, v in m.fields.items():
+                    if key not in d and v is not None:
+                        d[key] = v
+                if d["message"] is not None:
+                    d["message"] = d["message"].strip()
+                if d not in found.diagnostics:
+                    found.diagnostics.append(d)
+            elif m.kind == "cause":
+                rank = (fi, order[m.pattern])  # earlier family, then earlier pattern, wins
+                if cause_rank is None or rank < cause_rank:
+                    cause_rank = rank
+                    found.cause = p.cause.format_map({k: (v or "").strip() for k, v in m.fields.items()})
+            elif m.kind == "complete":
+                found.complete = True
+    for key, value in counted.items():
+        explicit.setdefault(key, value)  # a count the tool printed beats counting its lines
+    found.summary.update(explicit)
+    return found
+
+
+def render_findings(findings: Findings) -> str:
+    """A few lines for humans: counts, failing tests, diagnostics, cause."""
+    counts = ", ".join(f"{v} {k}" for k, v in findings.summary.items() if v is not None)
+    lines = [f"summary: {counts or 'no counts reported'}" + ("" if findings.complete else " (run did not finish)")]
+    if findings.failed_tests:
+        lines.append(f"failed tests ({len(findings.failed_tests)}):")
+        lines += [f"  {name}" for name in findings.failed_tests]
+    if findings.diagnostics:
+        lines.append(f"diagnostics ({len(findings.diagnostics)}):")
+        for d in findings.diagnostics:
+            where = ":".join(str(x) for x in (d["file"], d["line"], d["column"]) if x is not None)
+            lines.append(f"  {where}: {d['message']}")
+    if findings.cause:
+        lines.append(f"cause: {findings.cause}")
+    return "\n".join(lines)
