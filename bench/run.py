@@ -1,0 +1,504 @@
+"""Run the build-tool benchmark (clean -j1/-j2, no-op, touch, edit) for runner, make, ninja, doit and Snakemake."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
+sys.path.insert(0, str(BENCH))
+import dag as dagmod  # noqa: E402
+
+VENV_BIN = BENCH / ".venv" / "bin"
+RUNNER_BIN = ROOT / ".venv" / "bin" / "runner"
+RESULTS = BENCH / "results.json"
+README = BENCH / "README.md"
+FIG_START, FIG_END = "<!-- figures:start -->", "<!-- figures:end -->"
+
+SCENARIOS = ["clean_j1", "clean_j2", "noop", "touch", "edit"]
+ALL_TOOLS = ["runner", "make", "ninja", "doit", "snakemake"]
+
+
+# --- how each tool builds, what state it keeps, and how its output says what re-ran ----------------------
+
+
+def _count(pattern: str) -> Callable[[str], dict]:
+    rx = re.compile(pattern, re.M)
+    return lambda text: {"ran": len(rx.findall(text))}
+
+
+def _runner_count(text: str) -> dict:
+    ran = statuses = None
+    counts: dict[str, int] = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if not line.startswith("{"):
+            continue
+        try:
+            ev = json.loads(line)
+        except ValueError:
+            continue
+        if ev.get("event") == "step_finished":
+            counts[ev.get("status", "?")] = counts.get(ev.get("status", "?"), 0) + 1
+        elif ev.get("event") == "run_finished":
+            statuses = {k: v for k, v in ev.items() if isinstance(v, int)}
+            ran = ev.get("ran")
+    out = {"ran": ran if ran is not None else counts.get("ran"), "statuses": counts}
+    if statuses is not None:
+        out["run_finished"] = statuses
+    return out
+
+
+@dataclass
+class Tool:
+    name: str
+    argv: Callable[[Path, int], list[str]]
+    state: list[str]  # files/dirs (in the work dir) holding the tool's own state: removed for a clean build
+    count: Callable[[str], dict]
+    version: list[str]
+
+
+TOOLS: dict[str, Tool] = {
+    "runner": Tool(
+        "runner",
+        lambda d, j: [str(RUNNER_BIN), "make", "-C", str(d), "-j", str(j), "--json"],
+        [".runner"],
+        _runner_count,
+        [str(RUNNER_BIN), "--version"],
+    ),
+    "make": Tool("make", lambda d, j: ["make", f"-j{j}"], [], _count(r"^md5sum "), ["make", "--version"]),
+    "ninja": Tool(
+        "ninja",
+        lambda d, j: ["ninja", f"-j{j}", "-v"],
+        [".ninja_log", ".ninja_deps"],
+        _count(r"^(?:\[\d+/\d+\] )?md5sum "),
+        ["ninja", "--version"],
+    ),
+    "doit": Tool(
+        "doit",
+        lambda d, j: [str(VENV_BIN / "doit")] + (["-n", str(j), "-P", "thread"] if j > 1 else []),
+        [".doit.db", ".doit.db.bak", ".doit.db.dat", ".doit.db.dir", "__pycache__"],
+        _count(r"^\.  s\d+$"),
+        [str(VENV_BIN / "doit"), "--version"],
+    ),
+    "snakemake": Tool(
+        "snakemake",
+        lambda d, j: [str(VENV_BIN / "snakemake"), "--cores", str(j)],
+        [".snakemake"],
+        _count(r"^\s*(?:local)?rule step:"),
+        [str(VENV_BIN / "snakemake"), "--version"],
+    ),
+}
+
+
+# --- one timed child process ----------------------------------------------------------------------------
+
+
+@dataclass
+class Sample:
+    seconds: float
+    rss_kb: int  # ru_maxrss of the child: the largest process among it and the descendants it reaped
+    rc: int
+    output: str
+
+
+def run_child(argv: list[str], cwd: Path, timeout: float) -> Sample:
+    """Run argv in cwd, output to a file; wall time around fork..reap; max RSS via wait4's rusage."""
+    log = cwd / ".bench-output.log"
+    with open(log, "wb") as fh:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(argv, cwd=cwd, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True)
+        timer = threading.Timer(timeout, lambda: os.killpg(proc.pid, signal.SIGKILL))
+        timer.start()
+        try:
+            _, status, ru = os.wait4(proc.pid, 0)
+        finally:
+            timer.cancel()
+        seconds = time.perf_counter() - t0
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    text = log.read_text(errors="replace")
+    log.unlink()
+    return Sample(seconds, ru.ru_maxrss, proc.returncode, text)
+
+
+# --- scenarios ------------------------------------------------------------------------------------------
+
+
+class Failed(Exception):
+    pass
+
+
+class Bench:
+    def __init__(self, args: argparse.Namespace):
+        self.args = args
+        self.results: dict = {}
+
+    def reset(self, tool: Tool, d: Path) -> None:
+        for name in tool.state + ["out"]:
+            p = d / name
+            if p.is_dir():
+                shutil.rmtree(p)
+            elif p.exists():
+                p.unlink()
+        (d / "out").mkdir()
+
+    def once(self, tool: Tool, d: Path, jobs: int, scenario: str, rec: dict) -> Sample:
+        argv = tool.argv(d, jobs)
+        s = run_child(argv, d, self.args.timeout)
+        if s.rc != 0:
+            tail = "\n".join(s.output.splitlines()[-30:])
+            raise Failed(f"{' '.join(argv)} (cwd {d}) exited {s.rc} in scenario {scenario}:\n{tail}")
+        counted = tool.count(s.output)
+        r = rec.setdefault(scenario, {"seconds": [], "rss_kb": [], "ran": [], "jobs": jobs})
+        r["seconds"].append(round(s.seconds, 4))
+        r["rss_kb"].append(s.rss_kb)
+        r["ran"].append(counted.get("ran"))
+        if "statuses" in counted:
+            r.setdefault("statuses", []).append(counted["statuses"])
+        print(f"  {tool.name:<10} {scenario:<10} -j{jobs} {s.seconds:9.3f} s  ran={counted.get('ran')}  "
+              f"rss={s.rss_kb / 1024:.0f} MB", flush=True)
+        return s
+
+    def size(self, n: int, tools: list[str]) -> dict:
+        a = self.args
+        dag = dagmod.build(n, a.layers, a.seed)
+        meta = dag.meta()
+        base = a.work / str(n)
+        dagmod.write(dag, base / "base")
+        dirs = {}
+        for t in tools:
+            d = base / t
+            if d.exists():
+                shutil.rmtree(d)
+            shutil.copytree(base / "base", d)
+            dirs[t] = d
+        slow = n >= a.slow_above
+        recs: dict[str, dict] = {t: {} for t in tools}
+        errors: dict[str, str] = {}
+        live = list(tools)
+
+        def attempt(t: str, fn: Callable[[], None]) -> None:
+            if t not in live:
+                return
+            try:
+                fn()
+            except Failed as e:
+                print(f"  !! {t} failed: {e}", flush=True)
+                errors[t] = str(e)
+                live.remove(t)
+
+        def reps_for(t: str, reps: int, slow_reps: int) -> int:
+            return min(reps, slow_reps) if (slow and t in a.slow_tools) else reps
+
+        def rotated(rep: int) -> list[str]:
+            k = rep % len(live) if live else 0
+            return live[k:] + live[:k]
+
+        print(f"== {n} steps: {json.dumps(meta)}", flush=True)
+        # clean builds: each repetition interleaves the tools, -j1 then -j2
+        for rep in range(a.clean_reps):
+            for jobs in (1, 2):
+                for t in rotated(rep):
+                    if rep >= reps_for(t, a.clean_reps, a.slow_clean_reps):
+                        continue
+                    tool, d = TOOLS[t], dirs[t]
+
+                    def clean(tool=tool, d=d, jobs=jobs):
+                        self.reset(tool, d)
+                        self.once(tool, d, jobs, f"clean_j{jobs}", recs[tool.name])
+
+                    attempt(t, clean)
+
+        # every tool built the same bytes?
+        digests = {t: _tree_digest(dirs[t] / "out") for t in live}
+        same_outputs = len(set(digests.values())) <= 1
+
+        # the first no-op after a clean build, once, untimed in the medians
+        for t in list(live):
+            attempt(t, lambda t=t: self.once(TOOLS[t], dirs[t], a.jobs, "noop_first", recs[t]))
+
+        # no-op, touch, edit: each repetition runs one scenario across all tools before the next
+        for rep in range(a.reps):
+            for scenario in ("noop", "touch", "edit"):
+                for t in rotated(rep):
+                    if rep >= reps_for(t, a.reps, a.slow_reps):
+                        continue
+                    d, src = dirs[t], dirs[t] / dag.edit_source
+                    if scenario == "touch":
+                        st = src.stat()
+                        now = max(time.time_ns(), st.st_mtime_ns + 1_000_000)
+                        os.utime(src, ns=(now, now))
+                    elif scenario == "edit":
+                        src.write_text(dagmod.source_text(int(dag.edit_leaf[1:])) + f"edit {rep} {uuid.uuid4()}\n")
+                    attempt(t, lambda t=t, d=d, scenario=scenario: self.once(TOOLS[t], d, a.jobs, scenario, recs[t]))
+
+        return {"dag": meta, "tools": recs, "errors": errors, "same_outputs": same_outputs, "out_digests": digests,
+                "slow_tools_limited": sorted(set(a.slow_tools) & set(tools)) if slow else []}
+
+
+def _tree_digest(d: Path) -> str:
+    import hashlib
+
+    h = hashlib.sha256()
+    for p in sorted(d.iterdir()):
+        h.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
+    return h.hexdigest()[:16]
+
+
+# --- machine facts and baselines ------------------------------------------------------------------------
+
+
+def _version(argv: list[str]) -> str:
+    try:
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"unavailable ({e.__class__.__name__})"
+    text = (out.stdout or out.stderr).strip().splitlines()
+    return text[0] if text else f"exit {out.returncode}"
+
+
+def machine(tools: list[str]) -> dict:
+    cpu = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+
+    def med_pass(py: str) -> float:
+        xs = []
+        for _ in range(7):
+            t0 = time.perf_counter()
+            subprocess.run([py, "-c", "pass"], check=True)
+            xs.append(time.perf_counter() - t0)
+        return round(statistics.median(xs), 4)
+
+    m = {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "kernel": platform.release(),
+        "python": platform.python_version(),
+        "python_c_pass_s": med_pass("python3"),
+        "versions": {t: _version(TOOLS[t].version) for t in tools},
+        "md5sum": _version(["md5sum", "--version"]),
+        "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+    }
+    if (VENV_BIN / "python").exists():
+        m["bench_venv_python_c_pass_s"] = med_pass(str(VENV_BIN / "python"))
+    if (ROOT / ".venv" / "bin" / "python").exists():
+        m["runner_venv_python_c_pass_s"] = med_pass(str(ROOT / ".venv" / "bin" / "python"))
+    return m
+
+
+# --- summary: medians, ratios, targets ------------------------------------------------------------------
+
+
+def med(rec: dict, scenario: str) -> float | None:
+    xs = rec.get(scenario, {}).get("seconds") or []
+    return statistics.median(xs) if xs else None
+
+
+def summarize(results: dict) -> str:
+    """Markdown: per size a table of medians (and re-run counts), ratios vs runner, peak memory, targets."""
+    out: list[str] = []
+    m = results.get("machine", {})
+    cfg = results.get("config", {})
+    for n, size in results["sizes"].items():
+        tools = list(size["tools"])
+        meta = size["dag"]
+        out.append(f"### {int(n):,} steps")
+        out.append("")
+        out.append(f"{meta['layers']} layers, {meta['leaves']} leaves, {meta['edges']} edges; the edited leaf "
+                   f"`{meta['edit_leaf']}` has {meta['edit_expected']} steps downstream (itself included). "
+                   f"All tools built byte-identical `out/`: {'yes' if size.get('same_outputs') else 'NO'}.")
+        out.append("")
+        out.append("Median wall seconds (repetitions) · steps re-run:")
+        out.append("")
+        out.append("| scenario | " + " | ".join(tools) + " |")
+        out.append("|---|" + "---|" * len(tools))
+        for sc in SCENARIOS:
+            cells = []
+            for t in tools:
+                r = size["tools"][t].get(sc)
+                if not r:
+                    cells.append("failed" if t in size["errors"] else "—")
+                    continue
+                ran = sorted(set(x for x in r["ran"] if x is not None))
+                ran_s = "/".join(str(x) for x in ran) if ran else "?"
+                cells.append(f"{statistics.median(r['seconds']):.3f} ({len(r['seconds'])}) · {ran_s}")
+            out.append(f"| {sc.replace('_', ' -')} | " + " | ".join(cells) + " |")
+        out.append("")
+        if "runner" in tools and size["tools"]["runner"]:
+            rr = size["tools"]["runner"]
+            others = [t for t in tools if t != "runner"]
+            out.append("Ratio: other tool's median ÷ runner's median (> 1: runner is faster):")
+            out.append("")
+            out.append("| scenario | " + " | ".join(others) + " |")
+            out.append("|---|" + "---|" * len(others))
+            for sc in SCENARIOS:
+                mr = med(rr, sc)
+                cells = []
+                for t in others:
+                    mt = med(size["tools"][t], sc)
+                    cells.append(f"{mt / mr:.2f}×" if (mr and mt) else "—")
+                out.append(f"| {sc.replace('_', ' -')} | " + " | ".join(cells) + " |")
+            out.append("")
+        out.append("Peak RSS (MB, max over repetitions; the largest single process of the tool's tree):")
+        out.append("")
+        out.append("| | " + " | ".join(tools) + " |")
+        out.append("|---|" + "---|" * len(tools))
+        for sc in ("clean_j2", "noop", "edit"):
+            cells = []
+            for t in tools:
+                r = size["tools"][t].get(sc)
+                cells.append(f"{max(r['rss_kb']) / 1024:.0f}" if r else "—")
+            out.append(f"| {sc.replace('_', ' -')} | " + " | ".join(cells) + " |")
+        out.append("")
+        if size.get("slow_tools_limited"):
+            out.append(f"Fewer repetitions at this size for: {', '.join(size['slow_tools_limited'])} "
+                       f"(clean: {cfg.get('slow_clean_reps')}, no-op/touch/edit: {cfg.get('slow_reps')}).")
+            out.append("")
+        for t, err in size["errors"].items():
+            out.append(f"**{t} failed**:")
+            out.append("")
+            out.append("```")
+            out.append(err.strip())
+            out.append("```")
+            out.append("")
+        tg = targets(n, size, m)
+        if tg:
+            out.append("runner against its targets:")
+            out.append("")
+            out.extend(f"- {line}" for line in tg)
+            out.append("")
+    return "\n".join(out)
+
+
+def targets(n: str, size: dict, machine_: dict) -> list[str]:
+    tools = size["tools"]
+    rr = tools.get("runner") or {}
+    if not rr:
+        return []
+    lines = []
+    meta = size["dag"]
+
+    def mark(ok: bool) -> str:
+        return "met" if ok else "**missed**"
+
+    noop = med(rr, "noop")
+    if noop is not None and int(n) >= 10000:
+        lines.append(f"no-op {noop:.3f} s ≤ 0.25 s: {mark(noop <= 0.25)}")
+    if noop is not None:
+        for t, want in (("doit", 3), ("snakemake", 20)):
+            mt = med(tools.get(t, {}), "noop")
+            if mt:
+                lines.append(f"no-op {mt / noop:.1f}× faster than {t} (target ≥ {want}×): {mark(mt / noop >= want)}")
+    touch = rr.get("touch")
+    if touch:
+        ran = sorted(set(touch["ran"]))
+        lines.append(f"touch re-ran {ran} steps (target 0): {mark(ran == [0])}")
+    edit = rr.get("edit")
+    if edit:
+        ran = sorted(set(edit["ran"]))
+        exp = meta["edit_expected"]
+        lines.append(f"edit re-ran {ran} steps, expected {exp}: {mark(ran == [exp])}")
+        c1 = med(rr, "clean_j1")
+        if noop is not None and c1:
+            budget = noop + exp * (c1 / meta["steps"])
+            em = med(rr, "edit")
+            lines.append(f"edit {em:.3f} s vs no-op + {exp} steps at clean -j1's per-step cost = {budget:.3f} s: "
+                         f"{mark(em <= budget)}")
+    c2, m2 = med(rr, "clean_j2"), med(tools.get("make", {}), "clean_j2")
+    if c2 and m2:
+        lines.append(f"clean -j2 {c2 / m2:.2f}× GNU make -j2 (target ≤ 1.3×): {mark(c2 / m2 <= 1.3)}")
+    peak = max((max(r["rss_kb"]) for r in rr.values() if r.get("rss_kb")), default=0) / 1024
+    if peak:
+        lines.append(f"peak RSS {peak:.0f} MB (target < 300 MB): {mark(peak < 300)}")
+    return lines
+
+
+def write_readme(results: dict) -> None:
+    text = README.read_text() if README.exists() else f"# Benchmarks\n\n{FIG_START}\n{FIG_END}\n"
+    if FIG_START not in text or FIG_END not in text:
+        raise SystemExit(f"{README} lacks the {FIG_START} … {FIG_END} markers")
+    head, rest = text.split(FIG_START, 1)
+    _, tail = rest.split(FIG_END, 1)
+    m = results["machine"]
+    cfg = results["config"]
+    body = [
+        f"Measured {m['date']} on {m['cpu'] or 'unknown CPU'}, {m['cores']} cores, Linux {m['kernel']}, "
+        f"Python {m['python']} (`python3 -c pass`: {m['python_c_pass_s']:.3f} s). "
+        f"Command: `{cfg['command']}`.",
+        "",
+        "Versions: " + "; ".join(f"{t}: {v}" for t, v in m["versions"].items()) + ".",
+        "",
+        summarize(results),
+    ]
+    README.write_text(head + FIG_START + "\n" + "\n".join(body).rstrip() + "\n" + FIG_END + tail)
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--steps", type=int, nargs="+", default=[1000, 10000])
+    ap.add_argument("--reps", type=int, default=5, help="repetitions of no-op, touch and edit")
+    ap.add_argument("--clean-reps", type=int, default=3, help="repetitions of each clean build")
+    ap.add_argument("--tools", default=",".join(ALL_TOOLS))
+    ap.add_argument("--jobs", type=int, default=1, help="-j for the no-op, touch and edit scenarios")
+    ap.add_argument("--slow-tools", default="snakemake", help="tools given fewer repetitions at large sizes")
+    ap.add_argument("--slow-above", type=int, default=10000, help="sizes at or above this are 'large'")
+    ap.add_argument("--slow-reps", type=int, default=3)
+    ap.add_argument("--slow-clean-reps", type=int, default=1)
+    ap.add_argument("--layers", type=int, default=dagmod.DEFAULT_LAYERS)
+    ap.add_argument("--seed", type=int, default=dagmod.DEFAULT_SEED)
+    ap.add_argument("--timeout", type=float, default=3600, help="seconds before one run is killed")
+    ap.add_argument("--work", type=Path, default=BENCH / "work")
+    ap.add_argument("--results", type=Path, default=RESULTS)
+    ap.add_argument("--readme", action="store_true", help="rewrite the figures section of bench/README.md")
+    ap.add_argument("--render-only", action="store_true", help="print (and with --readme write) from --results")
+    a = ap.parse_args(argv)
+    a.slow_tools = [t for t in a.slow_tools.split(",") if t]
+
+    if a.render_only:
+        results = json.loads(a.results.read_text())
+    else:
+        tools = [t.strip() for t in a.tools.split(",") if t.strip()]
+        unknown = [t for t in tools if t not in TOOLS]
+        if unknown:
+            ap.error(f"unknown tools {unknown}; choose from {ALL_TOOLS}")
+        results = {
+            "machine": machine(tools),
+            "config": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(a).items()},
+            "sizes": {},
+        }
+        results["config"]["command"] = "python bench/run.py " + " ".join(argv if argv is not None else sys.argv[1:])
+        bench = Bench(a)
+        for n in a.steps:
+            results["sizes"][str(n)] = bench.size(n, tools)
+            a.results.write_text(json.dumps(results, indent=1) + "\n")  # keep what is done if a later size dies
+    print()
+    print(summarize(results))
+    if a.readme:
+        write_readme(results)
+        print(f"wrote the figures into {README}")
+
+
+if __name__ == "__main__":
+    main()
