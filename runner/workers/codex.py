@@ -1,0 +1,305 @@
+"""The codex worker: `codex exec --json` as a subprocess in its own process group, its JSONL events parsed and
+its failures classified (transient / permanent / timeout / config)."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import re
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+from runner.redact import redact, redact_obj, secret_values
+from runner.workers.base import (CONFIG, PERMANENT, TIMEOUT, TRANSIENT, Usage, WorkerConfig, WorkerRequest,
+                                 WorkerResult, failed)
+
+PROVIDER = "runner"          # the id of our custom provider in codex's config
+PROVIDER_KEYS = ("request_max_retries", "stream_max_retries", "stream_idle_timeout_ms")
+STDERR_KEEP = 64 * 1024      # bytes of stderr kept for the error message
+_EOF = object()
+
+# Ordered: the first class whose pattern matches wins, so "exceeded retry limit, last status: 401" is permanent.
+# `codex exec` gives only English text (codex-cli.md §2, §6.3); URLs are blanked first so a port can't match.
+CLASSIFY: list[tuple[str, re.Pattern]] = [
+    (CONFIG, re.compile(r"no longer supported|Not inside a trusted directory|unexpected argument|"
+                        r"unrecognized subcommand|Error loading config|invalid value .* for|"
+                        r"error: the argument|Missing environment variable|config profile .* not found", re.I)),
+    (PERMANENT, re.compile(r"\b401\b|Unauthorized|\b403\b|Forbidden|ran out of room|context window|"
+                           r"context_length_exceeded|\b400\b|Bad Request|invalid_request_error|\b404\b|"
+                           r"model_not_found|does not exist|\b422\b|insufficient_quota|exceeded your current quota",
+                           re.I)),
+    (TRANSIENT, re.compile(r"\b429\b|Too Many Requests|rate.?limit|high demand|stream disconnected|"
+                           r"Connection failed|connection (refused|reset|closed)|error sending request|"
+                           r"Reconnecting|timed? ?out|\b5\d\d\b|overloaded|server_error|exceeded retry limit",
+                           re.I)),
+]
+MODEL_MISSING = re.compile(r"model_not_found|model .* (does not exist|not found)|unknown model", re.I)
+
+
+def classify(text: str) -> str | None:
+    """The failure class a codex error text names, or None when nothing matches."""
+    text = re.sub(r"https?://\S+", "<url>", text or "")
+    for kind, pattern in CLASSIFY:
+        if pattern.search(text):
+            return kind
+    return None
+
+
+def resolve_binary(config: WorkerConfig) -> tuple[str | None, str]:
+    """(path, "") or (None, what the user should do)."""
+    if config.binary:
+        p = shutil.which(config.binary) or (config.binary if os.access(config.binary, os.X_OK) else None)
+        if p and os.path.isfile(p):
+            return p, ""
+        return None, (f"worker.binary = {config.binary!r} is not an executable file; fix [worker] binary in "
+                      "intents.toml or remove it to use `codex` from PATH")
+    p = shutil.which("codex")
+    if p:
+        return p, ""
+    try:
+        import codex_cli_bin  # the PyPI wheel `openai-codex-cli-bin`, optional
+        return str(codex_cli_bin.bundled_codex_path()), ""
+    except (ImportError, OSError):
+        pass
+    return None, ("the codex binary was not found: install it with `pip install openai-codex-cli-bin` (or "
+                  "`npm install -g @openai/codex`), put `codex` on PATH, or set [worker] binary in intents.toml")
+
+
+def _bundled_path_dir() -> str | None:
+    try:
+        import codex_cli_bin
+        d = codex_cli_bin.bundled_path_dir()
+        return str(d) if d else None
+    except (ImportError, OSError, AttributeError):
+        return None
+
+
+def build_argv(binary: str, request: WorkerRequest, model: str) -> list[str]:
+    """The codex command line. Never holds a key: the provider names the env var that carries it."""
+    cfg = request.config
+    argv = [binary, "exec", "--json", "--ephemeral", "--skip-git-repo-check", "-C", str(request.workspace),
+            "-s", cfg.extra.get("sandbox", "workspace-write"),
+            # Without this a refused connection is retried forever ("waiting for network").
+            "--disable", "unbounded_connection_retries", "-m", model]
+    if cfg.base_url:
+        p = f"model_providers.{PROVIDER}"
+        argv += ["-c", f"model_provider={PROVIDER}", "-c", f"{p}.name={PROVIDER}",
+                 "-c", f"{p}.base_url={json.dumps(cfg.base_url)}",   # a TOML basic string
+                 "-c", f"{p}.env_key={cfg.env_key or 'OPENAI_API_KEY'}"]
+        for k in PROVIDER_KEYS:
+            if k in cfg.extra:
+                argv += ["-c", f"{p}.{k}={int(cfg.extra[k])}"]
+    return argv + ["--", request.prompt]
+
+
+def child_env(request: WorkerRequest, binary: str) -> dict[str, str]:
+    env = dict(os.environ if request.env is None else request.env)
+    if request.config.extra.get("codex_home"):
+        # Only when configured: the default CODEX_HOME (~/.codex) holds the user's login.
+        home = Path(request.config.extra["codex_home"])
+        home.mkdir(parents=True, exist_ok=True)
+        env["CODEX_HOME"] = str(home)
+    extra_dir = _bundled_path_dir()
+    if extra_dir and Path(binary).resolve().is_relative_to(Path(extra_dir).resolve().parent):
+        env["PATH"] = extra_dir + os.pathsep + env.get("PATH", "")   # the wheel's bundled rg
+    return env
+
+
+def _exited(pid: int) -> bool:
+    """Has the child exited? Leaves it a zombie (WNOWAIT) so its pid, hence its group id, can't be reused
+    before we have killed the rest of the group."""
+    try:
+        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:
+        return True
+
+
+def _killpg(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+class CodexWorker:
+    kind = "codex"
+    _versions: dict[str, str] = {}
+    _lock = threading.Lock()
+
+    def version(self, config: WorkerConfig) -> str:
+        binary, _ = resolve_binary(config)
+        if not binary:
+            return "codex-missing"
+        with self._lock:
+            if binary not in self._versions:
+                try:
+                    out = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=30,
+                                         stdin=subprocess.DEVNULL)
+                    self._versions[binary] = (out.stdout.strip().splitlines() or ["codex-unknown"])[0]
+                except (OSError, subprocess.SubprocessError):
+                    self._versions[binary] = "codex-unknown"
+            return self._versions[binary]
+
+    def run(self, request: WorkerRequest) -> WorkerResult:
+        cfg = request.config
+        t0 = time.monotonic()
+        binary, why = resolve_binary(cfg)
+        if not binary:
+            return failed(CONFIG, why, model=cfg.model)
+        env = child_env(request, binary)
+        secrets = secret_values([cfg.env_key], environ=env)
+        if cfg.base_url and not env.get(cfg.env_key or "OPENAI_API_KEY"):
+            return failed(CONFIG, f"the environment variable {cfg.env_key or 'OPENAI_API_KEY'} is not set: codex "
+                          f"needs it to authenticate to {cfg.base_url} ([worker] env_key names it)",
+                          model=cfg.model)
+        version = self.version(cfg)
+        result = None
+        for model in (cfg.model, *cfg.fallback_models):
+            result = self._attempt(request, binary, env, model, secrets)
+            result.worker_version = version
+            if result.ok or not MODEL_MISSING.search(result.error or ""):
+                break
+        result.duration_s = time.monotonic() - t0
+        return result
+
+    def _attempt(self, request: WorkerRequest, binary: str, env: dict, model: str, secrets) -> WorkerResult:
+        cfg = request.config
+        t0 = time.monotonic()
+        grace = float(cfg.extra.get("kill_grace", 5.0))
+        try:
+            proc = subprocess.Popen(build_argv(binary, request, model), stdin=subprocess.DEVNULL,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=request.workspace,
+                                    env=env, start_new_session=True)
+        except OSError as e:
+            return failed(CONFIG, f"could not start {binary}: {e}", model=model)
+        lines: queue.Queue = queue.Queue()
+        err_buf = bytearray()
+
+        def read_out():
+            for raw in iter(proc.stdout.readline, b""):
+                lines.put(raw)
+            lines.put(_EOF)
+
+        def read_err():
+            for chunk in iter(lambda: proc.stderr.read1(4096), b""):
+                err_buf.extend(chunk)
+                del err_buf[:-STDERR_KEEP]
+
+        readers = [threading.Thread(target=f, daemon=True) for f in (read_out, read_err)]
+        for t in readers:
+            t.start()
+        deadline = t0 + cfg.timeout
+        last = t0
+        raw_lines: list[str] = []
+        killed = None
+        exited_at = None
+        while True:
+            now = time.monotonic()
+            wait = deadline - now
+            if cfg.idle_timeout:
+                wait = min(wait, last + cfg.idle_timeout - now)
+            if wait <= 0:
+                killed = "timeout" if now >= deadline else "idle"
+                break
+            try:
+                item = lines.get(timeout=min(wait, 0.1))
+            except queue.Empty:
+                # A command the agent left running may hold stdout open after codex exits: stop reading
+                # once codex is gone and the pipe has been quiet for a moment.
+                if exited_at is None and _exited(proc.pid):
+                    exited_at = time.monotonic()
+                if exited_at is not None and time.monotonic() - exited_at > 0.3:
+                    break
+                continue
+            if item is _EOF:
+                break
+            last = time.monotonic()
+            raw_lines.append(item.decode("utf-8", "replace"))
+        # stdout is closed (or we gave up): wait for the exit within what is left of the wall clock.
+        while not killed and not _exited(proc.pid):
+            if time.monotonic() >= deadline:
+                killed = "timeout"
+                break
+            time.sleep(0.02)
+        if killed:
+            _killpg(proc.pid, signal.SIGTERM)
+            end = time.monotonic() + grace
+            while not _exited(proc.pid) and time.monotonic() < end:
+                time.sleep(0.02)
+        # Always SIGKILL what is left of the group (commands the agent left running), before reaping the leader.
+        _killpg(proc.pid, signal.SIGKILL)
+        code = proc.wait()
+        for t in readers:
+            t.join(timeout=2)
+        while not lines.empty():   # lines that arrived after we stopped listening
+            item = lines.get_nowait()
+            if item is not _EOF:
+                raw_lines.append(item.decode("utf-8", "replace"))
+        stderr = redact(err_buf.decode("utf-8", "replace"), secrets)
+        return self._result(request, model, raw_lines, code, killed, stderr, secrets, time.monotonic() - t0)
+
+    def _result(self, request, model, raw_lines, code, killed, stderr, secrets, duration) -> WorkerResult:
+        cfg = request.config
+        events: list[dict] = []
+        final, usage, completed, turn_failed, errors, partial = "", Usage(), False, None, [], None
+        for i, line in enumerate(raw_lines):
+            try:
+                ev = json.loads(line)
+            except ValueError:
+                if not line.endswith("\n") and i == len(raw_lines) - 1:
+                    partial = line
+                continue
+            if not isinstance(ev, dict):
+                continue
+            events.append(ev)
+            kind = ev.get("type")
+            item = ev.get("item") or {}
+            if kind == "item.completed" and item.get("type") == "agent_message":
+                final = item.get("text") or ""
+            elif kind == "turn.completed":
+                completed, usage = True, Usage.from_json(ev.get("usage"))
+            elif kind == "turn.failed":
+                turn_failed = (ev.get("error") or {}).get("message") or "turn failed"
+            elif kind == "error":
+                errors.append(ev.get("message") or "")
+        transcript = redact("".join(raw_lines), secrets)
+        events = redact_obj(events, secrets)
+        tail = stderr.strip()[-2000:]
+        events.append({"type": "runner.exit", "exit_code": code, "killed": killed, "stderr": tail})
+        base = dict(events=events, transcript=transcript, usage=usage, duration_s=duration, model=model)
+        if killed:
+            limit = cfg.timeout if killed == "timeout" else cfg.idle_timeout
+            what = "wall-clock timeout" if killed == "timeout" else "idle timeout (no event)"
+            hint = f"; last codex message: {redact(errors[-1], secrets)}" if errors else ""
+            return failed(TIMEOUT, f"codex hit the {what} of {limit:g}s and was killed with its process group"
+                          f"{hint}. Raise [worker] {'timeout' if killed == 'timeout' else 'idle_timeout'} if the "
+                          "step needs longer, or check the provider is reachable.", **base)
+        if code == 0 and completed:
+            return WorkerResult(ok=True, final_message=redact(final, secrets), failure=None, error=None, **base)
+        if turn_failed:
+            text = turn_failed
+        elif code == 2:
+            return failed(CONFIG, f"codex rejected its command line (exit 2): {tail[-800:]}. The installed codex "
+                          "may be too old or too new for runner; check `codex --version`.", **base)
+        elif code == 0:
+            text = "codex exited 0 without a turn.completed event: the turn did not finish"
+        elif code < 0:
+            text = f"codex was killed by signal {-code} (not by the runner)"
+        else:
+            text = errors[-1] if errors else (tail.splitlines()[-1] if tail else f"codex exited {code}")
+        if partial is not None:
+            text += f"; its output stopped mid-line: {partial[:200]!r}"
+        kind = classify(text) or (classify(tail) if code != 0 else None) or TRANSIENT
+        return failed(kind, f"codex failed ({kind}, exit {code}): {redact(text, secrets)}"
+                      + _advice(kind), **base)
+
+
+def _advice(kind: str) -> str:
+    return {TRANSIENT: ". Retrying the step may succeed.",
+            PERMANENT: ". Retrying will not help: check the key, the model, the provider, or shrink the prompt.",
+            CONFIG: ". Fix the codex setup ([worker] in intents.toml) and run again."}.get(kind, "")

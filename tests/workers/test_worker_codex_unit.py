@@ -1,0 +1,240 @@
+"""The codex worker's subprocess handling, driven by the fake codex executable (fast, no real CLI)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from runner.workers import get_worker
+from runner.workers.base import CONFIG, PERMANENT, TIMEOUT, TRANSIENT, WorkerConfig
+from runner.workers.codex import build_argv, classify
+from worker_helpers import alive, group_members, make_request, wait_gone
+
+STARTED = [{"type": "thread.started", "thread_id": "t1"}, {"type": "turn.started"}]
+DONE = {"type": "turn.completed", "usage": {"input_tokens": 120, "cached_input_tokens": 20, "output_tokens": 7}}
+
+
+def msg(text):
+    return {"type": "item.completed", "item": {"id": "i", "type": "agent_message", "text": text}}
+
+
+def failed_turn(text):
+    return [*STARTED, {"type": "error", "message": text}, {"type": "turn.failed", "error": {"message": text}}]
+
+
+def cfg(fake_codex, **kw) -> WorkerConfig:
+    base = dict(binary=fake_codex.binary, timeout=20, idle_timeout=10, extra={"kill_grace": "0.5"})
+    base.update(kw)
+    return WorkerConfig(**base)
+
+
+def run(fake_codex, workspace, config=None, **env):
+    config = config or cfg(fake_codex)
+    return get_worker(config).run(make_request(workspace, config, env=fake_codex.env(**env)))
+
+
+def test_success_parses_message_usage_and_files(fake_codex, workspace, assert_no_leak):
+    fake_codex.scenario(lines=[*STARTED, msg("Created hello.txt"), DONE], files={"hello.txt": "hi\n"})
+    r = run(fake_codex, workspace)
+    assert r.ok, r.error
+    assert r.failure is None and r.final_message == "Created hello.txt"
+    assert (r.usage.input_tokens, r.usage.cached_input_tokens, r.usage.output_tokens) == (120, 20, 7)
+    assert (workspace / "hello.txt").read_text() == "hi\n"
+    assert r.worker_version == "codex-cli 0.0.0-fake"
+    assert r.transcript.count("\n") == 4 and '"turn.completed"' in r.transcript
+    assert r.events[-1]["type"] == "runner.exit" and r.events[-1]["exit_code"] == 0
+
+
+def test_stdin_closed_own_session_and_no_key_in_argv(fake_codex, workspace, assert_no_leak):
+    r = run(fake_codex, workspace, cfg(fake_codex, base_url="http://127.0.0.1:9/v1", env_key="CODEX_API_KEY",
+                                       extra={"request_max_retries": "1", "stream_max_retries": "2"}))
+    assert r.ok, r.error
+    (call,) = fake_codex.records()
+    assert call["stdin"] == "eof"                      # never an inherited, never-closed stdin
+    assert call["sid"] == call["pid"] == call["pgid"]  # start_new_session=True
+    assert call["cwd"] == str(workspace)
+    argv = " ".join(call["argv"])
+    assert assert_no_leak not in argv
+    assert "CODEX_API_KEY" in call["env_names"]        # the key travels in the env, by name
+    assert "model_providers.runner.env_key=CODEX_API_KEY" in call["argv"]
+    assert 'model_providers.runner.base_url="http://127.0.0.1:9/v1"' in call["argv"]
+    assert "model_providers.runner.request_max_retries=1" in call["argv"]
+    assert call["argv"][-2:] == ["--", "create hello.txt containing hi"]
+    for flag in ("--json", "--ephemeral", "--skip-git-repo-check", "unbounded_connection_retries"):
+        assert flag in call["argv"]
+
+
+def test_argv_without_provider_uses_builtin():
+    argv = build_argv("codex", make_request(__import__("pathlib").Path("/w"), WorkerConfig(model="m1"),
+                                            "-starts-with-dash"), "m1")
+    assert "model_provider=runner" not in argv
+    assert argv[argv.index("-m") + 1] == "m1" and argv[-2:] == ["--", "-starts-with-dash"]
+
+
+def test_missing_env_key_is_config(fake_codex, workspace, monkeypatch):
+    monkeypatch.delenv("MY_KEY", raising=False)
+    r = run(fake_codex, workspace, cfg(fake_codex, base_url="http://127.0.0.1:9/v1", env_key="MY_KEY"))
+    assert r.failure == CONFIG and "MY_KEY" in r.error
+
+
+def test_exit_zero_without_turn_completed_fails(fake_codex, workspace):
+    fake_codex.scenario(lines=[*STARTED, msg("I did it")])
+    r = run(fake_codex, workspace)
+    assert not r.ok and r.failure == TRANSIENT
+    assert "without a turn.completed" in r.error
+
+
+def test_nonzero_exit_with_turn_completed_fails(fake_codex, workspace):
+    fake_codex.scenario(lines=[*STARTED, DONE], exit=1)
+    assert not run(fake_codex, workspace).ok
+
+
+def test_output_stopping_mid_line(fake_codex, workspace):
+    fake_codex.scenario(lines=STARTED, partial='{"type":"item.comp', exit=1)
+    r = run(fake_codex, workspace)
+    assert not r.ok and r.failure == TRANSIENT
+    assert "mid-line" in r.error
+    assert r.transcript.endswith('{"type":"item.comp')
+
+
+def test_killed_by_signal(fake_codex, workspace):
+    fake_codex.scenario(lines=STARTED, signal="SIGKILL")
+    r = run(fake_codex, workspace)
+    assert not r.ok and r.failure == TRANSIENT and "signal 9" in r.error
+
+
+def _assert_group_killed(fake_codex, r, kind, started, limit):
+    assert not r.ok and r.failure == TIMEOUT, r.error
+    assert kind in r.error
+    (call,) = fake_codex.records()
+    pids = [call["pid"], call["child_pid"]]
+    assert wait_gone(pids, 1.0) == [], "the codex process or its grandchild survived"
+    assert group_members(call["pgid"]) == []
+    assert time.monotonic() - started < limit
+
+
+def test_wall_clock_timeout_kills_the_process_group(fake_codex, workspace):
+    fake_codex.scenario(lines=STARTED, spawn_child=True, line_delay=0.0, hang=True)
+    # events keep flowing? no: hang after two lines; idle is long, so the wall clock fires first
+    t0 = time.monotonic()
+    r = run(fake_codex, workspace, cfg(fake_codex, timeout=2.0, idle_timeout=30))
+    _assert_group_killed(fake_codex, r, "wall-clock timeout", t0, 5)
+
+
+def test_idle_timeout_kills_the_process_group(fake_codex, workspace):
+    fake_codex.scenario(lines=STARTED, spawn_child=True, hang=True)
+    t0 = time.monotonic()
+    r = run(fake_codex, workspace, cfg(fake_codex, timeout=30, idle_timeout=1.5))
+    _assert_group_killed(fake_codex, r, "idle timeout", t0, 5)
+
+
+def test_sigterm_ignored_then_sigkill(fake_codex, workspace):
+    fake_codex.scenario(lines=STARTED, spawn_child=True, ignore_sigterm=True, hang=True)
+    t0 = time.monotonic()
+    r = run(fake_codex, workspace, cfg(fake_codex, timeout=2.0, idle_timeout=None))
+    _assert_group_killed(fake_codex, r, "wall-clock timeout", t0, 5)
+
+
+def test_steady_events_do_not_trip_idle_but_wall_clock_does(fake_codex, workspace):
+    lines = STARTED + [{"type": "item.completed", "item": {"type": "reasoning", "text": "."}}] * 50
+    fake_codex.scenario(lines=lines, line_delay=0.1, hang=True)
+    r = run(fake_codex, workspace, cfg(fake_codex, timeout=1.5, idle_timeout=0.5))
+    assert r.failure == TIMEOUT and "wall-clock" in r.error
+
+
+def test_stray_grandchild_is_reaped_after_success(fake_codex, workspace):
+    fake_codex.scenario(lines=[*STARTED, DONE], spawn_child=True)
+    r = run(fake_codex, workspace)
+    assert r.ok
+    (call,) = fake_codex.records()
+    assert wait_gone([call["child_pid"]], 1.0) == []
+
+
+def test_missing_binary_is_config(workspace, tmp_path):
+    config = WorkerConfig(binary=str(tmp_path / "nope" / "codex"))
+    r = get_worker(config).run(make_request(workspace, config))
+    assert not r.ok and r.failure == CONFIG
+    assert "binary" in r.error and "intents.toml" in r.error
+
+
+def test_missing_binary_everywhere_says_how_to_install(workspace, monkeypatch):
+    import runner.workers.codex as codex
+    monkeypatch.setattr(codex.shutil, "which", lambda name: None)
+    monkeypatch.setitem(__import__("sys").modules, "codex_cli_bin", None)   # import fails
+    config = WorkerConfig()
+    r = get_worker(config).run(make_request(workspace, config))
+    assert r.failure == CONFIG and "pip install openai-codex-cli-bin" in r.error
+
+
+def test_usage_error_exit_2_is_config(fake_codex, workspace):
+    fake_codex.scenario(lines=[], stderr="error: unexpected argument '--full-auto' found\n", exit=2)
+    r = run(fake_codex, workspace)
+    assert r.failure == CONFIG and "--full-auto" in r.error
+
+
+def test_untrusted_directory_is_config(fake_codex, workspace):
+    fake_codex.scenario(lines=[], stderr="Not inside a trusted directory and --skip-git-repo-check was not "
+                                         "specified.\n", exit=1)
+    assert run(fake_codex, workspace).failure == CONFIG
+
+
+@pytest.mark.parametrize("text,kind", [
+    ("exceeded retry limit, last status: 429 Too Many Requests", TRANSIENT),
+    ("We're currently experiencing high demand, which may cause temporary errors.", TRANSIENT),
+    ("stream disconnected before completion: error sending request", TRANSIENT),
+    ("Connection failed: error sending request for url (http://127.0.0.1:40123/v1/responses)", TRANSIENT),
+    ("Reconnecting... 2/5 (stream disconnected before completion)", TRANSIENT),
+    ("unexpected status 401 Unauthorized: bad key, url: http://127.0.0.1:42911/v1/responses", PERMANENT),
+    ("exceeded retry limit, last status: 401 Unauthorized", PERMANENT),
+    ("unexpected status 403 Forbidden", PERMANENT),
+    ("Codex ran out of room in the model's context window. Start a new thread or clear earlier history.",
+     PERMANENT),
+    ('unexpected status 400 Bad Request: {"error":{"type":"invalid_request_error"}}', PERMANENT),
+    ("`wire_api = \"chat\"` is no longer supported", CONFIG),
+    ("Not inside a trusted directory and --skip-git-repo-check was not specified.", CONFIG),
+    ("error: unexpected argument '--full-auto' found", CONFIG),
+    ("something nobody has seen before", None),
+])
+def test_classify_error_texts(text, kind):
+    assert classify(text) == kind
+
+
+def test_url_ports_do_not_classify():
+    assert classify("stream error at http://127.0.0.1:40100/v1/responses") is None
+
+
+@pytest.mark.parametrize("text,kind", [
+    ("exceeded retry limit, last status: 429 Too Many Requests", TRANSIENT),
+    ("unexpected status 401 Unauthorized: Incorrect API key", PERMANENT),
+    ("Codex ran out of room in the model's context window.", PERMANENT),
+])
+def test_turn_failed_is_classified(fake_codex, workspace, text, kind):
+    fake_codex.scenario(lines=failed_turn(text), exit=1)
+    r = run(fake_codex, workspace)
+    assert not r.ok and r.failure == kind and text in r.error
+
+
+def test_model_not_found_falls_back(fake_codex, workspace, tmp_path):
+    # the fake can't tell models apart, so a model-missing failure is tried once per model then reported
+    fake_codex.scenario(lines=failed_turn("unexpected status 404 Not Found: model_not_found"), exit=1)
+    r = run(fake_codex, workspace, cfg(fake_codex, model="m-new", fallback_models=("m-old",)))
+    assert r.failure == PERMANENT
+    models = [c["argv"][c["argv"].index("-m") + 1] for c in fake_codex.records()]
+    assert models == ["m-new", "m-old"] and r.model == "m-old"
+
+
+def test_secrets_are_redacted_from_transcript_and_error(fake_codex, workspace, assert_no_leak):
+    key = assert_no_leak
+    fake_codex.scenario(lines=failed_turn("401 Unauthorized: Incorrect API key provided: ${ENV:CODEX_API_KEY}"),
+                        stderr="debug: key=" + "${ENV:OPENAI_API_KEY}", exit=1)
+    r = run(fake_codex, workspace)
+    blob = r.transcript + r.error + repr(r.events)
+    assert key not in blob and "[REDACTED:OPENAI_API_KEY]" in blob
+
+
+def test_version_is_cached(fake_codex):
+    w = get_worker("codex")
+    c = cfg(fake_codex)
+    assert w.version(c) == "codex-cli 0.0.0-fake"
+    assert alive(__import__("os").getpid())
