@@ -1,0 +1,153 @@
+"""Step records and content-addressed output blobs (diskcache), the per-intent state index, atomic restore."""
+
+from __future__ import annotations
+
+import marshal
+import os
+import time
+from dataclasses import dataclass, field
+
+
+@dataclass
+class StepRecord:
+    """What a finished step produced, stored under its key."""
+
+    intent: str
+    key: str
+    outputs: dict[str, str | None]
+    ingredients: dict = field(default_factory=dict)  # what went into the key, for `explain` and reasons
+    created: float = 0.0
+    duration: float = 0.0
+    run_id: str = ""
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+class State:
+    """intent -> (key, outputs, pre-run digests of in-place inputs): the last good result of each intent.
+
+    A small marshal file, so a no-op answers from it without opening the cache database.
+    """
+
+    def __init__(self, path: str):
+        self.path = path
+        try:
+            with open(path, "rb") as f:
+                self.entries: dict[str, tuple] = marshal.load(f)
+        except (OSError, EOFError, ValueError, TypeError):
+            self.entries = {}
+        self.dirty = False
+
+    def get(self, intent: str):
+        return self.entries.get(intent)
+
+    def set(self, intent: str, key: str, outputs: dict, inplace: dict | None = None) -> None:
+        self.entries[intent] = (key, outputs, inplace or {})
+        self.dirty = True
+
+    def save(self) -> None:
+        if not self.dirty:
+            return
+        tmp = f"{self.path}.{os.getpid()}.tmp"
+        with open(tmp, "wb") as f:
+            marshal.dump(self.entries, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.path)
+        self.dirty = False
+
+
+class Cache:
+    """The diskcache database under .runner/cache, opened only when something needs it."""
+
+    def __init__(self, directory: str):
+        self.directory = directory
+        self._db = None
+
+    @property
+    def db(self):
+        if self._db is None:
+            import diskcache  # the only importer of diskcache
+
+            self._db = diskcache.Cache(self.directory, size_limit=2**34, eviction_policy="none")
+        return self._db
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+
+    # records
+    def get_record(self, key: str) -> StepRecord | None:
+        value = self.db.get(("step", key))
+        return StepRecord(**value) if value else None
+
+    def put_record(self, record: StepRecord) -> None:
+        self.db.set(("step", record.key), record.to_dict())
+
+    # blobs
+    def has_blob(self, digest: str) -> bool:
+        return ("blob", digest) in self.db
+
+    def put_file(self, path: str, digest: str) -> None:
+        if ("blob", digest) not in self.db:
+            with open(path, "rb") as f:
+                self.db.set(("blob", digest), f.read())
+
+    def restore(self, digest: str, dest: str) -> bool:
+        """Write blob `digest` to dest atomically (temp file + rename); False if the blob is gone."""
+        data = self.db.get(("blob", digest))
+        if data is None:
+            return False
+        atomic_write(dest, data)
+        return True
+
+    # maintenance
+    def stats(self) -> dict:
+        steps = blobs = blob_bytes = 0
+        for key in self.db.iterkeys():
+            if key[0] == "step":
+                steps += 1
+            elif key[0] == "blob":
+                blobs += 1
+        for root, _dirs, files in os.walk(self.directory):
+            for name in files:
+                blob_bytes += os.path.getsize(os.path.join(root, name))
+        return {"directory": self.directory, "records": steps, "blobs": blobs, "bytes_on_disk": blob_bytes}
+
+    def gc(self, live_keys: set[str]) -> dict:
+        """Keep the records named by `live_keys` and the blobs they reference; drop the rest."""
+        keep_blobs: set[str] = set()
+        dropped_records = dropped_blobs = 0
+        for key in list(self.db.iterkeys()):
+            if key[0] == "step":
+                if key[1] in live_keys:
+                    record = self.db.get(key)
+                    keep_blobs.update(d for d in (record or {}).get("outputs", {}).values() if d)
+                else:
+                    self.db.delete(key)
+                    dropped_records += 1
+        for key in list(self.db.iterkeys()):
+            if key[0] == "blob" and key[1] not in keep_blobs:
+                self.db.delete(key)
+                dropped_blobs += 1
+        self.db.expire()
+        return {"records_removed": dropped_records, "blobs_removed": dropped_blobs}
+
+    def clear(self) -> int:
+        return self.db.clear()
+
+
+def atomic_write(dest: str, data: bytes, mode: int | None = None) -> None:
+    """Never leave a half-written file: write beside it, fsync, then rename over it."""
+    folder = os.path.dirname(dest) or "."
+    os.makedirs(folder, exist_ok=True)
+    tmp = os.path.join(folder, f".{os.path.basename(dest)}.runner-{os.getpid()}-{time.monotonic_ns()}.tmp")
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    if mode is not None:
+        os.chmod(tmp, mode)
+    os.replace(tmp, dest)

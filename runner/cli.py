@@ -1,0 +1,291 @@
+"""The click commands and the one error boundary that turns every error into a message and an exit code."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import traceback
+from pathlib import Path
+
+import click
+
+from . import __version__
+from .errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_STEP_FAILED, RunnerError, SpecError, UsageError
+
+
+def _common(fn):
+    fn = click.option("-C", "--directory", "directory", type=click.Path(file_okay=False, path_type=Path),
+                      default=Path("."), show_default=False, help="Run as if started in DIR (like make -C).")(fn)
+    fn = click.option("--json", "as_json", is_flag=True, help="Machine-readable output on stdout.")(fn)
+    return fn
+
+
+def _print_json(value) -> None:
+    click.echo(json.dumps(value, indent=2))
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="runner")
+def cli() -> None:
+    """Make for coding agents: intents in TOML become a cached, content-hashed DAG of steps."""
+
+
+# ---- validate / graph ------------------------------------------------------------------------
+
+@cli.command()
+@_common
+def validate(directory: Path, as_json: bool) -> None:
+    """Check intents.toml and adapters; report every problem at once."""
+    from .pipeline import load_project
+
+    try:
+        project = load_project(directory, use_cache=False)
+    except SpecError as exc:
+        if as_json:
+            _print_json({"ok": False, "problems": [p.to_json() for p in exc.problems]})
+        raise
+    n = len(project.spec.intents)
+    if as_json:
+        _print_json({"ok": True, "intents": n, "problems": []})
+    else:
+        click.echo(f"ok: {n} intent{'s' if n != 1 else ''}, no problems")
+
+
+@cli.command()
+@click.argument("target", required=False)
+@click.option("--format", "fmt", type=click.Choice(["text", "dot", "mermaid", "json"]), default="text")
+@_common
+def graph(target: str | None, fmt: str, directory: Path, as_json: bool) -> None:
+    """Print the DAG (edges run from a dependency to its dependant)."""
+    from .graph import render
+    from .pipeline import load_project, select
+
+    project = load_project(directory)
+    target, names = select(project, target)
+    click.echo(render(project.spec, names, "json" if as_json else fmt, target))
+
+
+# ---- status / explain / make -n -------------------------------------------------------------
+
+def _status_output(target, decisions, as_json: bool) -> None:
+    if as_json:
+        _print_json({"target": target, "steps": [d.to_json() for d in decisions]})
+        return
+    runs = [d for d in decisions if d.action == "run"]
+    width = max((len(d.intent) for d in decisions), default=0)
+    for d in decisions:
+        click.echo(f"{d.action:<4}  {d.intent:<{width}}  {'; '.join(d.reasons)}")
+    click.echo(f"{len(runs)} to run, {len(decisions) - len(runs)} up to date"
+               + (f" (target {target})" if target else ""))
+
+
+@cli.command()
+@click.argument("target", required=False)
+@click.option("-B", "--always-make", "force", is_flag=True, help="Plan as if every step must run.")
+@_common
+def status(target: str | None, force: bool, directory: Path, as_json: bool) -> None:
+    """What would run and why, in topological order."""
+    from .pipeline import load_project, plan
+
+    project = load_project(directory)
+    target, decisions = plan(project, target, force)
+    _status_output(target, decisions, as_json)
+
+
+@cli.command()
+@click.argument("intent")
+@_common
+def explain(intent: str, directory: Path, as_json: bool) -> None:
+    """Everything that decides one step: its key's ingredients, its last run, what it would do."""
+    from .explain import explain_intent, render_explanation
+    from .pipeline import load_project
+
+    project = load_project(directory)
+    report = explain_intent(project, intent)
+    if as_json:
+        _print_json(report)
+    else:
+        click.echo(render_explanation(report))
+
+
+@cli.command()
+@click.argument("target", required=False)
+@click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, help="Parallel steps (default: CPU count).")
+@click.option("-k", "--keep-going", is_flag=True, help="Go on with independent steps after a failure.")
+@click.option("-B", "--always-make", "force", is_flag=True, help="Run every selected step, cached or not.")
+@click.option("-n", "--dry-run", is_flag=True, help="Print what would run and why; run nothing.")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Seconds per step for steps without their own timeout.")
+@click.option("--no-wait", is_flag=True, help="Fail (exit 3) instead of waiting when another runner holds the lock.")
+@click.option("-v", "--verbose", is_flag=True, help="Also list cached steps and why each step runs.")
+@_common
+def make(target, jobs, keep_going, force, dry_run, timeout, no_wait, verbose, directory, as_json) -> None:
+    """Bring TARGET (default: [project] default, else everything) up to date."""
+    from .execute import RunOptions
+    from .pipeline import load_project, make as run_make, plan
+    from .report import make_reporter
+    from .workspace import is_terminal
+
+    project = load_project(directory)
+    if dry_run:
+        target, decisions = plan(project, target, force)
+        _status_output(target, decisions, as_json)
+        return
+    options = RunOptions(jobs=jobs or os.cpu_count() or 1, keep_going=keep_going, force=force, timeout=timeout)
+    reporter = make_reporter(as_json, verbose, terminal=is_terminal(sys.stdout) and is_terminal(sys.stderr))
+
+    def on_wait(holder: str) -> None:
+        click.echo(f"runner: waiting for the lock held by {holder}", err=True)
+
+    try:
+        summary = run_make(project, target, options, reporter, wait_for_lock=not no_wait, on_wait=on_wait)
+    finally:
+        reporter.close()
+    if summary.interrupted:
+        sys.exit(EXIT_INTERRUPTED)
+    if summary.failed:
+        sys.exit(EXIT_STEP_FAILED)
+
+
+# ---- cache / log -----------------------------------------------------------------------------
+
+@cli.group()
+def cache() -> None:
+    """Inspect or trim the step cache."""
+
+
+@cache.command("stats")
+@_common
+def cache_stats(directory: Path, as_json: bool) -> None:
+    """Records, blobs and bytes on disk."""
+    from .cache import Cache
+    from .workspace import Layout, find_root
+
+    layout = Layout(find_root(directory))
+    stats = Cache(layout.cache_dir).stats()
+    stats["directory"] = os.path.relpath(stats["directory"], layout.root)
+    if as_json:
+        _print_json(stats)
+    else:
+        click.echo(f"{stats['records']} step records, {stats['blobs']} output blobs, "
+                   f"{stats['bytes_on_disk']} bytes in {stats['directory']}")
+
+
+@cache.command("gc")
+@_common
+def cache_gc(directory: Path, as_json: bool) -> None:
+    """Drop every record and blob the current state of each intent no longer needs."""
+    from .cache import Cache, State
+    from .workspace import Layout, ProjectLock, find_root
+
+    layout = Layout(find_root(directory))
+    lock = ProjectLock(layout, "runner cache gc")
+    lock.acquire(wait=True)
+    try:
+        live = {entry[0] for entry in State(layout.state_file).entries.values()}
+        result = Cache(layout.cache_dir).gc(live)
+    finally:
+        lock.release()
+    if as_json:
+        _print_json(result)
+    else:
+        click.echo(f"removed {result['records_removed']} records and {result['blobs_removed']} blobs")
+
+
+@cache.command("clear")
+@_common
+def cache_clear(directory: Path, as_json: bool) -> None:
+    """Empty the cache: every step runs again next time."""
+    from .cache import Cache
+    from .workspace import Layout, ProjectLock, find_root
+
+    layout = Layout(find_root(directory))
+    lock = ProjectLock(layout, "runner cache clear")
+    lock.acquire(wait=True)
+    try:
+        removed = Cache(layout.cache_dir).clear()
+        for path in (layout.state_file, layout.stat_file):
+            Path(path).unlink(missing_ok=True)
+    finally:
+        lock.release()
+    if as_json:
+        _print_json({"removed": removed})
+    else:
+        click.echo(f"cleared {removed} cache entries")
+
+
+@cli.command()
+@click.argument("run_id", required=False)
+@click.option("--list", "list_runs_flag", is_flag=True, help="List the recorded runs.")
+@_common
+def log(run_id: str | None, list_runs_flag: bool, directory: Path, as_json: bool) -> None:
+    """Show what a run did (default: the last one)."""
+    from .explain import render_run, run_summary
+    from .record import list_runs, read_events
+    from .workspace import Layout, find_root
+
+    layout = Layout(find_root(directory))
+    runs = list_runs(layout.runs_dir)
+    if list_runs_flag:
+        summaries = [run_summary(r, read_events(layout.runs_dir, r)) for r in runs]
+        if as_json:
+            _print_json({"runs": summaries})
+        else:
+            for s in summaries:
+                click.echo(f"{s['run_id']}  {s['status']:<11}  ran {s['ran']}, cached {s['cached']}, "
+                           f"failed {s['failed']}")
+        return
+    if not runs:
+        raise UsageError("error: no runs recorded yet in .runner/runs: run `runner make` first")
+    if run_id is None:
+        run_id = runs[-1]
+    elif run_id not in runs:
+        matches = [r for r in runs if r.startswith(run_id)]
+        if len(matches) != 1:
+            raise UsageError(f"error: no run '{run_id}' (see `runner log --list`)")
+        run_id = matches[0]
+    events = read_events(layout.runs_dir, run_id)
+    if as_json:
+        _print_json({"run_id": run_id, "events": events})
+    else:
+        click.echo(render_run(run_id, events))
+
+
+# ---- the error boundary ----------------------------------------------------------------------
+
+def main(argv: list[str] | None = None) -> None:
+    try:
+        cli.main(args=argv, prog_name="runner", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)  # 2 for usage errors, as the user's mistake
+    except click.exceptions.Abort:
+        sys.exit(EXIT_INTERRUPTED)
+    except RunnerError as exc:
+        click.echo(exc.render(), err=True)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        click.echo("runner: interrupted", err=True)
+        sys.exit(EXIT_INTERRUPTED)
+    except BrokenPipeError:
+        sys.exit(EXIT_OK)
+    except Exception:  # a bug of ours: keep the traceback for the report, show one line
+        path = _save_traceback()
+        click.echo(f"runner: internal error: {sys.exc_info()[1]!r}; the traceback is in {path}. "
+                   "Please report it.", err=True)
+        sys.exit(EXIT_INTERNAL)
+    sys.exit(EXIT_OK)
+
+
+def _save_traceback() -> str:
+    folder = Path(".runner")
+    try:
+        folder.mkdir(exist_ok=True)
+        path = folder / "last-error.log"
+        path.write_text(traceback.format_exc())
+        return str(path)
+    except OSError:
+        return "(could not write .runner/last-error.log)"

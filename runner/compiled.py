@@ -1,0 +1,129 @@
+"""The compiled project: spec, topological order and each step's static digest, cached between runs.
+
+A warm command checks the stat of every file the spec came from and reuses the pickle, so an
+unchanged project is neither re-parsed nor re-validated (and jsonschema and networkx stay unimported).
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import __version__
+from .keys import digest_bytes, digest_value
+from .load import BUILTIN_DIR, load_spec
+from .spec import STEP_AGENT, Spec
+from .workspace import Layout
+
+_FORMAT = 1
+_WATCHED_DIRS = ("adapters", "prompts", "regexes")
+
+
+@dataclass
+class Compiled:
+    spec: Spec
+    order: list[str]  # every intent, topologically sorted (deterministic)
+    deps: dict[str, tuple[str, ...]]
+    static: dict[str, str]  # intent -> digest of everything but its files and dependencies
+    parts: dict[str, dict[str, str]] = field(default_factory=dict)  # intent -> digest per ingredient
+
+
+def _fingerprint(root: Path, sources) -> tuple:
+    stats = []
+    paths = list(sources) + [str(root / d) for d in _WATCHED_DIRS] + [str(BUILTIN_DIR / d) for d in _WATCHED_DIRS]
+    for path in paths:
+        try:
+            st = os.stat(path)
+            stats.append((path, st.st_size, st.st_mtime_ns, st.st_ino))
+        except OSError:
+            stats.append((path, None))
+    return (_FORMAT, __version__, tuple(stats))
+
+
+def _file_digest(path: str | None) -> str | None:
+    if not path:
+        return None
+    with open(path, "rb") as f:
+        return digest_bytes(f.read())
+
+
+def _regex_files(spec: Spec, families: set[str]) -> list[str]:
+    found = []
+    for family in sorted(families):
+        for folder in (Path(spec.root) / "regexes", BUILTIN_DIR / "regexes"):
+            candidate = folder / f"{family}.toml"
+            if candidate.is_file():
+                found.append(str(candidate))
+                break
+    return found
+
+
+def _static_parts(spec: Spec, name: str) -> tuple[dict[str, str], list[str]]:
+    """Digest per key ingredient (the names appear in `explain` and in the reasons)."""
+    intent = spec.intents[name]
+    parts = {"definition": digest_value(intent.definition())}
+    extra_sources: list[str] = []
+    if intent.prompt:
+        parts["prompt"] = _file_digest(spec.prompts.get(intent.prompt)) or ""
+    adapter = spec.adapters.get(intent.adapter or "")
+    if adapter:
+        parts["adapter"] = digest_value([adapter.name, [(c.name, c.run, list(c.parse)) for c in adapter.commands]])
+        files = _regex_files(spec, {f for c in adapter.commands for f in c.parse})
+        if files:
+            parts["regexes"] = digest_value([_file_digest(f) for f in files])
+            extra_sources += files
+    if intent.kind == STEP_AGENT:
+        w = spec.worker
+        parts["worker"] = digest_value([w.kind, w.model, list(w.fallback_models), w.base_url])
+        p = spec.policies[intent.policy]
+        parts["policy"] = digest_value([p.write_files, p.run_shell, p.network, list(p.scope)])
+    return parts, extra_sources
+
+
+def compile_spec(spec: Spec) -> tuple[Compiled, list[str]]:
+    from .graph import build_graph, topological_order
+
+    g = build_graph(spec)
+    order = topological_order(g)
+    parts, static, sources = {}, {}, list(spec.sources)
+    for name in order:
+        p, extra = _static_parts(spec, name)
+        parts[name] = p
+        static[name] = digest_value(p)
+        sources += extra
+    deps = {name: spec.intents[name].deps for name in order}
+    return Compiled(spec=spec, order=order, deps=deps, static=static, parts=parts), sources
+
+
+def load_compiled(root: Path, use_cache: bool = True) -> Compiled:
+    layout = Layout(root)
+    if use_cache:
+        try:
+            with open(layout.spec_cache, "rb") as f:
+                fingerprint, compiled = pickle.load(f)
+            if fingerprint == _fingerprint(root, fingerprint_sources(fingerprint)):
+                return compiled
+        except (OSError, EOFError, pickle.UnpicklingError, ValueError, TypeError, AttributeError):
+            pass
+    spec = load_spec(root)
+    compiled, sources = compile_spec(spec)
+    if layout.state_dir.is_dir():
+        _save(layout, _fingerprint(root, sources), compiled)
+    return compiled
+
+
+def fingerprint_sources(fingerprint: tuple) -> list[str]:
+    n = len(_WATCHED_DIRS) * 2
+    return [entry[0] for entry in fingerprint[2][:-n]] if len(fingerprint[2]) >= n else []
+
+
+def _save(layout: Layout, fingerprint: tuple, compiled: Compiled) -> None:
+    tmp = f"{layout.spec_cache}.{os.getpid()}.tmp"
+    try:
+        with open(tmp, "wb") as f:
+            pickle.dump((fingerprint, compiled), f, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, layout.spec_cache)
+    except OSError:
+        pass  # a read-only checkout still works, just without the warm path

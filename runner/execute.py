@@ -1,0 +1,270 @@
+"""The scheduler: -j N, keep-going, timeouts, interrupts; each cache entry is written as its step finishes."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+
+from .cache import StepRecord
+from .keys import digest_bytes, expand
+from .plan import RUN, Decision, Planner
+from .record import RunRecord, tail
+from .spec import STEP_AGGREGATE
+from .steps import StepContext, StepOutcome, step_for
+from .steps.shell import kill_group
+from .workspace import Layout, journal_end, journal_start
+
+RAN, CACHED, RESTORED, FAILED, SKIPPED = "ran", "cached", "restored", "failed", "skipped"
+
+
+@dataclass
+class RunOptions:
+    jobs: int = 1
+    keep_going: bool = False
+    force: bool = False
+    timeout: float | None = None  # default per-step timeout
+
+
+@dataclass
+class Summary:
+    run_id: str
+    counts: dict[str, int] = field(default_factory=lambda: {RAN: 0, CACHED: 0, RESTORED: 0, FAILED: 0, SKIPPED: 0})
+    failed: list[str] = field(default_factory=list)
+    interrupted: bool = False
+    duration: float = 0.0
+
+
+class _Pool:
+    """Where steps run. A local thread pool driving child processes; the seam for a remote one later."""
+
+    def __init__(self, jobs: int):
+        self.executor = ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="step")
+
+    def submit(self, fn, *args) -> Future:
+        return self.executor.submit(fn, *args)
+
+    def shutdown(self) -> None:
+        self.executor.shutdown(wait=True, cancel_futures=True)
+
+
+class Executor:
+    def __init__(self, planner: Planner, layout: Layout, record: RunRecord, emit, options: RunOptions):
+        self.planner = planner
+        self.spec = planner.spec
+        self.layout = layout
+        self.record = record
+        self.emit = emit
+        self.options = options
+        self.cancelled = threading.Event()
+        self.running_pgids: dict[str, int] = {}
+        self.journals: dict[str, object] = {}
+        self._lock = threading.Lock()
+        self._last_outputs: dict[str, dict] = {}
+
+    # ---- the loop ----------------------------------------------------------------------------
+    def run(self, order: list[str]) -> Summary:
+        summary = Summary(run_id=self.record.run_id)
+        started = time.monotonic()
+        selected = set(order)
+        position = {name: i for i, name in enumerate(order)}
+        deps = {n: [d for d in self.spec.intents[n].deps if d in selected] for n in order}
+        dependants: dict[str, list[str]] = {n: [] for n in order}
+        for n in order:
+            for d in deps[n]:
+                dependants[d].append(n)
+        waiting = {n: len(deps[n]) for n in order}
+        ready = [n for n in order if waiting[n] == 0]
+        produced: dict[str, dict] = {}
+        running: dict[Future, tuple[str, Decision, float]] = {}
+        stop = False
+        self.emit({"event": "run_started", "run_id": self.record.run_id, "steps": len(order),
+                   "jobs": self.options.jobs})
+        pool = _Pool(self.options.jobs)
+        try:
+            while ready or running:
+                ready.sort(key=position.__getitem__, reverse=True)
+                while ready and not stop and len(running) < self.options.jobs:
+                    name = ready.pop()
+                    decision = self.planner.decide(name, produced)
+                    if decision.action == RUN:
+                        self.emit({"event": "step_started", "intent": name, "reasons": decision.reasons})
+                        future = pool.submit(self._run_step, name)
+                        running[future] = (name, decision, time.monotonic())
+                        continue
+                    status = self._finish_skip(name, decision)
+                    produced[name] = decision.outputs
+                    summary.counts[status] += 1
+                    for d in dependants[name]:
+                        waiting[d] -= 1
+                        if waiting[d] == 0:
+                            ready.append(d)
+                if stop and ready:
+                    for name in ready:
+                        self._skip(name, "not started: the run stopped after a failure", summary)
+                    ready.clear()
+                if not running:
+                    continue
+                done, _ = wait(list(running), return_when=FIRST_COMPLETED)
+                for future in done:
+                    name, decision, t0 = running.pop(future)
+                    outcome: StepOutcome = future.result()
+                    status = self._finish_run(name, decision, outcome, time.monotonic() - t0)
+                    summary.counts[status] += 1
+                    if status == FAILED:
+                        summary.failed.append(name)
+                        if not self.options.keep_going:
+                            stop = True
+                        self._skip_dependants(name, dependants, summary, waiting)
+                        continue
+                    produced[name] = self._last_outputs[name]
+                    for d in dependants[name]:
+                        waiting[d] -= 1
+                        if waiting[d] == 0:
+                            ready.append(d)
+        except KeyboardInterrupt:
+            summary.interrupted = True
+            self._interrupt(running, summary)
+        finally:
+            pool.shutdown()
+            summary.duration = time.monotonic() - started
+        return summary
+
+    # ---- one step ----------------------------------------------------------------------------
+    def _run_step(self, name: str) -> StepOutcome:
+        intent = self.spec.intents[name]
+        timeout = intent.timeout or self.options.timeout
+
+        def on_process(pid: int) -> None:
+            with self._lock:
+                self.running_pgids[name] = pid
+                self.journals[name] = journal_start(self.layout, name, pid, list(intent.outputs))
+            if self.cancelled.is_set():  # the interrupt landed while the child was starting
+                kill_group(pid, grace=0.2)
+
+        ctx = StepContext(spec=self.spec, intent=intent, log_path=self.record.log_path(name), timeout=timeout,
+                          cancelled=self.cancelled, on_process=on_process)
+        try:
+            return step_for(intent.kind).run(ctx)
+        finally:
+            with self._lock:
+                self.running_pgids.pop(name, None)
+
+    def _finish_run(self, name: str, decision: Decision, outcome: StepOutcome, duration: float) -> str:
+        intent = self.spec.intents[name]
+        event = {"event": "step_finished", "intent": name, "duration": round(duration, 3),
+                 "log": str(self.record.log_path(name))}
+        journal = self.journals.pop(name, None)
+        if outcome.ok:
+            outputs, missing = self._collect_outputs(name)
+            if missing:
+                outcome = StepOutcome(ok=False, exit_code=0, error=f"declared output {missing} was not produced")
+            else:
+                record = StepRecord(intent=name, key=decision.key, outputs=outputs, created=time.time(),
+                                    ingredients=self.planner.ingredients(name, decision), duration=duration,
+                                    run_id=self.record.run_id)
+                self.planner.cache.put_record(record)
+                self.planner.state.set(name, decision.key, outputs,
+                                       {p: d for p, d in decision.inputs.items() if p in outputs})
+                self._last_outputs[name] = outputs
+                if journal:
+                    journal_end(journal)
+                self.emit({**event, "status": RAN, "reasons": decision.reasons})
+                return RAN
+        if journal:
+            self._remove_outputs(intent.outputs)
+            journal_end(journal)
+        self.emit({**event, "status": FAILED, "exit_code": outcome.exit_code, "error": outcome.error,
+                   "timed_out": outcome.timed_out, "interrupted": outcome.interrupted,
+                   "log_tail": tail(self.record.log_path(name))})
+        return FAILED
+
+    def _collect_outputs(self, name: str) -> tuple[dict[str, str], str | None]:
+        """Digest each output and keep a copy in the blob store, reading each file once."""
+        intent = self.spec.intents[name]
+        root = self.spec.root
+        files = expand(root, intent.outputs)
+        outputs = {}
+        for rel in files:
+            full = os.path.join(root, rel)
+            try:
+                st = os.stat(full)
+                with open(full, "rb") as f:
+                    data = f.read()
+            except (FileNotFoundError, IsADirectoryError):
+                return {}, rel
+            digest = digest_bytes(data)
+            self.planner.stat.remember(rel, st, digest)
+            if not self.planner.cache.has_blob(digest):
+                self.planner.cache.db.set(("blob", digest), data)
+            outputs[rel] = digest
+        return outputs, None
+
+    def _finish_skip(self, name: str, decision: Decision) -> str:
+        status = CACHED
+        if decision.restore:
+            for rel, digest in decision.restore.items():
+                self.planner.cache.restore(digest, os.path.join(self.spec.root, rel))
+                self.planner.stat.digest(self.spec.root, rel)
+            status = RESTORED
+        if self.spec.intents[name].kind != STEP_AGGREGATE and decision.key:
+            self.planner.state.set(name, decision.key, decision.outputs, decision.inplace)
+        self.emit({"event": "step_finished", "intent": name, "status": status, "reasons": decision.reasons})
+        return status
+
+    def _skip(self, name: str, why: str, summary: Summary) -> None:
+        summary.counts[SKIPPED] += 1
+        self.emit({"event": "step_finished", "intent": name, "status": SKIPPED, "reasons": [why]})
+
+    def _skip_dependants(self, failed: str, dependants, summary: Summary, waiting: dict) -> None:
+        seen, stack = set(), list(dependants[failed])
+        while stack:
+            name = stack.pop()
+            if name in seen:
+                continue
+            seen.add(name)
+            waiting[name] = -1  # never becomes ready
+            self._skip(name, f"dependency {failed} failed", summary)
+            stack.extend(dependants[name])
+
+    def _remove_outputs(self, patterns) -> None:
+        for rel in expand(self.spec.root, tuple(patterns)):
+            try:
+                os.unlink(os.path.join(self.spec.root, rel))
+            except (FileNotFoundError, IsADirectoryError):
+                pass
+
+    def _interrupt(self, running: dict, summary: Summary) -> None:
+        """Stop every child group, wait for their threads, drop their partial outputs."""
+        self.cancelled.set()
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the clean-up short
+        try:
+            with self._lock:
+                pgids = list(self.running_pgids.values())
+            for pgid in pgids:
+                try:
+                    os.killpg(pgid, signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
+            done, _ = wait(list(running), timeout=3.0)
+            with self._lock:
+                for pgid in self.running_pgids.values():
+                    try:
+                        os.killpg(pgid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+            wait(list(running))
+            for future, (name, decision, t0) in list(running.items()):
+                outcome = future.result()
+                if outcome.ok:  # finished just before the interrupt: keep it
+                    summary.counts[self._finish_run(name, decision, outcome, time.monotonic() - t0)] += 1
+                else:
+                    outcome.interrupted = True
+                    summary.counts[self._finish_run(name, decision, outcome, time.monotonic() - t0)] += 1
+                    summary.failed.append(name)
+            running.clear()
+        finally:
+            signal.signal(signal.SIGINT, signal.default_int_handler)

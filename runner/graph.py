@@ -1,0 +1,121 @@
+"""The DAG of intents: cycles, the default target, a target's closure, topological order and renderings."""
+
+from __future__ import annotations
+
+import json
+
+from .errors import Problem, SpecError, UsageError
+from .load import SPEC_FILE, did_you_mean
+from .spec import Spec
+
+
+def _nx():
+    import networkx  # the only importer of networkx; a warm no-op never needs it
+
+    return networkx
+
+
+def build_graph(spec: Spec):
+    """A networkx DiGraph with edges from a dependency to its dependant; SpecError on a cycle."""
+    nx = _nx()
+    g = nx.DiGraph()
+    for name, intent in spec.intents.items():
+        g.add_node(name)
+        for dep in intent.deps:
+            g.add_edge(dep, name)
+    cycles = []
+    for component in nx.strongly_connected_components(g):
+        if len(component) > 1:
+            cycle = nx.find_cycle(g.subgraph(component))
+            names = [edge[0] for edge in cycle]
+            start = names.index(min(names))  # stable report: begin at the smallest name
+            names = names[start:] + names[:start]
+            cycles.append(names)
+    if cycles:
+        problems = []
+        for names in sorted(cycles):
+            # edges run dep -> dependant; a user reads "a depends on b", so print the reverse
+            shown = list(reversed(names))
+            start = shown.index(min(shown))
+            shown = shown[start:] + shown[:start]
+            text = " -> ".join(shown + [shown[0]])
+            problems.append(Problem(file=SPEC_FILE, path=f"intent.{shown[0]}.deps",
+                                    message=f"dependency cycle: {text} (each depends on the next)"))
+        raise SpecError(problems=problems)
+    return g
+
+
+def topological_order(g) -> list[str]:
+    """Deterministic: lexicographic among ready nodes, so output and snapshots are stable."""
+    return list(_nx().lexicographical_topological_sort(g))
+
+
+def generations(g) -> list[list[str]]:
+    return [sorted(gen) for gen in _nx().topological_generations(g)]
+
+
+def resolve_target(spec: Spec, target: str | None) -> str | None:
+    """The target a command works on: the one named, else [project] default, else None (everything)."""
+    if target is None:
+        return spec.project.default
+    if target not in spec.intents:
+        raise UsageError(f"error: unknown target '{target}'{did_you_mean(target, spec.intents)}; "
+                         f"`runner graph` lists the intents")
+    return target
+
+
+def closure(deps: dict[str, tuple[str, ...]], target: str | None) -> set[str]:
+    """The target and everything it depends on (stdlib only, used on the warm path)."""
+    if target is None:
+        return set(deps)
+    seen, stack = set(), [target]
+    while stack:
+        name = stack.pop()
+        if name not in seen:
+            seen.add(name)
+            stack.extend(deps[name])
+    return seen
+
+
+def selected_order(order: list[str], deps: dict[str, tuple[str, ...]], target: str | None) -> list[str]:
+    keep = closure(deps, target)
+    return [name for name in order if name in keep]
+
+
+# ---- renderings ------------------------------------------------------------------------------
+
+def edges_of(spec: Spec, names: list[str]) -> list[list[str]]:
+    keep = set(names)
+    return sorted([dep, name] for name in names for dep in spec.intents[name].deps if dep in keep)
+
+
+def render(spec: Spec, names: list[str], fmt: str, target: str | None) -> str:
+    edges = edges_of(spec, names)
+    if fmt == "json":
+        return json.dumps({"target": target, "nodes": names, "edges": edges}, indent=2)
+    if fmt == "dot":
+        lines = ["digraph runner {", "  rankdir=LR;"]
+        for name in names:
+            lines.append(f'  "{name}" [shape={_dot_shape(spec.intents[name].kind)}];')
+        lines += [f'  "{a}" -> "{b}";' for a, b in edges]
+        return "\n".join(lines + ["}"])
+    if fmt == "mermaid":
+        ids = {name: f"n{i}" for i, name in enumerate(names)}
+        lines = ["graph LR"]
+        for name in names:
+            left, right = {"agent": ("([", "])"), "aggregate": ("{{", "}}")}.get(spec.intents[name].kind, ("[", "]"))
+            lines.append(f'  {ids[name]}{left}"{name}"{right}')
+        lines += [f"  {ids[a]} --> {ids[b]}" for a, b in edges]
+        return "\n".join(lines)
+    # text: one line per intent in topological order with its kind and dependencies
+    width = max((len(n) for n in names), default=0)
+    out = []
+    for name in names:
+        intent = spec.intents[name]
+        deps = ", ".join(intent.deps)
+        out.append(f"{name:<{width}}  {intent.kind:<9}" + (f"  <- {deps}" if deps else ""))
+    return "\n".join(out)
+
+
+def _dot_shape(kind: str) -> str:
+    return {"agent": "ellipse", "aggregate": "diamond"}.get(kind, "box")

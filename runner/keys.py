@@ -1,0 +1,111 @@
+"""Pure key arithmetic: canonical JSON, digests of files through a stat cache, and step keys."""
+
+from __future__ import annotations
+
+import glob as _glob
+import hashlib
+import json
+import marshal
+import os
+import time
+
+GLOB_CHARS = frozenset("*?[")
+# A file modified within this window of being hashed may share its mtime with the hashed version
+# (coarse filesystem clocks), so its cached digest is not trusted: git's "racily clean" rule.
+RACY_NS = 1_000_000_000
+
+
+def canonical(value) -> bytes:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def digest_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def digest_value(value) -> str:
+    return digest_bytes(canonical(value))
+
+
+def digest_file(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+class StatCache:
+    """path -> (size, mtime_ns, inode, hashed_at_ns, digest), as git's index: a no-op reads no file contents."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self.entries: dict[str, tuple] = {}
+        self.dirty = False
+        self.reads = 0  # how many files had to be hashed (for tests and the benchmark)
+        try:
+            with open(path, "rb") as f:
+                self.entries = marshal.load(f)
+        except (OSError, EOFError, ValueError, TypeError):
+            self.entries = {}
+
+    def digest(self, root: str, rel: str) -> str | None:
+        """The content digest of root/rel, or None if it does not exist (or is not a regular file)."""
+        full = os.path.join(root, rel)
+        try:
+            st = os.stat(full)
+        except (FileNotFoundError, NotADirectoryError):
+            self.entries.pop(rel, None)
+            return None
+        entry = self.entries.get(rel)
+        if (entry is not None and entry[0] == st.st_size and entry[1] == st.st_mtime_ns and entry[2] == st.st_ino
+                and st.st_mtime_ns + RACY_NS < entry[3]):
+            return entry[4]
+        if not os.path.isfile(full):
+            return None
+        now = time.time_ns()
+        value = digest_file(full)
+        self.reads += 1
+        self.entries[rel] = (st.st_size, st.st_mtime_ns, st.st_ino, now, value)
+        self.dirty = True
+        return value
+
+    def remember(self, rel: str, st: os.stat_result, value: str) -> None:
+        """Record a digest computed elsewhere (the executor hashes outputs as it stores them)."""
+        self.entries[rel] = (st.st_size, st.st_mtime_ns, st.st_ino, time.time_ns(), value)
+        self.dirty = True
+
+    def save(self) -> None:
+        if not self.dirty:
+            return
+        tmp = f"{self.path}.{os.getpid()}.tmp"
+        with open(tmp, "wb") as f:
+            marshal.dump(self.entries, f)
+        os.replace(tmp, self.path)
+        self.dirty = False
+
+
+def expand(root: str, patterns: tuple[str, ...]) -> list[str]:
+    """Project-relative files matched by the patterns, sorted. Literal paths skip globbing entirely."""
+    out: set[str] = set()
+    for pattern in patterns:
+        if GLOB_CHARS.isdisjoint(pattern):
+            out.add(pattern)
+            continue
+        for match in _glob.glob(pattern, root_dir=root, recursive=True):
+            if os.path.isfile(os.path.join(root, match)):
+                out.add(match)
+    return sorted(out)
+
+
+def input_digests(stat: StatCache, root: str, patterns: tuple[str, ...]) -> dict[str, str | None]:
+    return {rel: stat.digest(root, rel) for rel in expand(root, patterns)}
+
+
+def outputs_digest(outputs: dict[str, str | None]) -> str:
+    """One digest standing for all of a step's outputs: what its dependants' keys see (early cutoff)."""
+    return digest_value(outputs)
+
+
+def step_key(static_digest: str, inputs: dict[str, str | None], deps: dict[str, str]) -> str:
+    return digest_value([static_digest, inputs, deps])

@@ -1,0 +1,95 @@
+"""The whole run as named stages: load → graph → plan → execute → record. Each command goes as far as it needs."""
+
+from __future__ import annotations
+
+import signal
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from .cache import Cache, State
+from .compiled import Compiled, load_compiled
+from .execute import Executor, RunOptions, Summary
+from .graph import resolve_target, selected_order
+from .keys import StatCache
+from .plan import Decision, Planner, make_plan
+from .record import RunRecord, prune
+from .workspace import Layout, ProjectLock, find_root, recover_inflight
+
+
+@dataclass
+class Project:
+    layout: Layout
+    compiled: Compiled
+
+    @property
+    def spec(self):
+        return self.compiled.spec
+
+
+def load_project(directory: Path, use_cache: bool = True) -> Project:
+    """Stage 1+2: the validated spec and its graph (from the warm cache when nothing changed)."""
+    root = find_root(directory)
+    return Project(layout=Layout(root), compiled=load_compiled(root, use_cache=use_cache))
+
+
+def select(project: Project, target: str | None) -> tuple[str | None, list[str]]:
+    target = resolve_target(project.spec, target)
+    return target, selected_order(project.compiled.order, project.compiled.deps, target)
+
+
+def planner_for(project: Project, force: bool = False) -> Planner:
+    layout = project.layout
+    layout.ensure()
+    return Planner(project.compiled, StatCache(layout.stat_file), State(layout.state_file),
+                   Cache(layout.cache_dir), force=force)
+
+
+def plan(project: Project, target: str | None, force: bool = False) -> tuple[str | None, list[Decision]]:
+    """Stage 3: RUN or SKIP with reasons, changing nothing on disk but the stat cache."""
+    target, order = select(project, target)
+    planner = planner_for(project, force)
+    try:
+        return target, make_plan(planner, order)
+    finally:
+        planner.stat.save()
+        planner.cache.close()
+
+
+def _terminate_as_interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
+def make(project: Project, target: str | None, options: RunOptions, emit, wait_for_lock: bool = True,
+         on_wait=None) -> Summary:
+    """Stages 3-5 under the project lock: plan each step as it becomes ready, run it, record it."""
+    layout = project.layout
+    layout.ensure()
+    lock = ProjectLock(layout, "runner make " + " ".join(sys.argv[2:]))
+    lock.acquire(wait=wait_for_lock, on_wait=on_wait)
+    previous = signal.signal(signal.SIGTERM, _terminate_as_interrupt)
+    try:
+        recover_inflight(layout)
+        target, order = select(project, target)
+        planner = planner_for(project, options.force)
+        record = RunRecord(layout.runs_dir)
+
+        def sink(event: dict) -> None:
+            record.emit(event)
+            emit(event)
+
+        started = time.monotonic()
+        summary = Executor(planner, layout, record, sink, options).run(order)
+        status = "interrupted" if summary.interrupted else "failed" if summary.failed else "ok"
+        sink({"event": "run_finished", "run_id": record.run_id, "target": target, "status": status,
+              **summary.counts, "duration": round(time.monotonic() - started, 3)})
+        record.close()
+        planner.state.save()
+        planner.stat.save()
+        planner.cache.close()
+        prune(layout.runs_dir)
+        return summary
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        lock.release()

@@ -1,0 +1,158 @@
+"""RUN or SKIP for every step, each with the reasons a user can check."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .cache import Cache, State, StepRecord
+from .compiled import Compiled
+from .keys import StatCache, expand, input_digests, outputs_digest, step_key
+from .spec import STEP_AGGREGATE
+
+RUN, SKIP = "run", "skip"
+
+
+@dataclass
+class Decision:
+    intent: str
+    action: str  # RUN | SKIP
+    reasons: list[str]
+    key: str | None = None  # None when it depends on a step that has not run yet
+    outputs: dict[str, str | None] = field(default_factory=dict)  # known outputs (SKIP)
+    restore: dict[str, str] = field(default_factory=dict)  # output path -> blob digest to restore
+    inputs: dict[str, str | None] = field(default_factory=dict)
+    dep_digests: dict[str, str] = field(default_factory=dict)
+    inplace: dict[str, str | None] = field(default_factory=dict)  # pre-run digests of in-place inputs
+
+    def to_json(self) -> dict:
+        return {"intent": self.intent, "action": self.action, "reasons": self.reasons}
+
+
+class Planner:
+    """Decides one step at a time, given what its dependencies produced (so execution can re-decide
+    a step after its dependencies ran: early cutoff)."""
+
+    def __init__(self, compiled: Compiled, stat: StatCache, state: State, cache: Cache, force: bool = False):
+        self.compiled = compiled
+        self.spec = compiled.spec
+        self.root = compiled.spec.root
+        self.stat = stat
+        self.state = state
+        self.cache = cache
+        self.force = force
+
+    def decide(self, name: str, dep_outputs: dict[str, dict | None], pending: set[str] = frozenset()) -> Decision:
+        """`dep_outputs[dep]` is the dep's outputs, or None if the dep has yet to run."""
+        intent = self.spec.intents[name]
+        waiting = [d for d in intent.deps if dep_outputs.get(d) is None]
+        if intent.kind == STEP_AGGREGATE:
+            reasons = [f"aggregate of {len(intent.deps)} step{'s' if len(intent.deps) != 1 else ''}"]
+            if waiting:
+                return Decision(name, SKIP, reasons)
+            # an aggregate "produces" its dependencies' outputs, so a step depending on it sees them
+            outputs = {d: outputs_digest(dep_outputs[d]) for d in intent.deps}
+            return Decision(name, SKIP, reasons, key="aggregate", outputs=outputs)
+        last = self.state.get(name)
+        inputs = input_digests(self.stat, self.root, intent.inputs)
+        inplace = {}
+        if last and last[2]:
+            # an agent step that edits its own input: while the file holds what the step produced,
+            # the key sees the digest it had before the step ran, so the step never chases its tail
+            for path, before in last[2].items():
+                if path in inputs and inputs[path] == last[1].get(path):
+                    inputs[path] = before
+                    inplace[path] = before
+        if waiting:
+            reasons = [f"dependency {d} will run" for d in waiting if d in pending] or \
+                      [f"dependency {d} has not run" for d in waiting]
+            return Decision(name, RUN, reasons, inputs=inputs, inplace=inplace)
+        deps = {d: outputs_digest(dep_outputs[d]) for d in intent.deps}
+        key = step_key(self.compiled.static[name], inputs, deps)
+        base = dict(key=key, inputs=inputs, dep_digests=deps, inplace=inplace)
+        if self.force:
+            return Decision(name, RUN, ["forced"], **base)
+        if last and last[0] == key:
+            outputs = last[1]
+        else:
+            record = self.cache.get_record(key)
+            if record is None:
+                return Decision(name, RUN, self._why(name, last, inputs, deps), **base)
+            outputs = record.outputs
+        return self._check_outputs(name, outputs, base, from_state=bool(last and last[0] == key))
+
+    def _check_outputs(self, name: str, outputs: dict, base: dict, from_state: bool) -> Decision:
+        restore, reasons = {}, []
+        for path, want in outputs.items():
+            have = self.stat.digest(self.root, path)
+            if have == want:
+                continue
+            if want is None:
+                continue
+            state = "missing" if have is None else "changed"
+            if not self.cache.has_blob(want):
+                return Decision(name, RUN, [f"output {path} {state} and its cached copy is gone"], **base)
+            restore[path] = want
+            reasons.append(f"output {path} {state}: restore from cache")
+        if not reasons:
+            reasons = ["up to date"] if from_state else ["inputs match an earlier cached run"]
+        elif not from_state:
+            reasons.insert(0, "inputs match an earlier cached run")
+        return Decision(name, SKIP, reasons, outputs=dict(outputs), restore=restore, **base)
+
+    def _why(self, name: str, last, inputs: dict, deps: dict) -> list[str]:
+        """Compare with the last recorded run of this intent, ingredient by ingredient."""
+        record: StepRecord | None = self.cache.get_record(last[0]) if last else None
+        if record is None:
+            return ["no cache entry"]
+        before = record.ingredients
+        reasons = []
+        for part, value in self.compiled.parts[name].items():
+            if before.get("parts", {}).get(part) != value:
+                label = {"definition": "definition changed"}.get(part)
+                if part == "prompt":
+                    label = f"prompt {self.spec.intents[name].prompt} changed"
+                reasons.append(label or f"{part} changed")
+        old_inputs = before.get("inputs", {})
+        for path in sorted(set(inputs) | set(old_inputs)):
+            if path not in old_inputs:
+                reasons.append(f"input {path} added")
+            elif path not in inputs:
+                reasons.append(f"input {path} removed")
+            elif inputs[path] != old_inputs[path]:
+                reasons.append(f"input {path} {'deleted' if inputs[path] is None else 'changed'}")
+        old_deps = before.get("deps", {})
+        for dep, value in deps.items():
+            if dep not in old_deps:
+                reasons.append(f"new dependency {dep}")
+            elif old_deps[dep] != value:
+                reasons.append(f"dependency {dep} produced new outputs")
+        for dep in old_deps:
+            if dep not in deps:
+                reasons.append(f"dependency {dep} removed")
+        return reasons or ["no cache entry for this combination of inputs"]
+
+    def ingredients(self, name: str, decision: Decision) -> dict:
+        return {"parts": self.compiled.parts[name], "inputs": decision.inputs, "deps": decision.dep_digests}
+
+    def output_digests(self, name: str) -> dict[str, str | None]:
+        intent = self.spec.intents[name]
+        return {rel: self.stat.digest(self.root, rel) for rel in expand(self.root, intent.outputs)}
+
+
+def make_plan(planner: Planner, order: list[str]) -> list[Decision]:
+    """Decide every selected step in order, assuming a step that must run changes its outputs."""
+    produced: dict[str, dict | None] = {}
+    pending: set[str] = set()
+    decisions = []
+    for name in order:
+        d = planner.decide(name, produced, pending)
+        decisions.append(d)
+        if d.action == RUN:
+            produced[name] = None
+            pending.add(name)
+        elif d.key is None:  # aggregate waiting on a step that runs
+            produced[name] = None
+            pending.add(name)
+        else:
+            produced[name] = d.outputs
+    return decisions

@@ -1,0 +1,74 @@
+"""The append-only run log: .runner/runs/<id>/events.jsonl, per-step logs, and readers for `runner log`."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+import uuid
+from pathlib import Path
+
+KEEP_RUNS = 50
+
+
+def new_run_id() -> str:
+    return time.strftime("%Y%m%d-%H%M%S") + "-" + uuid.uuid4().hex[:6]
+
+
+class RunRecord:
+    """One run's folder. Events are flushed line by line so a killed run still leaves a readable log."""
+
+    def __init__(self, runs_dir: Path, run_id: str | None = None):
+        self.run_id = run_id or new_run_id()
+        self.dir = runs_dir / self.run_id
+        (self.dir / "logs").mkdir(parents=True, exist_ok=True)
+        self._events = open(self.dir / "events.jsonl", "a", encoding="utf-8")
+
+    def emit(self, event: dict) -> None:
+        self._events.write(json.dumps(event, sort_keys=False) + "\n")
+        self._events.flush()
+
+    def log_path(self, intent: str) -> Path:
+        return self.dir / "logs" / f"{intent}.log"
+
+    def close(self) -> None:
+        self._events.close()
+
+
+def list_runs(runs_dir: Path) -> list[str]:
+    if not runs_dir.is_dir():
+        return []
+    return sorted(p.name for p in runs_dir.iterdir() if (p / "events.jsonl").is_file())
+
+
+def read_events(runs_dir: Path, run_id: str) -> list[dict]:
+    events = []
+    with open(runs_dir / run_id / "events.jsonl", encoding="utf-8") as f:
+        for line in f:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                events.append(json.loads(line))
+            except ValueError:
+                break  # a run killed mid-write leaves at most one torn last line
+    return events
+
+
+def prune(runs_dir: Path, keep: int = KEEP_RUNS) -> None:
+    runs = list_runs(runs_dir)
+    for run_id in runs[:-keep] if len(runs) > keep else []:
+        shutil.rmtree(runs_dir / run_id, ignore_errors=True)
+
+
+def tail(path: Path, lines: int = 20) -> str:
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            f.seek(max(0, size - 64 * 1024))
+            data = f.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+    return "\n".join(data.splitlines()[-lines:])

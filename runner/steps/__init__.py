@@ -1,0 +1,46 @@
+"""The step kinds behind one small protocol, in an explicit registry."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Protocol
+
+from ..spec import Intent, Spec
+
+
+@dataclass
+class StepContext:
+    spec: Spec
+    intent: Intent
+    log_path: Path
+    timeout: float | None
+    cancelled: threading.Event
+    on_process: Callable[[int], None] = lambda pid: None  # told the process group of each child
+    extra: dict = field(default_factory=dict)
+
+
+@dataclass
+class StepOutcome:
+    """A step that failed is a value, not an exception: the scheduler decides what follows."""
+
+    ok: bool
+    exit_code: int | None = None
+    error: str | None = None
+    timed_out: bool = False
+    interrupted: bool = False
+
+
+class Step(Protocol):
+    def run(self, ctx: StepContext) -> StepOutcome: ...
+
+
+def step_for(kind: str) -> Step:
+    from . import shell
+
+    registry = {"shell": shell.ShellStep()}
+    try:
+        return registry[kind]
+    except KeyError:
+        raise NotImplementedError(f"{kind} steps are not available in this version") from None

@@ -1,0 +1,70 @@
+"""Shell steps: one shell line (or an adapter command) in the project, its own process group, a timeout."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+
+from . import StepContext, StepOutcome
+
+KILL_GRACE = 2.0
+
+
+def command_line(ctx: StepContext) -> str:
+    intent = ctx.intent
+    adapter = ctx.spec.adapters.get(intent.adapter or "")
+    cmd = adapter.command(intent.run) if adapter else None
+    return cmd.run if cmd else intent.run
+
+
+def kill_group(pgid: int, grace: float = KILL_GRACE, proc: subprocess.Popen | None = None) -> None:
+    """SIGTERM the whole group, then SIGKILL what is left after the grace period."""
+    try:
+        os.killpg(pgid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    if proc is not None:
+        try:
+            proc.wait(grace)
+        except subprocess.TimeoutExpired:
+            pass
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+class ShellStep:
+    def run(self, ctx: StepContext) -> StepOutcome:
+        if ctx.cancelled.is_set():
+            return StepOutcome(ok=False, interrupted=True, error="interrupted before it started")
+        line = command_line(ctx)
+        env = None
+        if ctx.intent.env:
+            env = dict(os.environ)
+            env.update(dict(ctx.intent.env))
+        cwd = os.path.join(ctx.spec.root, ctx.intent.cwd)
+        with open(ctx.log_path, "wb") as log:
+            log.write(f"$ {line}\n".encode())
+            log.flush()
+            try:
+                proc = subprocess.Popen(["/bin/sh", "-c", line], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+                                        stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            except OSError as exc:
+                return StepOutcome(ok=False, error=f"could not start /bin/sh in {cwd}: {exc.strerror}")
+            ctx.on_process(proc.pid)
+            try:
+                code = proc.wait(ctx.timeout)
+            except subprocess.TimeoutExpired:
+                kill_group(proc.pid, proc=proc)
+                proc.wait()
+                return StepOutcome(ok=False, exit_code=proc.returncode, timed_out=True,
+                                   error=f"timed out after {ctx.timeout:g}s; its process group was killed")
+            if ctx.cancelled.is_set():
+                kill_group(proc.pid, grace=0.2)
+                return StepOutcome(ok=False, exit_code=code, interrupted=True, error="interrupted")
+        if code != 0:
+            how = f"killed by signal {-code}" if code < 0 else f"exited with code {code}"
+            return StepOutcome(ok=False, exit_code=code, error=f"command {how}")
+        return StepOutcome(ok=True, exit_code=0)

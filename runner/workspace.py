@@ -1,0 +1,186 @@
+"""The project root, the .runner/ layout, the project lock and the journal of steps in flight."""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import os
+import signal
+import socket
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import LockHeldError
+
+STATE_DIR = ".runner"
+
+
+@dataclass(frozen=True)
+class Layout:
+    root: Path
+
+    @property
+    def state_dir(self) -> Path:
+        return self.root / STATE_DIR
+
+    @property
+    def cache_dir(self) -> str:
+        return str(self.state_dir / "cache")
+
+    @property
+    def stat_file(self) -> str:
+        return str(self.state_dir / "stat")
+
+    @property
+    def state_file(self) -> str:
+        return str(self.state_dir / "state")
+
+    @property
+    def spec_cache(self) -> str:
+        return str(self.state_dir / "spec.pickle")
+
+    @property
+    def runs_dir(self) -> Path:
+        return self.state_dir / "runs"
+
+    @property
+    def inflight_dir(self) -> Path:
+        return self.state_dir / "inflight"
+
+    @property
+    def lock_file(self) -> str:
+        return str(self.state_dir / "lock")
+
+    def ensure(self) -> None:
+        if not self.state_dir.is_dir():
+            self.state_dir.mkdir(parents=True, exist_ok=True)
+            # .runner/ is machine state: keep it out of the user's commits without asking them to
+            (self.state_dir / ".gitignore").write_text("*\n")
+
+
+class ProjectLock:
+    """An flock on .runner/lock; the holder's pid and command are written inside for the message."""
+
+    def __init__(self, layout: Layout, command: str):
+        self.layout = layout
+        self.command = command
+        self.fd: int | None = None
+
+    def holder(self) -> str:
+        try:
+            info = json.loads(Path(self.layout.lock_file).read_text() or "{}")
+        except (OSError, ValueError):
+            return "another runner"
+        return f"pid {info.get('pid')} ({info.get('command')}, since {info.get('since')})"
+
+    def acquire(self, wait: bool, on_wait=None, timeout: float | None = None) -> None:
+        self.layout.ensure()
+        fd = os.open(self.layout.lock_file, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
+                os.close(fd)
+                raise
+            holder = self.holder()
+            if not wait:
+                os.close(fd)
+                raise LockHeldError(f"error: {self.layout.root} is locked by {holder}; wait for it, or run "
+                                    f"again without --no-wait to queue behind it")
+            if on_wait:
+                on_wait(holder)
+            deadline = None if timeout is None else time.monotonic() + timeout
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except OSError:
+                    if deadline is not None and time.monotonic() > deadline:
+                        os.close(fd)
+                        raise LockHeldError(f"error: gave up waiting for the lock held by {holder}") from None
+                    time.sleep(0.05)
+        os.ftruncate(fd, 0)
+        os.write(fd, json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "command": self.command,
+                                 "since": time.strftime("%Y-%m-%d %H:%M:%S")}).encode())
+        self.fd = fd
+
+    def release(self) -> None:
+        if self.fd is not None:
+            os.ftruncate(self.fd, 0)
+            fcntl.flock(self.fd, fcntl.LOCK_UN)
+            os.close(self.fd)
+            self.fd = None
+
+
+def find_root(start: Path) -> Path:
+    """The nearest folder at or above `start` holding intents.toml (as git finds .git); else `start`."""
+    start = start.resolve()
+    for folder in (start, *start.parents):
+        if (folder / "intents.toml").is_file():
+            return folder
+    return start
+
+
+# ---- steps in flight -------------------------------------------------------------------------
+# Before a step starts, a small file records its process group and declared outputs; it is removed
+# when the step ends. Whatever is still there at the next start was cut off by a crash or SIGKILL:
+# its process group is killed if still alive and its outputs removed, so no half-written file is
+# ever taken for a result.
+
+def _proc_start_time(pid: int) -> str | None:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def journal_start(layout: Layout, intent: str, pid: int, outputs: list[str]) -> Path:
+    path = layout.inflight_dir / f"{intent}.json"
+    data = json.dumps({"intent": intent, "pgid": pid, "start": _proc_start_time(pid), "outputs": outputs})
+    path.write_text(data)
+    return path
+
+
+def journal_end(path: Path) -> None:
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        pass
+
+
+def recover_inflight(layout: Layout) -> list[str]:
+    """Clean up after steps a crashed runner left running; returns the intents recovered."""
+    folder = layout.inflight_dir
+    recovered = []
+    if not folder.is_dir():
+        folder.mkdir(parents=True, exist_ok=True)
+        return recovered
+    for path in sorted(folder.glob("*.json")):
+        try:
+            entry = json.loads(path.read_text())
+        except (OSError, ValueError):
+            path.unlink(missing_ok=True)
+            continue
+        pgid = entry.get("pgid")
+        if pgid and entry.get("start") and _proc_start_time(pgid) == entry["start"]:
+            try:
+                os.killpg(pgid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        for rel in entry.get("outputs", []):
+            try:
+                os.unlink(layout.root / rel)
+            except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+                pass
+        path.unlink(missing_ok=True)
+        recovered.append(entry.get("intent", path.stem))
+    return recovered
+
+
+def is_terminal(stream=None) -> bool:
+    stream = stream or sys.stdout
+    return hasattr(stream, "isatty") and stream.isatty()
