@@ -16,16 +16,16 @@ from runner.workers.base import WorkerConfig
 from worker_helpers import FAKE_CODEX, FAKE_SERVER, FakeCodex, FakeServer, files_containing
 
 
-@pytest.fixture
+@pytest.fixture(autouse=True)
 def dummy_key(monkeypatch) -> str:
-    """A unique fake key in OPENAI_API_KEY and CODEX_API_KEY."""
+    """A unique fake key in OPENAI_API_KEY and CODEX_API_KEY, for every worker test."""
     key = "sk-test-" + uuid.uuid4().hex
     monkeypatch.setenv("OPENAI_API_KEY", key)
     monkeypatch.setenv("CODEX_API_KEY", key)
     return key
 
 
-@pytest.fixture
+@pytest.fixture(autouse=True)
 def assert_no_leak(tmp_path, dummy_key):
     """After the test: no file under tmp_path holds the dummy key (transcripts, recordings, logs, CODEX_HOME)."""
     yield dummy_key

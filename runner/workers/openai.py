@@ -1,0 +1,245 @@
+"""The openai worker: one streamed Responses API call with the official SDK, its answer in the delimited protocol
+(<<MIS:START>> … FILE/JSON/ERR blocks … <<MIS:END>>) parsed by the regex library. The only importer of `openai`.
+
+Protocol: a FILE block's body is the file's whole new content (an empty body is an empty file); a JSON block
+holds an object, and {"delete": ["path", …]} in it deletes files; an ERR block means the model says it cannot do
+the task. Text outside START…END is ignored.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+
+import openai
+
+from runner.redact import redact, redact_obj, secret_values
+from runner.workers.base import (CONFIG, PERMANENT, TIMEOUT, TRANSIENT, Usage, WorkerConfig, WorkerRequest,
+                                 WorkerResult, failed)
+
+PROTOCOL_VERSION = "mis-1"   # bump when PROTOCOL_INSTRUCTIONS change: it is part of the worker version (step key)
+PROTOCOL_INSTRUCTIONS = """\
+Answer in this exact format and nothing else:
+<<MIS:START>>
+<<MIS:FILE path=relative/path/of/a/file>>
+(the complete new content of that file; one FILE block per file you create or change)
+<<MIS:JSON>>
+{"summary": "one line on what you did", "delete": ["paths to delete, if any"]}
+<<MIS:END>>
+Markers stand alone on their line. Paths are relative to the project root. If you cannot do the task, answer
+<<MIS:START>>, then <<MIS:ERR>> followed by the reason, then <<MIS:END>>."""
+
+_family = None
+
+
+def protocol_family():
+    """The `protocol` regex family (loaded once; the built-in library ships it)."""
+    global _family
+    if _family is None:
+        from runner.parse import builtin_dir, load_library
+        _family = load_library([builtin_dir()]).family("protocol")
+    return _family
+
+
+@dataclass
+class Answer:
+    files: dict[str, str | None] = field(default_factory=dict)
+    json: list = field(default_factory=list)
+    err: str | None = None
+    problem: str | None = None          # why the answer is malformed, or None
+
+
+def _bad_path(path: str) -> bool:
+    p = PurePosixPath(path)
+    return p.is_absolute() or ".." in p.parts or path.startswith("~") or "\\" in path or not path.strip()
+
+
+def parse_answer(text: str) -> Answer:
+    """The FILE/JSON/ERR blocks of a protocol answer, or Answer.problem saying what is malformed."""
+    ans = Answer()
+    matches = list(protocol_family().finditer(text))
+    kinds = [m.fields.get("kind") for m in matches]
+    marker_starts = {m.start for m in matches}
+    # A line that looks like a marker but no pattern took (e.g. FILE with no path) would silently lose content.
+    pos = 0
+    for line in text.splitlines(keepends=True):
+        if line.lstrip().startswith("<<MIS:") and not any(pos <= s < pos + len(line) for s in marker_starts):
+            ans.problem = f"unrecognised marker line {line.strip()[:80]!r} (a FILE needs path=…)"
+            return ans
+        pos += len(line)
+    if "START" not in kinds:
+        ans.problem = "no <<MIS:START>> marker: the answer is not in the protocol"
+        return ans
+    start = kinds.index("START")
+    if "END" not in kinds[start:]:
+        ans.problem = "no <<MIS:END>> marker: the answer was cut off"
+        return ans
+    end = start + kinds[start:].index("END")
+    for m in matches[start + 1:end]:
+        kind, body = m.fields.get("kind"), m.fields.get("body") or ""
+        if kind == "ERR":
+            ans.err = body.strip() or "(no reason given)"
+        elif kind == "FILE":
+            path = (m.fields.get("path") or "").strip()
+            if _bad_path(path):
+                ans.problem = f"FILE path {path!r} is not a relative path inside the project"
+                return ans
+            ans.files[path] = body
+        elif kind == "JSON":
+            try:
+                obj = json.loads(body)
+            except ValueError as e:
+                ans.problem = f"a JSON block is not valid JSON ({e})"
+                return ans
+            ans.json.append(obj)
+            for path in (obj.get("delete") or []) if isinstance(obj, dict) else []:
+                if not isinstance(path, str) or _bad_path(path):
+                    ans.problem = f"delete path {path!r} is not a relative path inside the project"
+                    return ans
+                ans.files[path] = None
+        elif kind == "START":
+            ans.problem = "a second <<MIS:START>> before <<MIS:END>>"
+            return ans
+    return ans
+
+
+def _status_failure(e: openai.APIStatusError) -> tuple[str, str]:
+    """(failure class, advice) for an HTTP error the SDK gave up on (it already retried what it retries)."""
+    code = getattr(e, "code", None) or ""
+    if isinstance(e, openai.RateLimitError):
+        if code == "insufficient_quota":
+            return PERMANENT, "the account is out of quota: add credit or use another key"
+        return TRANSIENT, "rate limited: retry later or lower -j"
+    if isinstance(e, openai.InternalServerError) or e.status_code in (408, 409) or e.status_code >= 500:
+        return TRANSIENT, "the provider failed: retrying may succeed"
+    if isinstance(e, openai.AuthenticationError):
+        return PERMANENT, "the key was refused: check the variable [worker] env_key names"
+    if isinstance(e, openai.PermissionDeniedError):
+        return PERMANENT, "the key may not use this model or endpoint"
+    if isinstance(e, openai.NotFoundError):
+        return PERMANENT, "the model or endpoint does not exist: check [worker] model, fallback_models, base_url"
+    if e.status_code == 400 and "context" in code:
+        return PERMANENT, "the prompt is too long for the model: shrink the inputs"
+    return PERMANENT, "the request was rejected: retrying the same input will not help"
+
+
+def _is_model_missing(e: Exception) -> bool:
+    return isinstance(e, openai.APIStatusError) and (
+        e.status_code == 404 or getattr(e, "code", None) == "model_not_found")
+
+
+class OpenAIWorker:
+    kind = "openai"
+
+    def version(self, config: WorkerConfig) -> str:
+        return f"openai-python {openai.__version__} {PROTOCOL_VERSION}"
+
+    def run(self, request: WorkerRequest) -> WorkerResult:
+        cfg = request.config
+        t0 = time.monotonic()
+        env = os.environ if request.env is None else request.env
+        key_name = cfg.env_key or "OPENAI_API_KEY"
+        secrets = secret_values([cfg.env_key], environ=env)
+        version = self.version(cfg)
+        if not env.get(key_name):
+            return failed(CONFIG, f"the environment variable {key_name} is not set: the openai worker needs an API "
+                          "key ([worker] env_key names the variable)", model=cfg.model, worker_version=version)
+        timeout = openai.Timeout(cfg.timeout, connect=min(10.0, cfg.timeout),
+                                 read=min(cfg.idle_timeout or cfg.timeout, cfg.timeout))
+        client = openai.OpenAI(api_key=env[key_name], timeout=timeout,
+                               max_retries=int(cfg.extra.get("max_retries", 2)),
+                               **({"base_url": cfg.base_url} if cfg.base_url else {}))
+        tried: list[str] = []
+        models = list(dict.fromkeys((cfg.model, *cfg.fallback_models)))
+        try:
+            for i, model in enumerate(models):
+                tried.append(model)
+                try:
+                    result = self._call(client, request, model, t0, secrets)
+                except openai.APIStatusError as e:
+                    if _is_model_missing(e) and i < len(models) - 1:
+                        continue   # try the next fallback model
+                    kind, advice = _status_failure(e)
+                    result = failed(kind, redact(f"{type(e).__name__} {e.status_code} from the Responses API "
+                                                 f"(model {model}; tried {', '.join(tried)}): {e.message}. "
+                                                 f"{advice}", secrets), model=model)
+                except openai.APITimeoutError:
+                    result = failed(TIMEOUT, f"the Responses API did not answer within {cfg.timeout:g}s (after "
+                                    f"{client.max_retries} retries); raise [worker] timeout or check the provider",
+                                    model=model)
+                except openai.APIConnectionError as e:
+                    result = failed(TRANSIENT, redact(f"could not reach the Responses API at "
+                                                      f"{cfg.base_url or 'api.openai.com'}: {e}", secrets),
+                                    model=model)
+                break
+        finally:
+            client.close()
+        result.worker_version = version
+        result.duration_s = time.monotonic() - t0
+        return result
+
+    def _call(self, client, request: WorkerRequest, model: str, t0: float, secrets) -> WorkerResult:
+        cfg = request.config
+        kwargs = {"model": model, "input": request.prompt, "instructions": PROTOCOL_INSTRUCTIONS}
+        if cfg.extra.get("reasoning_effort"):
+            kwargs["reasoning"] = {"effort": cfg.extra["reasoning_effort"]}
+        events: list[dict] = []
+        text_parts: list[str] = []
+        completed = None
+        stream_error = None
+        if str(cfg.extra.get("stream", "true")).lower() == "false":
+            resp = client.responses.create(**kwargs)
+            events.append(resp.model_dump(mode="json"))
+            completed, text_parts = resp, [resp.output_text]
+        else:
+            with client.responses.create(stream=True, **kwargs) as stream:
+                for ev in stream:
+                    d = ev.model_dump(mode="json")
+                    events.append(d)
+                    if ev.type == "response.output_text.delta":
+                        text_parts.append(ev.delta)
+                    elif ev.type == "response.completed":
+                        completed = ev.response
+                    elif ev.type in ("response.failed", "error", "response.incomplete"):
+                        stream_error = d
+                    if time.monotonic() - t0 > cfg.timeout:
+                        return failed(TIMEOUT, f"the answer was still streaming after the {cfg.timeout:g}s "
+                                      "wall-clock timeout", model=model, events=redact_obj(events, secrets),
+                                      transcript=_transcript(events, secrets))
+        transcript = _transcript(events, secrets)
+        base = dict(model=model, events=redact_obj(events, secrets), transcript=transcript)
+        if completed is None:
+            kind, why = TRANSIENT, "the stream ended before response.completed"
+            if stream_error:
+                err = (stream_error.get("response") or {}).get("error") or stream_error
+                code = err.get("code") or ""
+                kind = PERMANENT if code in ("context_length_exceeded", "invalid_prompt", "insufficient_quota") \
+                    else TRANSIENT
+                why = f"the provider reported {code or 'an error'}: {err.get('message', '')}"
+            return failed(kind, redact(why, secrets), **base)
+        u = completed.usage
+        usage = Usage(input_tokens=getattr(u, "input_tokens", 0) or 0,
+                      cached_input_tokens=getattr(getattr(u, "input_tokens_details", None), "cached_tokens", 0) or 0,
+                      output_tokens=getattr(u, "output_tokens", 0) or 0) if u else Usage()
+        text = "".join(text_parts) or (completed.output_text or "")
+        ans = parse_answer(text)
+        message = redact(text, secrets)
+        if ans.problem:
+            r = failed(TRANSIENT, f"malformed answer from {model}: {ans.problem}. Retrying once with the same "
+                       "prompt usually fixes it.", usage=usage, **base)
+            r.final_message = message
+            return r
+        if ans.err is not None:
+            r = failed(PERMANENT, redact(f"the model says it cannot do this: {ans.err}", secrets), usage=usage,
+                       **base)
+            r.final_message = message
+            return r
+        return WorkerResult(ok=True, final_message=message, usage=usage, duration_s=0.0, failure=None, error=None,
+                            files=redact_obj(ans.files, secrets), **base)
+
+
+def _transcript(events: list[dict], secrets) -> str:
+    return redact("".join(json.dumps(e, ensure_ascii=False) + "\n" for e in events), secrets)
