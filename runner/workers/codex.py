@@ -85,7 +85,10 @@ def build_argv(binary: str, request: WorkerRequest, model: str) -> list[str]:
     argv = [binary, "exec", "--json", "--ephemeral", "--skip-git-repo-check", "-C", str(request.workspace),
             "-s", cfg.extra.get("sandbox", "workspace-write"),
             # Without this a refused connection is retried forever ("waiting for network").
-            "--disable", "unbounded_connection_retries", "-m", model]
+            "--disable", "unbounded_connection_retries",
+            # The shell snapshot dumps the whole environment, keys included, to $CODEX_HOME/shell_snapshots/
+            # and is only deleted on a clean exit: a timeout kill would leave our secrets on disk.
+            "--disable", "shell_snapshot", "-m", model]
     if cfg.base_url:
         p = f"model_providers.{PROVIDER}"
         argv += ["-c", f"model_provider={PROVIDER}", "-c", f"{p}.name={PROVIDER}",
@@ -241,9 +244,10 @@ class CodexWorker:
             if item is not _EOF:
                 raw_lines.append(item.decode("utf-8", "replace"))
         stderr = redact(err_buf.decode("utf-8", "replace"), secrets)
-        return self._result(request, model, raw_lines, code, killed, stderr, secrets, time.monotonic() - t0)
+        return self._result(request, model, raw_lines, code, killed, stderr, secrets, time.monotonic() - t0,
+                            proc.pid)
 
-    def _result(self, request, model, raw_lines, code, killed, stderr, secrets, duration) -> WorkerResult:
+    def _result(self, request, model, raw_lines, code, killed, stderr, secrets, duration, pid) -> WorkerResult:
         cfg = request.config
         events: list[dict] = []
         final, usage, completed, turn_failed, errors, partial = "", Usage(), False, None, [], None
@@ -270,7 +274,8 @@ class CodexWorker:
         transcript = redact("".join(raw_lines), secrets)
         events = redact_obj(events, secrets)
         tail = stderr.strip()[-2000:]
-        events.append({"type": "runner.exit", "exit_code": code, "killed": killed, "stderr": tail})
+        # pid is also the process group id (own session): lets tests and audits check nothing survived
+        events.append({"type": "runner.exit", "pid": pid, "exit_code": code, "killed": killed, "stderr": tail})
         base = dict(events=events, transcript=transcript, usage=usage, duration_s=duration, model=model)
         if killed:
             limit = cfg.timeout if killed == "timeout" else cfg.idle_timeout

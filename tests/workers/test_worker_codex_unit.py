@@ -61,7 +61,7 @@ def test_stdin_closed_own_session_and_no_key_in_argv(fake_codex, workspace, asse
     assert 'model_providers.runner.base_url="http://127.0.0.1:9/v1"' in call["argv"]
     assert "model_providers.runner.request_max_retries=1" in call["argv"]
     assert call["argv"][-2:] == ["--", "create hello.txt containing hi"]
-    for flag in ("--json", "--ephemeral", "--skip-git-repo-check", "unbounded_connection_retries"):
+    for flag in ("--json", "--ephemeral", "--skip-git-repo-check", "unbounded_connection_retries", "shell_snapshot"):
         assert flag in call["argv"]
 
 
