@@ -28,7 +28,8 @@ _EOF = object()
 CLASSIFY: list[tuple[str, re.Pattern]] = [
     (CONFIG, re.compile(r"no longer supported|Not inside a trusted directory|unexpected argument|"
                         r"unrecognized subcommand|Error loading config|invalid value .* for|"
-                        r"error: the argument|Missing environment variable|config profile .* not found", re.I)),
+                        r"error: the argument|Missing environment variable|config profile .* not found|"
+                        r"Error finding codex home|CODEX_HOME points to", re.I)),
     (PERMANENT, re.compile(r"\b401\b|Unauthorized|\b403\b|Forbidden|ran out of room|context window|"
                            r"context_length_exceeded|\b400\b|Bad Request|invalid_request_error|\b404\b|"
                            r"model_not_found|does not exist|\b422\b|insufficient_quota|exceeded your current quota",

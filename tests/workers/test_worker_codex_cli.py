@@ -122,3 +122,28 @@ def test_hung_stream_ends_at_the_idle_timeout(codex_binary, fake_server, tmp_pat
     assert time.monotonic() - t0 < 15
     assert len(srv.requests()) == 1
     assert_group_gone(r)
+
+
+def test_refused_connection_without_retries_is_transient(codex_binary, closed_port, tmp_path, workspace):
+    r = run(codex_binary, tmp_path, workspace, f"http://127.0.0.1:{closed_port}/v1", timeout=30,
+            extra={"request_max_retries": "0", "stream_max_retries": "0"})
+    assert not r.ok and r.failure == TRANSIENT and "Connection failed" in r.error, r.error
+    assert_group_gone(r)
+
+
+def test_record_then_replay_a_codex_exchange(codex_binary, fake_server, tmp_path, workspace):
+    from runner.workers.replay import record_exchange
+    srv = fake_server({"steps": [{"patch": PATCH_ADD}, {"message": "Created hello.txt"}]})
+    config = cfg(codex_binary, tmp_path, srv.base_url)
+    req = make_request(workspace, config, intent="hello", step_key="c0ffee" * 6)
+    live = get_worker(config).run(req)
+    assert live.ok, live.error
+    record_exchange(tmp_path / "replays", req, live, {"hello.txt": (workspace / "hello.txt").read_text()})
+    seen = len(srv.requests())
+    ws2 = tmp_path / "ws2"
+    ws2.mkdir()
+    replay = WorkerConfig(kind="replay", replays_dir=str(tmp_path / "replays"))
+    r = get_worker(replay).run(make_request(ws2, replay, intent="hello", step_key="c0ffee" * 6))
+    assert r.ok and r.final_message == "Created hello.txt" and (ws2 / "hello.txt").read_text() == "hi\n"
+    assert r.usage == live.usage and any(e.get("type") == "turn.completed" for e in r.events)
+    assert len(srv.requests()) == seen

@@ -194,6 +194,7 @@ def test_untrusted_directory_is_config(fake_codex, workspace):
     ("`wire_api = \"chat\"` is no longer supported", CONFIG),
     ("Not inside a trusted directory and --skip-git-repo-check was not specified.", CONFIG),
     ("error: unexpected argument '--full-auto' found", CONFIG),
+    ('Error finding codex home: CODEX_HOME points to "/x", but that path does not exist', CONFIG),
     ("something nobody has seen before", None),
 ])
 def test_classify_error_texts(text, kind):
