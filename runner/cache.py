@@ -80,24 +80,23 @@ class Cache:
 
     # records
     def get_record(self, key: str) -> StepRecord | None:
-        value = self.db.get(("step", key))
+        value = self.db.get("step:" + key)
         return StepRecord(**value) if value else None
 
     def put_record(self, record: StepRecord) -> None:
-        self.db.set(("step", record.key), record.to_dict())
+        self.db.set("step:" + record.key, record.to_dict())
 
     # blobs
     def has_blob(self, digest: str) -> bool:
-        return ("blob", digest) in self.db
+        return "blob:" + digest in self.db
 
-    def put_file(self, path: str, digest: str) -> None:
-        if ("blob", digest) not in self.db:
-            with open(path, "rb") as f:
-                self.db.set(("blob", digest), f.read())
+    def put_blob(self, digest: str, data: bytes) -> None:
+        if "blob:" + digest not in self.db:
+            self.db.set("blob:" + digest, data)
 
     def restore(self, digest: str, dest: str) -> bool:
         """Write blob `digest` to dest atomically (temp file + rename); False if the blob is gone."""
-        data = self.db.get(("blob", digest))
+        data = self.db.get("blob:" + digest)
         if data is None:
             return False
         atomic_write(dest, data)
@@ -107,9 +106,9 @@ class Cache:
     def stats(self) -> dict:
         steps = blobs = blob_bytes = 0
         for key in self.db.iterkeys():
-            if key[0] == "step":
+            if key.startswith("step:"):
                 steps += 1
-            elif key[0] == "blob":
+            elif key.startswith("blob:"):
                 blobs += 1
         for root, _dirs, files in os.walk(self.directory):
             for name in files:
@@ -121,15 +120,15 @@ class Cache:
         keep_blobs: set[str] = set()
         dropped_records = dropped_blobs = 0
         for key in list(self.db.iterkeys()):
-            if key[0] == "step":
-                if key[1] in live_keys:
+            if key.startswith("step:"):
+                if key[5:] in live_keys:
                     record = self.db.get(key)
                     keep_blobs.update(d for d in (record or {}).get("outputs", {}).values() if d)
                 else:
                     self.db.delete(key)
                     dropped_records += 1
         for key in list(self.db.iterkeys()):
-            if key[0] == "blob" and key[1] not in keep_blobs:
+            if key.startswith("blob:") and key[5:] not in keep_blobs:
                 self.db.delete(key)
                 dropped_blobs += 1
         self.db.expire()

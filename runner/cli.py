@@ -198,6 +198,7 @@ def cache_gc(directory: Path, as_json: bool) -> None:
 def cache_clear(directory: Path, as_json: bool) -> None:
     """Empty the cache: every step runs again next time."""
     from .cache import Cache
+    from .noop import forget
     from .workspace import Layout, ProjectLock, find_root
 
     layout = Layout(find_root(directory))
@@ -207,6 +208,7 @@ def cache_clear(directory: Path, as_json: bool) -> None:
         removed = Cache(layout.cache_dir).clear()
         for path in (layout.state_file, layout.stat_file):
             Path(path).unlink(missing_ok=True)
+        forget(str(layout.root))
     finally:
         lock.release()
     if as_json:

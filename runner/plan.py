@@ -41,8 +41,8 @@ class Planner:
         self.cache = cache
         self.force = force
 
-    def decide(self, name: str, dep_outputs: dict[str, dict | None], pending: set[str] = frozenset()) -> Decision:
-        """`dep_outputs[dep]` is the dep's outputs, or None if the dep has yet to run."""
+    def decide(self, name: str, dep_outputs: dict[str, str | None], pending: set[str] = frozenset()) -> Decision:
+        """`dep_outputs[dep]` is the digest of the dep's outputs, or None if the dep has yet to run."""
         intent = self.spec.intents[name]
         waiting = [d for d in intent.deps if dep_outputs.get(d) is None]
         if intent.kind == STEP_AGGREGATE:
@@ -50,7 +50,7 @@ class Planner:
             if waiting:
                 return Decision(name, SKIP, reasons)
             # an aggregate "produces" its dependencies' outputs, so a step depending on it sees them
-            outputs = {d: outputs_digest(dep_outputs[d]) for d in intent.deps}
+            outputs = {d: dep_outputs[d] for d in intent.deps}
             return Decision(name, SKIP, reasons, key="aggregate", outputs=outputs)
         last = self.state.get(name)
         inputs = input_digests(self.stat, self.root, intent.inputs)
@@ -66,7 +66,7 @@ class Planner:
             reasons = [f"dependency {d} will run" for d in waiting if d in pending] or \
                       [f"dependency {d} has not run" for d in waiting]
             return Decision(name, RUN, reasons, inputs=inputs, inplace=inplace)
-        deps = {d: outputs_digest(dep_outputs[d]) for d in intent.deps}
+        deps = {d: dep_outputs[d] for d in intent.deps}
         key = step_key(self.compiled.static[name], inputs, deps)
         base = dict(key=key, inputs=inputs, dep_digests=deps, inplace=inplace)
         if self.force:
@@ -141,7 +141,7 @@ class Planner:
 
 def make_plan(planner: Planner, order: list[str]) -> list[Decision]:
     """Decide every selected step in order, assuming a step that must run changes its outputs."""
-    produced: dict[str, dict | None] = {}
+    produced: dict[str, str | None] = {}
     pending: set[str] = set()
     decisions = []
     for name in order:
@@ -154,5 +154,5 @@ def make_plan(planner: Planner, order: list[str]) -> list[Decision]:
             produced[name] = None
             pending.add(name)
         else:
-            produced[name] = d.outputs
+            produced[name] = outputs_digest(d.outputs)
     return decisions

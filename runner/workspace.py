@@ -117,11 +117,9 @@ class ProjectLock:
 
 def find_root(start: Path) -> Path:
     """The nearest folder at or above `start` holding intents.toml (as git finds .git); else `start`."""
-    start = start.resolve()
-    for folder in (start, *start.parents):
-        if (folder / "intents.toml").is_file():
-            return folder
-    return start
+    from .noop import find_root as find_root_str
+
+    return Path(find_root_str(str(start)))
 
 
 # ---- steps in flight -------------------------------------------------------------------------

@@ -30,10 +30,16 @@ class WorkerConfig:
     timeout: float = 900.0                   # wall-clock seconds per attempt
     idle_timeout: float | None = 300.0       # no event for this many seconds -> killed
     replays_dir: str = "replays"             # relative to the project root, or absolute
-    extra: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
-    # extra keys understood today: request_max_retries, stream_max_retries (codex provider),
-    # codex_home (private CODEX_HOME for the child), max_retries (openai SDK), match = "intent" (replay),
-    # kill_grace (seconds between SIGTERM and SIGKILL)
+    extra: Mapping[str, str] = field(default_factory=lambda: _EMPTY, hash=False)
+    # extra keys understood today: codex: request_max_retries, stream_max_retries, stream_idle_timeout_ms
+    # (provider), codex_home (a private CODEX_HOME for the child), sandbox (default workspace-write),
+    # kill_grace (seconds between SIGTERM and SIGKILL); openai: max_retries, stream ("false"),
+    # reasoning_effort; replay: match = "intent", project_root.
+
+    def __post_init__(self) -> None:
+        # TOML gives lists and dicts: normalise so the config stays immutable and hashable.
+        object.__setattr__(self, "fallback_models", tuple(self.fallback_models or ()))
+        object.__setattr__(self, "extra", MappingProxyType({str(k): str(v) for k, v in (self.extra or {}).items()}))
 
     def key_fields(self) -> dict:
         """The fields that change a worker's output, for the step key (timeouts and paths do not)."""

@@ -1,0 +1,171 @@
+"""The warm no-op: prove from file stats alone that a target is up to date, before importing anything heavy.
+
+After a successful `runner make`, the stats (size, mtime, inode) of every spec file, input and output of
+the target are digested into .runner/noop. The next `runner make` of the same target stats the same
+files; if the digest is unchanged nothing can have changed, so it reports every step cached without
+loading the spec, the graph or the cache. Any difference, or anything unusual on the command line,
+falls through to the full pipeline, which decides from content digests.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import marshal
+import os
+import sys
+import time
+
+from . import __version__
+from .keys import GLOB_CHARS, RACY_NS
+
+SNAPSHOT = os.path.join(".runner", "noop")
+_FLAGS = {"-k", "--keep-going", "--no-wait", "--json"}
+_WITH_VALUE = {"-C", "--directory", "-j", "--jobs", "--timeout"}
+
+
+def _stat_digest(root: str, paths: list[str]) -> str | None:
+    """Digest of the stats of `paths`; None if any file is too recent to trust its mtime."""
+    racy_after = time.time_ns() - RACY_NS
+    stats = []
+    stat = os.stat
+    prefix = root + "/"
+    for rel in paths:
+        try:
+            st = stat(rel if rel[0] == "/" else prefix + rel)
+        except OSError:
+            stats.append(None)
+            continue
+        if st.st_mtime_ns > racy_after:
+            return None
+        stats.append((st.st_size, st.st_mtime_ns, st.st_ino))
+    return hashlib.sha256(marshal.dumps(stats)).hexdigest()
+
+
+def _load(root: str) -> dict:
+    try:
+        with open(os.path.join(root, SNAPSHOT), "rb") as f:
+            return marshal.load(f)
+    except (OSError, EOFError, ValueError, TypeError):
+        return {}
+
+
+def save_snapshot(root: str, target: str | None, sources: list[str], steps: list[tuple[str, tuple, tuple]]) -> None:
+    """Record the no-op proof for `target`; `steps` are (intent, inputs, outputs) in topological order."""
+    entries = _load(root)
+    slot = f"{__version__}\0{target or ''}"
+    paths = list(sources)
+    for _name, inputs, outputs in steps:
+        for pattern in inputs + outputs:
+            if not GLOB_CHARS.isdisjoint(pattern):
+                entries.pop(slot, None)  # a glob can match a new file without any stat changing
+                return _write(root, entries)
+            paths.append(pattern)
+    paths = list(dict.fromkeys(paths))  # a dependency's output is usually also a declared input
+    digest = _stat_digest(root, paths)
+    if digest is None:
+        entries.pop(slot, None)
+    else:
+        entries[slot] = (paths, digest, [name for name, _i, _o in steps])
+    _write(root, entries)
+
+
+def forget(root: str) -> None:
+    try:
+        os.unlink(os.path.join(root, SNAPSHOT))
+    except FileNotFoundError:
+        pass
+
+
+def _write(root: str, entries: dict) -> None:
+    path = os.path.join(root, SNAPSHOT)
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        with open(tmp, "wb") as f:
+            marshal.dump(entries, f)
+        os.replace(tmp, path)
+    except OSError:
+        pass
+
+
+def _parse(argv: list[str]) -> tuple[str, str | None, bool] | None:
+    """(directory, target, json) for a plain `runner make`, or None for anything else."""
+    if not argv or argv[0] != "make":
+        return None
+    directory, target, as_json = ".", None, False
+    i = 1
+    while i < len(argv):
+        arg = argv[i]
+        if arg in _FLAGS:
+            as_json = as_json or arg == "--json"
+        elif arg in _WITH_VALUE:
+            if i + 1 >= len(argv):
+                return None
+            if arg in ("-C", "--directory"):
+                directory = argv[i + 1]
+            i += 1
+        elif arg.startswith("--directory="):
+            directory = arg.split("=", 1)[1]
+        elif arg.startswith("-j") and arg[2:].isdigit():
+            pass
+        elif arg.startswith("-") or target is not None:
+            return None
+        else:
+            target = arg
+        i += 1
+    return directory, target, as_json
+
+
+def find_root(directory: str) -> str:
+    """The nearest folder at or above `directory` holding intents.toml (as git finds .git)."""
+    start = folder = os.path.abspath(directory)
+    while not os.path.isfile(os.path.join(folder, "intents.toml")):
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return start
+        folder = parent
+    return folder
+
+
+def try_noop(argv: list[str]) -> int | None:
+    """Exit code 0 after reporting a proven no-op, or None to run the full pipeline."""
+    parsed = _parse(argv)
+    if parsed is None:
+        return None
+    started = time.monotonic()
+    directory, target, as_json = parsed
+    root = find_root(directory)
+    entries = _load(root)
+    slot = entries.get(f"{__version__}\0{target or ''}")
+    if slot is None:
+        return None
+    paths, digest, order = slot
+    if _stat_digest(root, paths) != digest:
+        return None
+    _report(root, order, as_json, started)
+    return 0
+
+
+def _report(root: str, order: list[str], as_json: bool, started: float) -> None:
+    from .record import new_run_id
+    from .report import summary_line
+
+    run_id = new_run_id()
+    # intent names are restricted by the schema to [A-Za-z0-9_.-], so they need no JSON escaping
+    lines = [f'{{"event": "run_started", "run_id": "{run_id}", "steps": {len(order)}, "fast": true}}']
+    lines += [f'{{"event": "step_finished", "intent": "{n}", "status": "cached", "reasons": ["up to date"]}}'
+              for n in order]
+    finished = {"event": "run_finished", "run_id": run_id, "status": "ok", "ran": 0, "cached": len(order),
+                "restored": 0, "failed": 0, "skipped": 0, "duration": round(time.monotonic() - started, 3)}
+    import json
+
+    lines.append(json.dumps(finished))
+    text = "\n".join(lines) + "\n"
+    run_dir = os.path.join(root, ".runner", "runs", run_id)
+    try:
+        os.makedirs(os.path.join(run_dir, "logs"))
+        with open(os.path.join(run_dir, "events.jsonl"), "w") as f:
+            f.write(text)
+    except OSError:
+        pass
+    sys.stdout.write(text if as_json else summary_line(finished) + "\n")
+    sys.stdout.flush()
