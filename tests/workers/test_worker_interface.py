@@ -72,3 +72,11 @@ def test_secret_values_from_a_given_environ():
 def test_a_secret_inside_another_is_replaced_whole():
     env = {"OPENAI_API_KEY": "sk-abcdefgh", "CODEX_API_KEY": "sk-abcdefgh-longer"}
     assert redact("x sk-abcdefgh-longer y", secret_values(environ=env)) == "x [REDACTED:CODEX_API_KEY] y"
+
+
+def test_config_from_toml_values_is_normalised_and_hashable():
+    c = WorkerConfig(fallback_models=["a", "b"], extra={"request_max_retries": 1})
+    assert c.fallback_models == ("a", "b") and c.extra["request_max_retries"] == "1"
+    assert hash(c) == hash(WorkerConfig(fallback_models=("a", "b")))
+    with pytest.raises(TypeError):
+        c.extra["x"] = "y"
