@@ -113,7 +113,7 @@ def render(spec: Spec, names: list[str], fmt: str, target: str | None) -> str:
     for name in names:
         intent = spec.intents[name]
         deps = ", ".join(intent.deps)
-        out.append(f"{name:<{width}}  {intent.kind:<9}" + (f"  <- {deps}" if deps else ""))
+        out.append((f"{name:<{width}}  {intent.kind:<9}" + (f"  <- {deps}" if deps else "")).rstrip())
     return "\n".join(out)
 
 

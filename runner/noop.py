@@ -50,11 +50,14 @@ def _load(root: str) -> dict:
 
 
 def save_snapshot(root: str, target: str | None, sources: list[str], steps: list[tuple[str, tuple, tuple]]) -> None:
-    """Record the no-op proof for `target`; `steps` are (intent, inputs, outputs) in topological order."""
+    """Record the no-op proof for `target`; `steps` are (intent, inputs, outputs, runs-always) in topological order."""
     entries = _load(root)
     slot = f"{__version__}\0{target or ''}"
     paths = list(sources)
-    for _name, inputs, outputs in steps:
+    for _name, inputs, outputs, always in steps:
+        if always:  # a step that runs every time is never a no-op
+            entries.pop(slot, None)
+            return _write(root, entries)
         for pattern in inputs + outputs:
             if not GLOB_CHARS.isdisjoint(pattern):
                 entries.pop(slot, None)  # a glob can match a new file without any stat changing
@@ -65,7 +68,7 @@ def save_snapshot(root: str, target: str | None, sources: list[str], steps: list
     if digest is None:
         entries.pop(slot, None)
     else:
-        entries[slot] = (paths, digest, [name for name, _i, _o in steps])
+        entries[slot] = (paths, digest, [step[0] for step in steps])
     _write(root, entries)
 
 

@@ -14,7 +14,7 @@ from .execute import Executor, RunOptions, Summary
 from .graph import resolve_target, selected_order
 from .keys import StatCache
 from .noop import save_snapshot
-from .plan import Decision, Planner, make_plan
+from .plan import Decision, Planner, make_plan, runs_always
 from .record import RunRecord, prune
 from .workspace import Layout, ProjectLock, find_root, recover_inflight
 
@@ -93,7 +93,7 @@ def make(project: Project, target: str | None, options: RunOptions, emit, wait_f
         if status == "ok":
             intents = project.spec.intents
             save_snapshot(str(layout.root), requested, project.compiled.sources,
-                          [(n, intents[n].inputs, intents[n].outputs) for n in order])
+                          [(n, intents[n].inputs, intents[n].outputs, runs_always(intents[n])) for n in order])
         prune(layout.runs_dir)
         return summary
     finally:

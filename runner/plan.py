@@ -7,9 +7,10 @@ from dataclasses import dataclass, field
 from .cache import Cache, State, StepRecord
 from .compiled import Compiled
 from .keys import StatCache, expand, input_digests, outputs_digest, step_key
-from .spec import STEP_AGGREGATE
+from .spec import STEP_AGGREGATE, STEP_SHELL
 
 RUN, SKIP = "run", "skip"
+ALWAYS = "no inputs or dependencies declared: runs every time (declare inputs to cache it)"
 
 
 @dataclass
@@ -26,6 +27,10 @@ class Decision:
 
     def to_json(self) -> dict:
         return {"intent": self.intent, "action": self.action, "reasons": self.reasons}
+
+
+def runs_always(intent) -> bool:
+    return intent.kind == STEP_SHELL and not intent.inputs and not intent.deps
 
 
 class Planner:
@@ -52,6 +57,9 @@ class Planner:
             # an aggregate "produces" its dependencies' outputs, so a step depending on it sees them
             outputs = {d: dep_outputs[d] for d in intent.deps}
             return Decision(name, SKIP, reasons, key="aggregate", outputs=outputs)
+        if runs_always(intent):
+            # nothing declared can tell whether it is up to date: like a phony make rule, it runs
+            return Decision(name, RUN, [ALWAYS])
         last = self.state.get(name)
         inputs = input_digests(self.stat, self.root, intent.inputs)
         inplace = {}
