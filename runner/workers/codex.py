@@ -21,6 +21,7 @@ from runner.workers.base import (CONFIG, PERMANENT, TIMEOUT, TRANSIENT, Usage, W
 PROVIDER = "runner"          # the id of our custom provider in codex's config
 PROVIDER_KEYS = ("request_max_retries", "stream_max_retries", "stream_idle_timeout_ms")
 STDERR_KEEP = 64 * 1024      # bytes of stderr kept for the error message
+ARGV_PROMPT_MAX = 100_000    # bytes; see prompt_via_stdin
 _EOF = object()
 
 # Ordered: the first class whose pattern matches wins, so "exceeded retry limit, last status: 401" is permanent.
@@ -98,7 +99,14 @@ def build_argv(binary: str, request: WorkerRequest, model: str) -> list[str]:
         for k in PROVIDER_KEYS:
             if k in cfg.extra:
                 argv += ["-c", f"{p}.{k}={int(cfg.extra[k])}"]
+    if prompt_via_stdin(request.prompt):
+        return argv + ["-"]
     return argv + ["--", request.prompt]
+
+
+def prompt_via_stdin(prompt: str) -> bool:
+    """Linux caps one argv string at 128 KiB (MAX_ARG_STRLEN): longer prompts go through a closed stdin pipe."""
+    return len(prompt.encode("utf-8")) > ARGV_PROMPT_MAX
 
 
 def child_env(request: WorkerRequest, binary: str) -> dict[str, str]:
@@ -175,12 +183,27 @@ class CodexWorker:
         cfg = request.config
         t0 = time.monotonic()
         grace = float(cfg.extra.get("kill_grace", 5.0))
+        via_stdin = prompt_via_stdin(request.prompt)
         try:
-            proc = subprocess.Popen(build_argv(binary, request, model), stdin=subprocess.DEVNULL,
+            # stdin is never left open: codex reads a non-TTY stdin to EOF even with a prompt argument.
+            proc = subprocess.Popen(build_argv(binary, request, model),
+                                    stdin=subprocess.PIPE if via_stdin else subprocess.DEVNULL,
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=request.workspace,
                                     env=env, start_new_session=True)
         except OSError as e:
             return failed(CONFIG, f"could not start {binary}: {e}", model=model)
+        if via_stdin:
+            def feed():
+                try:
+                    proc.stdin.write(request.prompt.encode("utf-8"))
+                except OSError:
+                    pass   # codex died early: its exit status tells the story
+                finally:
+                    try:
+                        proc.stdin.close()
+                    except OSError:
+                        pass
+            threading.Thread(target=feed, daemon=True).start()
         lines: queue.Queue = queue.Queue()
         err_buf = bytearray()
 

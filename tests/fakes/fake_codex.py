@@ -69,12 +69,16 @@ def main() -> int:
                                   + ("signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
                                      if scenario.get("ignore_sigterm") else "")
                                   + "while True: time.sleep(1)"], stdin=subprocess.DEVNULL)
+    prompt_len = None
+    if argv[-1:] == ["-"]:   # the prompt comes on stdin, which must then be closed
+        prompt_len = len(sys.stdin.buffer.read())
     record = os.environ.get("FAKE_CODEX_RECORD")
     if record:
         with open(record, "a", encoding="utf-8") as f:
             f.write(json.dumps({"argv": argv, "env_names": sorted(os.environ), "cwd": os.getcwd(),
                                 "pid": os.getpid(), "pgid": os.getpgid(0), "sid": os.getsid(0),
-                                "child_pid": child.pid if child else None, "stdin": stdin_state()}) + "\n")
+                                "child_pid": child.pid if child else None, "stdin": stdin_state(),
+                                "stdin_prompt_len": prompt_len}) + "\n")
     root = workdir(argv)
     for rel, content in scenario.get("files", {}).items():
         target = os.path.join(root, rel)

@@ -147,3 +147,13 @@ def test_record_then_replay_a_codex_exchange(codex_binary, fake_server, tmp_path
     assert r.ok and r.final_message == "Created hello.txt" and (ws2 / "hello.txt").read_text() == "hi\n"
     assert r.usage == live.usage and any(e.get("type") == "turn.completed" for e in r.events)
     assert len(srv.requests()) == seen
+
+
+def test_a_prompt_over_the_argv_limit_goes_through_stdin(codex_binary, fake_server, tmp_path, workspace):
+    srv = fake_server([{"match": "BIGPROMPT", "steps": [{"shell": "printf 'hi\\n' > hello.txt"},
+                                                        {"message": "done"}]}])
+    prompt = "BIGPROMPT create hello.txt\n" + "context line\n" * 12_000    # ~156 KB
+    r = run(codex_binary, tmp_path, workspace, srv.base_url, prompt=prompt)
+    assert r.ok, r.error
+    assert (workspace / "hello.txt").read_text() == "hi\n"
+    assert "context line" in srv.requests()[0]["prompt"]

@@ -240,3 +240,12 @@ def test_version_is_cached(fake_codex):
     c = cfg(fake_codex)
     assert w.version(c) == "codex-cli 0.0.0-fake"
     assert alive(__import__("os").getpid())
+
+
+def test_a_huge_prompt_goes_through_a_closed_stdin(fake_codex, workspace):
+    config = cfg(fake_codex)
+    prompt = "x" * 300_000   # over Linux's 128 KiB limit for one argv string
+    r = get_worker(config).run(make_request(workspace, config, prompt, env=fake_codex.env()))
+    assert r.ok, r.error
+    (call,) = fake_codex.records()
+    assert call["argv"][-1] == "-" and call["stdin_prompt_len"] == 300_000 and call["stdin"] == "eof"
