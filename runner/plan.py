@@ -57,9 +57,6 @@ class Planner:
             # an aggregate "produces" its dependencies' outputs, so a step depending on it sees them
             outputs = {d: dep_outputs[d] for d in intent.deps}
             return Decision(name, SKIP, reasons, key="aggregate", outputs=outputs)
-        if runs_always(intent):
-            # nothing declared can tell whether it is up to date: like a phony make rule, it runs
-            return Decision(name, RUN, [ALWAYS])
         last = self.state.get(name)
         inputs = input_digests(self.stat, self.root, intent.inputs)
         inplace = {}
@@ -79,6 +76,9 @@ class Planner:
         base = dict(key=key, inputs=inputs, dep_digests=deps, inplace=inplace)
         if self.force:
             return Decision(name, RUN, ["forced"], **base)
+        if runs_always(intent):
+            # nothing declared can tell whether it is up to date: like a phony make rule, it runs
+            return Decision(name, RUN, [ALWAYS], **base)
         if last and last[0] == key:
             outputs = last[1]
         else:

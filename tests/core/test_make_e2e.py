@@ -1,0 +1,216 @@
+"""`runner make` end to end through the real CLI: what ran, what was cached, and why."""
+
+from __future__ import annotations
+
+import json
+import os
+
+
+def test_first_make_runs_everything_then_nothing(chain):
+    first = chain.make()
+    assert first.code == 0, first.err
+    assert first.statuses() == {"a": "ran", "b": "ran", "c": "ran", "all": "cached"}
+    assert chain.read("out/b.txt") == "HELLO\nWORLD\n"
+    last = first.finished()
+    assert last["event"] == "run_finished" and last["ran"] == 3 and last["failed"] == 0 and last["run_id"]
+
+    second = chain.make()
+    assert second.code == 0
+    assert second.finished()["ran"] == 0
+    assert set(second.statuses().values()) == {"cached"}
+
+
+def test_editing_an_input_reruns_exactly_its_downstream(chain):
+    chain.make()
+    chain.write("src/x.txt", "HELLO again\n")
+    result = chain.make()
+    assert result.statuses() == {"a": "ran", "b": "ran", "c": "cached", "all": "cached"}
+
+
+def test_touch_without_content_change_runs_nothing(chain):
+    chain.make()
+    os.utime(chain.root / "src/x.txt")
+    result = chain.make()
+    assert result.finished()["ran"] == 0
+
+
+def test_early_cutoff_upstream_rewrites_same_bytes(chain):
+    """a re-runs (its input changed) but writes the same bytes: b stays cached."""
+    chain.spec(chain.read("intents.toml").replace('run = "cat src/x.txt src/y.txt > out/a.txt"',
+                                                  'run = "cat src/x.txt src/y.txt | head -c 100 > out/a.txt"'))
+    chain.make()
+    chain.spec(chain.read("intents.toml").replace("head -c 100", "head -c 200"))  # a's definition changes
+    result = chain.make()
+    statuses = result.statuses()
+    assert statuses["a"] == "ran"
+    assert statuses["b"] == "cached"
+
+
+def test_deleted_output_is_restored_from_cache_without_running(chain):
+    chain.make()
+    (chain.root / "out/b.txt").unlink()
+    chain.write("out/c.txt", "tampered\n")
+    result = chain.make()
+    assert result.statuses() == {"a": "cached", "b": "restored", "c": "restored", "all": "cached"}
+    assert result.finished()["ran"] == 0
+    assert chain.read("out/b.txt") == "HELLO\nWORLD\n"
+    assert chain.read("out/c.txt").strip() == "6"
+
+
+def test_reverting_an_input_is_served_from_cache(chain):
+    chain.make()
+    chain.write("src/y.txt", "there\n")
+    chain.make()
+    chain.write("src/y.txt", "world\n")  # back to the first version: every key was seen before
+    result = chain.make()
+    assert result.finished()["ran"] == 0
+    assert chain.read("out/b.txt") == "HELLO\nWORLD\n"
+
+
+def test_always_make_reruns_cached_steps(chain):
+    chain.make()
+    result = chain.make("-B")
+    assert result.finished()["ran"] == 3
+
+
+def test_target_selects_its_closure_only(chain):
+    result = chain.make("b")
+    assert set(result.statuses()) == {"a", "b"}
+    assert not chain.exists("out/c.txt")
+
+
+def test_failure_exit_1_with_log_tail_and_dependants_skipped(project):
+    project.spec("""
+        [intent.bad]
+        run = "echo compiling; echo 'error: boom at line 3' >&2; exit 3"
+        inputs = ["x"]
+        [intent.after]
+        run = "echo never"
+        deps = ["bad"]
+        [intent.other]
+        run = "echo ok > other.txt"
+        inputs = ["x"]
+        outputs = ["other.txt"]
+    """)
+    project.write("x", "1")
+    result = project.make("-j1")
+    assert result.code == 1
+    statuses = result.statuses()
+    assert statuses["bad"] == "failed" and statuses["after"] == "skipped"
+    failed = next(e for e in result.events() if e.get("status") == "failed")
+    assert failed["error"] == "command exited with code 3"
+    assert "error: boom at line 3" in failed["log_tail"]
+    plain = project.run("make", "bad")
+    assert plain.code == 1
+    assert "FAILED bad: command exited with code 3" in plain.err
+    assert "error: boom at line 3" in plain.err
+
+
+def test_keep_going_runs_independent_steps(project):
+    project.spec("""
+        [intent.bad]
+        run = "exit 1"
+        inputs = ["x"]
+        [intent.good]
+        run = "sleep 0.3; echo ok > good.txt"
+        inputs = ["x"]
+        outputs = ["good.txt"]
+    """)
+    project.write("x", "1")
+    result = project.make("-j1", "-k")
+    assert result.code == 1
+    assert result.statuses() == {"bad": "failed", "good": "ran"}
+
+
+def test_declared_output_not_produced_fails(project):
+    project.spec("""
+        [intent.liar]
+        run = "true"
+        inputs = ["x"]
+        outputs = ["promised.txt"]
+    """)
+    project.write("x", "1")
+    result = project.make()
+    assert result.code == 1
+    failed = result.events()[-2]
+    assert failed["error"] == "declared output promised.txt was not produced"
+
+
+def test_step_without_inputs_runs_every_time(project):
+    project.spec("""
+        [intent.stamp]
+        run = "date +%s%N >> stamps.txt"
+    """)
+    project.make()
+    result = project.make()
+    assert result.finished()["ran"] == 1
+    assert len(project.read("stamps.txt").splitlines()) == 2
+
+
+def test_timeout_kills_the_whole_process_group(project):
+    project.spec("""
+        [intent.slow]
+        run = "sh -c 'sleep 30; echo late > late.txt' & echo $! > child.pid; sleep 30"
+        inputs = ["x"]
+        timeout = 1
+    """)
+    project.write("x", "1")
+    result = project.make()
+    assert result.code == 1
+    failed = result.events()[-2]
+    assert failed["timed_out"] is True
+    assert failed["error"] == "timed out after 1s; its process group was killed"
+    child = int(project.read("child.pid"))
+    assert not os.path.exists(f"/proc/{child}") or open(f"/proc/{child}/stat").read().split()[2] == "Z"
+
+
+def test_json_contract_event_shapes(chain):
+    events = chain.make().events()
+    assert events[0]["event"] == "run_started"
+    for e in events:
+        assert "event" in e
+        json.dumps(e)
+    finished = [e for e in events if e["event"] == "step_finished"]
+    assert [e["intent"] for e in finished][-1] == "all"
+    assert all(e["status"] in {"ran", "cached", "restored", "failed", "skipped"} for e in finished)
+    assert {"run_id", "ran", "cached", "failed"} <= set(events[-1])
+
+
+def test_plain_output_is_lines_not_json(chain):
+    result = chain.run("make")
+    assert result.code == 0
+    assert "ran a" in result.out
+    assert result.out.strip().splitlines()[-1].startswith("runner: 3 ran, 1 cached in ")
+
+
+def test_log_shows_last_run(chain):
+    chain.make()
+    result = chain.run("log")
+    assert result.code == 0
+    assert "ran      a" in result.out
+    runs = json.loads(chain.run("log", "--list", "--json").out)["runs"]
+    assert runs[-1]["ran"] == 3 and runs[-1]["status"] == "ok"
+    as_json = json.loads(chain.run("log", "--json").out)
+    assert as_json["events"][-1]["event"] == "run_finished"
+
+
+def test_cache_stats_gc_clear(chain):
+    chain.make()
+    chain.write("src/x.txt", "changed\n")
+    chain.make()
+    stats = json.loads(chain.run("cache", "stats", "--json").out)
+    assert stats["records"] == 5 and stats["blobs"] >= 4
+    gc = json.loads(chain.run("cache", "gc", "--json").out)
+    assert gc["records_removed"] == 2  # the first versions of a and b
+    assert json.loads(chain.run("cache", "stats", "--json").out)["records"] == 3
+    assert chain.make().finished()["ran"] == 0  # gc kept what the current state needs
+    cleared = chain.run("cache", "clear")
+    assert cleared.code == 0
+    assert chain.make().finished()["ran"] == 3
+
+
+def test_unknown_target_is_a_usage_error(chain):
+    result = chain.run("make", "bb")
+    assert result.code == 2
+    assert result.err.strip() == "error: unknown target 'bb' (did you mean 'b'?); `runner graph` lists the intents"
+    assert "Traceback" not in result.err
