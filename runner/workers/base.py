@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -56,6 +57,7 @@ class WorkerRequest:
     config: WorkerConfig = field(default_factory=WorkerConfig)
     attempt: int = 1
     env: Mapping[str, str] | None = None     # the child's environment; None = os.environ
+    cancel: threading.Event | None = None    # set it to stop the attempt (returns failure="timeout", "cancelled…")
 
 
 @dataclass

@@ -138,6 +138,15 @@ def _killpg(pgid: int, sig: int) -> None:
         pass
 
 
+def _stop_group(pgid: int, grace: float) -> None:
+    """SIGTERM the group, give its leader `grace` seconds to exit, then SIGKILL whatever is left."""
+    _killpg(pgid, signal.SIGTERM)
+    end = time.monotonic() + grace
+    while not _exited(pgid) and time.monotonic() < end:
+        time.sleep(0.02)
+    _killpg(pgid, signal.SIGKILL)
+
+
 class CodexWorker:
     kind = "codex"
     _versions: dict[str, str] = {}
@@ -221,9 +230,39 @@ class CodexWorker:
         for t in readers:
             t.start()
         deadline = t0 + cfg.timeout
-        last = t0
         raw_lines: list[str] = []
-        killed = None
+        try:
+            killed = self._pump(proc, lines, raw_lines, cfg, deadline, request.cancel)
+        except BaseException:
+            # Ctrl-C or an error in the runner: codex is in its own session, so no terminal signal reaches
+            # it; stop its group before letting the exception go on.
+            _stop_group(proc.pid, min(grace, 2.0))
+            try:
+                proc.wait(5)
+            except subprocess.TimeoutExpired:
+                pass
+            raise
+        if killed:
+            _stop_group(proc.pid, grace)
+        # Always SIGKILL what is left of the group (commands the agent left running), before reaping the leader.
+        _killpg(proc.pid, signal.SIGKILL)
+        code = proc.wait()
+        for t in readers:
+            t.join(timeout=2)
+        while not lines.empty():   # lines that arrived after we stopped listening
+            item = lines.get_nowait()
+            if item is not _EOF:
+                raw_lines.append(item.decode("utf-8", "replace"))
+        stderr = redact(err_buf.decode("utf-8", "replace"), secrets)
+        return self._result(request, model, raw_lines, code, killed, stderr, secrets, time.monotonic() - t0,
+                            proc.pid)
+
+    @staticmethod
+    def _pump(proc, lines: queue.Queue, raw_lines: list[str], cfg: WorkerConfig, deadline: float,
+              cancel) -> str | None:
+        """Collect stdout lines until codex is done; returns None, or why it must be killed:
+        "timeout" (wall clock), "idle" (no line for idle_timeout) or "cancelled" (request.cancel was set)."""
+        last = time.monotonic()
         exited_at = None
         while True:
             now = time.monotonic()
@@ -231,8 +270,9 @@ class CodexWorker:
             if cfg.idle_timeout:
                 wait = min(wait, last + cfg.idle_timeout - now)
             if wait <= 0:
-                killed = "timeout" if now >= deadline else "idle"
-                break
+                return "timeout" if now >= deadline else "idle"
+            if cancel is not None and cancel.is_set():
+                return "cancelled"
             try:
                 item = lines.get(timeout=min(wait, 0.1))
             except queue.Empty:
@@ -247,29 +287,14 @@ class CodexWorker:
                 break
             last = time.monotonic()
             raw_lines.append(item.decode("utf-8", "replace"))
-        # stdout is closed (or we gave up): wait for the exit within what is left of the wall clock.
-        while not killed and not _exited(proc.pid):
+        # stdout is closed: wait for the exit within what is left of the wall clock.
+        while not _exited(proc.pid):
             if time.monotonic() >= deadline:
-                killed = "timeout"
-                break
+                return "timeout"
+            if cancel is not None and cancel.is_set():
+                return "cancelled"
             time.sleep(0.02)
-        if killed:
-            _killpg(proc.pid, signal.SIGTERM)
-            end = time.monotonic() + grace
-            while not _exited(proc.pid) and time.monotonic() < end:
-                time.sleep(0.02)
-        # Always SIGKILL what is left of the group (commands the agent left running), before reaping the leader.
-        _killpg(proc.pid, signal.SIGKILL)
-        code = proc.wait()
-        for t in readers:
-            t.join(timeout=2)
-        while not lines.empty():   # lines that arrived after we stopped listening
-            item = lines.get_nowait()
-            if item is not _EOF:
-                raw_lines.append(item.decode("utf-8", "replace"))
-        stderr = redact(err_buf.decode("utf-8", "replace"), secrets)
-        return self._result(request, model, raw_lines, code, killed, stderr, secrets, time.monotonic() - t0,
-                            proc.pid)
+        return None
 
     def _result(self, request, model, raw_lines, code, killed, stderr, secrets, duration, pid) -> WorkerResult:
         cfg = request.config
@@ -301,6 +326,8 @@ class CodexWorker:
         # pid is also the process group id (own session): lets tests and audits check nothing survived
         events.append({"type": "runner.exit", "pid": pid, "exit_code": code, "killed": killed, "stderr": tail})
         base = dict(events=events, transcript=transcript, usage=usage, duration_s=duration, model=model)
+        if killed == "cancelled":
+            return failed(TIMEOUT, "cancelled by the runner: codex was stopped with its process group", **base)
         if killed:
             limit = cfg.timeout if killed == "timeout" else cfg.idle_timeout
             what = "wall-clock timeout" if killed == "timeout" else "idle timeout (no event)"

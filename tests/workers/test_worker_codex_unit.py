@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 import pytest
@@ -249,3 +250,34 @@ def test_a_huge_prompt_goes_through_a_closed_stdin(fake_codex, workspace):
     assert r.ok, r.error
     (call,) = fake_codex.records()
     assert call["argv"][-1] == "-" and call["stdin_prompt_len"] == 300_000 and call["stdin"] == "eof"
+
+
+def test_cancel_event_stops_the_group(fake_codex, workspace):
+    import threading
+    fake_codex.scenario(lines=STARTED, spawn_child=True, hang=True)
+    config = cfg(fake_codex, timeout=30, idle_timeout=None)
+    cancel = threading.Event()
+    req = dataclasses.replace(make_request(workspace, config, env=fake_codex.env()), cancel=cancel)
+    threading.Timer(1.5, cancel.set).start()
+    t0 = time.monotonic()
+    r = get_worker(config).run(req)
+    assert r.failure == TIMEOUT and r.error.startswith("cancelled")
+    _assert_group_killed(fake_codex, r, "cancelled", t0, 6)
+
+
+def test_interrupt_in_the_runner_kills_the_group_and_propagates(fake_codex, workspace, monkeypatch):
+    from runner.workers.codex import CodexWorker
+    fake_codex.scenario(lines=STARTED, spawn_child=True, hang=True)
+
+    def interrupted(proc, lines, raw_lines, cfg, deadline, cancel):
+        end = time.monotonic() + 5
+        while not fake_codex.records() and time.monotonic() < end:
+            time.sleep(0.05)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(CodexWorker, "_pump", staticmethod(interrupted))
+    with pytest.raises(KeyboardInterrupt):
+        run(fake_codex, workspace)
+    (call,) = fake_codex.records()
+    assert wait_gone([call["pid"], call["child_pid"]], 3) == []
+    assert group_members(call["pgid"]) == []
