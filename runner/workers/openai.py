@@ -205,6 +205,10 @@ class OpenAIWorker:
                         completed = ev.response
                     elif ev.type in ("response.failed", "error", "response.incomplete"):
                         stream_error = d
+                    if request.cancel is not None and request.cancel.is_set():
+                        return failed(TIMEOUT, "cancelled by the runner while the answer was streaming",
+                                      model=model, events=redact_obj(events, secrets),
+                                      transcript=_transcript(events, secrets))
                     if time.monotonic() - t0 > cfg.timeout:
                         return failed(TIMEOUT, f"the answer was still streaming after the {cfg.timeout:g}s "
                                       "wall-clock timeout", model=model, events=redact_obj(events, secrets),
