@@ -30,7 +30,7 @@ RESULTS = BENCH / "results.json"
 README = BENCH / "README.md"
 FIG_START, FIG_END = "<!-- figures:start -->", "<!-- figures:end -->"
 
-SCENARIOS = ["clean_j1", "clean_j2", "noop", "touch", "edit"]
+SCENARIOS = ["clean_j1", "clean_j2", "noop_first", "noop", "touch", "edit", "noop_after_edit"]
 ALL_TOOLS = ["runner", "make", "ninja", "doit", "snakemake"]
 
 
@@ -112,17 +112,26 @@ TOOLS: dict[str, Tool] = {
 @dataclass
 class Sample:
     seconds: float
-    rss_kb: int  # ru_maxrss of the child: the largest process among it and the descendants it reaped
+    rss_kb: int  # max RSS of the largest process among the tool and the descendants it reaped
     rc: int
     output: str
 
 
+GNU_TIME = shutil.which("time", path="/usr/bin:/bin")
+
+
 def run_child(argv: list[str], cwd: Path, timeout: float) -> Sample:
-    """Run argv in cwd, output to a file; wall time around fork..reap; max RSS via wait4's rusage."""
+    """Run argv in cwd, output to a file; wall time around fork..reap; max RSS from GNU time's %M.
+
+    A child's ru_maxrss starts from the RSS of the process it was forked from (Linux keeps the pre-exec
+    high-water mark), so the rusage wait4 hands this ~20 MB harness would inflate a 3 MB make to 20 MB:
+    GNU time, itself ~2 MB, forks the tool instead. Without it, wait4's figure is kept (an upper bound)."""
     log = cwd / ".bench-output.log"
+    rss_file = cwd / ".bench-rss"
+    wrapped = [GNU_TIME, "-f", "%M", "-o", str(rss_file), *argv] if GNU_TIME else argv
     with open(log, "wb") as fh:
         t0 = time.perf_counter()
-        proc = subprocess.Popen(argv, cwd=cwd, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+        proc = subprocess.Popen(wrapped, cwd=cwd, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 start_new_session=True)
         timer = threading.Timer(timeout, lambda: os.killpg(proc.pid, signal.SIGKILL))
         timer.start()
@@ -134,7 +143,13 @@ def run_child(argv: list[str], cwd: Path, timeout: float) -> Sample:
     proc.returncode = os.waitstatus_to_exitcode(status)
     text = log.read_text(errors="replace")
     log.unlink()
-    return Sample(seconds, ru.ru_maxrss, proc.returncode, text)
+    rss = ru.ru_maxrss
+    if GNU_TIME:
+        lines = rss_file.read_text().split() if rss_file.exists() else []
+        digits = [x for x in lines if x.isdigit()]
+        rss = int(digits[-1]) if digits else rss
+        rss_file.unlink(missing_ok=True)
+    return Sample(seconds, rss, proc.returncode, text)
 
 
 # --- scenarios ------------------------------------------------------------------------------------------
@@ -226,16 +241,29 @@ class Bench:
                     attempt(t, clean)
 
         # every tool built the same bytes?
-        digests = {t: _tree_digest(dirs[t] / "out") for t in live}
+        built = [t for t in live if recs[t].get("clean_j1") or recs[t].get("clean_j2")]
+        digests = {t: _tree_digest(dirs[t] / "out") for t in built}
         same_outputs = len(set(digests.values())) <= 1
 
-        # the first no-op after a clean build, once, untimed in the medians
+        # a tool given no clean build at this size starts from another tool's outputs (same bytes, mtimes kept)
+        seeded = {}
+        donors = [t for t in ("make", "ninja", *live) if t in digests]
+        for t in live:
+            if t not in digests and donors:
+                self.reset(TOOLS[t], dirs[t])
+                shutil.rmtree(dirs[t] / "out")
+                shutil.copytree(dirs[donors[0]] / "out", dirs[t] / "out")
+                seeded[t] = donors[0]
+                print(f"  {t:<10} no clean build at this size: out/ copied from {donors[0]}", flush=True)
+
+        # the first no-op after the last clean build, once
         for t in list(live):
             attempt(t, lambda t=t: self.once(TOOLS[t], dirs[t], a.jobs, "noop_first", recs[t]))
 
-        # no-op, touch, edit: each repetition runs one scenario across all tools before the next
+        # each repetition runs one scenario across all tools before the next. "noop" always follows another
+        # no-op (the steady state); "noop_after_edit" is the first no-op after the build that followed an edit
         for rep in range(a.reps):
-            for scenario in ("noop", "touch", "edit"):
+            for scenario in ("noop", "touch", "edit", "noop_after_edit"):
                 for t in rotated(rep):
                     if rep >= reps_for(t, a.reps, a.slow_reps):
                         continue
@@ -249,6 +277,7 @@ class Bench:
                     attempt(t, lambda t=t, d=d, scenario=scenario: self.once(TOOLS[t], d, a.jobs, scenario, recs[t]))
 
         return {"dag": meta, "tools": recs, "errors": errors, "same_outputs": same_outputs, "out_digests": digests,
+                "seeded_from": seeded,
                 "slow_tools_limited": sorted(set(a.slow_tools) & set(tools)) if slow else []}
 
 
@@ -271,6 +300,13 @@ def _version(argv: list[str]) -> str:
         return f"unavailable ({e.__class__.__name__})"
     text = (out.stdout or out.stderr).strip().splitlines()
     return text[0] if text else f"exit {out.returncode}"
+
+
+def _git(*args: str) -> str:
+    try:
+        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, timeout=30).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
 
 
 def machine(tools: list[str]) -> dict:
@@ -300,6 +336,8 @@ def machine(tools: list[str]) -> dict:
         "versions": {t: _version(TOOLS[t].version) for t in tools},
         "md5sum": _version(["md5sum", "--version"]),
         "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+        "runner_commit": _git("rev-parse", "--short", "HEAD"),
+        "runner_dirty": bool(_git("status", "--porcelain", "--", "runner")),
     }
     if (VENV_BIN / "python").exists():
         m["bench_venv_python_c_pass_s"] = med_pass(str(VENV_BIN / "python"))
@@ -314,6 +352,11 @@ def machine(tools: list[str]) -> dict:
 def med(rec: dict, scenario: str) -> float | None:
     xs = rec.get(scenario, {}).get("seconds") or []
     return statistics.median(xs) if xs else None
+
+
+def _label(scenario: str) -> str:
+    return {"clean_j1": "clean -j1", "clean_j2": "clean -j2", "noop_first": "first no-op after clean",
+            "noop": "no-op", "touch": "touch", "edit": "edit", "noop_after_edit": "first no-op after edit"}[scenario]
 
 
 def summarize(results: dict) -> str:
@@ -344,7 +387,7 @@ def summarize(results: dict) -> str:
                 ran = sorted(set(x for x in r["ran"] if x is not None))
                 ran_s = "/".join(str(x) for x in ran) if ran else "?"
                 cells.append(f"{statistics.median(r['seconds']):.3f} ({len(r['seconds'])}) · {ran_s}")
-            out.append(f"| {sc.replace('_', ' -')} | " + " | ".join(cells) + " |")
+            out.append(f"| {_label(sc)} | " + " | ".join(cells) + " |")
         out.append("")
         if "runner" in tools and size["tools"]["runner"]:
             rr = size["tools"]["runner"]
@@ -359,7 +402,7 @@ def summarize(results: dict) -> str:
                 for t in others:
                     mt = med(size["tools"][t], sc)
                     cells.append(f"{mt / mr:.2f}×" if (mr and mt) else "—")
-                out.append(f"| {sc.replace('_', ' -')} | " + " | ".join(cells) + " |")
+                out.append(f"| {_label(sc)} | " + " | ".join(cells) + " |")
             out.append("")
         out.append("Peak RSS (MB, max over repetitions; the largest single process of the tool's tree):")
         out.append("")
@@ -370,8 +413,12 @@ def summarize(results: dict) -> str:
             for t in tools:
                 r = size["tools"][t].get(sc)
                 cells.append(f"{max(r['rss_kb']) / 1024:.0f}" if r else "—")
-            out.append(f"| {sc.replace('_', ' -')} | " + " | ".join(cells) + " |")
+            out.append(f"| {_label(sc)} | " + " | ".join(cells) + " |")
         out.append("")
+        for t, donor in size.get("seeded_from", {}).items():
+            out.append(f"{t} had no clean build at this size; its `out/` was copied from {donor}'s "
+                       f"(byte-identical, mtimes kept) before the no-op, touch and edit runs.")
+            out.append("")
         if size.get("slow_tools_limited"):
             out.append(f"Fewer repetitions at this size for: {', '.join(size['slow_tools_limited'])} "
                        f"(clean: {cfg.get('slow_clean_reps')}, no-op/touch/edit: {cfg.get('slow_reps')}).")
@@ -446,7 +493,8 @@ def write_readme(results: dict) -> None:
     body = [
         f"Measured {m['date']} on {m['cpu'] or 'unknown CPU'}, {m['cores']} cores, Linux {m['kernel']}, "
         f"Python {m['python']} (`python3 -c pass`: {m['python_c_pass_s']:.3f} s). "
-        f"Command: `{cfg['command']}`.",
+        f"Command: `{cfg['command']}`; runner at commit {m.get('runner_commit') or '?'}"
+        f"{' (with uncommitted changes under runner/)' if m.get('runner_dirty') else ''}.",
         "",
         "Versions: " + "; ".join(f"{t}: {v}" for t, v in m["versions"].items()) + ".",
         "",
@@ -465,7 +513,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--slow-tools", default="snakemake", help="tools given fewer repetitions at large sizes")
     ap.add_argument("--slow-above", type=int, default=10000, help="sizes at or above this are 'large'")
     ap.add_argument("--slow-reps", type=int, default=3)
-    ap.add_argument("--slow-clean-reps", type=int, default=1)
+    ap.add_argument("--slow-clean-reps", type=int, default=0,
+                    help="clean builds of slow tools at large sizes; with 0 their out/ is copied from make's")
     ap.add_argument("--layers", type=int, default=dagmod.DEFAULT_LAYERS)
     ap.add_argument("--seed", type=int, default=dagmod.DEFAULT_SEED)
     ap.add_argument("--timeout", type=float, default=3600, help="seconds before one run is killed")
