@@ -19,6 +19,12 @@ BUILTIN_DIR = Path(__file__).parent / "builtin"
 
 _TOML_POS = re.compile(r"^(?P<msg>.*) \(at line (?P<line>\d+), column (?P<col>\d+)\)$")
 _TOML_DUP = re.compile(r"^Cannot declare \((?P<parts>.*)\) twice$")
+_PATTERN_RULES = {
+    "^https?://": "must start with http:// or https://",
+    "^[A-Za-z_][A-Za-z0-9_]*$": "must be an environment variable name (letters, digits, '_'; not starting "
+                                "with a digit)",
+    "^[a-z0-9][a-z0-9_-]*$": "use lowercase letters, digits, '_' and '-', starting with a letter or digit",
+}
 _JSON_TYPES = {"string": "a string", "array": "a list", "object": "a table", "integer": "an integer",
                "number": "a number", "boolean": "a boolean"}
 
@@ -58,30 +64,39 @@ class _Reader:
     def read_toml(self, path: Path) -> tuple[str, dict | None]:
         shown = self.display(path)
         self.sources.append(str(path))
+        raw = path.read_bytes()
         try:
-            text = path.read_text(encoding="utf-8")
+            text = raw.decode("utf-8-sig")
         except UnicodeDecodeError as exc:
-            self.problems.append(Problem(file=shown, message=f"not UTF-8 text ({exc.reason} at byte {exc.start})"))
+            line = raw.count(b"\n", 0, exc.start) + 1
+            column = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
+            bad = " ".join(f"0x{b:02x}" for b in raw[exc.start:exc.end])
+            self.problems.append(Problem(file=shown, line=line, column=column,
+                                         message=f"not UTF-8 text: byte {bad} cannot be decoded; "
+                                                 "save the file as UTF-8"))
             return shown, None
-        self.locators[shown] = Locator(text)
+        locator = self.locators[shown] = Locator(text)
         try:
             return shown, tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
-            self.problems.append(_syntax_problem(shown, str(exc)))
+            self.problems.append(_syntax_problem(shown, str(exc), locator))
             return shown, None
 
-    def validate(self, shown: str, data: dict, schema_name: str) -> bool:
+    def validate(self, shown: str, data: dict, schema_name: str) -> list[list]:
+        """Check `data` against a schema; report each violation; return the key paths (as lists) that failed."""
         if _fast_validator(schema_name)(data):
-            return True
+            return []
         import jsonschema  # the slow, precise validator: only to word the problems
 
         schema = _schema(schema_name)
         validator = jsonschema.validators.validator_for(schema)(schema)
         errors = sorted(validator.iter_errors(data), key=lambda e: [str(p) for p in e.absolute_path])
+        failed = []
         for error in errors:
-            path, message, value = _describe(error)
-            self.problem(shown, path, message, value)
-        return not errors
+            for parts, message, value in _describe(error):
+                self.problem(shown, toml_path(parts), message, value)
+                failed.append(parts)
+        return failed
 
 
 _FAST: dict = {}
@@ -109,17 +124,71 @@ def _fast_validator(schema_name: str):
     return _FAST[schema_name]
 
 
-def _syntax_problem(shown: str, text: str) -> Problem:
+def _syntax_problem(shown: str, text: str, locator: Locator) -> Problem:
+    """A tomllib error as a Problem: file, line, column, the key being read, and what to do."""
     m = _TOML_POS.match(text)
     msg, line, col = (m.group("msg"), int(m.group("line")), int(m.group("col"))) if m else (text, None, None)
+    if msg.endswith(" (at end of document)"):
+        msg = msg[:-len(" (at end of document)")]
+        lines = locator.lines or [""]
+        line, col = len(lines), len(lines[-1]) + 1
+    source = locator.lines[line - 1] if line and line <= len(locator.lines) else ""
+    declared = locator.at(line) if line else None
+    parts, is_header = declared if declared else ([], False)
+    path = toml_path(parts)
     dup = _TOML_DUP.match(msg)
-    if dup:
-        parts = [p.strip().strip("'\"") for p in dup.group("parts").split(",") if p.strip()]
-        table = ".".join(parts)
-        msg = f"[{table}] is declared twice: each name may appear once; rename or merge one"
+    if dup or (msg == "Cannot overwrite a value" and parts):
+        if dup:
+            parts = [p.strip().strip("'\"") for p in dup.group("parts").split(",") if p.strip()]
+            path, is_header = toml_path(parts), True
+        first = locator.first_line(parts, before=line)
+        at = f" (first at line {first})" if first else ""
+        col = len(source) - len(source.lstrip()) + 1 if source else col
+        if is_header:
+            msg = f"[{path}] is declared twice{at}: each name may appear once; rename or merge one"
+        else:
+            msg = f"'{parts[-1]}' is set twice in the same table{at}; keep one"
+        return Problem(file=shown, path=path, line=line, column=col, message=msg)
+    rest = source[col - 1:] if col else ""
+    if msg == "Invalid value" and (not rest.strip() or rest.lstrip().startswith("#")):
+        msg = "missing value after '='"
+    elif msg == "Invalid value":
+        msg = ("invalid value: quote text (\"...\"); unquoted values are numbers, true/false, "
+               "[lists] or {tables}")
+    elif msg in ("Illegal character '\\n'", "Illegal character '\\r'"):
+        opened = _open_quote(source)
+        col = opened + 1 if opened is not None else col
+        msg = "unterminated string: close the quote on the same line, or use triple quotes for several lines"
+    elif msg == "Unescaped '\\' in a string":
+        slash = source.rfind("\\", 0, max(col - 1, 0)) if source else -1
+        if slash >= 0:
+            col = slash + 1
+            msg = (f"invalid escape '{source[slash:slash + 2]}' in a \"...\" string: write '\\\\' for a "
+                   "backslash, or use a 'literal string' in single quotes")
+        else:
+            msg = "invalid escape in a \"...\" string: write '\\\\' for a backslash"
     else:
-        msg = f"TOML syntax error: {msg[0].lower() + msg[1:] if msg else msg}"
-    return Problem(file=shown, line=line, column=col, message=msg)
+        msg = msg[0].lower() + msg[1:] if msg else msg
+    return Problem(file=shown, path=path if not is_header else "", line=line, column=col,
+                   message=f"TOML syntax error: {msg}")
+
+
+def _open_quote(line: str) -> int | None:
+    """The index of the quote opening a string that the line never closes, or None."""
+    i = 0
+    while i < len(line):
+        ch = line[i]
+        if ch == "#":
+            return None
+        if ch in "\"'":
+            j = i + 1
+            while j < len(line) and line[j] != ch:
+                j += 2 if ch == '"' and line[j] == "\\" else 1
+            if j >= len(line):
+                return i
+            i = j
+        i += 1
+    return None
 
 
 def toml_path(parts) -> str:
@@ -134,40 +203,48 @@ def toml_path(parts) -> str:
     return out
 
 
-def _describe(error) -> tuple[str, str, object]:
-    """A jsonschema error as (TOML path, message a user can act on, offending value)."""
+def _describe(error) -> list[tuple[list, str, object]]:
+    """A jsonschema error as [(key path, message a user can act on, offending value)]: one per unknown field."""
     parts = list(error.absolute_path)
-    path = toml_path(parts)
     kind, inst, arg = error.validator, error.instance, error.validator_value
     if kind == "additionalProperties":
         known = set(error.schema.get("properties", {}))
         extra = sorted(set(inst) - known)
-        name = extra[0]
         if not known:  # a table of user-chosen names reached a non-table value
-            return toml_path(parts + [name]), "expected a table", None
-        return (toml_path(parts + [name]),
-                f"unknown field '{name}'{did_you_mean(name, known)}", None)
+            return [(parts + [name], "expected a table", None) for name in extra]
+        if not parts and error.schema.get("title") == SPEC_FILE:
+            return [([name], f"unknown table [{name}]{did_you_mean(name, known)}; {SPEC_FILE} holds [project], "
+                             "[worker], [policy.NAME] and [intent.NAME]", None) for name in extra]
+        return [(parts + [name], f"unknown field '{name}'{did_you_mean(name, known)}", None) for name in extra]
     if kind == "required":
-        missing = next(r for r in arg if r not in inst)
-        return path, f"missing required field '{missing}'", None
+        missing = [r for r in arg if r not in inst]
+        if not parts and missing == ["intent"]:
+            return [([], "no intents: declare at least one [intent.NAME] table with 'run' (a shell line), "
+                         "'goal' (an agent step) or 'deps' (an aggregate target)", None)]
+        return [(parts, f"missing required field '{name}'", None) for name in missing]
     if kind == "type":
         want = arg if isinstance(arg, list) else [arg]
         wanted = " or ".join(_JSON_TYPES.get(w, w) for w in want)
-        return path, f"expected {wanted}, got {_toml_type(inst)} {_short(inst)}", None
+        hint = f"; write {json.dumps([inst])}" if want == ["array"] and isinstance(inst, str) else ""
+        return [(parts, f"expected {wanted}, got {_toml_type(inst)} {_short(inst)}{hint}", None)]
     if kind == "enum":
-        return path, f"must be one of {', '.join(map(str, arg))}; got {_short(inst)}", None
+        return [(parts, f"must be one of {', '.join(map(str, arg))}; got {_short(inst)}", None)]
     if kind == "minLength":
-        return path, "must not be empty", None
+        return [(parts, "must not be empty", None)]
     if kind in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"):
         sign = {"minimum": ">=", "exclusiveMinimum": ">", "maximum": "<=", "exclusiveMaximum": "<"}[kind]
-        return path, f"must be {sign} {arg}, got {_short(inst)}", None
+        return [(parts, f"must be {sign} {arg}, got {_short(inst)}", None)]
     if kind == "minProperties":
-        return path, "must not be empty", None
+        return [(parts, "must not be empty", None)]
     if kind == "pattern" and error.schema_path and "propertyNames" in error.schema_path:
-        return path, f"invalid name {_short(inst)}: use letters, digits, '_', '-', '.'", None
+        what = {"intent": "intent name", "commands": "command name"}.get(str(parts[-1]) if parts else "", "name")
+        rule = ("start with a lowercase letter, then use a-z, 0-9, '_', '-'" if arg.startswith("^[a-z]")
+                else "start with a letter or digit, then use letters, digits, '_', '-', '.'")
+        return [(parts + [inst], f"invalid {what} {_short(inst)}: {rule}", None)]
     if kind == "pattern":
-        return path, f"invalid value {_short(inst)} (must match {arg})", None
-    return path, error.message, None
+        rule = _PATTERN_RULES.get(arg, f"must match {arg}")
+        return [(parts, f"invalid value {_short(inst)}: {rule}", None)]
+    return [(parts, error.message, None)]
 
 
 def _toml_type(value) -> str:
@@ -182,27 +259,32 @@ def _short(value) -> str:
 
 # ---- adapters and prompts -------------------------------------------------------------------
 
-def _load_adapters(reader: _Reader, dirs: list[Path]) -> dict[str, Adapter]:
+def _load_adapters(reader: _Reader, dirs: list[Path]) -> tuple[dict[str, Adapter], set[str]]:
+    """The adapters that loaded, and the names of those whose file has a problem (already reported)."""
     schema = "adapter.json"
     adapters: dict[str, Adapter] = {}
+    broken: set[str] = set()
     for folder in dirs:
         if not folder.is_dir():
             continue
         for path in sorted(folder.glob("*.toml")):
             shown, data = reader.read_toml(path)
-            if data is None or not reader.validate(shown, data, schema):
+            if data is None or reader.validate(shown, data, schema):
+                broken.add(path.stem)
                 continue
             if data["name"] != path.stem:
                 reader.problem(shown, "name", f"adapter name '{data['name']}' does not match its file name "
                                               f"{path.name}; rename one so they agree")
+                broken.add(path.stem)
                 continue
+            broken.discard(path.stem)
             detect = data.get("detect", {})
             adapters[data["name"]] = Adapter(
                 name=data["name"], source=shown, description=data.get("description", ""),
                 markers=tuple(detect.get("files", ())), confidence=float(detect.get("confidence", 0.5)),
                 commands=tuple(AdapterCommand(name=k, run=v["run"], parse=tuple(v.get("parse", ())))
                                for k, v in data["commands"].items()))
-    return adapters
+    return adapters, broken
 
 
 def _find_prompts(dirs: list[Path]) -> dict[str, str]:
@@ -225,7 +307,7 @@ def check_glob(pattern: str) -> str | None:
         return "must not leave the project root ('..')"
     for part in parts:
         if "**" in part and part != "**":
-            return "'**' must be a whole path component, as in src/**/*.py"
+            return "puts '**' inside a name: '**' must stand alone between slashes, as in src/**/*.py"
     depth = 0
     for ch in pattern:
         if ch == "[":
@@ -238,7 +320,7 @@ def check_glob(pattern: str) -> str | None:
 
 
 def _intent(reader: _Reader, shown: str, name: str, d: dict) -> Intent:
-    where = f"intent.{name}" if re.fullmatch(r"[A-Za-z0-9_-]+", name) else f'intent."{name}"'
+    where = toml_path(["intent", name])
     has_run, has_goal = "run" in d, "goal" in d
     if has_run and has_goal:
         reader.problem(shown, where, "has both 'run' (a shell step) and 'goal' (an agent step); keep one")
@@ -267,27 +349,32 @@ def _intent(reader: _Reader, shown: str, name: str, d: dict) -> Intent:
 
 
 def _cross_check(reader: _Reader, shown: str, spec_data: dict, intents: dict[str, Intent], names: set[str],
-                 policies: dict[str, Policy], adapters: dict[str, Adapter], prompts: dict[str, str]) -> None:
+                 policies: set[str], adapters: dict[str, Adapter], broken_adapters: set[str],
+                 prompts: dict[str, str]) -> None:
     owners: dict[str, str] = {}
     for name, intent in intents.items():
-        where = f"intent.{name}"
+        where = toml_path(["intent", name])
         seen = set()
         for i, dep in enumerate(intent.deps):
-            if dep not in names:
+            if dep == name:
+                reader.problem(shown, f"{where}.deps[{i}]", f"intent '{name}' depends on itself; remove it", dep)
+            elif dep not in names:
                 reader.problem(shown, f"{where}.deps[{i}]", f"unknown intent '{dep}'{did_you_mean(dep, names)}", dep)
             elif dep in seen:
-                reader.problem(shown, f"{where}.deps[{i}]", f"'{dep}' is listed twice", dep)
+                reader.problem(shown, f"{where}.deps[{i}]", f"'{dep}' is listed twice; remove one", dep)
             seen.add(dep)
         if intent.policy not in policies:
             reader.problem(shown, f"{where}.policy",
                            f"unknown policy '{intent.policy}'{did_you_mean(intent.policy, policies)}; "
                            f"declare [policy.{intent.policy}] or use one of: {', '.join(sorted(policies))}")
         adapter = None
-        if intent.adapter and intent.adapter != "auto":
+        if intent.adapter and intent.adapter != "auto" and intent.adapter not in broken_adapters:
             adapter = adapters.get(intent.adapter)
             if adapter is None:
+                known = (f"known: {', '.join(sorted(adapters))}" if adapters
+                         else f"there are none: add adapters/{intent.adapter}.toml")
                 reader.problem(shown, f"{where}.adapter", f"unknown adapter '{intent.adapter}'"
-                               f"{did_you_mean(intent.adapter, adapters)}; known: {', '.join(sorted(adapters))}")
+                               f"{did_you_mean(intent.adapter, adapters)}; {known}")
         if adapter:
             for i, cmd in enumerate(intent.verify):
                 if adapter.command(cmd) is None:
@@ -295,23 +382,100 @@ def _cross_check(reader: _Reader, shown: str, spec_data: dict, intents: dict[str
                     reader.problem(shown, f"{where}.verify[{i}]", f"adapter '{adapter.name}' has no command "
                                    f"'{cmd}'{did_you_mean(cmd, known)}; it has: {', '.join(known)}", cmd)
         if intent.kind == STEP_AGENT and intent.prompt and intent.prompt not in prompts:
-            reader.problem(shown, f"{where}.prompt", f"prompt '{intent.prompt}' not found: create "
-                           f"prompts/{intent.prompt}.md{did_you_mean(intent.prompt, prompts)}")
+            reader.problem(shown, f"{where}.prompt", f"unknown prompt '{intent.prompt}'"
+                           f"{did_you_mean(intent.prompt, prompts)}: there is no prompts/{intent.prompt}.md; "
+                           "create it or fix the name")
         for i, out in enumerate(intent.outputs):
             if out in owners:
-                reader.problem(shown, f"{where}.outputs[{i}]",
-                               f"'{out}' is also an output of intent '{owners[out]}'; one file has one producer", out)
+                reader.problem(shown, f"{where}.outputs[{i}]", f"'{out}' is also an output of intent "
+                               f"'{owners[out]}': a file has one producer; remove it from one of them", out)
             owners.setdefault(out, name)
-        if name in intent.deps:
-            reader.problem(shown, f"{where}.deps", f"intent '{name}' depends on itself", name)
-    default = spec_data.get("project", {}).get("default")
-    if default and default not in names:
+    for cycle in _cycles({name: intent.deps for name, intent in intents.items()}):
+        first = cycle[0]
+        index = intents[first].deps.index(cycle[1])
+        text = " -> ".join(cycle + [first])
+        reader.problem(shown, f"{toml_path(['intent', first])}.deps[{index}]",
+                       f"dependency cycle: {text} (each depends on the next); remove one of these deps",
+                       cycle[1])
+    project = spec_data.get("project")
+    default = project.get("default") if isinstance(project, dict) else None
+    if isinstance(default, str) and default and default not in names:
         reader.problem(shown, "project.default", f"unknown intent '{default}'{did_you_mean(default, names)}")
 
 
-def _policies(d: dict) -> dict[str, Policy]:
+def _cycles(deps: dict[str, tuple[str, ...]]) -> list[list[str]]:
+    """One cycle per strongly connected component (Tarjan, iterative, stdlib only), as [a, b, c] for a -> b -> c -> a.
+
+    Each starts at the component's smallest name and is the shortest way back to it, so the report is stable.
+    Self-dependencies and unknown names are left to their own messages.
+    """
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    components: list[set[str]] = []
+    for root in sorted(deps):
+        if root in index:
+            continue
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        work = [(root, iter(deps[root]))]
+        while work:
+            node, edges = work[-1]
+            for nxt in edges:
+                if nxt == node or nxt not in deps:
+                    continue
+                if nxt not in index:
+                    index[nxt] = low[nxt] = len(index)
+                    stack.append(nxt)
+                    on_stack.add(nxt)
+                    work.append((nxt, iter(deps[nxt])))
+                    break
+                if nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+            else:
+                work.pop()
+                if work:
+                    parent = work[-1][0]
+                    low[parent] = min(low[parent], low[node])
+                if low[node] == index[node]:
+                    component = set()
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        component.add(member)
+                        if member == node:
+                            break
+                    if len(component) > 1:
+                        components.append(component)
+    cycles = []
+    for component in components:
+        start = min(component)
+        came_from: dict[str, str] = {}
+        queue, last = [start], None
+        for node in queue:  # breadth first: the shortest cycle through `start`
+            for dep in deps[node]:
+                if dep == start:
+                    last = node
+                    break
+                if dep in component and dep not in came_from:
+                    came_from[dep] = node
+                    queue.append(dep)
+            if last is not None:
+                break
+        cycle = [last]
+        while cycle[-1] != start:
+            cycle.append(came_from[cycle[-1]])
+        cycles.append(list(reversed(cycle)))
+    return sorted(cycles)
+
+
+def _policies(d: dict, broken: set[str]) -> dict[str, Policy]:
     out = {"default": Policy(name="default")}
     for name, p in d.items():
+        if name in broken or not isinstance(p, dict):
+            continue
         out[name] = Policy(
             name=name, approval=p.get("approval", "delegate"), write_files=p.get("write_files", "auto"),
             run_shell=p.get("run_shell", "auto"), network=p.get("network", "never"),
@@ -338,24 +502,26 @@ def load_spec(root: Path) -> Spec:
     reader = _Reader(root)
     spec_path = root / SPEC_FILE
     if not spec_path.is_file():
-        raise SpecError(problems=[Problem(file=SPEC_FILE, message=f"no {SPEC_FILE} in {root}: create one "
-                                          "(`runner init`) or run from the project root (`-C DIR`)")])
+        raise SpecError(problems=[Problem(file=SPEC_FILE, message=f"no {SPEC_FILE} in {root} or any folder "
+                                          "above it: create one with an [intent.NAME] table, or run from the "
+                                          "project root (`-C DIR`)")])
     shown, data = reader.read_toml(spec_path)
-    adapters = _load_adapters(reader, [BUILTIN_DIR / "adapters", root / "adapters"])
+    adapters, broken_adapters = _load_adapters(reader, [BUILTIN_DIR / "adapters", root / "adapters"])
     prompts = _find_prompts([BUILTIN_DIR / "prompts", root / "prompts"])
     if data is None:
-        raise SpecError(problems=reader.problems)
-    before = len(reader.problems)
-    reader.validate(shown, data, "intents.json")
-    schema_problems = reader.problems[before:]
-    if not isinstance(data.get("intent"), dict) or any(not p.path.startswith("intent.") for p in schema_problems):
-        raise SpecError(problems=reader.problems)
-    # go on with the intents that passed the schema, so one report holds every problem
-    broken = {p.path.split(".")[1].split("[")[0].strip('"') for p in schema_problems}
+        raise SpecError(problems=_in_file_order(reader.problems))
+    failed = reader.validate(shown, data, "intents.json")
+    if not isinstance(data.get("intent"), dict):
+        raise SpecError(problems=_in_file_order(reader.problems))
+    # go on with whatever passed the schema, so one report holds every problem
+    broken = {section: {str(parts[1]) for parts in failed if len(parts) > 1 and parts[0] == section}
+              for section in ("intent", "policy")}
     intents = {name: _intent(reader, shown, name, d) for name, d in data["intent"].items()
-               if name not in broken and isinstance(d, dict)}
-    policies = _policies(data.get("policy", {}))
-    _cross_check(reader, shown, data, intents, set(data["intent"]), policies, adapters, prompts)
+               if name not in broken["intent"] and isinstance(d, dict)}
+    declared = data.get("policy") if isinstance(data.get("policy"), dict) else {}
+    policies = _policies(declared, broken["policy"])
+    _cross_check(reader, shown, data, intents, set(data["intent"]), set(policies) | set(declared), adapters,
+                 broken_adapters, prompts)
     if reader.problems:
         raise SpecError(problems=_in_file_order(reader.problems))
     proj = data.get("project", {})

@@ -8,11 +8,18 @@ _HEADER = re.compile(r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(?:#.*)?$")
 _KEY = re.compile(r"^\s*((?:[A-Za-z0-9_-]+|\"[^\"]*\"|'[^']*')(?:\s*\.\s*(?:[A-Za-z0-9_-]+|\"[^\"]*\"|'[^']*'))*)\s*=")
 _PART = re.compile(r"[A-Za-z0-9_-]+|\"([^\"]*)\"|'([^']*)'")
 _INDEX = re.compile(r"\[(\d+)\]")
+_QUOTED = re.compile(r"\"((?:[^\"\\]|\\.)*)\"|'([^']*)'")
 
 
 def split_path(path: str) -> list[str]:
-    """intent.test.deps[1] -> ['intent', 'test', 'deps'] (indices dropped: arrays share their key's line)."""
-    return [p for p in _INDEX.sub("", path).split(".") if p]
+    """intent.test.deps[1] -> ['intent', 'test', 'deps'] (indices dropped: arrays share their key's line).
+
+    Quoted parts keep their dots: intent."a.b".run -> ['intent', 'a.b', 'run'].
+    """
+    out = []
+    for m in re.finditer(r"\"((?:[^\"\\]|\\.)*)\"|([^.\"]+)", _INDEX.sub("", path)):
+        out.append(m.group(1).replace('\\"', '"').replace("\\\\", "\\") if m.group(1) is not None else m.group(2))
+    return [p for p in out if p]
 
 
 def _parts(dotted: str) -> list[str]:
@@ -27,30 +34,56 @@ class Locator:
 
     def __init__(self, text: str):
         self.lines = text.splitlines()
-        self._entries: list[tuple[list[str], int]] = []  # (full key path, 1-based line)
+        self._entries: list[tuple[list[str], int, bool]] = []  # (full key path, 1-based line, is a [header])
         table: list[str] = []
         for number, line in enumerate(self.lines, start=1):
             header = _HEADER.match(line)
             if header:
                 table = _parts(header.group(1))
-                self._entries.append((table, number))
+                self._entries.append((table, number, True))
                 continue
             key = _KEY.match(line)
             if key:
-                self._entries.append((table + _parts(key.group(1)), number))
+                self._entries.append((table + _parts(key.group(1)), number, False))
 
     def line_of(self, path: str, value: object = None) -> int | None:
-        """The line of the deepest declared prefix of `path`; with `value`, the line holding that value."""
+        """The line of the deepest declared prefix of `path`; with `value`, the line holding that value.
+
+        A path no line declares by itself (a table only opened through deeper headers, as [intent.a.env]
+        opens intent.a) falls back to the first line declaring something inside it.
+        """
         want = split_path(path)
         best_len, best_line = 0, None
-        for parts, number in self._entries:
+        for parts, number, _ in self._entries:
             n = len(parts)
             if n > best_len and n <= len(want) and want[:n] == parts:
                 best_len, best_line = n, number
+        if best_len < len(want):
+            deeper = self.first_line(want)
+            if deeper is not None:
+                return deeper
         if best_line is not None and isinstance(value, str) and best_len == len(want):
             for offset, line in enumerate(self.lines[best_line - 1:best_line + 200]):
-                if f'"{value}"' in line or f"'{value}'" in line:
-                    return best_line + offset
                 if offset and (_HEADER.match(line) or _KEY.match(line)):
                     break
+                for m in _QUOTED.finditer(line.split("=", 1)[1] if offset == 0 and "=" in line else line):
+                    if (m.group(1) if m.group(1) is not None else m.group(2)) == value:
+                        return best_line + offset
         return best_line
+
+    def first_line(self, parts: list[str], before: int | None = None) -> int | None:
+        """The first line declaring `parts` or something inside it (only lines before `before`, if given)."""
+        n = len(parts)
+        for entry, number, _ in self._entries:
+            if before is not None and number >= before:
+                break
+            if entry[:n] == parts:
+                return number
+        return None
+
+    def at(self, line: int) -> tuple[list[str], bool] | None:
+        """The key path declared on `line` (with whether it is a [header]), or None."""
+        for parts, number, is_header in self._entries:
+            if number == line:
+                return parts, is_header
+        return None

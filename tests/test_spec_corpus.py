@@ -1,0 +1,126 @@
+"""The malformed-spec corpus: every folder under tests/specs/ is a broken project and its exact report.
+
+Each case holds the project's files (intents.toml, adapters/*.toml, prompts/*.md) and expected.txt, the
+exact stderr of `runner validate`. `<root>` in expected.txt stands for the project's absolute path.
+For every case, `runner validate`, `runner make` and `runner status` must all exit 2 with that report on
+stderr, nothing on stdout, no traceback, and leave the project byte-for-byte as it was (no .runner/).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from runner.errors import EXIT_USER_ERROR, Problem
+
+SPECS = Path(__file__).parent / "specs"
+CASES = sorted(p.name for p in SPECS.iterdir() if p.is_dir())
+EXPECTED = "expected.txt"
+
+
+def _project(case: str, tmp_path: Path) -> Path:
+    project = tmp_path / "project"
+    shutil.copytree(SPECS / case, project, ignore=shutil.ignore_patterns(EXPECTED))
+    return project
+
+
+def _expected(case: str, project: Path) -> str:
+    return (SPECS / case / EXPECTED).read_text(encoding="utf-8").replace("<root>", str(project))
+
+
+def _snapshot(root: Path) -> dict[str, bytes | None]:
+    """Every file's bytes and every folder (None), by relative path."""
+    out: dict[str, bytes | None] = {}
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root).as_posix()
+        out[rel] = None if path.is_dir() else path.read_bytes()
+    return out
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RUNNER_")}
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return env
+
+
+def _subprocess(project: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "runner", *args], cwd=project, env=_env(),
+                          capture_output=True, text=True, encoding="utf-8", timeout=60)
+
+
+def _in_process(project: Path, monkeypatch, capsys, *args: str) -> tuple[int, str, str]:
+    """The console script's own entry point (no-op check, then the CLI's error boundary), in this process."""
+    from runner.entry import main
+
+    monkeypatch.chdir(project)
+    monkeypatch.setattr(sys, "argv", ["runner", *args])
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_info:
+        main()
+    out, err = capsys.readouterr()
+    return exit_info.value.code, out, err
+
+
+def test_corpus_is_big_enough():
+    assert len(CASES) >= 25
+    for case in CASES:
+        assert (SPECS / case / EXPECTED).is_file(), f"{case} has no {EXPECTED}"
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_validate_reports_exactly(case: str, tmp_path: Path):
+    project = _project(case, tmp_path)
+    before = _snapshot(project)
+    result = _subprocess(project, "validate")
+    assert result.stderr == _expected(case, project)
+    assert result.stdout == ""
+    assert result.returncode == EXIT_USER_ERROR
+    assert "Traceback" not in result.stderr
+    assert _snapshot(project) == before
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("command", [["make"], ["status"], ["make", "-n"], ["validate"]])
+def test_every_command_stops_with_the_same_report(case: str, command: list[str], tmp_path: Path,
+                                                  monkeypatch, capsys):
+    project = _project(case, tmp_path)
+    before = _snapshot(project)
+    code, out, err = _in_process(project, monkeypatch, capsys, *command)
+    assert err == _expected(case, project)
+    assert out == ""
+    assert code == EXIT_USER_ERROR
+    assert "Traceback" not in err
+    assert _snapshot(project) == before, "a failed load must write nothing (no .runner/, no edits)"
+
+
+def test_make_in_a_subprocess_writes_nothing(tmp_path: Path):
+    project = _project("42-many-problems-file-order", tmp_path)
+    before = _snapshot(project)
+    for args in (["make"], ["status"], ["make", "-j", "2", "all"]):
+        result = _subprocess(project, *args)
+        assert (result.returncode, result.stdout) == (EXIT_USER_ERROR, "")
+        assert result.stderr == _expected("42-many-problems-file-order", project)
+        assert "Traceback" not in result.stderr
+    assert _snapshot(project) == before
+
+
+@pytest.mark.parametrize("case", ["42-many-problems-file-order", "05-syntax-duplicate-key"])
+def test_validate_json(case: str, tmp_path: Path):
+    project = _project(case, tmp_path)
+    result = _subprocess(project, "validate", "--json")
+    assert result.returncode == EXIT_USER_ERROR
+    report = json.loads(result.stdout)
+    assert report["ok"] is False
+    problems = report["problems"]
+    assert problems and all(set(p) == {"file", "line", "column", "path", "message"} for p in problems)
+    # the JSON says exactly what the text report says, problem for problem
+    lines = _expected(case, project).splitlines()
+    assert lines[0] == f"error: {len(problems)} problem{'s' if len(problems) != 1 else ''} in the spec"
+    assert ["  " + Problem(**p).render() for p in problems] == lines[1:]
+    assert "Traceback" not in result.stderr
