@@ -1,0 +1,143 @@
+"""Interrupting a 200-step -j 4 build at random moments: no half-written output, a readable cache, and the
+next run finishes only what was left."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+STEPS = 200
+
+
+def _dag_spec() -> str:
+    """Layers of 20; each step depends on two of the layer before and writes its output in two parts,
+    so a step cut off between them leaves a detectably half-written file."""
+    rng = random.Random(7)
+    lines = ['[project]\nname = "torture"\ndefault = "all"\n']
+    names = [f"s{i:03d}" for i in range(STEPS)]
+    for i, name in enumerate(names):
+        layer = i // 20
+        deps = sorted(rng.sample(names[(layer - 1) * 20: layer * 20], 2)) if layer else []
+        reads = " ".join(f"out/{d}.txt" for d in deps) or "src/seed.txt"
+        run = (f"cat {reads} | md5sum | cut -c1-8 > out/.{name}.part; printf '{name}:' > out/{name}.txt; "
+               f"sleep 0.02; cat out/.{name}.part >> out/{name}.txt; echo END >> out/{name}.txt")
+        inputs = [f"out/{d}.txt" for d in deps] or ["src/seed.txt"]
+        lines.append(f'[intent.{name}]\nrun = "{run}"\ninputs = {json.dumps(inputs)}\n'
+                     f'outputs = ["out/{name}.txt"]\ndeps = {json.dumps(deps)}\n')
+    lines.append(f"[intent.all]\ndeps = {json.dumps(names)}\n")
+    return "\n".join(lines)
+
+
+@pytest.fixture
+def torture(project):
+    project.spec(_dag_spec())
+    project.write("src/seed.txt", "seed\n")
+    (project.root / "out").mkdir()
+    return project
+
+
+def _start(project) -> tuple[subprocess.Popen, str]:
+    """Start the build and return once it has begun running steps (its first event line)."""
+    proc = subprocess.Popen([sys.executable, "-m", "runner", "make", "--json", "-j", "4"], cwd=project.root,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return proc, proc.stdout.readline()
+
+
+def _ran(stdout: str) -> set[str]:
+    ran = set()
+    for line in stdout.splitlines():
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue  # a SIGKILL can cut the last line
+        if event.get("status") == "ran":
+            ran.add(event["intent"])
+    return ran
+
+
+def _assert_no_half_written(project) -> None:
+    for path in (project.root / "out").glob("s*.txt"):
+        text = path.read_text()
+        assert text.endswith("END\n"), f"{path.name} is half-written: {text!r}"
+
+
+def _finish_and_check(project, completed_before: set[str]) -> None:
+    result = project.make("-j", "4")
+    assert result.code == 0, result.err
+    ran_now = {i for i, s in result.statuses().items() if s == "ran"}
+    assert not ran_now & completed_before, "a step that had finished ran again"
+    assert result.finished()["failed"] == 0
+    _assert_no_half_written(project)
+    assert len(list((project.root / "out").glob("s*.txt"))) == STEPS
+    stats = project.run("cache", "stats", "--json")
+    assert stats.code == 0 and json.loads(stats.out)["records"] >= STEPS
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_sigint_at_a_random_moment(torture, seed):
+    delay = random.Random(seed).uniform(0.0, 2.0)
+    proc, first = _start(torture)
+    time.sleep(delay)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    out = first + out
+    if proc.returncode == 0:
+        pytest.skip(f"the build finished within {delay:.2f}s, before the interrupt")
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    last = json.loads(out.splitlines()[-1])
+    assert last["event"] == "run_finished" and last["status"] == "interrupted"
+    _assert_no_half_written(torture)  # right after the interrupt, before any repair
+    _finish_and_check(torture, _ran(out))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [4, 5, 6])
+def test_sigkill_at_a_random_moment(torture, seed):
+    delay = random.Random(seed).uniform(0.0, 2.0)
+    proc, first = _start(torture)
+    time.sleep(delay)
+    proc.kill()
+    out, _err = proc.communicate(timeout=60)
+    out = first + out
+    if proc.returncode == 0:
+        pytest.skip(f"the build finished within {delay:.2f}s, before the kill")
+    # the next run first kills what the dead runner left running and drops its partial outputs
+    _finish_and_check(torture, _ran(out))
+
+
+def test_interrupted_run_resumes_where_it_stopped(project):
+    project.spec("""
+        [intent.fast]
+        run = "echo fast > fast.txt"
+        inputs = ["x"]
+        outputs = ["fast.txt"]
+        [intent.slow]
+        run = "echo partial > slow.txt; sleep 30; echo done >> slow.txt"
+        inputs = ["x"]
+        outputs = ["slow.txt"]
+        deps = ["fast"]
+    """)
+    project.write("x", "1")
+    proc = subprocess.Popen([sys.executable, "-m", "runner", "make", "--json", "-j", "1"], cwd=project.root,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 20
+    while not project.exists("slow.txt") and time.time() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130
+    assert not project.exists("slow.txt"), "the interrupted step's partial output must be removed"
+    interrupted = [json.loads(line) for line in out.splitlines() if '"slow"' in line][-1]
+    assert interrupted["status"] == "failed" and interrupted["interrupted"] is True
+    project.spec(project.read("intents.toml").replace("sleep 30; ", ""))
+    result = project.make()
+    assert result.statuses() == {"fast": "cached", "slow": "ran"}
