@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 STEP_SHELL = "shell"
@@ -48,8 +49,29 @@ class WorkerSettings:
 @dataclass(frozen=True)
 class AdapterCommand:
     name: str
-    run: str
+    run: str  # may hold {var} placeholders, filled from the adapter's and its variants' vars
     parse: tuple[str, ...] = ()  # regex families that parse this command's output
+
+
+@dataclass(frozen=True)
+class AdapterVariant:
+    """A flavour of a toolchain (uv instead of pip, vitest instead of jest), chosen by evidence in the project."""
+
+    name: str
+    description: str = ""
+    group: str = ""  # variants sharing a group exclude each other: the first that matches wins
+    files: tuple[str, ...] = ()  # any of these (paths or globs) present selects the variant
+    contains: tuple[tuple[str, str], ...] = ()  # (file, text): the file holds the text
+    vars: tuple[tuple[str, str], ...] = ()
+    commands: tuple[AdapterCommand, ...] = ()
+
+
+PLACEHOLDER = re.compile(r"(?<![$\w])\{([a-z_][a-z0-9_]*)\}")  # ${x} is the shell's
+
+
+def expand_vars(run: str, values: dict[str, str]) -> str:
+    """Fill {name} for declared names only, so shell braces (${HOME}, {a,b}, find -exec {}) pass through."""
+    return PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), run)
 
 
 @dataclass(frozen=True)
@@ -59,13 +81,42 @@ class Adapter:
     description: str = ""
     markers: tuple[str, ...] = ()  # files whose presence detects the toolchain
     confidence: float = 0.5
-    commands: tuple[AdapterCommand, ...] = ()
+    commands: tuple[AdapterCommand, ...] = ()  # the base commands, before any variant
+    vars: tuple[tuple[str, str], ...] = ()
+    variants: tuple[AdapterVariant, ...] = ()
+    inputs: tuple[str, ...] = ()  # globs whose contents the commands depend on (runner init uses them)
 
-    def command(self, name: str) -> AdapterCommand | None:
-        for cmd in self.commands:
-            if cmd.name == name:
-                return cmd
+    def variant(self, name: str) -> AdapterVariant | None:
+        for v in self.variants:
+            if v.name == name:
+                return v
         return None
+
+    def command(self, name: str, variants: tuple[str, ...] = ()) -> AdapterCommand | None:
+        """The command as it runs with these variants applied (in declaration order), vars filled in."""
+        values = dict(self.vars)
+        found = next((c for c in self.commands if c.name == name), None)
+        for v in self.variants:
+            if v.name in variants:
+                values.update(v.vars)
+                found = next((c for c in v.commands if c.name == name), found)
+        if found is None:
+            return None
+        return AdapterCommand(name=found.name, run=expand_vars(found.run, values), parse=found.parse)
+
+    def command_names(self, variants: tuple[str, ...] = ()) -> list[str]:
+        names = [c.name for c in self.commands]
+        for v in self.variants:
+            if v.name in variants:
+                names += [c.name for c in v.commands if c.name not in names]
+        return names
+
+    def definition(self) -> dict:
+        """Everything that changes what the adapter runs or how its output is read (for step keys)."""
+        def cmds(commands):
+            return [[c.name, c.run, list(c.parse)] for c in commands]
+        return {"name": self.name, "vars": [list(kv) for kv in self.vars], "commands": cmds(self.commands),
+                "variants": [[v.name, [list(kv) for kv in v.vars], cmds(v.commands)] for v in self.variants]}
 
 
 @dataclass(frozen=True)

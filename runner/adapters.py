@@ -1,0 +1,311 @@
+"""Toolchain adapters: load adapters/*.toml into spec.Adapter, detect them in a project, resolve their commands."""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from .errors import UsageError
+from .spec import PLACEHOLDER, Adapter, AdapterCommand, AdapterVariant
+
+SCHEMA = "adapter.json"
+_GLOB = set("*?[")
+
+
+def _did_you_mean(name: str, choices) -> str:
+    close = difflib.get_close_matches(name, sorted(choices), n=1, cutoff=0.6)
+    return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+# ---- loading ---------------------------------------------------------------------------------
+
+def _deep_merge(base: dict, over: dict) -> dict:
+    """Tables merge key by key; anything else in `over` replaces what `base` had."""
+    out = dict(base)
+    for key, value in over.items():
+        out[key] = _deep_merge(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+    return out
+
+
+def _commands(table: dict) -> tuple[AdapterCommand, ...]:
+    return tuple(AdapterCommand(name=k, run=v["run"], parse=tuple(v.get("parse", ()))) for k, v in table.items())
+
+
+def _build(data: dict, shown: str) -> Adapter:
+    detect = data.get("detect", {})
+    variants = tuple(
+        AdapterVariant(name=vname, description=v.get("description", ""), group=v.get("group", ""),
+                       files=tuple(v.get("files", ())),
+                       contains=tuple((c["file"], c["text"]) for c in v.get("contains", ())),
+                       vars=tuple(v.get("vars", {}).items()), commands=_commands(v.get("commands", {})))
+        for vname, v in data.get("variant", {}).items())
+    return Adapter(name=data["name"], source=shown, description=data.get("description", ""),
+                   markers=tuple(detect.get("files", ())), confidence=float(detect.get("confidence", 0.5)),
+                   commands=_commands(data.get("commands", {})), vars=tuple(data.get("vars", {}).items()),
+                   variants=variants, inputs=tuple(data.get("inputs", ())))
+
+
+def _check(data: dict, shown: str, families: set[str] | None, problem) -> bool:
+    """What the schema cannot say: a command has `run` after merging, placeholders name vars, families exist."""
+    ok = True
+    if not data.get("commands"):
+        problem(shown, "commands", f"adapter '{data['name']}' declares no commands: add [commands.test] "
+                                   "(or extends = \"NAME\" to start from another adapter)")
+        ok = False
+    known_vars = set(data.get("vars", {}))
+    for v in data.get("variant", {}).values():
+        known_vars |= set(v.get("vars", {}))
+    tables = [("commands", data.get("commands", {}))]
+    tables += [(f"variant.{n}.commands", v.get("commands", {})) for n, v in data.get("variant", {}).items()]
+    for where, table in tables:
+        for cname, cmd in table.items():
+            at = f"{where}.{cname}"
+            if "run" not in cmd:
+                problem(shown, at, f"command '{cname}' has no 'run' (the shell line to run)")
+                ok = False
+                continue
+            for var in PLACEHOLDER.findall(cmd["run"]):
+                if var not in known_vars:
+                    problem(shown, f"{at}.run", f"'{{{var}}}' names no var{_did_you_mean(var, known_vars)}; "
+                                                f"declare it under [vars] (known: {', '.join(sorted(known_vars)) or 'none'})")
+                    ok = False
+            for i, fam in enumerate(cmd.get("parse", ())):
+                if families is not None and fam not in families:
+                    problem(shown, f"{at}.parse[{i}]", f"unknown regex family '{fam}'{_did_you_mean(fam, families)}; "
+                                                       f"known: {', '.join(sorted(families))}")
+                    ok = False
+    return ok
+
+
+def _families(dirs: list[Path]) -> set[str] | None:
+    """Regex family names next to each adapters folder (regexes/FAMILY.toml): what `parse` may name."""
+    found = {p.stem for d in dirs for p in (d.parent / "regexes").glob("*.toml")}
+    return found or None  # no regexes folder at all: nothing to check against
+
+
+def _passed(verdict) -> bool:
+    """validate() says yes as True or as an empty list of failed paths (both shapes of load.py's reader)."""
+    return verdict is True or (isinstance(verdict, list) and not verdict)
+
+
+def load_adapters(dirs: list[Path], read_toml: Callable, validate: Callable, problem: Callable,
+                  with_broken: bool = False):
+    """Every adapters/*.toml in dirs; a later folder's adapter replaces an earlier one of the same name.
+
+    Returns {name: Adapter}; with `with_broken`, also the names whose file had a problem (already reported),
+    so a reference to one is not reported again as unknown.
+
+    `extends = "NAME"` starts from the adapter of that name loaded so far (from an earlier folder, or from
+    this one) and merges this file over it table by table: a project changes one command without copying
+    the rest.
+    """
+    families = _families(dirs)
+    raw: dict[str, dict] = {}  # merged TOML data per adapter name, for extends
+    adapters: dict[str, Adapter] = {}
+    broken: set[str] = set()
+    for folder in dirs:
+        if not folder.is_dir():
+            continue
+        here: dict[str, tuple[str, dict]] = {}
+        for path in sorted(folder.glob("*.toml")):
+            shown, data = read_toml(path)
+            if data is None or not _passed(validate(shown, data, SCHEMA)):
+                broken.add(path.stem)
+                continue
+            if data["name"] != path.stem:
+                problem(shown, "name", f"adapter name '{data['name']}' does not match its file name "
+                                       f"{path.name}; rename one so they agree")
+                broken.add(path.stem)
+                continue
+            here[data["name"]] = (shown, data)
+        earlier = dict(raw)
+        merged: dict[str, dict | None] = {}
+
+        def merge(name: str, chain: tuple[str, ...] = ()) -> dict | None:
+            if name not in merged:
+                merged[name] = None  # a cycle back here finds None and stops
+                shown, data = here[name]
+                parent = data.get("extends")
+                if not parent:
+                    merged[name] = data
+                    return data
+                if parent in chain + (name,) and parent != name:
+                    problem(shown, "extends", "adapters extend each other in a cycle: "
+                                              + " -> ".join(chain + (name, parent)))
+                    return None
+                base = merge(parent, chain + (name,)) if parent in here and parent != name else earlier.get(parent)
+                if base is None:
+                    if parent not in here:
+                        problem(shown, "extends", f"adapter '{name}' extends unknown adapter '{parent}'"
+                                                  f"{_did_you_mean(parent, set(earlier) | set(here))}")
+                    return None
+                over = {k: v for k, v in data.items() if k != "extends"}
+                merged[name] = _deep_merge({k: v for k, v in base.items() if k != "extends"}, over)
+            return merged[name]
+
+        for name, (shown, _) in here.items():
+            data = merge(name)
+            if data is None or not _check(data, shown, families, problem):
+                broken.add(name)
+                continue
+            broken.discard(name)
+            raw[name] = data
+            adapters[name] = _build(data, shown)
+    return (adapters, broken) if with_broken else adapters
+
+
+def load_project_adapters(root: Path) -> dict[str, Adapter]:
+    """The built-in adapters and the project's own, for commands that need no intents.toml (adapters, init)."""
+    from .errors import SpecError
+    from .load import BUILTIN_DIR, _Reader
+
+    reader = _Reader(root.resolve())
+    adapters = load_adapters([BUILTIN_DIR / "adapters", reader.root / "adapters"], reader.read_toml,
+                             reader.validate, reader.problem)
+    if reader.problems:
+        raise SpecError(problems=reader.problems)
+    return adapters
+
+
+# ---- detection -------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Detection:
+    """A toolchain found in a project: which adapter, which variants, how sure, and the files that say so."""
+
+    adapter: str
+    confidence: float
+    evidence: tuple[str, ...]
+    variants: tuple[str, ...] = ()
+
+    @property
+    def variant(self) -> str | None:
+        return "+".join(self.variants) or None
+
+    def to_json(self) -> dict:
+        return {"adapter": self.adapter, "variant": self.variant, "variants": list(self.variants),
+                "confidence": self.confidence, "evidence": list(self.evidence)}
+
+
+def _present(root: Path, pattern: str) -> list[str]:
+    if _GLOB.isdisjoint(pattern):
+        return [pattern] if (root / pattern).exists() else []
+    return sorted(str(p.relative_to(root)) for p in root.glob(pattern))[:3]
+
+
+def _contains(root: Path, file: str, text: str) -> bool:
+    try:
+        with open(root / file, encoding="utf-8", errors="replace") as fh:
+            return text in fh.read(1 << 20)  # a lock file can be huge; the evidence sits near the top
+    except OSError:
+        return False
+
+
+def _variant_evidence(root: Path, v: AdapterVariant) -> str | None:
+    for pattern in v.files:
+        found = _present(root, pattern)
+        if found:
+            return f"{found[0]} found"
+    for file, text in v.contains:
+        if _contains(root, file, text):
+            return f"{file} mentions {text}"
+    return None
+
+
+def detect(root: Path, adapters: dict[str, Adapter]) -> list[Detection]:
+    """Every adapter whose marker files are in root, most confident first (then by name)."""
+    root = Path(root)
+    out: list[Detection] = []
+    for adapter in adapters.values():
+        found = [f for m in adapter.markers for f in _present(root, m)]
+        if not found:
+            continue
+        evidence = [f"{', '.join(found)} found"]
+        chosen: list[str] = []
+        taken: set[str] = set()
+        for v in adapter.variants:
+            if v.group and v.group in taken:
+                continue
+            why = _variant_evidence(root, v)
+            if why:
+                chosen.append(v.name)
+                if v.group:
+                    taken.add(v.group)
+                evidence.append(f"{why}: variant {v.name}" + (f" ({v.description})" if v.description else ""))
+        for g in sorted({v.group for v in adapter.variants if v.group} - taken):
+            tried = ", ".join(v.name for v in adapter.variants if v.group == g)
+            evidence.append(f"{g}: no evidence for {tried}: the base commands")
+        out.append(Detection(adapter.name, adapter.confidence, tuple(evidence), tuple(chosen)))
+    out.sort(key=lambda d: (-d.confidence, d.adapter))
+    return out
+
+
+# ---- resolution ------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Resolved:
+    """An adapter with its variants chosen: the commands as they will run in this project."""
+
+    adapter: Adapter
+    variants: tuple[str, ...] = ()
+    detection: Detection | None = None
+    commands: dict[str, AdapterCommand] = field(default_factory=dict)
+
+    def command(self, name: str) -> AdapterCommand:
+        try:
+            return self.commands[name]
+        except KeyError:
+            raise UsageError(f"adapter '{self.adapter.name}' has no command '{name}'"
+                             f"{_did_you_mean(name, self.commands)}; it has: {', '.join(self.commands)}") from None
+
+
+def resolve(adapter: Adapter | str, root: Path, adapters: dict[str, Adapter] | None = None,
+            variants: tuple[str, ...] | None = None) -> Resolved:
+    """The commands to run: `adapter` is an Adapter, a name, or "auto" (the one detection is surest of).
+
+    Variants are detected in root unless given. "auto" with two toolchains equally likely is refused:
+    guessing would run the wrong test suite without a word.
+    """
+    adapters = adapters or {}
+    root = Path(root)
+    detection = None
+    if adapter == "auto":
+        found = detect(root, adapters)
+        if not found:
+            raise UsageError(f"adapter = \"auto\": no toolchain detected in {root} (known: "
+                             f"{', '.join(sorted(adapters))}); name one with adapter = \"NAME\"")
+        if len(found) > 1 and found[1].confidence == found[0].confidence:
+            tied = [d.adapter for d in found if d.confidence == found[0].confidence]
+            raise UsageError(f"adapter = \"auto\" is ambiguous in {root}: {', '.join(tied)} are detected with "
+                             f"confidence {found[0].confidence}; name one with adapter = \"NAME\"")
+        detection = found[0]
+        adapter = adapters[detection.adapter]
+    elif isinstance(adapter, str):
+        if adapter not in adapters:
+            raise UsageError(f"unknown adapter '{adapter}'{_did_you_mean(adapter, adapters)}; "
+                             f"known: {', '.join(sorted(adapters))}")
+        adapter = adapters[adapter]
+    if variants is None:
+        if detection is None:
+            detection = next(iter(detect(root, {adapter.name: adapter})), None)
+        variants = detection.variants if detection else ()
+    else:
+        for v in variants:
+            if adapter.variant(v) is None:
+                known = [x.name for x in adapter.variants]
+                raise UsageError(f"adapter '{adapter.name}' has no variant '{v}'{_did_you_mean(v, known)}; "
+                                 f"it has: {', '.join(known) or 'none'}")
+    variants = tuple(variants)
+    commands = {n: adapter.command(n, variants) for n in adapter.command_names(variants)}
+    return Resolved(adapter, variants, detection, commands)
+
+
+def resolve_command(adapter: Adapter | None, name: str, root: Path) -> AdapterCommand | None:
+    """One command of an adapter with the project's detected variants applied (for shell steps and verify)."""
+    if adapter is None:
+        return None
+    found = next(iter(detect(Path(root), {adapter.name: adapter})), None)
+    return adapter.command(name, found.variants if found else ())
