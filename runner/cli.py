@@ -11,7 +11,8 @@ from pathlib import Path
 import click
 
 from . import __version__
-from .errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_STEP_FAILED, RunnerError, SpecError, UsageError
+from .errors import (EXIT_BLOCKED, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_STEP_FAILED, RunnerError,
+                     SpecError, UsageError)
 
 
 def _common(fn):
@@ -119,8 +120,12 @@ def explain(intent: str, directory: Path, as_json: bool) -> None:
               help="Seconds per step for steps without their own timeout.")
 @click.option("--no-wait", is_flag=True, help="Fail (exit 3) instead of waiting when another runner holds the lock.")
 @click.option("-v", "--verbose", is_flag=True, help="Also list cached steps and why each step runs.")
+@click.option("--record", is_flag=True, help="Write every worker exchange to replays/ (redacted).")
+@click.option("--halt-on", "halt_on", default="", metavar="BOUNDARIES",
+              help="Comma list of write_files,run_shell: ask before crossing them this run.")
 @_common
-def make(target, jobs, keep_going, force, dry_run, timeout, no_wait, verbose, directory, as_json) -> None:
+def make(target, jobs, keep_going, force, dry_run, timeout, no_wait, verbose, record, halt_on, directory,
+         as_json) -> None:
     """Bring TARGET (default: [project] default, else everything) up to date."""
     from .execute import RunOptions
     from .pipeline import load_project, make as run_make, plan
@@ -132,7 +137,14 @@ def make(target, jobs, keep_going, force, dry_run, timeout, no_wait, verbose, di
         target, decisions = plan(project, target, force)
         _status_output(target, decisions, as_json)
         return
-    options = RunOptions(jobs=jobs or os.cpu_count() or 1, keep_going=keep_going, force=force, timeout=timeout)
+    boundaries = frozenset(b.strip() for b in halt_on.split(",") if b.strip())
+    unknown = boundaries - {"write_files", "run_shell", "network"}
+    if unknown:
+        raise UsageError(f"error: --halt-on: unknown boundary '{sorted(unknown)[0]}'; "
+                         "use write_files, run_shell or network")
+    terminal = is_terminal(sys.stdout) and is_terminal(sys.stderr) and is_terminal(sys.stdin)
+    options = RunOptions(jobs=jobs or os.cpu_count() or 1, keep_going=keep_going, force=force, timeout=timeout,
+                         record=record, halt_on=boundaries, ask=_ask if terminal and not as_json else None)
     reporter = make_reporter(as_json, verbose, terminal=is_terminal(sys.stdout) and is_terminal(sys.stderr))
 
     def on_wait(holder: str) -> None:
@@ -145,6 +157,59 @@ def make(target, jobs, keep_going, force, dry_run, timeout, no_wait, verbose, di
     if summary.interrupted:
         sys.exit(EXIT_INTERRUPTED)
     if summary.failed:
+        sys.exit(EXIT_STEP_FAILED)
+    if summary.blocked:
+        sys.exit(EXIT_BLOCKED)
+
+
+def _ask(question: str, detail: str) -> bool:
+    click.echo(detail, err=True)
+    return click.confirm(question, default=False, err=True)
+
+
+@cli.command()
+@click.argument("intents", nargs=-1)
+@click.option("--reject", is_flag=True, help="Drop the pending change instead of applying it.")
+@_common
+def approve(intents, reject: bool, directory: Path, as_json: bool) -> None:
+    """Apply (or --reject) verified changes that wait for approval; no model is called."""
+    from .apply import load_pending
+    from .approve import approve as approve_pending
+    from .graph import did_you_mean
+    from .pipeline import load_project, planner_for
+    from .record import new_run_id
+    from .workspace import ProjectLock
+
+    project = load_project(directory)
+    layout = project.layout
+    pending = load_pending(layout.state_dir)
+    for name in intents:
+        if name not in pending:
+            known = ", ".join(sorted(pending)) or "none"
+            raise UsageError(f"error: no change waits for approval for '{name}'{did_you_mean(name, pending)}; "
+                             f"waiting: {known}")
+    if not pending:
+        if as_json:
+            _print_json({"done": []})
+        else:
+            click.echo("nothing waits for approval")
+        return
+    lock = ProjectLock(layout, "runner approve")
+    lock.acquire(wait=True)
+    try:
+        planner = planner_for(project)
+        done = approve_pending(planner, layout.state_dir, list(intents) or None, reject, new_run_id())
+        planner.stat.save()
+        planner.cache.close()
+    finally:
+        lock.release()
+    if as_json:
+        _print_json({"done": done})
+    else:
+        for d in done:
+            detail = d.get("error") or ", ".join(d.get("files", []))
+            click.echo(f"{d['action']} {d['intent']}: {detail}")
+    if any(d["action"] == "failed" for d in done):
         sys.exit(EXIT_STEP_FAILED)
 
 

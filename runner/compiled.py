@@ -17,7 +17,7 @@ from .load import BUILTIN_DIR, load_spec
 from .spec import STEP_AGENT, Spec
 from .workspace import Layout
 
-_FORMAT = 2
+_FORMAT = 3
 _WATCHED_DIRS = ("adapters", "prompts", "regexes")
 
 
@@ -29,6 +29,7 @@ class Compiled:
     static: dict[str, str]  # intent -> digest of everything but its files and dependencies
     parts: dict[str, dict[str, str]] = field(default_factory=dict)  # intent -> digest per ingredient
     sources: list[str] = field(default_factory=list)  # files and folders the spec depends on
+    static_replay: dict[str, str] = field(default_factory=dict)  # static digest without the worker part
 
 
 def _watched(root: Path, sources) -> list[str]:
@@ -91,15 +92,17 @@ def compile_spec(spec: Spec) -> tuple[Compiled, list[str]]:
 
     g = build_graph(spec)
     order = topological_order(g)
-    parts, static, sources = {}, {}, list(spec.sources)
+    parts, static, static_replay, sources = {}, {}, {}, list(spec.sources)
     for name in order:
         p, extra = _static_parts(spec, name)
         parts[name] = p
         static[name] = digest_value(p)
+        static_replay[name] = digest_value({k: v for k, v in p.items() if k != "worker"})
         sources += extra
     deps = {name: spec.intents[name].deps for name in order}
     watched = _watched(Path(spec.root), sources)
-    return Compiled(spec=spec, order=order, deps=deps, static=static, parts=parts, sources=watched), sources
+    return Compiled(spec=spec, order=order, deps=deps, static=static, parts=parts, sources=watched,
+                    static_replay=static_replay), sources
 
 
 def load_compiled(root: Path, use_cache: bool = True) -> Compiled:

@@ -10,16 +10,21 @@ import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 
+from pathlib import Path
+
+from .approve import ApplyContext, finish, pending_for
 from .cache import StepRecord
 from .keys import digest_bytes, expand, outputs_digest
 from .plan import RUN, Decision, Planner
 from .record import RunRecord, tail
-from .spec import STEP_AGGREGATE
+from .spec import STEP_AGENT, STEP_AGGREGATE, Spec
 from .steps import StepContext, StepOutcome, step_for
+from .policy import RunBudget
+from .steps.agent import AgentRun
 from .steps.shell import kill_group
 from .workspace import Layout, journal_end, journal_start
 
-RAN, CACHED, RESTORED, FAILED, SKIPPED = "ran", "cached", "restored", "failed", "skipped"
+RAN, CACHED, RESTORED, FAILED, SKIPPED, BLOCKED = "ran", "cached", "restored", "failed", "skipped", "blocked"
 
 
 @dataclass
@@ -28,13 +33,19 @@ class RunOptions:
     keep_going: bool = False
     force: bool = False
     timeout: float | None = None  # default per-step timeout
+    record: bool = False  # write every worker exchange to replays/
+    halt_on: frozenset = frozenset()  # boundaries that need a human this run (write_files, run_shell)
+    ask: object = None  # callable(question, detail) -> bool when a human is at a terminal
 
 
 @dataclass
 class Summary:
     run_id: str
-    counts: dict[str, int] = field(default_factory=lambda: {RAN: 0, CACHED: 0, RESTORED: 0, FAILED: 0, SKIPPED: 0})
+    counts: dict[str, int] = field(default_factory=lambda: {RAN: 0, CACHED: 0, RESTORED: 0, FAILED: 0, SKIPPED: 0,
+                                                            BLOCKED: 0})
     failed: list[str] = field(default_factory=list)
+    blocked: list[str] = field(default_factory=list)
+    left: list[str] = field(default_factory=list)  # selected steps that did not finish
     interrupted: bool = False
     duration: float = 0.0
 
@@ -58,12 +69,20 @@ class Executor:
         self.spec = planner.spec
         self.layout = layout
         self.record = record
-        self.emit = emit
+        self._emit_lock = threading.Lock()
+        self._emit = emit
         self.options = options
+        self.apply_ctx = ApplyContext(planner=planner, state_dir=layout.state_dir, run_id=record.run_id,
+                                      halt_on=options.halt_on, ask=options.ask)
+        self.budget = _run_budget(self.spec)
         self.cancelled = threading.Event()
         self.running_pgids: dict[str, int] = {}
         self.journals: dict[str, object] = {}
         self._lock = threading.Lock()
+
+    def emit(self, event: dict) -> None:
+        with self._emit_lock:  # agent attempts report from their own threads
+            self._emit(event)
 
     # ---- the loop ----------------------------------------------------------------------------
     def run(self, order: list[str]) -> Summary:
@@ -97,6 +116,13 @@ class Executor:
                 while ready and not stop and len(running) < self.options.jobs:
                     name = heapq.heappop(ready)[1]
                     decision = self.planner.decide(name, produced)
+                    waiting_change = self._pending(name, decision)
+                    if waiting_change:
+                        summary.counts[BLOCKED] += 1
+                        summary.blocked.append(name)
+                        self.emit({"event": "step_finished", "intent": name, "status": BLOCKED,
+                                   "reasons": [waiting_change]})
+                        continue
                     if decision.action == RUN:
                         self.emit({"event": "step_started", "intent": name, "reasons": decision.reasons})
                         future = pool.submit(self._run_step, name, decision)
@@ -116,8 +142,11 @@ class Executor:
                 for future in done:
                     name, decision, t0 = running.pop(future)
                     outcome, outputs = future.result()
-                    status = self._report_run(name, decision, outcome, time.monotonic() - t0)
+                    status, outputs = self._report_run(name, decision, outcome, time.monotonic() - t0, outputs)
                     summary.counts[status] += 1
+                    if status == BLOCKED:
+                        summary.blocked.append(name)
+                        continue
                     if status == FAILED:
                         summary.failed.append(name)
                         if not self.options.keep_going:
@@ -132,7 +161,17 @@ class Executor:
         finally:
             pool.shutdown()
             summary.duration = time.monotonic() - started
+        summary.left = [n for n in order if n not in produced]
         return summary
+
+    def _pending(self, name: str, decision: Decision) -> str | None:
+        """An agent step whose verified change already waits for approval is not asked again."""
+        if self.spec.intents[name].kind != STEP_AGENT or decision.action != RUN or not decision.key:
+            return None
+        if pending_for(self.layout.state_dir, name, decision.key):
+            return (f"a verified change waits for approval: `runner approve {name}` applies it "
+                    f"(no model call), `runner approve {name} --reject` drops it")
+        return None
 
     # ---- one step (in a pool thread) ---------------------------------------------------------
     def _run_step(self, name: str, decision: Decision) -> tuple[StepOutcome, dict]:
@@ -151,6 +190,9 @@ class Executor:
 
         ctx = StepContext(spec=self.spec, intent=intent, log_path=self.record.log_path(name), timeout=timeout,
                           cancelled=self.cancelled, on_process=on_process)
+        if intent.kind == STEP_AGENT:
+            ctx.extra["agent"] = self._agent_run(name, decision)
+            return step_for(intent.kind).run(ctx), {}  # the scheduler thread asks, applies and records
         try:
             outcome = step_for(intent.kind).run(ctx)
         finally:
@@ -177,16 +219,35 @@ class Executor:
             journal_end(journal)
         return outcome, outputs
 
-    def _report_run(self, name: str, decision: Decision, outcome: StepOutcome, duration: float) -> str:
+    def _agent_run(self, name: str, decision: Decision) -> AgentRun:
+        return AgentRun(root=Path(self.spec.root), attempts_dir=self.record.dir / "attempts",
+                        worker_config=self.planner.worker_config, step_key=decision.key,
+                        replay_key=self.planner.replay_key(name, decision), budget=self.budget,
+                        input_files=sorted(p for p, d in decision.inputs.items() if d is not None),
+                        record=self.options.record, halt_on=self.options.halt_on, emit=self.emit)
+
+    def _report_run(self, name: str, decision: Decision, outcome: StepOutcome, duration: float,
+                    outputs: dict) -> tuple[str, dict]:
         event = {"event": "step_finished", "intent": name, "duration": round(duration, 3),
                  "log": str(self.record.log_path(name))}
+        if outcome.details:
+            event["agent"] = outcome.details
+        if outcome.ok and outcome.change is not None:
+            status, outputs, message = finish(self.apply_ctx, self.spec.intents[name], decision, outcome.change)
+            if status != RAN:
+                self.emit({**event, "status": status, "error": message, "reasons": [message]})
+                return status, {}
         if outcome.ok:
             self.emit({**event, "status": RAN, "reasons": decision.reasons})
-            return RAN
+            return RAN, outputs
+        if outcome.blocked:
+            self.emit({**event, "status": BLOCKED, "error": outcome.blocked, "reasons": [outcome.blocked]})
+            return BLOCKED, {}
         self.emit({**event, "status": FAILED, "exit_code": outcome.exit_code, "error": outcome.error,
                    "timed_out": outcome.timed_out, "interrupted": outcome.interrupted,
-                   "log_tail": tail(self.record.log_path(name))})
-        return FAILED
+                   "log_tail": tail(self.record.log_path(name)) if self.spec.intents[name].kind != STEP_AGENT
+                   else None})
+        return FAILED, {}
 
     def _collect_outputs(self, name: str) -> tuple[dict[str, str], str | None]:
         """Digest each output and keep a copy in the blob store, reading each file once."""
@@ -267,7 +328,13 @@ class Executor:
                 if not outcome.ok:  # a step that finished just before the interrupt is kept
                     outcome.interrupted = True
                     summary.failed.append(name)
-                summary.counts[self._report_run(name, decision, outcome, time.monotonic() - t0)] += 1
+                summary.counts[self._report_run(name, decision, outcome, time.monotonic() - t0, {})[0]] += 1
             running.clear()
         finally:
             signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def _run_budget(spec: Spec) -> RunBudget:
+    """The run's budget is the default policy's run_budget: one purse for every agent step of the run."""
+    b = spec.policies["default"].run_budget
+    return RunBudget(tokens=b.tokens, seconds=b.seconds, attempts=b.attempts)

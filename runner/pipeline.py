@@ -14,6 +14,7 @@ from .execute import Executor, RunOptions, Summary
 from .graph import resolve_target, selected_order
 from .keys import StatCache
 from .noop import save_snapshot
+from .apply import recover as recover_applies
 from .plan import Decision, Planner, make_plan, runs_always
 from .record import RunRecord, prune
 from .workspace import Layout, ProjectLock, find_root, recover_inflight
@@ -72,6 +73,8 @@ def make(project: Project, target: str | None, options: RunOptions, emit, wait_f
     previous = signal.signal(signal.SIGTERM, _terminate_as_interrupt)
     try:
         recover_inflight(layout)
+        for line in recover_applies(layout.root, layout.state_dir):
+            emit({"event": "recovered", "message": line})
         requested = target
         target, order = select(project, target)
         planner = planner_for(project, options.force)
@@ -83,9 +86,13 @@ def make(project: Project, target: str | None, options: RunOptions, emit, wait_f
 
         started = time.monotonic()
         summary = Executor(planner, layout, record, sink, options).run(order)
-        status = "interrupted" if summary.interrupted else "failed" if summary.failed else "ok"
-        sink({"event": "run_finished", "run_id": record.run_id, "target": target, "status": status,
-              **summary.counts, "duration": round(time.monotonic() - started, 3)})
+        status = ("interrupted" if summary.interrupted else "failed" if summary.failed
+                  else "blocked" if summary.blocked else "ok")
+        finished = {"event": "run_finished", "run_id": record.run_id, "target": target, "status": status,
+                    **summary.counts, "duration": round(time.monotonic() - started, 3)}
+        if status != "ok":
+            finished["left"] = summary.left
+        sink(finished)
         record.close()
         planner.state.save()
         planner.stat.save()

@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 
 from .cache import Cache, State, StepRecord
 from .compiled import Compiled
-from .keys import StatCache, expand, input_digests, outputs_digest, step_key
-from .spec import STEP_AGGREGATE, STEP_SHELL
+from .keys import StatCache, digest_value, expand, input_digests, outputs_digest, step_key
+from .spec import STEP_AGENT, STEP_AGGREGATE, STEP_SHELL
 
 RUN, SKIP = "run", "skip"
 ALWAYS = "no inputs or dependencies declared: runs every time (declare inputs to cache it)"
@@ -45,6 +45,37 @@ class Planner:
         self.state = state
         self.cache = cache
         self.force = force
+        self._worker_config = None
+        self._agent_static: dict[str, str] = {}
+
+    @property
+    def worker_config(self):
+        if self._worker_config is None:
+            from .workers.base import WorkerConfig
+
+            w = self.spec.worker
+            extra = dict(w.extra)
+            extra.setdefault("project_root", self.spec.root)
+            self._worker_config = WorkerConfig(kind=w.kind, model=w.model, fallback_models=w.fallback_models,
+                                               base_url=w.base_url, env_key=w.env_key, binary=w.binary,
+                                               timeout=w.timeout, idle_timeout=w.idle_timeout,
+                                               replays_dir=w.replays_dir, extra=extra)
+        return self._worker_config
+
+    def static_digest(self, name: str) -> str:
+        """An agent step's key also holds the worker's version (a Codex upgrade re-runs it); asked once."""
+        if self.spec.intents[name].kind != STEP_AGENT:
+            return self.compiled.static[name]
+        if name not in self._agent_static:
+            from .workers import get_worker
+
+            version = get_worker(self.worker_config).version(self.worker_config)
+            self._agent_static[name] = digest_value([self.compiled.static[name], version])
+        return self._agent_static[name]
+
+    def replay_key(self, name: str, decision: "Decision") -> str:
+        """The key without the worker: recordings made by one worker are served to the replay worker."""
+        return step_key(self.compiled.static_replay[name], decision.inputs, decision.dep_digests)
 
     def decide(self, name: str, dep_outputs: dict[str, str | None], pending: set[str] = frozenset()) -> Decision:
         """`dep_outputs[dep]` is the digest of the dep's outputs, or None if the dep has yet to run."""
@@ -72,7 +103,7 @@ class Planner:
                       [f"dependency {d} has not run" for d in waiting]
             return Decision(name, RUN, reasons, inputs=inputs, inplace=inplace)
         deps = {d: dep_outputs[d] for d in intent.deps}
-        key = step_key(self.compiled.static[name], inputs, deps)
+        key = step_key(self.static_digest(name), inputs, deps)
         base = dict(key=key, inputs=inputs, dep_digests=deps, inplace=inplace)
         if self.force:
             return Decision(name, RUN, ["forced"], **base)

@@ -42,6 +42,11 @@ class PlainReporter:
             self.step_line(event)
         elif kind == "run_finished":
             _out(summary_line(event), err=event.get("status") != "ok")
+        elif kind == "attempt_finished" and not event.get("ok"):
+            _out(f"  {event['intent']} attempt {event['attempt']}: {event.get('kind')}: "
+                 f"{(event.get('error') or '').splitlines()[0] if event.get('error') else ''}", err=True)
+        elif kind == "recovered":
+            _out(f"runner: {event['message']}", err=True)
 
     def step_line(self, event: dict) -> None:
         status, name = event["status"], event["intent"]
@@ -51,6 +56,8 @@ class PlainReporter:
             _out(f"[{self.done}/{self.total}] restored {name} from cache")
         elif status == "failed":
             _out(failure_text(event), err=True)
+        elif status == "blocked":
+            _out(f"BLOCKED {name}: {event.get('error') or '; '.join(event.get('reasons', []))}", err=True)
         elif self.verbose:
             _out(f"[{self.done}/{self.total}] {status} {name}: {'; '.join(event.get('reasons', []))}")
 
@@ -106,13 +113,18 @@ def failure_text(event: dict) -> str:
 
 
 def summary_line(event: dict) -> str:
-    parts = [f"{event.get(k, 0)} {k}" for k in ("ran", "cached", "restored", "failed", "skipped") if event.get(k)]
+    parts = [f"{event.get(k, 0)} {k}" for k in ("ran", "cached", "restored", "failed", "blocked", "skipped")
+             if event.get(k)]
     what = ", ".join(parts) or "nothing selected"
     status = event.get("status")
-    head = {"ok": "runner:", "failed": "runner: FAILED:", "interrupted": "runner: interrupted:"}.get(status, "runner:")
+    head = {"ok": "runner:", "failed": "runner: FAILED:", "interrupted": "runner: interrupted:",
+            "blocked": "runner: BLOCKED:"}.get(status, "runner:")
     if status == "ok" and not event.get("ran") and not event.get("restored"):
         head = "runner: nothing to do:"
-    return f"{head} {what} in {event.get('duration', 0):.2f}s (run {event.get('run_id')})"
+    line = f"{head} {what} in {event.get('duration', 0):.2f}s (run {event.get('run_id')})"
+    if event.get("left"):
+        line += f"\nnot done: {', '.join(event['left'])}"
+    return line
 
 
 def make_reporter(json_mode: bool, verbose: bool, terminal: bool):

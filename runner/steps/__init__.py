@@ -30,6 +30,9 @@ class StepOutcome:
     error: str | None = None
     timed_out: bool = False
     interrupted: bool = False
+    blocked: str | None = None  # why it waits for a human or a budget (exit 3)
+    change: object = None  # agent steps: the verified Change, applied by the scheduler
+    details: dict = field(default_factory=dict)  # agent steps: attempts, usage, workspace
 
 
 class Step(Protocol):
@@ -37,9 +40,9 @@ class Step(Protocol):
 
 
 def step_for(kind: str) -> Step:
-    from . import shell
+    from . import agent, shell
 
-    registry = {"shell": shell.ShellStep()}
+    registry = {"shell": shell.ShellStep(), "agent": agent.AgentStep()}
     try:
         return registry[kind]
     except KeyError:

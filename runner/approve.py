@@ -1,0 +1,147 @@
+"""What happens to a verified agent change: ask a human, or save it as pending (blocked), or record and apply it.
+
+The cache record is written before the apply, so a crash mid-apply is rolled forward at the next start and
+the step is then a cache hit: a model is never paid twice for one change.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from .apply import apply_change, drop_pending, load_pending, save_pending
+from .attempt import Change
+from .cache import StepRecord
+from .keys import expand
+from .plan import Decision, Planner
+from .policy import WRITE_FILES, needs_approval
+from .spec import Intent
+
+RAN, BLOCKED, FAILED = "ran", "blocked", "failed"
+
+
+@dataclass
+class ApplyContext:
+    planner: Planner
+    state_dir: Path
+    run_id: str
+    halt_on: frozenset = frozenset()
+    ask: object = None  # callable(question: str, detail: str) -> bool, only on a terminal
+    apply_confirmed: bool = False  # confirm-phase: asked once per run
+
+
+def _outputs_after(root: Path, intent: Intent, change: Change, planner: Planner) -> dict[str, str]:
+    """The digests the declared outputs will have once the change is applied."""
+    digests = change.digests()
+    paths = set(expand(str(root), intent.outputs))
+    for rel in change.files:
+        if any(_covers(pattern, rel) for pattern in intent.outputs):
+            paths.add(rel)
+    out = {}
+    for rel in sorted(paths):
+        if rel in digests:
+            if digests[rel] is not None:
+                out[rel] = digests[rel]
+        else:
+            value = planner.stat.digest(str(root), rel)
+            if value is not None:
+                out[rel] = value
+    return out
+
+
+def _covers(pattern: str, rel: str) -> bool:
+    from .policy import _matches
+
+    return _matches(rel, pattern)
+
+
+def finish(ctx: ApplyContext, intent: Intent, decision: Decision, change: Change) -> tuple[str, dict, str | None]:
+    """(status, outputs, message) for a verified change: applied, blocked pending approval, or rejected."""
+    planner = ctx.planner
+    policy = planner.spec.policies[intent.policy]
+    root = Path(planner.spec.root)
+    ask_needed = needs_approval(WRITE_FILES, policy, ctx.halt_on) or (
+        policy.approval == "confirm-phase" and not ctx.apply_confirmed)
+    if ask_needed:
+        if ctx.ask is None:
+            payload = pending_payload(ctx, intent, decision, change)
+            save_pending(ctx.state_dir, intent.name, payload)
+            return BLOCKED, {}, (f"a verified change to {len(change.files)} file(s) waits for approval "
+                                 f"(policy '{policy.name}'): `runner approve {intent.name}` applies it, "
+                                 f"`runner approve {intent.name} --reject` drops it")
+        if not ctx.ask(f"Apply the change of {intent.name} to {len(change.files)} file(s)?", change.diff(root)):
+            return FAILED, {}, "you rejected the change; nothing was applied"
+        if policy.approval == "confirm-phase":
+            ctx.apply_confirmed = True
+    outputs = record_and_apply(ctx.planner, ctx.state_dir, intent, decision.key, decision.inputs,
+                               planner.ingredients(intent.name, decision), change, ctx.run_id)
+    return RAN, outputs, None
+
+
+def record_and_apply(planner: Planner, state_dir: Path, intent: Intent, key: str, inputs: dict,
+                     ingredients: dict, change: Change, run_id: str) -> dict:
+    root = Path(planner.spec.root)
+    outputs = _outputs_after(root, intent, change, planner)
+    for rel, data in change.files.items():
+        if data is not None:
+            planner.cache.put_blob(hashlib.sha256(data).hexdigest(), data)
+    for rel, digest in outputs.items():  # unchanged outputs too, so a restore never misses one
+        if rel not in change.files and not planner.cache.has_blob(digest):
+            planner.cache.put_blob(digest, (root / rel).read_bytes())
+    planner.cache.put_record(StepRecord(intent=intent.name, key=key, outputs=outputs, created=time.time(),
+                                        ingredients=ingredients, run_id=run_id))
+    inplace = {p: d for p, d in inputs.items() if p in outputs}
+    planner.state.set(intent.name, key, outputs, inplace)
+    planner.state.save()
+    apply_change(root, state_dir, change, f"{run_id}-{intent.name}")
+    for rel in change.files:
+        planner.stat.digest(str(root), rel)
+    return outputs
+
+
+def pending_payload(ctx: ApplyContext, intent: Intent, decision: Decision, change: Change) -> dict:
+    blobs = {}
+    for rel, data in change.files.items():
+        if data is None:
+            blobs[rel] = None
+        else:
+            digest = hashlib.sha256(data).hexdigest()
+            ctx.planner.cache.put_blob(digest, data)
+            blobs[rel] = digest
+    return {"intent": intent.name, "key": decision.key, "run_id": ctx.run_id, "inputs": decision.inputs,
+            "ingredients": ctx.planner.ingredients(intent.name, decision), "files": blobs,
+            "diff": change.diff(Path(ctx.planner.spec.root)), "saved": time.strftime("%Y-%m-%d %H:%M:%S")}
+
+
+def pending_for(state_dir: Path, intent: str, key: str | None) -> dict | None:
+    entry = load_pending(state_dir).get(intent)
+    return entry if entry and (key is None or entry["key"] == key) else None
+
+
+def approve(planner: Planner, state_dir: Path, names: list[str] | None, reject: bool, run_id: str) -> list[dict]:
+    """Apply (or drop) pending changes without calling any model; returns what was done."""
+    pending = load_pending(state_dir)
+    chosen = names or sorted(pending)
+    done = []
+    for name in chosen:
+        entry = pending[name]
+        if reject:
+            drop_pending(state_dir, name)
+            done.append({"intent": name, "action": "rejected", "files": sorted(entry["files"])})
+            continue
+        change = Change(files={rel: (planner.cache.db.get("blob:" + d) if d else None)
+                               for rel, d in entry["files"].items()})
+        missing = [rel for rel, d in entry["files"].items() if d and change.files[rel] is None]
+        if missing:
+            done.append({"intent": name, "action": "failed",
+                         "error": f"the pending change's contents are gone from the cache ({', '.join(missing)}); "
+                                  f"run `runner make` to compute it again"})
+            continue
+        intent = planner.spec.intents[name]
+        record_and_apply(planner, state_dir, intent, entry["key"], entry["inputs"], entry["ingredients"],
+                         change, run_id)
+        drop_pending(state_dir, name)
+        done.append({"intent": name, "action": "applied", "files": sorted(entry["files"])})
+    return done

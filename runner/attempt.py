@@ -1,0 +1,165 @@
+"""Isolated attempt workspaces: a copy of the project per attempt, and the change it made, found by digests."""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+# never copied into an attempt, never part of a change
+PRIVATE = (".git", ".runner")
+
+
+@dataclass
+class Change:
+    """What an attempt did to its workspace: path -> new bytes (None: deleted), plus the symlinks it made."""
+
+    files: dict[str, bytes | None] = field(default_factory=dict)
+    symlinks: dict[str, str] = field(default_factory=dict)  # path -> link target
+
+    def digests(self) -> dict[str, str | None]:
+        return {p: hashlib.sha256(b).hexdigest() if b is not None else None for p, b in self.files.items()}
+
+    def __bool__(self) -> bool:
+        return bool(self.files or self.symlinks)
+
+    def diff(self, root: Path) -> str:
+        """A unified diff against the project as it is now (for approvals and the record)."""
+        out = []
+        for rel, new in sorted(self.files.items()):
+            old_path = root / rel
+            old = old_path.read_bytes() if old_path.is_file() else None
+            a = (old or b"").decode("utf-8", "replace").splitlines(keepends=True)
+            b = (new or b"").decode("utf-8", "replace").splitlines(keepends=True)
+            out += difflib.unified_diff(a, b, fromfile=f"a/{rel}" if old is not None else "/dev/null",
+                                        tofile=f"b/{rel}" if new is not None else "/dev/null")
+        for rel, target in sorted(self.symlinks.items()):
+            out.append(f"symlink {rel} -> {target}\n")
+        return "".join(line if line.endswith("\n") else line + "\n" for line in out)
+
+
+def _git_visible(root: Path) -> tuple[list[str], list[str]] | None:
+    """(files git tracks or would track, top-level ignored folders) or None outside a git repository."""
+    try:
+        listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=root,
+                                capture_output=True, timeout=60)
+        ignored = subprocess.run(["git", "ls-files", "-oi", "--exclude-standard", "--directory", "-z"], cwd=root,
+                                 capture_output=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if listed.returncode != 0:
+        return None
+    files = [f for f in listed.stdout.decode().split("\0") if f]
+    folders = sorted({f.rstrip("/").split("/")[0] for f in ignored.stdout.decode().split("\0")
+                      if f.endswith("/") and "/" not in f.rstrip("/")})
+    return files, [d for d in folders if d not in PRIVATE]
+
+
+def snapshot(root: Path, private: bool = False) -> dict[str, str]:
+    """path -> digest of every regular file under root, not following symlinked folders; the private
+    folders only when asked (after an attempt: anything there was written by the agent)."""
+    out = {}
+    for folder, dirs, files in os.walk(root):
+        rel_folder = os.path.relpath(folder, root)
+        dirs[:] = [d for d in dirs if (private or d not in PRIVATE) and not os.path.islink(os.path.join(folder, d))]
+        for name in files:
+            full = os.path.join(folder, name)
+            if os.path.islink(full):
+                continue
+            rel = name if rel_folder == "." else f"{rel_folder}/{name}"
+            with open(full, "rb") as f:
+                out[rel] = hashlib.sha256(f.read()).hexdigest()
+    return out
+
+
+def make_workspace(project: Path, dest: Path) -> tuple[dict[str, str], list[str]]:
+    """Copy the project to dest; returns (digests of the copied files, folders linked rather than copied).
+
+    In a git repository, the files git would commit are copied and the ignored top-level folders (a venv,
+    node_modules) are symlinked, so verification finds the tools without copying them; writes through
+    those links are outside the attempt and are caught by the sandbox or the policy check.
+    """
+    dest.mkdir(parents=True, exist_ok=True)
+    visible = _git_visible(project)
+    linked: list[str] = []
+    if visible is None:
+        for entry in os.listdir(project):
+            if entry in PRIVATE:
+                continue
+            src = project / entry
+            if src.is_dir() and not src.is_symlink():
+                shutil.copytree(src, dest / entry, symlinks=True, ignore=shutil.ignore_patterns(*PRIVATE))
+            else:
+                shutil.copy2(src, dest / entry, follow_symlinks=False)
+    else:
+        files, linked = visible
+        for rel in files:
+            src = project / rel
+            if not src.exists() and not src.is_symlink():
+                continue  # deleted in the working tree but still in the index
+            target = dest / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, target, follow_symlinks=False)
+        for folder in linked:
+            os.symlink(project / folder, dest / folder)
+    return snapshot(dest), linked
+
+
+def find_change(workspace: Path, before: dict[str, str], linked: list[str]) -> Change:
+    """Compare the workspace with its digests from before the attempt: what changed, whatever the agent says."""
+    after = snapshot(workspace, private=True)
+    change = Change()
+    for rel, digest in after.items():
+        if before.get(rel) != digest:
+            change.files[rel] = (workspace / rel).read_bytes()
+    for rel in before:
+        if rel not in after and not (workspace / rel).is_symlink():
+            change.files[rel] = None
+    for folder, dirs, files in os.walk(workspace):
+        for name in files + dirs:
+            full = os.path.join(folder, name)
+            rel = os.path.relpath(full, workspace)
+            if os.path.islink(full) and rel not in linked:
+                change.symlinks[rel] = os.readlink(full)
+        dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(folder, d))]
+    return change
+
+
+def remove_workspace(path: Path) -> None:
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def undo_side_effects(ws: Path, before_step: dict[str, str], project: Path, change: Change) -> None:
+    """Put back what a verification command wrote (caches, bytecode, reports), so that only the agent's
+    own edits make the change. A file's pre-verify content is the agent's version or the project's."""
+    after = snapshot(ws, private=True)
+    for rel, digest in after.items():
+        if before_step.get(rel) == digest:
+            continue
+        target = ws / rel
+        if rel not in before_step:
+            target.unlink()
+        elif rel in change.files and change.files[rel] is not None:
+            target.write_bytes(change.files[rel])
+        elif (project / rel).is_file():
+            shutil.copy2(project / rel, target)
+    for rel in before_step:
+        if rel not in after:
+            source = change.files.get(rel) if rel in change.files else None
+            if source is not None:
+                (ws / rel).parent.mkdir(parents=True, exist_ok=True)
+                (ws / rel).write_bytes(source)
+            elif (project / rel).is_file():
+                (ws / rel).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(project / rel, ws / rel)
+    for folder, dirs, _files in os.walk(ws, topdown=False):  # drop the folders verification created
+        for d in dirs:
+            full = os.path.join(folder, d)
+            if not os.path.islink(full) and not os.listdir(full):
+                rel = os.path.relpath(full, ws)
+                if not any(p == rel or p.startswith(rel + "/") for p in before_step):
+                    os.rmdir(full)

@@ -1,0 +1,311 @@
+"""Agent steps: ask a worker for a change in an isolated copy, check it against the policy, verify it with
+the adapter's commands, retry with feedback; with candidates = N, N attempts side by side and the best wins."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..attempt import Change, find_change, make_workspace, snapshot, undo_side_effects
+from ..keys import expand
+from ..policy import RUN_SHELL, RunBudget, Spent, check_change, step_budget_exhausted
+from ..prompts import render
+from . import StepContext, StepOutcome
+from .shell import kill_group
+
+BACKOFF = (1.0, 4.0, 10.0)
+VERIFY_TIMEOUT = 1800.0
+
+
+@dataclass
+class AgentRun:
+    """What the scheduler hands an agent step beyond its intent."""
+
+    root: Path
+    attempts_dir: Path  # under the run's record: prompts, transcripts, diffs, verify logs
+    worker_config: object  # runner.workers.base.WorkerConfig
+    step_key: str
+    replay_key: str  # the key without the worker: what recordings are filed under
+    input_files: list[str]
+    budget: RunBudget
+    record: bool = False
+    halt_on: frozenset = frozenset()
+    emit: object = None
+    ask: object = None  # callable(question) -> bool on a terminal, else None
+
+
+@dataclass
+class Attempt:
+    candidate: int
+    number: int
+    ok: bool = False
+    change: Change | None = None
+    error: str | None = None
+    kind: str | None = None  # transient | permanent | timeout | config | policy | logic | budget
+    tokens: int = 0
+    seconds: float = 0.0
+    workspace: Path | None = None
+
+
+@dataclass
+class CandidateResult:
+    candidate: int
+    attempts: list[Attempt] = field(default_factory=list)
+    spent: Spent = field(default_factory=Spent)
+
+    @property
+    def final(self) -> Attempt | None:
+        return self.attempts[-1] if self.attempts else None
+
+    def score(self) -> tuple:
+        """Verified first, then fewer attempts, fewer tokens, less time (lower sorts first)."""
+        f = self.final
+        return (not (f and f.ok), len(self.attempts), self.spent.tokens, self.spent.seconds)
+
+
+class AgentStep:
+    def run(self, ctx: StepContext) -> StepOutcome:
+        run: AgentRun = ctx.extra["agent"]
+        intent = ctx.intent
+        policy = ctx.spec.policies[intent.policy]
+        if policy.run_shell == "never" and intent.verify:
+            return StepOutcome(ok=False, error=f"policy '{policy.name}' forbids running the verify commands "
+                                               f"(run_shell = \"never\"); drop 'verify' or allow run_shell")
+        n = intent.candidates
+        results = [CandidateResult(candidate=i + 1) for i in range(n)]
+        threads = [threading.Thread(target=self._candidate, args=(ctx, run, r), daemon=True) for r in results]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        best = min(results, key=CandidateResult.score)
+        details = {"candidates": [{"candidate": r.candidate, "attempts": len(r.attempts),
+                                   "verified": bool(r.final and r.final.ok), "tokens": r.spent.tokens,
+                                   "seconds": round(r.spent.seconds, 2)} for r in results],
+                   "chosen": best.candidate, "tokens": sum(r.spent.tokens for r in results),
+                   "attempts": sum(len(r.attempts) for r in results)}
+        final = best.final
+        for r in results:  # the winner's workspace is applied from memory; no copy is kept
+            for a in r.attempts:
+                if a.workspace:
+                    shutil.rmtree(a.workspace, ignore_errors=True)
+        if final is None:
+            return StepOutcome(ok=False, error="no attempt was made", details=details)
+        if final.ok:
+            return StepOutcome(ok=True, change=final.change, details=details)
+        if final.kind == "budget":
+            return StepOutcome(ok=False, blocked=final.error, error=final.error, details=details)
+        if final.kind == "interrupted":
+            return StepOutcome(ok=False, interrupted=True, error="interrupted", details=details)
+        return StepOutcome(ok=False, error=final.error, details=details)
+
+    # ---- one candidate: attempts with feedback ---------------------------------------------
+    def _candidate(self, ctx: StepContext, run: AgentRun, result: CandidateResult) -> None:
+        from ..workers import get_worker
+
+        intent = ctx.intent
+        policy = ctx.spec.policies[intent.policy]
+        worker = get_worker(run.worker_config)
+        template = _template(ctx)
+        feedback = None
+        workspace = None  # shared by the candidate's attempts: a retry fixes what the last one left
+        max_attempts = intent.max_attempts
+        if policy.step_budget.attempts is not None:
+            max_attempts = min(max_attempts, policy.step_budget.attempts)
+        for number in range(1, max_attempts + 1):
+            attempt = Attempt(candidate=result.candidate, number=number)
+            result.attempts.append(attempt)
+            stop = step_budget_exhausted(policy, result.spent) or run.budget.exhausted()
+            if stop:
+                attempt.kind, attempt.error = "budget", f"stopped before attempt {number}: {stop}"
+                return
+            if ctx.cancelled.is_set():
+                attempt.kind, attempt.error = "interrupted", "interrupted"
+                return
+            workspace = self._attempt(ctx, run, worker, template, attempt, feedback, result, workspace)
+            if attempt.ok or attempt.kind in ("permanent", "config", "policy", "interrupted"):
+                return
+            feedback = attempt.error
+            if attempt.kind in ("transient", "timeout") and number < max_attempts:
+                ctx.cancelled.wait(BACKOFF[min(number - 1, len(BACKOFF) - 1)])
+
+    def _attempt(self, ctx, run: AgentRun, worker, template, attempt: Attempt, feedback, result, workspace):
+        """One worker call and its judgement; returns the workspace (path, digests before, linked folders)."""
+        from ..workers.base import WorkerRequest
+        from ..workers.replay import apply_files, record_exchange, resolve_replays_dir
+
+        intent = ctx.intent
+        policy = ctx.spec.policies[intent.policy]
+        # numbered across candidates so each attempt has its own recording
+        index = (attempt.candidate - 1) * intent.max_attempts + attempt.number
+        folder = run.attempts_dir / intent.name / f"c{attempt.candidate}-a{attempt.number}"
+        folder.mkdir(parents=True, exist_ok=True)
+        if workspace is None:
+            # outside the project, so nothing an agent writes through '..' can land in it
+            home = Path(tempfile.mkdtemp(prefix=f"runner-{intent.name}-"))
+            ws = home / "ws"
+            before, linked = make_workspace(run.root, ws)
+            workspace = (home, ws, before, linked)
+        home, ws, before, linked = workspace
+        attempt.workspace = home
+        prompt = render(template, intent, run.root, run.input_files, feedback)
+        (folder / "prompt.md").write_text(prompt)
+        _emit(run, {"event": "attempt_started", "intent": intent.name, "candidate": attempt.candidate,
+                    "attempt": attempt.number})
+        request = WorkerRequest(prompt=prompt, workspace=ws, intent=intent.name, step_key=run.replay_key,
+                                config=run.worker_config, attempt=index, cancel=ctx.cancelled)
+        answer = worker.run(request)
+        attempt.tokens, attempt.seconds = answer.usage.total, answer.duration_s
+        result.spent.tokens += answer.usage.total
+        result.spent.seconds += answer.duration_s
+        result.spent.attempts += 1
+        run.budget.charge(answer.usage.total, answer.duration_s)
+        (folder / "transcript.jsonl").write_text(answer.transcript)
+        if answer.ok and answer.files and run.worker_config.kind == "openai":
+            refused = apply_files(ws, answer.files)
+            if refused:
+                attempt.kind, attempt.error = "policy", f"{refused} (policy '{policy.name}')"
+        change = find_change(ws, before, linked)
+        if run.record:
+            files = {p: (b.decode("utf-8", "replace") if b is not None else None) for p, b in change.files.items()}
+            record_exchange(resolve_replays_dir(run.worker_config, run.root), request, answer, files)
+        (folder / "diff.patch").write_text(change.diff(run.root))
+        self._judge(ctx, run, attempt, answer, change, ws, folder)
+        (folder / "result.json").write_text(json.dumps({
+            "ok": attempt.ok, "kind": attempt.kind, "error": attempt.error, "tokens": attempt.tokens,
+            "seconds": round(attempt.seconds, 3), "worker": answer.to_json() | {"files": None}}, indent=2))
+        _emit(run, {"event": "attempt_finished", "intent": intent.name, "candidate": attempt.candidate,
+                    "attempt": attempt.number, "ok": attempt.ok, "kind": attempt.kind, "error": attempt.error,
+                    "tokens": attempt.tokens, "seconds": round(attempt.seconds, 3)})
+        return workspace
+
+    def _judge(self, ctx, run: AgentRun, attempt: Attempt, answer, change: Change, ws: Path, folder: Path) -> None:
+        intent = ctx.intent
+        policy = ctx.spec.policies[intent.policy]
+        if attempt.kind == "policy":
+            return
+        if not answer.ok:
+            attempt.kind = answer.failure or "transient"
+            attempt.error = f"the {run.worker_config.kind} worker failed ({attempt.kind}): {answer.error}"
+            if answer.failure == "timeout" and ctx.cancelled.is_set():
+                attempt.kind = "interrupted"
+            return
+        claimed = _claimed_outside(answer.events, ws)
+        problems = [f"{p}: outside the project (policy '{policy.name}')" for p in claimed]
+        problems += check_change(change, policy, intent)
+        if problems:
+            attempt.kind = "policy"
+            attempt.error = "refused: " + "; ".join(problems)
+            return
+        missing = [o for o in intent.outputs if not expand(str(ws), (o,))]
+        if not change and missing:
+            attempt.kind, attempt.error = "logic", "the attempt changed no file; the outputs " \
+                                                   f"{', '.join(missing)} do not exist"
+            return
+        if missing:
+            attempt.kind, attempt.error = "logic", f"declared outputs not produced: {', '.join(missing)}"
+            return
+        pre_verify = snapshot(ws, private=True)
+        failure = self._verify(ctx, run, ws, folder)
+        undo_side_effects(ws, pre_verify, run.root, change)
+        if failure:
+            attempt.kind, attempt.error = "logic", failure
+            return
+        attempt.ok, attempt.change = True, change
+
+    # ---- verification ------------------------------------------------------------------------
+    def _verify(self, ctx, run: AgentRun, ws: Path, folder: Path) -> str | None:
+        """Run each verify command in the attempt workspace; the failure as feedback, or None."""
+        intent = ctx.intent
+        adapter = ctx.spec.adapters.get(intent.adapter or "")
+        log_path = folder / "verify.log"
+        for name in intent.verify:
+            cmd = adapter.command(name) if adapter else None
+            line = cmd.run if cmd else name
+            if ctx.cancelled.is_set():
+                return "interrupted"
+            with open(log_path, "ab") as log:
+                log.write(f"$ {line}\n".encode())
+                log.flush()
+                start = log.tell()
+                proc = subprocess.Popen(["/bin/sh", "-c", line], cwd=ws, stdin=subprocess.DEVNULL, stdout=log,
+                                        stderr=subprocess.STDOUT, start_new_session=True,
+                                        env=dict(os.environ, RUNNER_ATTEMPT="1"))
+                try:
+                    code = proc.wait(intent.timeout or VERIFY_TIMEOUT)
+                except subprocess.TimeoutExpired:
+                    kill_group(proc.pid, proc=proc)
+                    proc.wait()
+                    code = None
+            if code == 0:
+                continue
+            with open(log_path, "rb") as f:
+                f.seek(start)
+                output = f.read().decode("utf-8", "replace")
+            how = "timed out" if code is None else f"failed (exit {code})"
+            return f"verification `{name}` ({line}) {how}.\n" + _findings_text(ctx, run, cmd, output)
+        return None
+
+
+def _findings_text(ctx, run: AgentRun, cmd, output: str) -> str:
+    """What the regex library understood of the failing output, not the whole log."""
+    families = list(cmd.parse) if cmd else []
+    lines = []
+    if families:
+        try:
+            from ..parse import builtin_dir, load_library, parse_findings
+
+            library = load_library([builtin_dir(), run.root / "regexes"])
+            found = parse_findings(output, [library.family(f) for f in families]).to_json()
+        except Exception as exc:  # a broken project regex must not hide the verify failure itself
+            found = {}
+            lines.append(f"(the output could not be parsed: {exc})")
+        if found.get("failed_tests"):
+            lines.append("Failing tests:")
+            lines += [f"- {t}" for t in found["failed_tests"]]
+        if found.get("diagnostics"):
+            lines.append("Errors:")
+            for d in found["diagnostics"][:20]:
+                where = ":".join(str(d.get(k)) for k in ("file", "line", "column") if d.get(k) is not None)
+                lines.append(f"- {where}: {d.get('message', '')}".strip())
+        if found.get("cause"):
+            lines.append(f"Cause: {found['cause']}")
+    if not lines or lines[0].startswith("(the output"):
+        tail = "\n".join(output.strip().splitlines()[-30:])
+        lines.append(f"Last lines of the output:\n{tail}")
+    return "\n".join(lines)
+
+
+def _claimed_outside(events: list[dict], ws: Path) -> list[str]:
+    """Paths the agent reported writing outside its workspace (used to explain a refusal, never to trust a write)."""
+    out = []
+    root = os.path.realpath(ws)
+    for event in events:
+        item = event.get("item") or {}
+        if item.get("type") != "file_change":
+            continue
+        for change in item.get("changes") or []:
+            path = change.get("path") or ""
+            full = os.path.realpath(path if os.path.isabs(path) else os.path.join(root, path))
+            if full != root and not full.startswith(root + os.sep):
+                out.append(path)
+    return sorted(set(out))
+
+
+def _template(ctx: StepContext) -> str | None:
+    name = ctx.intent.prompt
+    if not name:
+        return None
+    return Path(ctx.spec.prompts[name]).read_text(encoding="utf-8")
+
+
+def _emit(run: AgentRun, event: dict) -> None:
+    if run.emit:
+        run.emit(event)
