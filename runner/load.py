@@ -9,7 +9,7 @@ import tomllib
 from pathlib import Path
 
 from .errors import Problem, SpecError
-from .spec import (STEP_AGENT, STEP_AGGREGATE, STEP_SHELL, Adapter, AdapterCommand, Budget, Intent,
+from .spec import (STEP_AGENT, STEP_AGGREGATE, STEP_SHELL, Adapter, Budget, Intent,
                    Policy, Project, Spec, WorkerSettings)
 from .toml_locate import Locator
 
@@ -24,6 +24,9 @@ _PATTERN_RULES = {
     "^[A-Za-z_][A-Za-z0-9_]*$": "must be an environment variable name (letters, digits, '_'; not starting "
                                 "with a digit)",
     "^[a-z0-9][a-z0-9_-]*$": "use lowercase letters, digits, '_' and '-', starting with a letter or digit",
+    "^[A-Za-z0-9][A-Za-z0-9_.-]*$": "start with a letter or digit, then use letters, digits, '_', '-', '.'",
+    "^[a-z][a-z0-9_-]*$": "start with a lowercase letter, then use lowercase letters, digits, '_', '-'",
+    "^[a-z_][a-z0-9_]*$": "use lowercase letters, digits and '_', not starting with a digit",
 }
 _JSON_TYPES = {"string": "a string", "array": "a list", "object": "a table", "integer": "an integer",
                "number": "a number", "boolean": "a boolean"}
@@ -142,8 +145,15 @@ def _syntax_problem(shown: str, text: str, locator: Locator) -> Problem:
             parts = [p.strip().strip("'\"") for p in dup.group("parts").split(",") if p.strip()]
             path, is_header = toml_path(parts), True
         first = locator.first_line(parts, before=line)
-        at = f" (first at line {first})" if first else ""
         col = len(source) - len(source.lstrip()) + 1 if source else col
+        if first is None and not dup:  # a dotted key reaching into a value set earlier (a = 1, then a.b = 2)
+            for k in range(len(parts) - 1, 0, -1):
+                earlier = locator.first_line(parts[:k], before=line)
+                if earlier is not None and locator.at(earlier) == (parts[:k], False):
+                    return Problem(file=shown, path=path, line=line, column=col,
+                                   message=f"{toml_path(parts[:k])} is already a value (line {earlier}), "
+                                           "so it cannot hold keys; rename one")
+        at = f" (first at line {first})" if first else ""
         if is_header:
             msg = f"[{path}] is declared twice{at}: each name may appear once; rename or merge one"
         else:
@@ -237,9 +247,9 @@ def _describe(error) -> list[tuple[list, str, object]]:
     if kind == "minProperties":
         return [(parts, "must not be empty", None)]
     if kind == "pattern" and error.schema_path and "propertyNames" in error.schema_path:
-        what = {"intent": "intent name", "commands": "command name"}.get(str(parts[-1]) if parts else "", "name")
-        rule = ("start with a lowercase letter, then use a-z, 0-9, '_', '-'" if arg.startswith("^[a-z]")
-                else "start with a letter or digit, then use letters, digits, '_', '-', '.'")
+        what = {"intent": "intent name", "commands": "command name", "vars": "var name",
+                "variant": "variant name", "policy": "policy name"}.get(str(parts[-1]) if parts else "", "name")
+        rule = _PATTERN_RULES.get(arg, f"must match {arg}")
         return [(parts + [inst], f"invalid {what} {_short(inst)}: {rule}", None)]
     if kind == "pattern":
         rule = _PATTERN_RULES.get(arg, f"must match {arg}")
@@ -261,30 +271,9 @@ def _short(value) -> str:
 
 def _load_adapters(reader: _Reader, dirs: list[Path]) -> tuple[dict[str, Adapter], set[str]]:
     """The adapters that loaded, and the names of those whose file has a problem (already reported)."""
-    schema = "adapter.json"
-    adapters: dict[str, Adapter] = {}
-    broken: set[str] = set()
-    for folder in dirs:
-        if not folder.is_dir():
-            continue
-        for path in sorted(folder.glob("*.toml")):
-            shown, data = reader.read_toml(path)
-            if data is None or reader.validate(shown, data, schema):
-                broken.add(path.stem)
-                continue
-            if data["name"] != path.stem:
-                reader.problem(shown, "name", f"adapter name '{data['name']}' does not match its file name "
-                                              f"{path.name}; rename one so they agree")
-                broken.add(path.stem)
-                continue
-            broken.discard(path.stem)
-            detect = data.get("detect", {})
-            adapters[data["name"]] = Adapter(
-                name=data["name"], source=shown, description=data.get("description", ""),
-                markers=tuple(detect.get("files", ())), confidence=float(detect.get("confidence", 0.5)),
-                commands=tuple(AdapterCommand(name=k, run=v["run"], parse=tuple(v.get("parse", ())))
-                               for k, v in data["commands"].items()))
-    return adapters, broken
+    from .adapters import load_adapters
+
+    return load_adapters(dirs, reader.read_toml, reader.validate, reader.problem, with_broken=True)
 
 
 def _find_prompts(dirs: list[Path]) -> dict[str, str]:
@@ -376,9 +365,9 @@ def _cross_check(reader: _Reader, shown: str, spec_data: dict, intents: dict[str
                 reader.problem(shown, f"{where}.adapter", f"unknown adapter '{intent.adapter}'"
                                f"{did_you_mean(intent.adapter, adapters)}; {known}")
         if adapter:
+            known = adapter.command_names(tuple(v.name for v in adapter.variants))
             for i, cmd in enumerate(intent.verify):
-                if adapter.command(cmd) is None:
-                    known = [c.name for c in adapter.commands]
+                if cmd not in known:
                     reader.problem(shown, f"{where}.verify[{i}]", f"adapter '{adapter.name}' has no command "
                                    f"'{cmd}'{did_you_mean(cmd, known)}; it has: {', '.join(known)}", cmd)
         if intent.kind == STEP_AGENT and intent.prompt and intent.prompt not in prompts:

@@ -1,7 +1,8 @@
 """The malformed-spec corpus: every folder under tests/specs/ is a broken project and its exact report.
 
 Each case holds the project's files (intents.toml, adapters/*.toml, prompts/*.md) and expected.txt, the
-exact stderr of `runner validate`. `<root>` in expected.txt stands for the project's absolute path.
+exact stderr of `runner validate`. In expected.txt, `<root>` stands for the project's absolute path and
+`<adapters>` for the sorted names of the built-in adapters and the case's own (the library grows).
 For every case, `runner validate`, `runner make` and `runner status` must all exit 2 with that report on
 stderr, nothing on stdout, no traceback, and leave the project byte-for-byte as it was (no .runner/).
 """
@@ -13,11 +14,13 @@ import os
 import shutil
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 from runner.errors import EXIT_USER_ERROR, Problem
+from runner.load import BUILTIN_DIR
 
 SPECS = Path(__file__).parent / "specs"
 CASES = sorted(p.name for p in SPECS.iterdir() if p.is_dir())
@@ -31,7 +34,9 @@ def _project(case: str, tmp_path: Path) -> Path:
 
 
 def _expected(case: str, project: Path) -> str:
-    return (SPECS / case / EXPECTED).read_text(encoding="utf-8").replace("<root>", str(project))
+    adapters = {p.stem for d in (BUILTIN_DIR / "adapters", project / "adapters") for p in d.glob("*.toml")}
+    text = (SPECS / case / EXPECTED).read_text(encoding="utf-8")
+    return text.replace("<root>", str(project)).replace("<adapters>", ", ".join(sorted(adapters)))
 
 
 def _snapshot(root: Path) -> dict[str, bytes | None]:
@@ -73,11 +78,19 @@ def test_corpus_is_big_enough():
         assert (SPECS / case / EXPECTED).is_file(), f"{case} has no {EXPECTED}"
 
 
+@pytest.fixture(scope="module")
+def validated(tmp_path_factory) -> dict[str, tuple[Path, dict, subprocess.CompletedProcess]]:
+    """`runner validate` in a real subprocess for every case, several at a time: (project, files before, result)."""
+    projects = {case: _project(case, tmp_path_factory.mktemp(case)) for case in CASES}
+    before = {case: _snapshot(project) for case, project in projects.items()}
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        results = dict(zip(CASES, pool.map(lambda case: _subprocess(projects[case], "validate"), CASES)))
+    return {case: (projects[case], before[case], results[case]) for case in CASES}
+
+
 @pytest.mark.parametrize("case", CASES)
-def test_validate_reports_exactly(case: str, tmp_path: Path):
-    project = _project(case, tmp_path)
-    before = _snapshot(project)
-    result = _subprocess(project, "validate")
+def test_validate_reports_exactly(case: str, validated):
+    project, before, result = validated[case]
     assert result.stderr == _expected(case, project)
     assert result.stdout == ""
     assert result.returncode == EXIT_USER_ERROR
