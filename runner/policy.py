@@ -57,7 +57,8 @@ class Spent:
     attempts: int = 0
 
     def text(self) -> str:
-        return f"{self.tokens} tokens, {self.seconds:.0f}s, {self.attempts} attempts"
+        plural = "" if self.attempts == 1 else "s"
+        return f"{self.tokens} tokens, {self.seconds:.0f}s, {self.attempts} attempt{plural}"
 
 
 @dataclass

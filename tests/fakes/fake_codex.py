@@ -4,6 +4,9 @@
 Driven by the JSON scenario file named in $FAKE_CODEX_SCENARIO (keys absent: a plain successful turn):
   "version": "codex-cli 0.0.0-fake"   printed for --version
   "files": {"rel/path": "content"}     written under -C DIR (else cwd) before any output
+  "symlinks": {"rel/link": "target"}   symlinks made under -C DIR, like files
+  "by_prompt": [{"match": "text", ...}] the first entry whose "match" is in the prompt replaces the scenario
+                                       (an entry without "match" matches anything): a script per attempt
   "lines": [event dict | raw string]   printed one per line on stdout (default: a successful turn); "${ENV:X}"
                                        in a line prints the variable X; "line_delay": seconds between them
   "stderr": "text"                     written to stderr
@@ -80,6 +83,12 @@ def main() -> int:
                                 "child_pid": child.pid if child else None, "stdin": stdin_state(),
                                 "stdin_prompt_len": prompt_len}) + "\n")
     root = workdir(argv)
+    for entry in scenario.get("by_prompt", []):
+        if entry.get("match", "") in (argv[-1] if argv else ""):
+            scenario = entry
+            break
+    for rel, target in scenario.get("symlinks", {}).items():
+        os.symlink(target, os.path.join(root, rel))
     for rel, content in scenario.get("files", {}).items():
         target = os.path.join(root, rel)
         os.makedirs(os.path.dirname(target) or ".", exist_ok=True)

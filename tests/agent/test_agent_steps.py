@@ -1,0 +1,171 @@
+"""Agent steps through the real CLI with the fake codex: retry with feedback, scope refusals, the crash-safe
+apply, approvals without a terminal, budgets and candidates."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from conftest import FAILING_TEST, PASSING_TEST
+
+FEEDBACK = "What the last attempt got wrong"
+
+
+def _retry_scenario(extra_fix: dict | None = None) -> dict:
+    return {"by_prompt": [{"match": FEEDBACK, "files": {"tests/test_calc.py": PASSING_TEST, **(extra_fix or {})}},
+                          {"files": {"tests/test_calc.py": FAILING_TEST}}]}
+
+
+def test_failed_verification_is_retried_with_the_failing_test_named(agent):
+    agent.spec(agent.fake_codex_worker(_retry_scenario()))
+    result = agent.make()
+    assert result.code == 0, result.err
+    step = result.step("tests")
+    assert step["status"] == "ran" and step["agent"]["attempts"] == 2
+    assert (agent.root / "tests/test_calc.py").read_text() == PASSING_TEST
+    first, second = agent.prompts()
+    assert FEEDBACK not in first
+    assert "tests/test_calc.py::test_mean" in second  # what the regex library extracted, not the log
+    assert "Failing tests:" in second
+    attempts = [e for e in result.events() if e["event"] == "attempt_finished"]
+    assert [(a["attempt"], a["ok"], a["kind"]) for a in attempts] == [(1, False, "logic"), (2, True, None)]
+
+
+def test_a_second_make_and_a_restore_call_no_model(agent):
+    agent.spec(agent.fake_codex_worker(_retry_scenario()))
+    assert agent.make().code == 0
+    calls = len(agent.prompts())
+    again = agent.make()
+    assert again.step("tests")["status"] == "cached"
+    (agent.root / "tests/test_calc.py").unlink()
+    restored = agent.make()
+    assert restored.step("tests")["status"] == "restored"
+    assert (agent.root / "tests/test_calc.py").read_text() == PASSING_TEST
+    assert len(agent.prompts()) == calls
+    assert not agent.leaks()
+
+
+def _claim(path: str) -> list:
+    return [{"type": "thread.started", "thread_id": "t"}, {"type": "turn.started"},
+            {"type": "item.completed", "item": {"id": "i0", "type": "file_change", "status": "completed",
+                                                "changes": [{"path": path, "kind": "add"}]}},
+            {"type": "turn.completed", "usage": {"input_tokens": 5, "output_tokens": 1}}]
+
+
+@pytest.mark.parametrize("case", ["parent", "absolute", "symlink", "git"])
+def test_writes_outside_the_scope_are_refused_and_the_project_untouched(agent, tmp_path, case):
+    outside = tmp_path / "outside.txt"
+    scenario = {
+        "parent": {"files": {"../escape.txt": "x", "tests/test_calc.py": PASSING_TEST}, "lines": _claim("../escape.txt")},
+        "absolute": {"files": {str(outside): "x", "tests/test_calc.py": PASSING_TEST}, "lines": _claim(str(outside))},
+        "symlink": {"symlinks": {"tests_link": "/etc"}, "files": {"tests/test_calc.py": PASSING_TEST}},
+        "git": {"files": {".git/config": "[core]\n", "tests/test_calc.py": PASSING_TEST}},
+    }[case]
+    agent.spec(agent.fake_codex_worker(scenario))
+    before = agent.files()
+    result = agent.make()
+    assert result.code == 1
+    error = result.step("tests")["error"]
+    expected = {
+        "parent": "refused: ../escape.txt: outside the project (policy 'default')",
+        "absolute": f"refused: {outside}: outside the project (policy 'default')",
+        "symlink": "refused: tests_link: a symlink (-> /etc) is never applied: it could point outside the project "
+                   "(policy 'default')",
+        "git": "refused: .git/config: inside .git/, which no step may write (policy 'default')",
+    }[case]
+    assert error == expected
+    assert agent.files() == before
+    assert len(agent.prompts()) == 1  # a policy refusal is not retried
+
+
+def test_scope_allows_more_than_the_outputs(agent):
+    scenario = {"files": {"tests/test_calc.py": PASSING_TEST, "notes/why.md": "because\n"}}
+    agent.spec(agent.fake_codex_worker(scenario), policy="[policy.default]\nscope = ['notes/*.md']")
+    assert agent.make().code == 0
+    assert (agent.root / "notes/why.md").read_text() == "because\n"
+
+
+@pytest.mark.parametrize("point", ["staged", "journaled", "file:1", "file:2", "replaced"])
+def test_a_crash_at_any_point_of_the_apply_leaves_all_or_nothing(agent, point):
+    second = "def test_more():\n    assert True\n"
+    scenario = {"files": {"tests/test_calc.py": PASSING_TEST, "tests/test_more.py": second}}
+    agent.spec(agent.fake_codex_worker(scenario), outputs='["tests/test_calc.py", "tests/test_more.py"]')
+    crashed = agent.make(env=dict(agent.env(), RUNNER_TEST_CRASH_AT=point))
+    assert crashed.code == -9  # SIGKILL, mid-apply
+    present = {p: (agent.root / p).exists() for p in ("tests/test_calc.py", "tests/test_more.py")}
+    assert len(set(present.values())) == 1 or point.startswith("file:"), present
+    calls = len(agent.prompts())
+    result = agent.make()
+    assert result.code == 0, result.err
+    assert (agent.root / "tests/test_calc.py").read_text() == PASSING_TEST
+    assert (agent.root / "tests/test_more.py").read_text() == second
+    assert len(agent.prompts()) == calls  # recovered from the journal and the cache, not from the model
+    assert not (agent.root / ".runner/apply").exists() or not any((agent.root / ".runner/apply").iterdir())
+
+
+def test_ask_without_a_terminal_blocks_then_approve_applies_without_a_model(agent):
+    agent.spec(agent.fake_codex_worker({"files": {"tests/test_calc.py": PASSING_TEST}}),
+               policy='[policy.default]\nwrite_files = "ask"')
+    before = agent.files()
+    blocked = agent.make()
+    assert blocked.code == 3
+    step = blocked.step("tests")
+    assert step["status"] == "blocked"
+    assert "`runner approve tests` applies it" in step["error"]
+    assert blocked.events()[-1]["left"] == ["tests"]
+    assert agent.files() == before
+    calls = len(agent.prompts())
+    again = agent.make()
+    assert again.code == 3 and again.step("tests")["status"] == "blocked"
+    approved = agent.run("approve", "tests", "--json")
+    assert approved.code == 0, approved.err
+    assert json.loads(approved.out)["done"] == [{"intent": "tests", "action": "applied",
+                                                 "files": ["tests/test_calc.py"]}]
+    assert (agent.root / "tests/test_calc.py").read_text() == PASSING_TEST
+    assert agent.make().step("tests")["status"] == "cached"
+    assert len(agent.prompts()) == calls
+
+
+def test_reject_drops_the_pending_change(agent):
+    agent.spec(agent.fake_codex_worker({"files": {"tests/test_calc.py": PASSING_TEST}}))
+    assert agent.make("--halt-on", "write_files").code == 3
+    rejected = agent.run("approve", "--reject")
+    assert rejected.code == 0 and rejected.out.startswith("rejected tests")
+    assert not (agent.root / "tests/test_calc.py").exists()
+    assert agent.run("approve").out.strip() == "nothing waits for approval"
+
+
+def test_token_budget_stops_with_exit_3_and_says_what_was_spent(agent):
+    agent.spec(agent.fake_codex_worker({"files": {"tests/test_calc.py": FAILING_TEST}}),
+               policy="[policy.default]\nbudget = { tokens = 5 }")
+    result = agent.make()
+    assert result.code == 3
+    step = result.step("tests")
+    assert step["status"] == "blocked"
+    assert re.fullmatch(r"stopped before attempt 2: the step's token budget \(5, policy 'default'\) is spent: "
+                        r"13 tokens, \d+s, 1 attempt", step["error"]), step["error"]
+    assert len(agent.prompts()) == 1
+
+
+def test_candidates_run_side_by_side_and_the_losers_are_kept(agent):
+    agent.spec(agent.fake_codex_worker({"files": {"tests/test_calc.py": PASSING_TEST}}), intent_extra="candidates = 2")
+    result = agent.make()
+    assert result.code == 0, result.err
+    details = result.step("tests")["agent"]
+    assert [c["verified"] for c in details["candidates"]] == [True, True]
+    assert details["chosen"] in (1, 2)
+    run_dir = agent.root / ".runner/runs" / result.events()[-1]["run_id"] / "attempts/tests"
+    assert sorted(p.name for p in run_dir.iterdir()) == ["c1-a1", "c2-a1"]
+    assert (run_dir / "c2-a1/prompt.md").is_file() and (run_dir / "c2-a1/diff.patch").is_file()
+
+
+def test_permanent_worker_failure_is_not_retried(agent):
+    lines = [{"type": "thread.started", "thread_id": "t"}, {"type": "turn.started"},
+             {"type": "turn.failed", "error": {"message": "unexpected status 401 Unauthorized: bad key"}}]
+    agent.spec(agent.fake_codex_worker({"lines": lines, "exit": 1}))
+    result = agent.make()
+    assert result.code == 1
+    assert result.step("tests")["error"].startswith("the codex worker failed (permanent):")
+    assert len(agent.prompts()) == 1
