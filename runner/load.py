@@ -9,8 +9,18 @@ import tomllib
 from pathlib import Path
 
 from .errors import Problem, SpecError
-from .spec import (STEP_AGENT, STEP_AGGREGATE, STEP_SHELL, Adapter, Budget, Intent,
-                   Policy, Project, Spec, WorkerSettings)
+from .spec import (
+    STEP_AGENT,
+    STEP_AGGREGATE,
+    STEP_SHELL,
+    Adapter,
+    Budget,
+    Intent,
+    Policy,
+    Project,
+    Spec,
+    WorkerSettings,
+)
 from .toml_locate import Locator
 
 SPEC_FILE = "intents.toml"
@@ -223,19 +233,21 @@ def _describe(error) -> list[tuple[list, str, object]]:
         if not known:  # a table of user-chosen names reached a non-table value
             return [(parts + [name], "expected a table", None) for name in extra]
         if not parts and error.schema.get("title") == SPEC_FILE:
-            return [([name], f"unknown table [{name}]{did_you_mean(name, known)}; {SPEC_FILE} holds [project], "
-                             "[worker], [policy.NAME] and [intent.NAME]", None) for name in extra]
+            return [([name], (f"unknown table [{name}]{did_you_mean(name, known)}; {SPEC_FILE} holds [project], "
+                              "[worker], [policy.NAME] and [intent.NAME]"), None) for name in extra]
         return [(parts + [name], f"unknown field '{name}'{did_you_mean(name, known)}", None) for name in extra]
     if kind == "required":
         missing = [r for r in arg if r not in inst]
         if not parts and missing == ["intent"]:
-            return [([], "no intents: declare at least one [intent.NAME] table with 'run' (a shell line), "
-                         "'goal' (an agent step) or 'deps' (an aggregate target)", None)]
+            return [([], ("no intents: declare at least one [intent.NAME] table with 'run' (a shell line), "
+                          "'goal' (an agent step) or 'deps' (an aggregate target)"), None)]
         return [(parts, f"missing required field '{name}'", None) for name in missing]
     if kind == "type":
         want = arg if isinstance(arg, list) else [arg]
         wanted = " or ".join(_JSON_TYPES.get(w, w) for w in want)
         hint = f"; write {json.dumps([inst])}" if want == ["array"] and isinstance(inst, str) else ""
+        if want == ["object"] and len(parts) == 2 and parts[0] == "intent":
+            hint = f"; declare it as [{toml_path(parts)}] with 'run', 'goal' or 'deps'"
         return [(parts, f"expected {wanted}, got {_toml_type(inst)} {_short(inst)}{hint}", None)]
     if kind == "enum":
         return [(parts, f"must be one of {', '.join(map(str, arg))}; got {_short(inst)}", None)]
@@ -320,7 +332,8 @@ def _intent(reader: _Reader, shown: str, name: str, d: dict) -> Intent:
     if kind != STEP_AGENT:
         for field in ("prompt", "acceptance", "candidates", "verify"):
             if field in d:
-                reader.problem(shown, f"{where}.{field}", f"'{field}' only applies to agent steps (with 'goal')")
+                reader.problem(shown, f"{where}.{field}",
+                               f"'{field}' only applies to agent steps (with 'goal'); remove it")
     for field in ("inputs", "outputs"):
         for i, pattern in enumerate(d.get(field, ())):
             why = check_glob(pattern)

@@ -56,7 +56,7 @@ def _env() -> dict[str, str]:
 
 def _subprocess(project: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "runner", *args], cwd=project, env=_env(),
-                          capture_output=True, text=True, encoding="utf-8", timeout=60)
+                          capture_output=True, text=True, encoding="utf-8", timeout=60, check=False)
 
 
 def _in_process(project: Path, monkeypatch, capsys, *args: str) -> tuple[int, str, str]:
