@@ -75,12 +75,19 @@ def families_for(root: Path, adapter: str | None = None, command: str | None = N
     return list(cmd.parse), f"adapter {res.adapter.name}{flavour}, command {command}: {cmd.run}"
 
 
-def parse_report(root: Path, text: str, adapter: str | None = None, command: str | None = None,
-                 families: tuple[str, ...] = (), variants: tuple[str, ...] | None = None) -> tuple[str, dict]:
-    """The findings of the regex library for a saved log: what the runner understood of it."""
+def parse_report(root: Path, text: str | None = None, adapter: str | None = None, command: str | None = None,
+                 families: tuple[str, ...] = (), variants: tuple[str, ...] | None = None,
+                 source: str | Path | None = None) -> tuple[str, dict]:
+    """The findings of the regex library for a log (its text, or its file or '-' as `source`): what the runner understood.
+
+    The options are checked before the log is read, so a wrong --adapter is reported as such even when reading
+    stdin would block.
+    """
     from .parse import parse_findings, render_findings
 
     names, origin = families_for(root, adapter, command, families, variants)
+    if text is None:
+        text = read_log("-" if source is None else source)
     library = _library(root)
     try:
         chosen = [library.family(n) for n in names]

@@ -85,3 +85,10 @@ def test_adapters_report_shows_detection_evidence_and_commands(tmp_path):
 def test_adapters_report_in_an_empty_folder(tmp_path):
     text, obj = adapters_report(tmp_path)
     assert obj["detected"] == [] and text.startswith("no toolchain detected in ")
+
+
+def test_a_wrong_adapter_is_reported_before_the_log_is_read(tmp_path):
+    with pytest.raises(UsageError, match="unknown adapter"):
+        parse_report(tmp_path, adapter="pyton", command="test", source=tmp_path / "missing.log")
+    _, obj = parse_report(tmp_path, families=("cargo",), source=LOGS / "cargo" / "fail.log")
+    assert obj == json.loads((LOGS / "cargo" / "fail.expected.json").read_text())

@@ -190,3 +190,35 @@ def test_shell_braces_are_not_placeholders(adapters, tmp_path):
     adapters, problems = load(tmp_path, tmp_path / "adapters")
     assert problems == []
     assert adapters["sh"].command("test").run == "find src -name '*.sh' -exec sh -n {} \\; && echo ${HOME} {a,b}"
+
+
+def test_load_spec_with_this_loader_switched_in(tmp_path, monkeypatch):
+    """The one-line change in load.py (its _load_adapters calling load_adapters) gives specs vars and variants."""
+    import runner.load as load_mod
+
+    monkeypatch.setattr(load_mod, "_load_adapters", lambda reader, dirs: load_adapters(
+        dirs, reader.read_toml, reader.validate, reader.problem, with_broken=True))
+    write(tmp_path / "adapters" / "python.toml", """
+        name = "python"
+        extends = "python"
+        [commands.test]
+        run = "{py} -m pytest -x"
+    """)
+    write(tmp_path / "intents.toml", """
+        [project]
+        name = "p"
+        [intent.test]
+        adapter = "python"
+        run = "test"
+        [intent.fix]
+        goal = "fix it"
+        adapter = "python"
+        verify = ["test", "lnt"]
+    """)
+    with pytest.raises(load_mod.SpecError) as info:
+        load_mod.load_spec(tmp_path)
+    assert "adapter 'python' has no command 'lnt' (did you mean 'lint'?)" in info.value.render()
+    (tmp_path / "intents.toml").write_text('[intent.test]\nadapter = "python"\nrun = "test"\n')
+    spec = load_mod.load_spec(tmp_path)
+    assert spec.adapters["python"].command("test").run == "python3 -m pytest -x"
+    assert spec.adapters["python"].command("test", ("uv",)).run == "uv run pytest"
