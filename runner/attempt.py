@@ -76,12 +76,22 @@ def snapshot(root: Path, private: bool = False) -> dict[str, str]:
     return out
 
 
-def make_workspace(project: Path, dest: Path) -> tuple[dict[str, str], list[str]]:
+def _may_link(folder: str, writable: tuple[str, ...]) -> bool:
+    """An ignored folder is linked, not copied, only if the step may not write anywhere in it."""
+    for pattern in writable:
+        head = pattern.split("/", 1)[0]
+        if head == folder or any(ch in head for ch in "*?["):
+            return False
+    return True
+
+
+def make_workspace(project: Path, dest: Path, writable: tuple[str, ...] = ()) -> tuple[dict[str, str], list[str]]:
     """Copy the project to dest; returns (digests of the copied files, folders linked rather than copied).
 
     In a git repository, the files git would commit are copied and the ignored top-level folders (a venv,
-    node_modules) are symlinked, so verification finds the tools without copying them; writes through
-    those links are outside the attempt and are caught by the sandbox or the policy check.
+    node_modules) are symlinked, so verification finds the tools without copying them. A folder the step
+    may write into (`writable`: its outputs and scope) is always copied, so no write can pass through a
+    link into the project.
     """
     dest.mkdir(parents=True, exist_ok=True)
     visible = _git_visible(project)
@@ -96,7 +106,11 @@ def make_workspace(project: Path, dest: Path) -> tuple[dict[str, str], list[str]
             else:
                 shutil.copy2(src, dest / entry, follow_symlinks=False)
     else:
-        files, linked = visible
+        files, ignored = visible
+        linked = [d for d in ignored if _may_link(d, writable)]
+        for folder in ignored:
+            if folder not in linked and (project / folder).is_dir():
+                shutil.copytree(project / folder, dest / folder, symlinks=True)
         for rel in files:
             src = project / rel
             if not src.exists() and not src.is_symlink():

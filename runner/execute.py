@@ -289,7 +289,7 @@ class Executor:
         seen, stack = set(), list(dependants[failed])
         while stack:
             name = stack.pop()
-            if name in seen:
+            if name in seen or waiting.get(name) == -1:  # already skipped for another failed dependency
                 continue
             seen.add(name)
             waiting[name] = -1  # never becomes ready

@@ -151,7 +151,7 @@ class AgentStep:
             # outside the project, so nothing an agent writes through '..' can land in it
             home = Path(tempfile.mkdtemp(prefix=f"runner-{intent.name}-"))
             ws = home / "ws"
-            before, linked = make_workspace(run.root, ws)
+            before, linked = make_workspace(run.root, ws, tuple(intent.outputs) + tuple(policy.scope))
             workspace = (home, ws, before, linked)
         home, ws, before, linked = workspace
         attempt.workspace = home
@@ -197,7 +197,9 @@ class AgentStep:
             if answer.failure == "timeout" and ctx.cancelled.is_set():
                 attempt.kind = "interrupted"
             return
-        claimed = _claimed_outside(answer.events, ws)
+        # what a live agent reports writing outside its workspace explains a refusal; recorded events
+        # (replay) name the workspace of the recording, not this one
+        claimed = _claimed_outside(answer.events, ws) if run.worker_config.kind == "codex" else []
         problems = [f"{p}: outside the project (policy '{policy.name}')" for p in claimed]
         problems += check_change(change, policy, intent)
         if problems:

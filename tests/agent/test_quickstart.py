@@ -1,0 +1,53 @@
+"""The README's main command: `runner make` on examples/quickstart, offline, served by the replay worker."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "quickstart"
+
+
+def _copy(tmp_path: Path) -> Path:
+    dest = tmp_path / "quickstart"
+    generated = {".runner", "build", "tests", "docs"}  # what a run makes at the top (not replays/tests)
+    shutil.copytree(EXAMPLE, dest, ignore=lambda folder, names: generated & set(names)
+                    if Path(folder) == EXAMPLE else set())
+    return dest
+
+
+def _make(root: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(root)}  # no key anywhere: nothing can call a model
+    return subprocess.run([sys.executable, "-m", "runner", "make", "--json", *args], cwd=root, capture_output=True,
+                          text=True, env=env, timeout=300)
+
+
+def test_quickstart_runs_offline_from_recordings(tmp_path):
+    root = _copy(tmp_path)
+    result = _make(root)
+    assert result.returncode == 0, result.stderr
+    events = [json.loads(line) for line in result.stdout.splitlines()]
+    finished = {e["intent"]: e for e in events if e["event"] == "step_finished"}
+    assert {n: e["status"] for n, e in finished.items()} == {"docs": "ran", "tests": "ran", "check": "ran",
+                                                             "all": "cached"}
+    assert finished["tests"]["agent"]["attempts"] == 2  # the recorded retry: a failing test, then the fix
+    attempts = [e for e in events if e["event"] == "attempt_finished" and e["intent"] == "tests"]
+    assert "test_mean" in attempts[0]["error"]
+    assert (root / "tests/test_calc.py").is_file() and (root / "docs/calc.md").is_file()
+    assert (root / "build/report.txt").read_text().endswith("docs: ok\n")
+    again = _make(root)
+    assert json.loads(again.stdout.splitlines()[-1])["ran"] == 0
+
+
+def test_quickstart_recordings_still_match_the_example(tmp_path):
+    """If the example's sources or intents change, the recordings must be made again
+    (tools/record_quickstart.py); this fails first, naming the missing recording."""
+    root = _copy(tmp_path)
+    (root / "src/calc/__init__.py").write_text((root / "src/calc/__init__.py").read_text() + "\n# edited\n")
+    result = _make(root, "tests")
+    assert result.returncode == 1
+    error = [json.loads(l) for l in result.stdout.splitlines()][-2]["error"]
+    assert "no recording" in error and "runner make --record" in error
