@@ -54,6 +54,18 @@ def test_python_smoke_collects_without_running(python_project, adapters, library
     assert ran.findings.failed_tests == [] and ran.findings.cause is None
 
 
+def test_python_build_byte_compiles_and_locates_a_syntax_error(python_project, adapters, library):
+    (python_project / "broken.py").write_text("def (\n")
+    (python_project / ".venv").mkdir()
+    (python_project / ".venv" / "ignored.py").write_text("def (\n")  # hidden folders are not the project's code
+    ran = run_adapter_command(python_project, adapters["python"], "build", library)
+    assert ran.code == 1, ran
+    assert ran.findings.cause == "syntax error: invalid syntax", ran
+    assert "./broken.py" in ran.output and "ignored.py" not in ran.output
+    # not yet located: the diagnostics family's python-syntax-error wants `File "..."` at the start of the
+    # line, and compileall indents it, as tracebacks do
+
+
 def test_python_lint_runs_ruff_and_locates_the_problem(python_project, adapters, library):
     need("ruff", _has_module("ruff"), ".venv/bin/pip install ruff")
     ran = run_adapter_command(python_project, adapters["python"], "lint", library)
