@@ -121,10 +121,12 @@ def explain(intent: str, directory: Path, as_json: bool) -> None:
 @click.option("--no-wait", is_flag=True, help="Fail (exit 3) instead of waiting when another runner holds the lock.")
 @click.option("-v", "--verbose", is_flag=True, help="Also list cached steps and why each step runs.")
 @click.option("--record", is_flag=True, help="Write every worker exchange to replays/ (redacted).")
+@click.option("--worker", type=click.Choice(["codex", "openai", "replay"]), default=None,
+              help="Use this worker for agent steps in this run instead of [worker] kind.")
 @click.option("--halt-on", "halt_on", default="", metavar="BOUNDARIES",
               help="Comma list of write_files,run_shell: ask before crossing them this run.")
 @_common
-def make(target, jobs, keep_going, force, dry_run, timeout, no_wait, verbose, record, halt_on, directory,
+def make(target, jobs, keep_going, force, dry_run, timeout, no_wait, verbose, record, worker, halt_on, directory,
          as_json) -> None:
     """Bring TARGET (default: [project] default, else everything) up to date."""
     from .execute import RunOptions
@@ -144,7 +146,8 @@ def make(target, jobs, keep_going, force, dry_run, timeout, no_wait, verbose, re
                          "use write_files, run_shell or network")
     terminal = is_terminal(sys.stdout) and is_terminal(sys.stderr) and is_terminal(sys.stdin)
     options = RunOptions(jobs=jobs or os.cpu_count() or 1, keep_going=keep_going, force=force, timeout=timeout,
-                         record=record, halt_on=boundaries, ask=_ask if terminal and not as_json else None)
+                         record=record, halt_on=boundaries, ask=_ask if terminal and not as_json else None,
+                         worker=worker)
     reporter = make_reporter(as_json, verbose, terminal=is_terminal(sys.stdout) and is_terminal(sys.stderr))
 
     def on_wait(holder: str) -> None:
@@ -160,6 +163,26 @@ def make(target, jobs, keep_going, force, dry_run, timeout, no_wait, verbose, re
         sys.exit(EXIT_STEP_FAILED)
     if summary.blocked:
         sys.exit(EXIT_BLOCKED)
+
+
+@cli.command()
+@click.argument("run_id")
+@_common
+def replay(run_id: str, directory: Path, as_json: bool) -> None:
+    """Re-execute RUN's agent steps from their recordings in a scratch copy; flag any that differ."""
+    from .rerun import replay_run
+    from .workspace import find_root
+
+    report = replay_run(find_root(directory), run_id)
+    if as_json:
+        _print_json(report)
+    else:
+        for step in report["steps"]:
+            click.echo(f"{step['status']:<9} {step['intent']}: {step['detail']}")
+        if not report["steps"]:
+            click.echo(f"run {report['run_id']} ran no agent step: nothing to replay")
+    if not report["ok"]:
+        sys.exit(EXIT_STEP_FAILED)
 
 
 def _ask(question: str, detail: str) -> bool:

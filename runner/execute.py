@@ -36,6 +36,7 @@ class RunOptions:
     record: bool = False  # write every worker exchange to replays/
     halt_on: frozenset = frozenset()  # boundaries that need a human this run (write_files, run_shell)
     ask: object = None  # callable(question, detail) -> bool when a human is at a terminal
+    worker: str | None = None  # override [worker] kind for this run (e.g. replay)
 
 
 @dataclass
@@ -237,6 +238,7 @@ class Executor:
             if status != RAN:
                 self.emit({**event, "status": status, "error": message, "reasons": [message]})
                 return status, {}
+            event["outputs"] = outputs  # what `runner replay` compares a re-execution against
         if outcome.ok:
             self.emit({**event, "status": RAN, "reasons": decision.reasons})
             return RAN, outputs

@@ -41,11 +41,11 @@ def select(project: Project, target: str | None) -> tuple[str | None, list[str]]
     return target, selected_order(project.compiled.order, project.compiled.deps, target)
 
 
-def planner_for(project: Project, force: bool = False) -> Planner:
+def planner_for(project: Project, force: bool = False, worker_kind: str | None = None) -> Planner:
     layout = project.layout
     layout.ensure()
     return Planner(project.compiled, StatCache(layout.stat_file), State(layout.state_file),
-                   Cache(layout.cache_dir), force=force)
+                   Cache(layout.cache_dir), force=force, worker_kind=worker_kind)
 
 
 def plan(project: Project, target: str | None, force: bool = False) -> tuple[str | None, list[Decision]]:
@@ -77,7 +77,7 @@ def make(project: Project, target: str | None, options: RunOptions, emit, wait_f
             emit({"event": "recovered", "message": line})
         requested = target
         target, order = select(project, target)
-        planner = planner_for(project, options.force)
+        planner = planner_for(project, options.force, options.worker)
         record = RunRecord(layout.runs_dir)
 
         def sink(event: dict) -> None:

@@ -37,7 +37,8 @@ class Planner:
     """Decides one step at a time, given what its dependencies produced (so execution can re-decide
     a step after its dependencies ran: early cutoff)."""
 
-    def __init__(self, compiled: Compiled, stat: StatCache, state: State, cache: Cache, force: bool = False):
+    def __init__(self, compiled: Compiled, stat: StatCache, state: State, cache: Cache, force: bool = False,
+                 worker_kind: str | None = None):
         self.compiled = compiled
         self.spec = compiled.spec
         self.root = compiled.spec.root
@@ -46,6 +47,7 @@ class Planner:
         self.cache = cache
         self.force = force
         self._worker_config = None
+        self.worker_kind = worker_kind  # `--worker replay`: the same steps, served from recordings
         self._agent_static: dict[str, str] = {}
 
     @property
@@ -56,7 +58,7 @@ class Planner:
             w = self.spec.worker
             extra = dict(w.extra)
             extra.setdefault("project_root", self.spec.root)
-            self._worker_config = WorkerConfig(kind=w.kind, model=w.model, fallback_models=w.fallback_models,
+            self._worker_config = WorkerConfig(kind=self.worker_kind or w.kind, model=w.model, fallback_models=w.fallback_models,
                                                base_url=w.base_url, env_key=w.env_key, binary=w.binary,
                                                timeout=w.timeout, idle_timeout=w.idle_timeout,
                                                replays_dir=w.replays_dir, extra=extra)

@@ -51,3 +51,31 @@ def test_quickstart_recordings_still_match_the_example(tmp_path):
     assert result.returncode == 1
     error = [json.loads(l) for l in result.stdout.splitlines()][-2]["error"]
     assert "no recording" in error and "runner make --record" in error
+
+
+def _replay(root: Path, run_id: str) -> tuple[int, dict]:
+    proc = subprocess.run([sys.executable, "-m", "runner", "replay", run_id, "--json"], cwd=root,
+                          capture_output=True, text=True, timeout=300)
+    return proc.returncode, json.loads(proc.stdout)
+
+
+def test_runner_replay_reexecutes_a_run_and_flags_what_no_longer_matches(tmp_path):
+    root = _copy(tmp_path)
+    run_id = json.loads(_make(root).stdout.splitlines()[-1])["run_id"]
+    code, report = _replay(root, run_id)
+    assert code == 0
+    assert {s["intent"]: s["status"] for s in report["steps"]} == {"docs": "same", "tests": "same"}
+
+    recording = next((root / "replays/docs").glob("*.json"))
+    doc = json.loads(recording.read_text())
+    doc["files"]["docs/calc.md"] += "\nAn extra line the original run did not write.\n"
+    recording.write_text(json.dumps(doc))
+    code, report = _replay(root, run_id)
+    assert code == 1
+    docs = next(s for s in report["steps"] if s["intent"] == "docs")
+    assert docs == {"intent": "docs", "status": "differs", "detail": "outputs differ: docs/calc.md"}
+
+    (root / "src/calc/__init__.py").write_text((root / "src/calc/__init__.py").read_text() + "\n# edited\n")
+    code, report = _replay(root, run_id)
+    assert code == 1
+    assert {s["status"] for s in report["steps"]} == {"unmatched"}

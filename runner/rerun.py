@@ -1,0 +1,48 @@
+"""`runner replay RUN`: re-execute a recorded run's agent steps from their recordings, in a scratch copy of the
+project, and report every step whose outputs differ or whose recording no longer matches."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+from .errors import UsageError
+from .execute import RunOptions
+from .pipeline import load_project, make
+from .record import list_runs, read_events
+
+
+def replay_run(root: Path, run_id: str) -> dict:
+    project = load_project(root)
+    runs_dir = project.layout.runs_dir
+    matches = [r for r in list_runs(runs_dir) if r == run_id or r.startswith(run_id)]
+    if len(matches) != 1:
+        raise UsageError(f"error: no run '{run_id}' (see `runner log --list`)")
+    run_id = matches[0]
+    recorded = {e["intent"]: e for e in read_events(runs_dir, run_id)
+                if e.get("event") == "step_finished" and e.get("status") == "ran" and "agent" in e}
+    if not recorded:
+        return {"run_id": run_id, "steps": [], "ok": True}
+    scratch = Path(tempfile.mkdtemp(prefix="runner-replay-"))
+    try:
+        copy = scratch / "project"
+        shutil.copytree(project.layout.root, copy, symlinks=True, ignore=shutil.ignore_patterns(".runner"))
+        results = []
+        for name, event in sorted(recorded.items()):
+            events: list[dict] = []
+            make(load_project(copy), name, RunOptions(jobs=1, force=True, worker="replay"), events.append)
+            finished = [e for e in events if e.get("event") == "step_finished" and e.get("intent") == name]
+            now = finished[-1] if finished else {}
+            want = event.get("outputs", {})
+            if now.get("status") != "ran":
+                results.append({"intent": name, "status": "unmatched",
+                                "detail": now.get("error") or "the step did not run from its recording"})
+                continue
+            got = now.get("outputs", {})
+            differ = sorted(p for p in set(want) | set(got) if want.get(p) != got.get(p))
+            results.append({"intent": name, "status": "differs" if differ else "same",
+                            "detail": ("outputs differ: " + ", ".join(differ)) if differ else "outputs identical"})
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return {"run_id": run_id, "steps": results, "ok": all(r["status"] == "same" for r in results)}
