@@ -145,3 +145,38 @@ def approve(planner: Planner, state_dir: Path, names: list[str] | None, reject: 
         drop_pending(state_dir, name)
         done.append({"intent": name, "action": "applied", "files": sorted(entry["files"])})
     return done
+
+
+# ---- before the model is called --------------------------------------------------------------
+
+def precall_question(policy, halt_on: frozenset, intent: Intent, confirmed_phase: bool) -> str | None:
+    """Why a human must agree before this agent step calls a model, or None."""
+    from .policy import RUN_SHELL
+
+    if policy.approval == "manual":
+        return f"policy '{policy.name}' (approval = manual) asks before every agent step"
+    if policy.approval == "confirm-phase" and not confirmed_phase:
+        return f"policy '{policy.name}' (approval = confirm-phase) asks once before the agent steps run"
+    if intent.verify and needs_approval(RUN_SHELL, policy, halt_on):
+        return (f"policy '{policy.name}' asks before running shell commands "
+                f"(verify: {', '.join(intent.verify)})")
+    return None
+
+
+def _token(state_dir: Path, intent: str) -> Path:
+    return state_dir / "approved" / intent
+
+
+def grant(state_dir: Path, intent: str) -> None:
+    """`runner approve INTENT` with no pending change: let the next run call the model for it, once."""
+    path = _token(state_dir, intent)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(time.strftime("%Y-%m-%d %H:%M:%S"))
+
+
+def take_grant(state_dir: Path, intent: str) -> bool:
+    path = _token(state_dir, intent)
+    if path.exists():
+        path.unlink()
+        return True
+    return False

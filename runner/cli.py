@@ -197,7 +197,7 @@ def _ask(question: str, detail: str) -> bool:
 def approve(intents, reject: bool, directory: Path, as_json: bool) -> None:
     """Apply (or --reject) verified changes that wait for approval; no model is called."""
     from .apply import load_pending
-    from .approve import approve as approve_pending
+    from .approve import approve as approve_pending, grant
     from .graph import did_you_mean
     from .pipeline import load_project, planner_for
     from .record import new_run_id
@@ -206,11 +206,24 @@ def approve(intents, reject: bool, directory: Path, as_json: bool) -> None:
     project = load_project(directory)
     layout = project.layout
     pending = load_pending(layout.state_dir)
+    agents = {n for n, i in project.spec.intents.items() if i.kind == "agent"}
+    granted = []
     for name in intents:
-        if name not in pending:
-            known = ", ".join(sorted(pending)) or "none"
-            raise UsageError(f"error: no change waits for approval for '{name}'{did_you_mean(name, pending)}; "
-                             f"waiting: {known}")
+        if name in pending:
+            continue
+        if name not in agents:
+            raise UsageError(f"error: '{name}' is not an agent step{did_you_mean(name, agents)}; "
+                             f"changes waiting: {', '.join(sorted(pending)) or 'none'}")
+        grant(layout.state_dir, name)  # nothing computed yet: allow its next run to call the model
+        granted.append({"intent": name, "action": "allowed", "files": []})
+    intents = tuple(n for n in intents if n in pending)
+    if granted and not intents:
+        if as_json:
+            _print_json({"done": granted})
+        else:
+            for g in granted:
+                click.echo(f"allowed {g['intent']}: its next `runner make` may call the model once")
+        return
     if not pending:
         if as_json:
             _print_json({"done": []})
@@ -221,7 +234,7 @@ def approve(intents, reject: bool, directory: Path, as_json: bool) -> None:
     lock.acquire(wait=True)
     try:
         planner = planner_for(project)
-        done = approve_pending(planner, layout.state_dir, list(intents) or None, reject, new_run_id())
+        done = granted + approve_pending(planner, layout.state_dir, list(intents) or None, reject, new_run_id())
         planner.stat.save()
         planner.cache.close()
     finally:

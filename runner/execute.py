@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from pathlib import Path
 
-from .approve import ApplyContext, finish, pending_for
+from .approve import ApplyContext, finish, pending_for, precall_question, take_grant
 from .cache import StepRecord
 from .keys import digest_bytes, expand, outputs_digest
 from .plan import RUN, Decision, Planner
@@ -76,6 +76,7 @@ class Executor:
         self.apply_ctx = ApplyContext(planner=planner, state_dir=layout.state_dir, run_id=record.run_id,
                                       halt_on=options.halt_on, ask=options.ask)
         self.budget = _run_budget(self.spec)
+        self.phase_confirmed = False  # confirm-phase: one question before the first agent step of the run
         self.cancelled = threading.Event()
         self.running_pgids: dict[str, int] = {}
         self.journals: dict[str, object] = {}
@@ -124,6 +125,14 @@ class Executor:
                         self.emit({"event": "step_finished", "intent": name, "status": BLOCKED,
                                    "reasons": [waiting_change]})
                         continue
+                    held = self._precall_gate(name) if decision.action == RUN else None
+                    if held:
+                        status = FAILED if held.startswith("you declined") else BLOCKED
+                        summary.counts[status] += 1
+                        (summary.failed if status == FAILED else summary.blocked).append(name)
+                        self.emit({"event": "step_finished", "intent": name, "status": status, "error": held,
+                                   "reasons": [held]})
+                        continue
                     if decision.action == RUN:
                         self.emit({"event": "step_started", "intent": name, "reasons": decision.reasons})
                         future = pool.submit(self._run_step, name, decision)
@@ -164,6 +173,24 @@ class Executor:
             summary.duration = time.monotonic() - started
         summary.left = [n for n in order if n not in produced]
         return summary
+
+    def _precall_gate(self, name: str) -> str | None:
+        """Ask (on a terminal) or block (without one) before an agent step calls a model, as its policy says."""
+        intent = self.spec.intents[name]
+        if intent.kind != STEP_AGENT:
+            return None
+        policy = self.spec.policies[intent.policy]
+        question = precall_question(policy, self.options.halt_on, intent, self.phase_confirmed)
+        if question is None:
+            return None
+        if self.options.ask is not None:
+            if self.options.ask(f"Run agent step {name}?", question):
+                self.phase_confirmed = self.phase_confirmed or policy.approval == "confirm-phase"
+                return None
+            return f"you declined to run it ({question})"
+        if take_grant(self.layout.state_dir, name):
+            return None
+        return f"{question}: `runner approve {name}` allows its next run (no terminal to ask here)"
 
     def _pending(self, name: str, decision: Decision) -> str | None:
         """An agent step whose verified change already waits for approval is not asked again."""

@@ -169,3 +169,31 @@ def test_permanent_worker_failure_is_not_retried(agent):
     assert result.code == 1
     assert result.step("tests")["error"].startswith("the codex worker failed (permanent):")
     assert len(agent.prompts()) == 1
+
+
+def test_manual_approval_without_a_terminal_asks_before_the_call_and_before_the_apply(agent):
+    agent.spec(agent.fake_codex_worker({"files": {"tests/test_calc.py": PASSING_TEST}}),
+               policy='[policy.default]\napproval = "manual"')
+    first = agent.make()
+    assert first.code == 3
+    assert first.step("tests")["error"] == ("policy 'default' (approval = manual) asks before every agent step: "
+                                            "`runner approve tests` allows its next run (no terminal to ask here)")
+    assert agent.prompts() == []  # nothing was asked of any model
+    allowed = agent.run("approve", "tests")
+    assert allowed.out.strip() == "allowed tests: its next `runner make` may call the model once"
+    second = agent.make()
+    assert second.code == 3 and "waits for approval" in second.step("tests")["error"]
+    assert len(agent.prompts()) == 1
+    assert agent.run("approve", "tests").code == 0
+    assert (agent.root / "tests/test_calc.py").read_text() == PASSING_TEST
+    assert len(agent.prompts()) == 1
+
+
+def test_run_shell_ask_blocks_before_verification(agent):
+    agent.spec(agent.fake_codex_worker({"files": {"tests/test_calc.py": PASSING_TEST}}),
+               policy='[policy.default]\nrun_shell = "ask"')
+    result = agent.make()
+    assert result.code == 3
+    assert result.step("tests")["error"].startswith(
+        "policy 'default' asks before running shell commands (verify: test)")
+    assert agent.prompts() == []
