@@ -18,7 +18,8 @@ from ..keys import expand
 from ..policy import RUN_SHELL, RunBudget, Spent, check_change, step_budget_exhausted
 from ..prompts import render
 from . import StepContext, StepOutcome
-from .shell import kill_group
+from ..errors import UserError
+from .shell import adapter_commands, kill_group
 
 BACKOFF = (1.0, 4.0, 10.0)
 VERIFY_TIMEOUT = 1800.0
@@ -226,10 +227,13 @@ class AgentStep:
     def _verify(self, ctx, run: AgentRun, ws: Path, folder: Path) -> str | None:
         """Run each verify command in the attempt workspace; the failure as feedback, or None."""
         intent = ctx.intent
-        adapter = ctx.spec.adapters.get(intent.adapter or "")
+        try:
+            commands = adapter_commands(ctx)
+        except UserError as exc:
+            return f"the verify commands could not be resolved: {exc}"
         log_path = folder / "verify.log"
         for name in intent.verify:
-            cmd = adapter.command(name) if adapter else None
+            cmd = commands.get(name)
             line = cmd.run if cmd else name
             if ctx.cancelled.is_set():
                 return "interrupted"

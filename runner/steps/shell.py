@@ -5,17 +5,27 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+from pathlib import Path
 
+from ..errors import UserError
 from . import StepContext, StepOutcome
 
 KILL_GRACE = 2.0
 
 
+def adapter_commands(ctx: StepContext) -> dict:
+    """The intent's adapter commands as they run in this project (variants detected, vars filled)."""
+    from ..adapters import resolve
+
+    if not ctx.intent.adapter:
+        return {}
+    return resolve(ctx.intent.adapter, Path(ctx.spec.root), ctx.spec.adapters).commands
+
+
 def command_line(ctx: StepContext) -> str:
-    intent = ctx.intent
-    adapter = ctx.spec.adapters.get(intent.adapter or "")
-    cmd = adapter.command(intent.run) if adapter else None
-    return cmd.run if cmd else intent.run
+    """`run` is a shell line, or the name of one of the intent's adapter commands."""
+    cmd = adapter_commands(ctx).get(ctx.intent.run) if ctx.intent.adapter else None
+    return cmd.run if cmd else ctx.intent.run
 
 
 def kill_group(pgid: int, grace: float = KILL_GRACE, proc: subprocess.Popen | None = None) -> None:
@@ -39,7 +49,10 @@ class ShellStep:
     def run(self, ctx: StepContext) -> StepOutcome:
         if ctx.cancelled.is_set():
             return StepOutcome(ok=False, interrupted=True, error="interrupted before it started")
-        line = command_line(ctx)
+        try:
+            line = command_line(ctx)
+        except UserError as exc:  # adapter = "auto" that detects nothing, or two toolchains alike
+            return StepOutcome(ok=False, error=str(exc))
         env = None
         if ctx.intent.env:
             env = dict(os.environ)
