@@ -1,0 +1,41 @@
+"""Session-wide: a dummy API key in the environment of every test, and a check at the end that nothing the tests
+wrote (run records, recordings, logs, Codex homes, temp projects) contains it."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+
+import pytest
+
+SESSION_KEY = "sk-test-session-" + uuid.uuid4().hex
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # set before any test: every runner, worker and fake started by a test inherits it
+    os.environ["OPENAI_API_KEY"] = SESSION_KEY
+    os.environ["CODEX_API_KEY"] = SESSION_KEY
+
+
+def _files_with(root: Path, needle: bytes) -> list[str]:
+    hits = []
+    for path in root.rglob("*"):
+        try:
+            if path.is_file() and not path.is_symlink() and needle in path.read_bytes():
+                hits.append(str(path))
+        except OSError:
+            pass
+    return hits
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    factory = getattr(session.config, "_tmp_path_factory", None)
+    roots = [Path(__file__).resolve().parents[1] / "examples"]
+    if factory is not None and getattr(factory, "_basetemp", None) is not None:
+        roots.append(factory.getbasetemp())
+    leaks = [hit for root in roots if root.exists() for hit in _files_with(root, SESSION_KEY.encode())]
+    if leaks:
+        session.config.get_terminal_writer().line(
+            f"SECRET LEAK: the session's API key was written to {len(leaks)} file(s): {leaks[:10]}", red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
