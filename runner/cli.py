@@ -355,6 +355,56 @@ def log(run_id: str | None, list_runs_flag: bool, directory: Path, as_json: bool
         click.echo(render_run(run_id, events))
 
 
+# ---- toolchains: adapters, init, parse -----------------------------------------------------
+
+@cli.command()
+@_common
+def adapters(directory: Path, as_json: bool) -> None:
+    """The toolchains detected here, with confidence, evidence and the commands as they would run."""
+    from .adapters_cmd import adapters_report
+    from .workspace import find_root
+
+    text, obj = adapters_report(find_root(directory))
+    if as_json:
+        _print_json(obj)
+    else:
+        click.echo(text)
+
+
+@cli.command()
+@click.option("--dry-run", is_flag=True, help="Print the intents.toml it would write; write nothing.")
+@_common
+def init(dry_run: bool, directory: Path, as_json: bool) -> None:
+    """Detect the toolchains here and write a starting intents.toml (never overwrites one)."""
+    from .init import init_project
+
+    text, obj = init_project(directory.resolve(), dry_run=dry_run)
+    if as_json:
+        _print_json(obj)
+    else:
+        click.echo(text)
+
+
+@cli.command()
+@click.argument("log_file", required=False, default="-")
+@click.option("--adapter", "adapter_name", help="Adapter whose command produced the log (or auto).")
+@click.option("--command", "command_name", help="The adapter command that produced the log (test, lint, ...).")
+@click.option("--family", "families", multiple=True, help="Parse with this regex family (repeatable).")
+@click.option("--variant", "variants", multiple=True, help="Adapter variant (default: detected).")
+@_common
+def parse(log_file: str, adapter_name, command_name, families, variants, directory: Path, as_json: bool) -> None:
+    """What the runner understands of a saved log (FILE, or - for stdin): counts, failing tests, diagnostics."""
+    from .adapters_cmd import parse_report
+    from .workspace import find_root
+
+    text, obj = parse_report(find_root(directory), adapter=adapter_name, command=command_name,
+                             families=tuple(families), variants=tuple(variants) or None, source=log_file)
+    if as_json:
+        _print_json(obj)
+    else:
+        click.echo(text)
+
+
 # ---- the error boundary ----------------------------------------------------------------------
 
 def main(argv: list[str] | None = None) -> None:
@@ -368,7 +418,8 @@ def main(argv: list[str] | None = None) -> None:
     except click.exceptions.Abort:
         sys.exit(EXIT_INTERRUPTED)
     except RunnerError as exc:
-        click.echo(exc.render(), err=True)
+        message = exc.render()
+        click.echo(message if message.startswith("error") else f"error: {message}", err=True)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         click.echo("runner: interrupted", err=True)
