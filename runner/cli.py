@@ -15,9 +15,18 @@ from .errors import (EXIT_BLOCKED, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXI
                      SpecError, UsageError)
 
 
+_directory = [Path(".")]  # the -C of the running command: where an internal error's traceback goes
+
+
+def _remember_directory(ctx, param, value: Path) -> Path:
+    _directory[0] = value
+    return value
+
+
 def _common(fn):
     fn = click.option("-C", "--directory", "directory", type=click.Path(file_okay=False, path_type=Path),
-                      default=Path("."), show_default=False, help="Run as if started in DIR (like make -C).")(fn)
+                      default=Path("."), show_default=False, callback=_remember_directory,
+                      help="Run as if started in DIR (like make -C).")(fn)
     fn = click.option("--json", "as_json", is_flag=True, help="Machine-readable output on stdout.")(fn)
     return fn
 
@@ -435,7 +444,9 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def _save_traceback() -> str:
-    folder = Path(".runner")
+    from .workspace import find_root
+
+    folder = find_root(_directory[0]) / ".runner"
     try:
         folder.mkdir(exist_ok=True)
         path = folder / "last-error.log"

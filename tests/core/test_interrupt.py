@@ -136,7 +136,9 @@ def test_interrupted_run_resumes_where_it_stopped(project):
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 130
     assert not project.exists("slow.txt"), "the interrupted step's partial output must be removed"
-    interrupted = [json.loads(line) for line in out.splitlines() if '"slow"' in line][-1]
+    events = [json.loads(line) for line in out.splitlines()]
+    interrupted = [e for e in events if e["event"] == "step_finished" and e["intent"] == "slow"][-1]
+    assert events[-1]["left"] == ["slow"]
     assert interrupted["status"] == "failed" and interrupted["interrupted"] is True
     project.spec(project.read("intents.toml").replace("sleep 30; ", ""))
     result = project.make()
