@@ -7,6 +7,8 @@ import os
 import time
 from dataclasses import dataclass, field
 
+from .keys import write_marshal
+
 
 @dataclass
 class StepRecord:
@@ -47,15 +49,9 @@ class State:
         self.dirty = True
 
     def save(self) -> None:
-        if not self.dirty:
-            return
-        tmp = f"{self.path}.{os.getpid()}.tmp"
-        with open(tmp, "wb") as f:
-            marshal.dump(self.entries, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.path)
-        self.dirty = False
+        if self.dirty:
+            write_marshal(self.path, self.entries, durable=True)
+            self.dirty = False
 
 
 class Cache:

@@ -239,15 +239,11 @@ def approve(intents, reject: bool, directory: Path, as_json: bool) -> None:
         else:
             click.echo("nothing waits for approval")
         return
-    lock = ProjectLock(layout, "runner approve")
-    lock.acquire(wait=True)
-    try:
+    with ProjectLock(layout, "runner approve"):
         planner = planner_for(project)
         done = granted + approve_pending(planner, layout.state_dir, list(intents) or None, reject, new_run_id())
         planner.stat.save()
         planner.cache.close()
-    finally:
-        lock.release()
     if as_json:
         _print_json({"done": done})
     else:
@@ -290,13 +286,9 @@ def cache_gc(directory: Path, as_json: bool) -> None:
     from .workspace import Layout, ProjectLock, find_root
 
     layout = Layout(find_root(directory))
-    lock = ProjectLock(layout, "runner cache gc")
-    lock.acquire(wait=True)
-    try:
+    with ProjectLock(layout, "runner cache gc"):
         live = {entry[0] for entry in State(layout.state_file).entries.values()}
         result = Cache(layout.cache_dir).gc(live)
-    finally:
-        lock.release()
     if as_json:
         _print_json(result)
     else:
@@ -312,15 +304,11 @@ def cache_clear(directory: Path, as_json: bool) -> None:
     from .workspace import Layout, ProjectLock, find_root
 
     layout = Layout(find_root(directory))
-    lock = ProjectLock(layout, "runner cache clear")
-    lock.acquire(wait=True)
-    try:
+    with ProjectLock(layout, "runner cache clear"):
         removed = Cache(layout.cache_dir).clear()
         for path in (layout.state_file, layout.stat_file):
             Path(path).unlink(missing_ok=True)
         forget(str(layout.root))
-    finally:
-        lock.release()
     if as_json:
         _print_json({"removed": removed})
     else:

@@ -17,7 +17,7 @@ from .load import BUILTIN_DIR, load_spec
 from .spec import STEP_AGENT, Spec
 from .workspace import Layout
 
-_FORMAT = 3
+_FORMAT = 4
 _WATCHED_DIRS = ("adapters", "prompts", "regexes")
 
 
@@ -65,6 +65,25 @@ def _regex_files(spec: Spec, families: set[str]) -> list[str]:
     return found
 
 
+def _resolved(spec: Spec, name: str):
+    from .adapters import resolve
+    from .errors import UserError
+
+    try:
+        return resolve(name, Path(spec.root), spec.adapters)
+    except UserError:
+        return None  # `auto` that detects nothing: the step says so when it runs
+
+
+def _evidence_files(root: Path, adapter) -> list[str]:
+    """What detection looked at, so the cache of this compiled spec notices a new lock file or package.json edit."""
+    names = set(adapter.markers)
+    for v in adapter.variants:
+        names.update(v.files)
+        names.update(f for f, _text in v.contains)
+    return [str(root)] + sorted(str(root / n) for n in names if not any(ch in n for ch in "*?["))
+
+
 def _static_parts(spec: Spec, name: str) -> tuple[dict[str, str], list[str]]:
     """Digest per key ingredient (the names appear in `explain` and in the reasons)."""
     intent = spec.intents[name]
@@ -72,13 +91,17 @@ def _static_parts(spec: Spec, name: str) -> tuple[dict[str, str], list[str]]:
     extra_sources: list[str] = []
     if intent.prompt:
         parts["prompt"] = _file_digest(spec.prompts.get(intent.prompt)) or ""
-    adapter = spec.adapters.get(intent.adapter or "")
-    if adapter:
-        parts["adapter"] = digest_value([adapter.name, [(c.name, c.run, list(c.parse)) for c in adapter.commands]])
-        files = _regex_files(spec, {f for c in adapter.commands for f in c.parse})
-        if files:
-            parts["regexes"] = digest_value([_file_digest(f) for f in files])
-            extra_sources += files
+    if intent.adapter:
+        resolved = _resolved(spec, intent.adapter)
+        if resolved is not None:
+            # the commands as they run here: variant (uv or pip, jest or vitest) and vars applied
+            commands = sorted((n, c.run, list(c.parse)) for n, c in resolved.commands.items())
+            parts["adapter"] = digest_value([resolved.adapter.name, list(resolved.variants), commands])
+            files = _regex_files(spec, {f for _n, _r, parse in commands for f in parse})
+            if files:
+                parts["regexes"] = digest_value([_file_digest(f) for f in files])
+                extra_sources += files
+            extra_sources += _evidence_files(Path(spec.root), resolved.adapter)
     if intent.kind == STEP_AGENT:
         w = spec.worker
         parts["worker"] = digest_value([w.kind, w.model, list(w.fallback_models), w.base_url])

@@ -76,13 +76,20 @@ class StatCache:
         self.dirty = True
 
     def save(self) -> None:
-        if not self.dirty:
-            return
-        tmp = f"{self.path}.{os.getpid()}.tmp"
-        with open(tmp, "wb") as f:
-            marshal.dump(self.entries, f)
-        os.replace(tmp, self.path)
-        self.dirty = False
+        if self.dirty:
+            write_marshal(self.path, self.entries)
+            self.dirty = False
+
+
+def write_marshal(path: str, value, durable: bool = False) -> None:
+    """Replace `path` with `value` atomically (a reader sees the old file or the new one, never half)."""
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "wb") as f:
+        marshal.dump(value, f)
+        if durable:
+            f.flush()
+            os.fsync(f.fileno())
+    os.replace(tmp, path)
 
 
 def expand(root: str, patterns: tuple[str, ...]) -> list[str]:

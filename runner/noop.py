@@ -16,7 +16,7 @@ import sys
 import time
 
 from . import __version__
-from .keys import GLOB_CHARS, RACY_NS
+from .keys import GLOB_CHARS, RACY_NS, write_marshal
 
 SNAPSHOT = os.path.join(".runner", "noop")
 _FLAGS = {"-k", "--keep-going", "--no-wait", "--json"}
@@ -80,14 +80,10 @@ def forget(root: str) -> None:
 
 
 def _write(root: str, entries: dict) -> None:
-    path = os.path.join(root, SNAPSHOT)
-    tmp = f"{path}.{os.getpid()}.tmp"
     try:
-        with open(tmp, "wb") as f:
-            marshal.dump(entries, f)
-        os.replace(tmp, path)
+        write_marshal(os.path.join(root, SNAPSHOT), entries)
     except OSError:
-        pass
+        pass  # a read-only state folder only costs the fast path
 
 
 def _parse(argv: list[str]) -> tuple[str, str | None, bool] | None:

@@ -79,22 +79,18 @@ class RunBudget:
 
     def exhausted(self) -> str | None:
         with self._lock:
-            s = self.spent
-            if self.tokens is not None and s.tokens >= self.tokens:
-                return f"the run's token budget ({self.tokens}) is spent: {s.text()}"
-            if self.seconds is not None and s.seconds >= self.seconds:
-                return f"the run's time budget ({self.seconds:g}s) is spent: {s.text()}"
-            if self.attempts is not None and s.attempts >= self.attempts:
-                return f"the run's attempt budget ({self.attempts}) is spent: {s.text()}"
-        return None
+            return _spent_past(self, self.spent, "the run's", "")
 
 
 def step_budget_exhausted(policy: Policy, spent: Spent) -> str | None:
-    b = policy.step_budget
-    if b.tokens is not None and spent.tokens >= b.tokens:
-        return f"the step's token budget ({b.tokens}, policy '{policy.name}') is spent: {spent.text()}"
-    if b.seconds is not None and spent.seconds >= b.seconds:
-        return f"the step's time budget ({b.seconds:g}s, policy '{policy.name}') is spent: {spent.text()}"
-    if b.attempts is not None and spent.attempts >= b.attempts:
-        return f"the step's attempt budget ({b.attempts}, policy '{policy.name}') is spent: {spent.text()}"
+    return _spent_past(policy.step_budget, spent, "the step's", f", policy '{policy.name}'")
+
+
+def _spent_past(budget, spent: Spent, whose: str, where: str) -> str | None:
+    """Which limit of `budget` (tokens, seconds, attempts) `spent` has reached, in words; None if none."""
+    for kind, limit, used, shown in (("token", budget.tokens, spent.tokens, budget.tokens),
+                                     ("time", budget.seconds, spent.seconds, f"{budget.seconds or 0:g}s"),
+                                     ("attempt", budget.attempts, spent.attempts, budget.attempts)):
+        if limit is not None and used >= limit:
+            return f"{whose} {kind} budget ({shown}{where}) is spent: {spent.text()}"
     return None

@@ -107,6 +107,13 @@ class ProjectLock:
                                  "since": time.strftime("%Y-%m-%d %H:%M:%S")}).encode())
         self.fd = fd
 
+    def __enter__(self) -> "ProjectLock":
+        self.acquire(wait=True)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
     def release(self) -> None:
         if self.fd is not None:
             os.ftruncate(self.fd, 0)
