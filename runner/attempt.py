@@ -85,42 +85,90 @@ def _may_link(folder: str, writable: tuple[str, ...]) -> bool:
     return True
 
 
-def make_workspace(project: Path, dest: Path, writable: tuple[str, ...] = ()) -> tuple[dict[str, str], list[str]]:
-    """Copy the project to dest; returns (digests of the copied files, folders linked rather than copied).
+def make_workspace(project: Path, home: Path, writable: tuple[str, ...] = ()) -> tuple[Path, dict[str, str], list[str]]:
+    """A private copy of the project under `home` for one candidate; returns (its root, the digests of its
+    files, the folders linked rather than copied).
 
-    In a git repository, the files git would commit are copied and the ignored top-level folders (a venv,
-    node_modules) are symlinked, so verification finds the tools without copying them. A folder the step
-    may write into (`writable`: its outputs and scope) is always copied, so no write can pass through a
-    link into the project.
+    In a git repository it is a git worktree of HEAD with the working tree's uncommitted changes laid over
+    it, so the agent sees the history and the files as they are now; otherwise a plain copy. Ignored top-level
+    folders (a venv, node_modules) are symlinked, so verification finds the tools without copying them, unless
+    the step may write there (`writable`: its outputs and scope): those are copied, so no write can pass
+    through a link into the project.
     """
-    dest.mkdir(parents=True, exist_ok=True)
     visible = _git_visible(project)
-    linked: list[str] = []
     if visible is None:
+        ws = home / "ws"
+        ws.mkdir(parents=True)
         for entry in os.listdir(project):
             if entry in PRIVATE:
                 continue
             src = project / entry
             if src.is_dir() and not src.is_symlink():
-                shutil.copytree(src, dest / entry, symlinks=True, ignore=shutil.ignore_patterns(*PRIVATE))
+                shutil.copytree(src, ws / entry, symlinks=True, ignore=shutil.ignore_patterns(*PRIVATE))
             else:
-                shutil.copy2(src, dest / entry, follow_symlinks=False)
-    else:
-        files, ignored = visible
-        linked = [d for d in ignored if _may_link(d, writable)]
-        for folder in ignored:
-            if folder not in linked and (project / folder).is_dir():
-                shutil.copytree(project / folder, dest / folder, symlinks=True)
+                shutil.copy2(src, ws / entry, follow_symlinks=False)
+        return ws, snapshot(ws), []
+    files, ignored = visible
+    ws = _worktree(project, home)
+    if ws is None:  # no commit yet, or git refused: copy what git would commit
+        ws = home / "ws"
         for rel in files:
-            src = project / rel
-            if not src.exists() and not src.is_symlink():
-                continue  # deleted in the working tree but still in the index
-            target = dest / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, target, follow_symlinks=False)
-        for folder in linked:
-            os.symlink(project / folder, dest / folder)
-    return snapshot(dest), linked
+            _copy_file(project, ws, rel)
+    linked = [d for d in ignored if _may_link(d, writable)]
+    for folder in ignored:
+        if folder not in linked and (project / folder).is_dir() and not (ws / folder).exists():
+            shutil.copytree(project / folder, ws / folder, symlinks=True)
+    for folder in linked:
+        if not (ws / folder).exists():
+            os.symlink(project / folder, ws / folder)
+    return ws, snapshot(ws), linked
+
+
+def _git(cwd: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, timeout=120)
+
+
+def _copy_file(src_root: Path, dest_root: Path, rel: str) -> None:
+    src = src_root / rel
+    if not src.exists() and not src.is_symlink():
+        return  # deleted in the working tree but still in the index
+    target = dest_root / rel
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(src, target, follow_symlinks=False)
+
+
+def _worktree(project: Path, home: Path) -> Path | None:
+    """A detached worktree of HEAD under home, overlaid with the uncommitted state; the project's place in it."""
+    try:
+        top = _git(project, "rev-parse", "--show-toplevel")
+        if top.returncode != 0 or _git(project, "rev-parse", "--verify", "-q", "HEAD").returncode != 0:
+            return None
+        top_dir = Path(top.stdout.decode().strip())
+        wt = home / "wt"
+        if _git(top_dir, "worktree", "add", "--detach", "--quiet", str(wt), "HEAD").returncode != 0:
+            return None
+        status = _git(top_dir, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames",
+                      "--", str(project.resolve().relative_to(top_dir.resolve())))
+    except (OSError, subprocess.TimeoutExpired, ValueError):
+        return None
+    for entry in status.stdout.decode().split("\0"):
+        if len(entry) < 4:
+            continue
+        code, rel = entry[:2], entry[3:]  # porcelain paths are relative to the repository's top
+        if "D" in code and not (top_dir / rel).exists():
+            (wt / rel).unlink(missing_ok=True)
+        elif not (top_dir / rel).is_dir():
+            _copy_file(top_dir, wt, rel)
+    return wt / project.resolve().relative_to(top_dir.resolve())
+
+
+def remove_workspace(home: Path, project: Path) -> None:
+    """Drop a candidate's workspace; a worktree is unregistered from the project's repository too."""
+    if (home / "wt").exists():
+        _git(project, "worktree", "remove", "--force", str(home / "wt"))
+    shutil.rmtree(home, ignore_errors=True)
+    if (home / "wt").exists() or _git(project, "rev-parse", "--git-dir").returncode == 0:
+        _git(project, "worktree", "prune")
 
 
 def find_change(workspace: Path, before: dict[str, str], linked: list[str]) -> Change:
@@ -141,10 +189,6 @@ def find_change(workspace: Path, before: dict[str, str], linked: list[str]) -> C
                 change.symlinks[rel] = os.readlink(full)
         dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(folder, d))]
     return change
-
-
-def remove_workspace(path: Path) -> None:
-    shutil.rmtree(path, ignore_errors=True)
 
 
 def undo_side_effects(ws: Path, before_step: dict[str, str], project: Path, change: Change) -> None:

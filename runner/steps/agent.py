@@ -5,17 +5,15 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import tempfile
 import threading
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..attempt import Change, find_change, make_workspace, snapshot, undo_side_effects
+from ..attempt import Change, find_change, make_workspace, remove_workspace, snapshot, undo_side_effects
 from ..keys import expand
-from ..policy import RUN_SHELL, RunBudget, Spent, check_change, step_budget_exhausted
+from ..policy import RunBudget, Spent, check_change, step_budget_exhausted
 from ..prompts import render
 from . import StepContext, StepOutcome
 from ..errors import UserError
@@ -93,10 +91,8 @@ class AgentStep:
                    "chosen": best.candidate, "tokens": sum(r.spent.tokens for r in results),
                    "attempts": sum(len(r.attempts) for r in results)}
         final = best.final
-        for r in results:  # the winner's workspace is applied from memory; no copy is kept
-            for a in r.attempts:
-                if a.workspace:
-                    shutil.rmtree(a.workspace, ignore_errors=True)
+        for home in {a.workspace for r in results for a in r.attempts if a.workspace}:
+            remove_workspace(home, run.root)  # the winner is applied from memory; no copy is kept
         if final is None:
             return StepOutcome(ok=False, error="no attempt was made", details=details)
         if final.ok:
@@ -151,8 +147,7 @@ class AgentStep:
         if workspace is None:
             # outside the project, so nothing an agent writes through '..' can land in it
             home = Path(tempfile.mkdtemp(prefix=f"runner-{intent.name}-"))
-            ws = home / "ws"
-            before, linked = make_workspace(run.root, ws, tuple(intent.outputs) + tuple(policy.scope))
+            ws, before, linked = make_workspace(run.root, home, tuple(intent.outputs) + tuple(policy.scope))
             workspace = (home, ws, before, linked)
         home, ws, before, linked = workspace
         attempt.workspace = home

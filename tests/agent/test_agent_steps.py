@@ -4,6 +4,7 @@ apply, approvals without a terminal, budgets and candidates."""
 from __future__ import annotations
 
 import json
+import os
 import re
 
 import pytest
@@ -197,3 +198,29 @@ def test_run_shell_ask_blocks_before_verification(agent):
     assert result.step("tests")["error"].startswith(
         "policy 'default' asks before running shell commands (verify: test)")
     assert agent.prompts() == []
+
+
+def test_in_a_git_repository_the_attempt_is_a_worktree_with_uncommitted_changes(agent):
+    import subprocess
+
+    def git(*args):
+        subprocess.run(["git", *args], cwd=agent.root, check=True, capture_output=True,
+                       env=dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t", GIT_COMMITTER_NAME="t",
+                                GIT_COMMITTER_EMAIL="t@t"))
+
+    test = PASSING_TEST + "\nfrom calc import median\n\ndef test_median():\n    assert median([3, 1, 2]) == 2\n"
+    agent.spec(agent.fake_codex_worker({"files": {"tests/test_calc.py": test}}))
+    spec = (agent.root / "intents.toml").read_text().replace('verify = ["test"]', 'verify = ["test", "history"]')
+    (agent.root / "intents.toml").write_text(spec)
+    with open(agent.root / "adapters/local.toml", "a") as f:  # only a worktree has the history to show
+        f.write('[commands.history]\nrun = "git log --oneline -1 | grep -q start"\n')
+    git("init", "-q")
+    git("add", "-A")
+    git("commit", "-qm", "start")
+    # uncommitted: the attempt must see the working tree, not HEAD
+    (agent.root / "src/calc.py").write_text((agent.root / "src/calc.py").read_text()
+                                            + "\n\ndef median(v):\n    return sorted(v)[len(v) // 2]\n")
+    result = agent.make()
+    assert result.code == 0, result.err + json.dumps(result.events()[-3:])
+    worktrees = subprocess.run(["git", "worktree", "list"], cwd=agent.root, capture_output=True, text=True).stdout
+    assert len(worktrees.strip().splitlines()) == 1, worktrees  # the attempt's worktree is gone
