@@ -15,14 +15,14 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 sys.path.insert(0, str(BENCH))
-import dag as dagmod  # noqa: E402
+import dag as dagmod
 
 VENV_BIN = BENCH / ".venv" / "bin"
 RUNNER_BIN = ROOT / ".venv" / "bin" / "runner"
@@ -30,7 +30,15 @@ RESULTS = BENCH / "results.json"
 README = BENCH / "README.md"
 FIG_START, FIG_END = "<!-- figures:start -->", "<!-- figures:end -->"
 
-SCENARIOS = ["clean_j1", "clean_j2", "noop_first", "noop", "touch", "edit", "noop_after_edit"]
+SCENARIOS = [
+    "clean_j1",
+    "clean_j2",
+    "noop_first",
+    "noop",
+    "touch",
+    "edit",
+    "noop_after_edit",
+]
 ALL_TOOLS = ["runner", "make", "ninja", "doit", "snakemake"]
 
 
@@ -38,7 +46,7 @@ ALL_TOOLS = ["runner", "make", "ninja", "doit", "snakemake"]
 
 
 def _count(pattern: str) -> Callable[[str], dict]:
-    rx = re.compile(pattern, re.M)
+    rx = re.compile(pattern, re.MULTILINE)
     return lambda text: {"ran": len(rx.findall(text))}
 
 
@@ -68,7 +76,9 @@ def _runner_count(text: str) -> dict:
 class Tool:
     name: str
     argv: Callable[[Path, int], list[str]]
-    state: list[str]  # files/dirs (in the work dir) holding the tool's own state: removed for a clean build
+    state: list[
+        str
+    ]  # files/dirs (in the work dir) holding the tool's own state: removed for a clean build
     count: Callable[[str], dict]
     version: list[str]
 
@@ -81,7 +91,13 @@ TOOLS: dict[str, Tool] = {
         _runner_count,
         [str(RUNNER_BIN), "--version"],
     ),
-    "make": Tool("make", lambda d, j: ["make", f"-j{j}"], [], _count(r"^md5sum "), ["make", "--version"]),
+    "make": Tool(
+        "make",
+        lambda d, j: ["make", f"-j{j}"],
+        [],
+        _count(r"^md5sum "),
+        ["make", "--version"],
+    ),
     "ninja": Tool(
         "ninja",
         lambda d, j: ["ninja", f"-j{j}", "-v"],
@@ -91,7 +107,9 @@ TOOLS: dict[str, Tool] = {
     ),
     "doit": Tool(
         "doit",
-        lambda d, j: [str(VENV_BIN / "doit")] + (["-n", str(j), "-P", "thread"] if j > 1 else []),
+        lambda d, j: (
+            [str(VENV_BIN / "doit")] + (["-n", str(j), "-P", "thread"] if j > 1 else [])
+        ),
         [".doit.db", ".doit.db.bak", ".doit.db.dat", ".doit.db.dir", "__pycache__"],
         _count(r"^\.  s\d+$"),
         [str(VENV_BIN / "doit"), "--version"],
@@ -131,8 +149,14 @@ def run_child(argv: list[str], cwd: Path, timeout: float) -> Sample:
     wrapped = [GNU_TIME, "-f", "%M", "-o", str(rss_file), *argv] if GNU_TIME else argv
     with open(log, "wb") as fh:
         t0 = time.perf_counter()
-        proc = subprocess.Popen(wrapped, cwd=cwd, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            wrapped,
+            cwd=cwd,
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         timer = threading.Timer(timeout, lambda: os.killpg(proc.pid, signal.SIGKILL))
         timer.start()
         try:
@@ -178,16 +202,23 @@ class Bench:
         s = run_child(argv, d, self.args.timeout)
         if s.rc != 0:
             tail = "\n".join(s.output.splitlines()[-30:])
-            raise Failed(f"{' '.join(argv)} (cwd {d}) exited {s.rc} in scenario {scenario}:\n{tail}")
+            raise Failed(
+                f"{' '.join(argv)} (cwd {d}) exited {s.rc} in scenario {scenario}:\n{tail}"
+            )
         counted = tool.count(s.output)
-        r = rec.setdefault(scenario, {"seconds": [], "rss_kb": [], "ran": [], "jobs": jobs})
+        r = rec.setdefault(
+            scenario, {"seconds": [], "rss_kb": [], "ran": [], "jobs": jobs}
+        )
         r["seconds"].append(round(s.seconds, 4))
         r["rss_kb"].append(s.rss_kb)
         r["ran"].append(counted.get("ran"))
         if "statuses" in counted:
             r.setdefault("statuses", []).append(counted["statuses"])
-        print(f"  {tool.name:<10} {scenario:<10} -j{jobs} {s.seconds:9.3f} s  ran={counted.get('ran')}  "
-              f"rss={s.rss_kb / 1024:.0f} MB", flush=True)
+        print(
+            f"  {tool.name:<10} {scenario:<10} -j{jobs} {s.seconds:9.3f} s  ran={counted.get('ran')}  "
+            f"rss={s.rss_kb / 1024:.0f} MB",
+            flush=True,
+        )
         return s
 
     def size(self, n: int, tools: list[str]) -> dict:
@@ -254,11 +285,17 @@ class Bench:
                 shutil.rmtree(dirs[t] / "out")
                 shutil.copytree(dirs[donors[0]] / "out", dirs[t] / "out")
                 seeded[t] = donors[0]
-                print(f"  {t:<10} no clean build at this size: out/ copied from {donors[0]}", flush=True)
+                print(
+                    f"  {t:<10} no clean build at this size: out/ copied from {donors[0]}",
+                    flush=True,
+                )
 
         # the first no-op after the last clean build, once
         for t in list(live):
-            attempt(t, lambda t=t: self.once(TOOLS[t], dirs[t], a.jobs, "noop_first", recs[t]))
+            attempt(
+                t,
+                lambda t=t: self.once(TOOLS[t], dirs[t], a.jobs, "noop_first", recs[t]),
+            )
 
         # each repetition runs one scenario across all tools before the next. "noop" always follows another
         # no-op (the steady state); "noop_after_edit" is the first no-op after the build that followed an edit
@@ -273,12 +310,28 @@ class Bench:
                         now = max(time.time_ns(), st.st_mtime_ns + 1_000_000)
                         os.utime(src, ns=(now, now))
                     elif scenario == "edit":
-                        src.write_text(dagmod.source_text(int(dag.edit_leaf[1:])) + f"edit {rep} {uuid.uuid4()}\n")
-                    attempt(t, lambda t=t, d=d, scenario=scenario: self.once(TOOLS[t], d, a.jobs, scenario, recs[t]))
+                        src.write_text(
+                            dagmod.source_text(int(dag.edit_leaf[1:]))
+                            + f"edit {rep} {uuid.uuid4()}\n"
+                        )
+                    attempt(
+                        t,
+                        lambda t=t, d=d, scenario=scenario: self.once(
+                            TOOLS[t], d, a.jobs, scenario, recs[t]
+                        ),
+                    )
 
-        return {"dag": meta, "tools": recs, "errors": errors, "same_outputs": same_outputs, "out_digests": digests,
-                "seeded_from": seeded,
-                "slow_tools_limited": sorted(set(a.slow_tools) & set(tools)) if slow else []}
+        return {
+            "dag": meta,
+            "tools": recs,
+            "errors": errors,
+            "same_outputs": same_outputs,
+            "out_digests": digests,
+            "seeded_from": seeded,
+            "slow_tools_limited": sorted(set(a.slow_tools) & set(tools))
+            if slow
+            else [],
+        }
 
 
 def _tree_digest(d: Path) -> str:
@@ -295,7 +348,9 @@ def _tree_digest(d: Path) -> str:
 
 def _version(argv: list[str]) -> str:
     try:
-        out = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+        out = subprocess.run(
+            argv, capture_output=True, text=True, timeout=120, check=False
+        )
     except (OSError, subprocess.TimeoutExpired) as e:
         return f"unavailable ({e.__class__.__name__})"
     text = (out.stdout or out.stderr).strip().splitlines()
@@ -304,7 +359,14 @@ def _version(argv: list[str]) -> str:
 
 def _git(*args: str) -> str:
     try:
-        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, timeout=30).stdout.strip()
+        return subprocess.run(
+            ["git", *args],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        ).stdout.strip()
     except (OSError, subprocess.TimeoutExpired):
         return ""
 
@@ -342,7 +404,9 @@ def machine(tools: list[str]) -> dict:
     if (VENV_BIN / "python").exists():
         m["bench_venv_python_c_pass_s"] = med_pass(str(VENV_BIN / "python"))
     if (ROOT / ".venv" / "bin" / "python").exists():
-        m["runner_venv_python_c_pass_s"] = med_pass(str(ROOT / ".venv" / "bin" / "python"))
+        m["runner_venv_python_c_pass_s"] = med_pass(
+            str(ROOT / ".venv" / "bin" / "python")
+        )
     return m
 
 
@@ -355,8 +419,15 @@ def med(rec: dict, scenario: str) -> float | None:
 
 
 def _label(scenario: str) -> str:
-    return {"clean_j1": "clean -j1", "clean_j2": "clean -j2", "noop_first": "first no-op after clean",
-            "noop": "no-op", "touch": "touch", "edit": "edit", "noop_after_edit": "first no-op after edit"}[scenario]
+    return {
+        "clean_j1": "clean -j1",
+        "clean_j2": "clean -j2",
+        "noop_first": "first no-op after clean",
+        "noop": "no-op",
+        "touch": "touch",
+        "edit": "edit",
+        "noop_after_edit": "first no-op after edit",
+    }[scenario]
 
 
 def summarize(results: dict) -> str:
@@ -369,9 +440,11 @@ def summarize(results: dict) -> str:
         meta = size["dag"]
         out.append(f"### {int(n):,} steps")
         out.append("")
-        out.append(f"{meta['layers']} layers, {meta['leaves']} leaves, {meta['edges']} edges; the edited leaf "
-                   f"`{meta['edit_leaf']}` has {meta['edit_expected']} steps downstream (itself included). "
-                   f"All tools built byte-identical `out/`: {'yes' if size.get('same_outputs') else 'NO'}.")
+        out.append(
+            f"{meta['layers']} layers, {meta['leaves']} leaves, {meta['edges']} edges; the edited leaf "
+            f"`{meta['edit_leaf']}` has {meta['edit_expected']} steps downstream (itself included). "
+            f"All tools built byte-identical `out/`: {'yes' if size.get('same_outputs') else 'NO'}."
+        )
         out.append("")
         out.append("Median wall seconds (repetitions) · steps re-run:")
         out.append("")
@@ -384,15 +457,19 @@ def summarize(results: dict) -> str:
                 if not r:
                     cells.append("failed" if t in size["errors"] else "—")
                     continue
-                ran = sorted(set(x for x in r["ran"] if x is not None))
+                ran = sorted({x for x in r["ran"] if x is not None})
                 ran_s = "/".join(str(x) for x in ran) if ran else "?"
-                cells.append(f"{statistics.median(r['seconds']):.3f} ({len(r['seconds'])}) · {ran_s}")
+                cells.append(
+                    f"{statistics.median(r['seconds']):.3f} ({len(r['seconds'])}) · {ran_s}"
+                )
             out.append(f"| {_label(sc)} | " + " | ".join(cells) + " |")
         out.append("")
         if "runner" in tools and size["tools"]["runner"]:
             rr = size["tools"]["runner"]
             others = [t for t in tools if t != "runner"]
-            out.append("Ratio: other tool's median ÷ runner's median (> 1: runner is faster):")
+            out.append(
+                "Ratio: other tool's median ÷ runner's median (> 1: runner is faster):"
+            )
             out.append("")
             out.append("| scenario | " + " | ".join(others) + " |")
             out.append("|---|" + "---|" * len(others))
@@ -404,7 +481,9 @@ def summarize(results: dict) -> str:
                     cells.append(f"{mt / mr:.2f}×" if (mr and mt) else "—")
                 out.append(f"| {_label(sc)} | " + " | ".join(cells) + " |")
             out.append("")
-        out.append("Peak RSS (MB, max over repetitions; the largest single process of the tool's tree):")
+        out.append(
+            "Peak RSS (MB, max over repetitions; the largest single process of the tool's tree):"
+        )
         out.append("")
         out.append("| | " + " | ".join(tools) + " |")
         out.append("|---|" + "---|" * len(tools))
@@ -416,12 +495,16 @@ def summarize(results: dict) -> str:
             out.append(f"| {_label(sc)} | " + " | ".join(cells) + " |")
         out.append("")
         for t, donor in size.get("seeded_from", {}).items():
-            out.append(f"{t} had no clean build at this size; its `out/` was copied from {donor}'s "
-                       f"(byte-identical, mtimes kept) before the no-op, touch and edit runs.")
+            out.append(
+                f"{t} had no clean build at this size; its `out/` was copied from {donor}'s "
+                f"(byte-identical, mtimes kept) before the no-op, touch and edit runs."
+            )
             out.append("")
         if size.get("slow_tools_limited"):
-            out.append(f"Fewer repetitions at this size for: {', '.join(size['slow_tools_limited'])} "
-                       f"(clean: {cfg.get('slow_clean_reps')}, no-op/touch/edit: {cfg.get('slow_reps')}).")
+            out.append(
+                f"Fewer repetitions at this size for: {', '.join(size['slow_tools_limited'])} "
+                f"(clean: {cfg.get('slow_clean_reps')}, no-op/touch/edit: {cfg.get('slow_reps')})."
+            )
             out.append("")
         for t, err in size["errors"].items():
             out.append(f"**{t} failed**:")
@@ -457,7 +540,9 @@ def targets(n: str, size: dict, machine_: dict) -> list[str]:
         for t, want in (("doit", 3), ("snakemake", 20)):
             mt = med(tools.get(t, {}), "noop")
             if mt:
-                lines.append(f"no-op {mt / noop:.1f}× faster than {t} (target ≥ {want}×): {mark(mt / noop >= want)}")
+                lines.append(
+                    f"no-op {mt / noop:.1f}× faster than {t} (target ≥ {want}×): {mark(mt / noop >= want)}"
+                )
     touch = rr.get("touch")
     if touch:
         ran = sorted(set(touch["ran"]))
@@ -471,19 +556,37 @@ def targets(n: str, size: dict, machine_: dict) -> list[str]:
         if noop is not None and c1:
             budget = noop + exp * (c1 / meta["steps"])
             em = med(rr, "edit")
-            lines.append(f"edit {em:.3f} s vs no-op + {exp} steps at clean -j1's per-step cost = {budget:.3f} s: "
-                         f"{mark(em <= budget)}")
+            lines.append(
+                f"edit {em:.3f} s vs no-op + {exp} steps at runner's own clean -j1 per-step cost = "
+                f"{budget:.3f} s: {mark(em <= budget)}"
+            )
+            mk = med(tools.get("make", {}), "clean_j1")
+            if mk:
+                b2 = noop + exp * (mk / meta["steps"])
+                lines.append(
+                    f"edit {em:.3f} s vs no-op + {exp} steps at GNU make's clean -j1 per-step cost = "
+                    f"{b2:.3f} s: {mark(em <= b2)}"
+                )
     c2, m2 = med(rr, "clean_j2"), med(tools.get("make", {}), "clean_j2")
     if c2 and m2:
-        lines.append(f"clean -j2 {c2 / m2:.2f}× GNU make -j2 (target ≤ 1.3×): {mark(c2 / m2 <= 1.3)}")
-    peak = max((max(r["rss_kb"]) for r in rr.values() if r.get("rss_kb")), default=0) / 1024
+        lines.append(
+            f"clean -j2 {c2 / m2:.2f}× GNU make -j2 (target ≤ 1.3×): {mark(c2 / m2 <= 1.3)}"
+        )
+    peak = (
+        max((max(r["rss_kb"]) for r in rr.values() if r.get("rss_kb")), default=0)
+        / 1024
+    )
     if peak:
         lines.append(f"peak RSS {peak:.0f} MB (target < 300 MB): {mark(peak < 300)}")
     return lines
 
 
 def write_readme(results: dict) -> None:
-    text = README.read_text() if README.exists() else f"# Benchmarks\n\n{FIG_START}\n{FIG_END}\n"
+    text = (
+        README.read_text()
+        if README.exists()
+        else f"# Benchmarks\n\n{FIG_START}\n{FIG_END}\n"
+    )
     if FIG_START not in text or FIG_END not in text:
         raise SystemExit(f"{README} lacks the {FIG_START} … {FIG_END} markers")
     head, rest = text.split(FIG_START, 1)
@@ -491,37 +594,70 @@ def write_readme(results: dict) -> None:
     m = results["machine"]
     cfg = results["config"]
     body = [
-        f"Measured {m['date']} on {m['cpu'] or 'unknown CPU'}, {m['cores']} cores, Linux {m['kernel']}, "
-        f"Python {m['python']} (`python3 -c pass`: {m['python_c_pass_s']:.3f} s). "
-        f"Command: `{cfg['command']}`; runner at commit {m.get('runner_commit') or '?'}"
-        f"{' (with uncommitted changes under runner/)' if m.get('runner_dirty') else ''}.",
+        (
+            f"Measured {m['date']} on {m['cpu'] or 'unknown CPU'}, {m['cores']} cores, Linux {m['kernel']}, "
+            f"Python {m['python']} (`python3 -c pass`: {m['python_c_pass_s']:.3f} s). "
+            f"Command: `{cfg['command']}`; runner at commit {m.get('runner_commit') or '?'}"
+            f"{' (with uncommitted changes under runner/)' if m.get('runner_dirty') else ''}."
+        ),
         "",
         "Versions: " + "; ".join(f"{t}: {v}" for t, v in m["versions"].items()) + ".",
         "",
         summarize(results),
     ]
-    README.write_text(head + FIG_START + "\n" + "\n".join(body).rstrip() + "\n" + FIG_END + tail)
+    README.write_text(
+        head + FIG_START + "\n" + "\n".join(body).rstrip() + "\n" + FIG_END + tail
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--steps", type=int, nargs="+", default=[1000, 10000])
-    ap.add_argument("--reps", type=int, default=5, help="repetitions of no-op, touch and edit")
-    ap.add_argument("--clean-reps", type=int, default=3, help="repetitions of each clean build")
+    ap.add_argument(
+        "--reps", type=int, default=5, help="repetitions of no-op, touch and edit"
+    )
+    ap.add_argument(
+        "--clean-reps", type=int, default=3, help="repetitions of each clean build"
+    )
     ap.add_argument("--tools", default=",".join(ALL_TOOLS))
-    ap.add_argument("--jobs", type=int, default=1, help="-j for the no-op, touch and edit scenarios")
-    ap.add_argument("--slow-tools", default="snakemake", help="tools given fewer repetitions at large sizes")
-    ap.add_argument("--slow-above", type=int, default=10000, help="sizes at or above this are 'large'")
+    ap.add_argument(
+        "--jobs", type=int, default=1, help="-j for the no-op, touch and edit scenarios"
+    )
+    ap.add_argument(
+        "--slow-tools",
+        default="snakemake",
+        help="tools given fewer repetitions at large sizes",
+    )
+    ap.add_argument(
+        "--slow-above",
+        type=int,
+        default=10000,
+        help="sizes at or above this are 'large'",
+    )
     ap.add_argument("--slow-reps", type=int, default=3)
-    ap.add_argument("--slow-clean-reps", type=int, default=0,
-                    help="clean builds of slow tools at large sizes; with 0 their out/ is copied from make's")
+    ap.add_argument(
+        "--slow-clean-reps",
+        type=int,
+        default=0,
+        help="clean builds of slow tools at large sizes; with 0 their out/ is copied from make's",
+    )
     ap.add_argument("--layers", type=int, default=dagmod.DEFAULT_LAYERS)
     ap.add_argument("--seed", type=int, default=dagmod.DEFAULT_SEED)
-    ap.add_argument("--timeout", type=float, default=3600, help="seconds before one run is killed")
+    ap.add_argument(
+        "--timeout", type=float, default=3600, help="seconds before one run is killed"
+    )
     ap.add_argument("--work", type=Path, default=BENCH / "work")
     ap.add_argument("--results", type=Path, default=RESULTS)
-    ap.add_argument("--readme", action="store_true", help="rewrite the figures section of bench/README.md")
-    ap.add_argument("--render-only", action="store_true", help="print (and with --readme write) from --results")
+    ap.add_argument(
+        "--readme",
+        action="store_true",
+        help="rewrite the figures section of bench/README.md",
+    )
+    ap.add_argument(
+        "--render-only",
+        action="store_true",
+        help="print (and with --readme write) from --results",
+    )
     a = ap.parse_args(argv)
     a.slow_tools = [t for t in a.slow_tools.split(",") if t]
 
@@ -534,14 +670,20 @@ def main(argv: list[str] | None = None) -> None:
             ap.error(f"unknown tools {unknown}; choose from {ALL_TOOLS}")
         results = {
             "machine": machine(tools),
-            "config": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(a).items()},
+            "config": {
+                k: (str(v) if isinstance(v, Path) else v) for k, v in vars(a).items()
+            },
             "sizes": {},
         }
-        results["config"]["command"] = "python bench/run.py " + " ".join(argv if argv is not None else sys.argv[1:])
+        results["config"]["command"] = "python bench/run.py " + " ".join(
+            argv if argv is not None else sys.argv[1:]
+        )
         bench = Bench(a)
         for n in a.steps:
             results["sizes"][str(n)] = bench.size(n, tools)
-            a.results.write_text(json.dumps(results, indent=1) + "\n")  # keep what is done if a later size dies
+            a.results.write_text(
+                json.dumps(results, indent=1) + "\n"
+            )  # keep what is done if a later size dies
     print()
     print(summarize(results))
     if a.readme:
