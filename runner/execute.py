@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import heapq
 import os
+import selectors
 import signal
+import subprocess
 import threading
 import time
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from pathlib import Path
@@ -21,8 +23,8 @@ from .spec import STEP_AGENT, STEP_AGGREGATE, Spec
 from .steps import StepContext, StepOutcome, step_for
 from .policy import RunBudget
 from .steps.agent import AgentRun
-from .steps.shell import kill_group
-from .workspace import Layout, journal_end, journal_start
+from .steps import shell
+from .workspace import InflightJournal, Layout
 
 RAN, CACHED, RESTORED, FAILED, SKIPPED, BLOCKED = "ran", "cached", "restored", "failed", "skipped", "blocked"
 
@@ -64,6 +66,18 @@ class _Pool:
         self.executor.shutdown(wait=True, cancel_futures=True)
 
 
+@dataclass
+class _Active:
+    """A step that is running: a shell child (watched through its pidfd) or an agent step's future."""
+
+    name: str
+    decision: Decision
+    started: float
+    shell: object = None  # steps.shell.RunningShell
+    future: Future | None = None
+    pidfd: int | None = None
+
+
 class Executor:
     def __init__(self, planner: Planner, layout: Layout, record: RunRecord, emit, options: RunOptions):
         self.planner = planner
@@ -78,101 +92,216 @@ class Executor:
         self.budget = _run_budget(self.spec)
         self.phase_confirmed = False  # confirm-phase: one question before the first agent step of the run
         self.cancelled = threading.Event()
-        self.running_pgids: dict[str, int] = {}
-        self.journals: dict[str, object] = {}
-        self._lock = threading.Lock()
+        self.journals: dict[str, str] = {}
+        self.inflight = InflightJournal(layout)
+        self._deferred: list[tuple] = []  # shell steps finished, their records not yet stored
+        self._deferred_names: set[str] = set()
+        self._deferred_since = time.monotonic()
 
     def emit(self, event: dict) -> None:
         with self._emit_lock:  # agent attempts report from their own threads
             self._emit(event)
 
     # ---- the loop ----------------------------------------------------------------------------
+    # One thread runs the schedule: shell steps are children it waits for through pidfds (as make and
+    # ninja wait for theirs), so no thread hand-off sits between one step's end and the next one's start;
+    # agent steps, which block for minutes, run in a small thread pool and wake the loop when done.
     def run(self, order: list[str]) -> Summary:
-        summary = Summary(run_id=self.record.run_id)
+        summary = self.summary = Summary(run_id=self.record.run_id)
         started = time.monotonic()
         selected = set(order)
         position = {name: i for i, name in enumerate(order)}
         deps = {n: [d for d in self.spec.intents[n].deps if d in selected] for n in order}
-        dependants: dict[str, list[str]] = {n: [] for n in order}
+        self.dependants = {n: [] for n in order}
         for n in order:
             for d in deps[n]:
-                dependants[d].append(n)
-        waiting = {n: len(deps[n]) for n in order}
-        ready = [(position[n], n) for n in order if waiting[n] == 0]  # a heap: earliest in order first
-        heapq.heapify(ready)
-        produced: dict[str, str] = {}  # intent -> digest of its outputs
-        running: dict[Future, tuple[str, Decision, float]] = {}
-        stop = False
-
-        def release(name: str) -> None:
-            for d in dependants[name]:
-                waiting[d] -= 1
-                if waiting[d] == 0:
-                    heapq.heappush(ready, (position[d], d))
-
+                self.dependants[d].append(n)
+        self.waiting = {n: len(deps[n]) for n in order}
+        self.position = position
+        self.ready = [(position[n], n) for n in order if self.waiting[n] == 0]  # a heap: earliest first
+        heapq.heapify(self.ready)
+        self.produced: dict[str, str] = {}  # intent -> digest of its outputs
+        self.active: dict[str, _Active] = {}
+        self.stop = False
         self.emit({"event": "run_started", "run_id": self.record.run_id, "steps": len(order),
                    "jobs": self.options.jobs})
         pool = _Pool(self.options.jobs)
+        selector = selectors.DefaultSelector()
+        wake_r, wake_w = os.pipe()
+        os.set_blocking(wake_r, False)
+        selector.register(wake_r, selectors.EVENT_READ, None)
         try:
-            while ready or running:
-                while ready and not stop and len(running) < self.options.jobs:
-                    name = heapq.heappop(ready)[1]
-                    decision = self.planner.decide(name, produced)
-                    waiting_change = self._pending(name, decision)
-                    if waiting_change:
-                        summary.counts[BLOCKED] += 1
-                        summary.blocked.append(name)
-                        self.emit({"event": "step_finished", "intent": name, "status": BLOCKED,
-                                   "reasons": [waiting_change]})
-                        continue
-                    held = self._precall_gate(name) if decision.action == RUN else None
-                    if held:
-                        status = FAILED if held.startswith("you declined") else BLOCKED
-                        summary.counts[status] += 1
-                        (summary.failed if status == FAILED else summary.blocked).append(name)
-                        self.emit({"event": "step_finished", "intent": name, "status": status, "error": held,
-                                   "reasons": [held]})
-                        continue
-                    if decision.action == RUN:
-                        self.emit({"event": "step_started", "intent": name, "reasons": decision.reasons})
-                        future = pool.submit(self._run_step, name, decision)
-                        running[future] = (name, decision, time.monotonic())
-                        continue
-                    status = self._finish_skip(name, decision)
-                    produced[name] = outputs_digest(decision.outputs)
-                    summary.counts[status] += 1
-                    release(name)
-                if stop and ready:
-                    for _pos, name in sorted(ready):
-                        self._skip(name, "not started: the run stopped after a failure", summary)
-                    ready.clear()
-                if not running:
-                    continue
-                done, _ = wait(list(running), return_when=FIRST_COMPLETED)
-                for future in done:
-                    name, decision, t0 = running.pop(future)
-                    outcome, outputs = future.result()
-                    status, outputs = self._report_run(name, decision, outcome, time.monotonic() - t0, outputs)
-                    summary.counts[status] += 1
-                    if status == BLOCKED:
-                        summary.blocked.append(name)
-                        continue
-                    if status == FAILED:
-                        summary.failed.append(name)
-                        if not self.options.keep_going:
-                            stop = True
-                        self._skip_dependants(name, dependants, summary, waiting)
-                        continue
-                    produced[name] = outputs_digest(outputs)
-                    release(name)
+            while self.ready or self.active:
+                self._fill(pool, selector, wake_w)
+                self._store_deferred(force=not self.ready or self.stop)
+                if self.stop and self.ready:
+                    for _pos, name in sorted(self.ready):
+                        self._skip(name, "not started: the run stopped after a failure")
+                    self.ready.clear()
+                if self.active:
+                    self._wait(selector, wake_r)
         except KeyboardInterrupt:
             summary.interrupted = True
-            self._interrupt(running, summary)
+            signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the clean-up short
+            self._interrupt(selector)
         finally:
+            self._store_deferred()
             pool.shutdown()
+            selector.close()
+            os.close(wake_r)
+            os.close(wake_w)
             summary.duration = time.monotonic() - started
-        summary.left = [n for n in order if n not in produced]
+            self.inflight.close()
+            if summary.interrupted:
+                signal.signal(signal.SIGINT, signal.default_int_handler)
+        summary.left = [n for n in order if n not in self.produced]
         return summary
+
+    def _release(self, name: str) -> None:
+        for d in self.dependants[name]:
+            self.waiting[d] -= 1
+            if self.waiting[d] == 0:
+                heapq.heappush(self.ready, (self.position[d], d))
+
+    def _fill(self, pool: _Pool, selector, wake_w: int) -> None:
+        """Decide ready steps in order; start those that must run while there are free slots."""
+        summary = self.summary
+        while self.ready and not self.stop and len(self.active) < self.options.jobs:
+            name = heapq.heappop(self.ready)[1]
+            if self._deferred and not self._deferred_names.isdisjoint(self.spec.intents[name].deps):
+                self._store_deferred()  # a step's report never comes before its dependencies' reports
+            decision = self.planner.decide(name, self.produced)
+            held = self._pending(name, decision) or (self._precall_gate(name) if decision.action == RUN else None)
+            if held:
+                status = FAILED if held.startswith("you declined") else BLOCKED
+                summary.counts[status] += 1
+                (summary.failed if status == FAILED else summary.blocked).append(name)
+                self.emit({"event": "step_finished", "intent": name, "status": status, "error": held,
+                           "reasons": [held]})
+                continue
+            if decision.action != RUN:
+                summary.counts[self._finish_skip(name, decision)] += 1
+                self.produced[name] = outputs_digest(decision.outputs)
+                self._release(name)
+                continue
+            self.emit({"event": "step_started", "intent": name, "reasons": decision.reasons})
+            active = _Active(name, decision, time.monotonic())
+            if self.spec.intents[name].kind == STEP_AGENT:
+                active.future = pool.submit(self._run_agent, name, decision)
+                active.future.add_done_callback(lambda _f: os.write(wake_w, b"."))
+                self.active[name] = active
+                continue
+            started = shell.start(self._context(name))
+            if isinstance(started, StepOutcome):  # it could not even start
+                self._complete(active, started)
+                continue
+            active.shell = started
+            active.pidfd = os.pidfd_open(started.pid)
+            selector.register(active.pidfd, selectors.EVENT_READ, name)
+            self.active[name] = active
+
+    def _wait(self, selector, wake_r: int) -> None:
+        """Block until a child exits, an agent step ends, or a step's deadline passes; finish what ended."""
+        deadlines = [a.shell.deadline for a in self.active.values() if a.shell and a.shell.deadline]
+        timeout = max(0.0, min(deadlines) - time.monotonic()) if deadlines else None
+        for key, _mask in selector.select(timeout):
+            if key.data is None:
+                try:
+                    os.read(wake_r, 4096)
+                except BlockingIOError:
+                    pass
+                continue
+            active = self.active.get(key.data)
+            if active is None or active.shell is None:
+                continue
+            self._unwatch(selector, active)
+            self._complete(active, active.shell.finished(active.shell.proc.wait()))
+        now = time.monotonic()
+        for active in list(self.active.values()):
+            if active.future is not None and active.future.done():
+                outcome = active.future.result()
+                self._complete(active, outcome)
+            elif active.shell and active.shell.deadline and now >= active.shell.deadline:
+                self._unwatch(selector, active)
+                self._complete(active, active.shell.timed_out())
+
+    @staticmethod
+    def _unwatch(selector, active: "_Active") -> None:
+        if active.pidfd is not None:
+            selector.unregister(active.pidfd)
+            os.close(active.pidfd)
+            active.pidfd = None
+
+    def _complete(self, active: "_Active", outcome: StepOutcome) -> None:
+        """A step ended: judge it, tell the user, and let its dependants go as early as possible."""
+        name, summary = active.name, self.summary
+        self.active.pop(name, None)
+        outputs: dict = {}
+        datas: dict = {}
+        if outcome.ok and outcome.change is None:
+            outputs, datas, missing = self._hash_outputs(name)
+            if missing:
+                outcome = StepOutcome(ok=False, exit_code=0, error=f"declared output {missing} was not produced")
+        journal = self.journals.pop(name, None)
+        if not outcome.ok and journal:
+            self._remove_outputs(self.spec.intents[name].outputs)  # never leave a half-written output behind
+            self.inflight.end(journal)
+        duration = time.monotonic() - active.started
+        if outcome.ok and outcome.change is None:
+            # a shell step: its dependants may start now; its record is stored, and only then reported
+            # as ran, once the next children are running
+            summary.counts[RAN] += 1
+            self.produced[name] = outputs_digest(outputs)
+            self._release(name)
+            if not self._deferred:
+                self._deferred_since = time.monotonic()
+            self._deferred.append((name, active.decision, outcome, outputs, datas, duration, journal))
+            self._deferred_names.add(name)
+            return
+        status, outputs = self._report_run(name, active.decision, outcome, duration, outputs)
+        summary.counts[status] += 1
+        if status == BLOCKED:
+            summary.blocked.append(name)
+        elif status == FAILED:
+            summary.failed.append(name)
+            if not self.options.keep_going:
+                self.stop = True
+            self._skip_dependants(name)
+        else:
+            self.produced[name] = outputs_digest(outputs)
+            self._release(name)
+
+    def _store_deferred(self, force: bool = True) -> None:
+        """Write the blobs, record and state of each finished shell step, then report it as ran.
+
+        Batched in one database transaction per few dozen steps (a commit per step costs more than the
+        step's own process); a step is reported as ran only once its record is stored.
+        """
+        if not self._deferred:
+            return
+        if not force and len(self._deferred) < 32 and time.monotonic() - self._deferred_since < 0.25:
+            return
+        with self.planner.cache.db.transact():
+            self._store_batch()
+        self._deferred_since = time.monotonic()
+
+    def _store_batch(self) -> None:
+        while self._deferred:
+            # taken off the list only once stored: an interrupt in between must not lose a finished step
+            name, decision, outcome, outputs, datas, duration, journal = self._deferred[0]
+            for digest, data in datas.items():
+                self.planner.cache.put_blob(digest, data)
+            self.planner.cache.put_record(StepRecord(
+                intent=name, key=decision.key, outputs=outputs, created=time.time(),
+                ingredients=self.planner.ingredients(name, decision), duration=duration,
+                run_id=self.record.run_id))
+            self.planner.state.set(name, decision.key, outputs,
+                                   {p: d for p, d in decision.inputs.items() if p in outputs})
+            if journal:
+                self.inflight.end(journal)
+            self._report_run(name, decision, outcome, duration, outputs)
+            self._deferred.pop(0)
+            self._deferred_names.discard(name)
 
     def _precall_gate(self, name: str) -> str | None:
         """Ask (on a terminal) or block (without one) before an agent step calls a model, as its policy says."""
@@ -201,51 +330,22 @@ class Executor:
                     f"(no model call), `runner approve {name} --reject` drops it")
         return None
 
-    # ---- one step (in a pool thread) ---------------------------------------------------------
-    def _run_step(self, name: str, decision: Decision) -> tuple[StepOutcome, dict]:
-        """Run the step, then store its outputs and record from this thread, so the scheduler
-        thread is free to start the next step (diskcache is safe across threads)."""
+    # ---- one step -------------------------------------------------------------------------------
+    def _context(self, name: str) -> StepContext:
         intent = self.spec.intents[name]
-        timeout = intent.timeout or self.options.timeout
-        t0 = time.monotonic()
 
         def on_process(pid: int) -> None:
-            with self._lock:
-                self.running_pgids[name] = pid
-                self.journals[name] = journal_start(self.layout, name, pid, list(intent.outputs))
-            if self.cancelled.is_set():  # the interrupt landed while the child was starting
-                kill_group(pid, grace=0.2)
+            self.journals[name] = self.inflight.start(name, pid, list(intent.outputs))
 
-        ctx = StepContext(spec=self.spec, intent=intent, log_path=self.record.log_path(name), timeout=timeout,
-                          cancelled=self.cancelled, on_process=on_process)
-        if intent.kind == STEP_AGENT:
-            ctx.extra["agent"] = self._agent_run(name, decision)
-            return step_for(intent.kind).run(ctx), {}  # the scheduler thread asks, applies and records
-        try:
-            outcome = step_for(intent.kind).run(ctx)
-        finally:
-            with self._lock:
-                self.running_pgids.pop(name, None)
-        with self._lock:
-            journal = self.journals.pop(name, None)
-        outputs: dict = {}
-        if outcome.ok:
-            outputs, missing = self._collect_outputs(name)
-            if missing:
-                outcome = StepOutcome(ok=False, exit_code=0, error=f"declared output {missing} was not produced")
-            else:
-                self.planner.cache.put_record(StepRecord(
-                    intent=name, key=decision.key, outputs=outputs, created=time.time(),
-                    ingredients=self.planner.ingredients(name, decision), duration=time.monotonic() - t0,
-                    run_id=self.record.run_id))
-                with self._lock:
-                    self.planner.state.set(name, decision.key, outputs,
-                                           {p: d for p, d in decision.inputs.items() if p in outputs})
-        if not outcome.ok and journal:
-            self._remove_outputs(intent.outputs)  # never leave a half-written output behind
-        if journal:
-            journal_end(journal)
-        return outcome, outputs
+        return StepContext(spec=self.spec, intent=intent, log_path=self.record.log_path(name),
+                           timeout=intent.timeout or self.options.timeout, cancelled=self.cancelled,
+                           on_process=on_process)
+
+    def _run_agent(self, name: str, decision: Decision) -> StepOutcome:
+        """In a pool thread: the attempts; the scheduler thread then asks, applies and records."""
+        ctx = self._context(name)
+        ctx.extra["agent"] = self._agent_run(name, decision)
+        return step_for(STEP_AGENT).run(ctx)
 
     def _agent_run(self, name: str, decision: Decision) -> AgentRun:
         return AgentRun(root=Path(self.spec.root), attempts_dir=self.record.dir / "attempts",
@@ -278,25 +378,23 @@ class Executor:
                    else None})
         return FAILED, {}
 
-    def _collect_outputs(self, name: str) -> tuple[dict[str, str], str | None]:
-        """Digest each output and keep a copy in the blob store, reading each file once."""
-        intent = self.spec.intents[name]
+    def _hash_outputs(self, name: str) -> tuple[dict[str, str], dict[str, bytes], str | None]:
+        """(path -> digest, digest -> bytes, first missing output): each output is read once."""
         root = self.spec.root
-        files = expand(root, intent.outputs)
-        outputs = {}
-        for rel in files:
+        outputs, datas = {}, {}
+        for rel in expand(root, self.spec.intents[name].outputs):
             full = os.path.join(root, rel)
             try:
                 st = os.stat(full)
                 with open(full, "rb") as f:
                     data = f.read()
             except (FileNotFoundError, IsADirectoryError):
-                return {}, rel
+                return {}, {}, rel
             digest = digest_bytes(data)
             self.planner.stat.remember(rel, st, digest)
-            self.planner.cache.put_blob(digest, data)
             outputs[rel] = digest
-        return outputs, None
+            datas[digest] = data
+        return outputs, datas, None
 
     def _finish_skip(self, name: str, decision: Decision) -> str:
         status = CACHED
@@ -310,20 +408,20 @@ class Executor:
         self.emit({"event": "step_finished", "intent": name, "status": status, "reasons": decision.reasons})
         return status
 
-    def _skip(self, name: str, why: str, summary: Summary) -> None:
-        summary.counts[SKIPPED] += 1
+    def _skip(self, name: str, why: str) -> None:
+        self.summary.counts[SKIPPED] += 1
         self.emit({"event": "step_finished", "intent": name, "status": SKIPPED, "reasons": [why]})
 
-    def _skip_dependants(self, failed: str, dependants, summary: Summary, waiting: dict) -> None:
-        seen, stack = set(), list(dependants[failed])
+    def _skip_dependants(self, failed: str) -> None:
+        seen, stack = set(), list(self.dependants[failed])
         while stack:
             name = stack.pop()
-            if name in seen or waiting.get(name) == -1:  # already skipped for another failed dependency
+            if name in seen or self.waiting.get(name) == -1:  # already skipped for another failed dependency
                 continue
             seen.add(name)
-            waiting[name] = -1  # never becomes ready
-            self._skip(name, f"dependency {failed} failed", summary)
-            stack.extend(dependants[name])
+            self.waiting[name] = -1  # never becomes ready
+            self._skip(name, f"dependency {failed} failed")
+            stack.extend(self.dependants[name])
 
     def _remove_outputs(self, patterns) -> None:
         for rel in expand(self.spec.root, tuple(patterns)):
@@ -332,35 +430,30 @@ class Executor:
             except (FileNotFoundError, IsADirectoryError):
                 pass
 
-    def _interrupt(self, running: dict, summary: Summary) -> None:
-        """Stop every child group, wait for their threads, drop their partial outputs."""
+    def _interrupt(self, selector) -> None:
+        """Stop every child group and agent step, wait for them, drop their partial outputs."""
         self.cancelled.set()
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the clean-up short
-        try:
-            with self._lock:
-                pgids = list(self.running_pgids.values())
-            for pgid in pgids:
-                try:
-                    os.killpg(pgid, signal.SIGTERM)
-                except ProcessLookupError:
-                    pass
-            done, _ = wait(list(running), timeout=3.0)
-            with self._lock:
-                for pgid in self.running_pgids.values():
-                    try:
-                        os.killpg(pgid, signal.SIGKILL)
-                    except ProcessLookupError:
-                        pass
-            wait(list(running))
-            for future, (name, decision, t0) in list(running.items()):
-                outcome, _outputs = future.result()
-                if not outcome.ok:  # a step that finished just before the interrupt is kept
-                    outcome.interrupted = True
-                    summary.failed.append(name)
-                summary.counts[self._report_run(name, decision, outcome, time.monotonic() - t0, {})[0]] += 1
-            running.clear()
-        finally:
-            signal.signal(signal.SIGINT, signal.default_int_handler)
+        shells = [a for a in self.active.values() if a.shell]
+        for a in shells:
+            try:
+                os.killpg(a.shell.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + 3.0
+        for a in shells:
+            try:
+                code = a.shell.proc.wait(max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                os.killpg(a.shell.pid, signal.SIGKILL)
+                code = a.shell.proc.wait()
+            self._unwatch(selector, a)
+            outcome = a.shell.finished(code)
+            outcome.interrupted = not outcome.ok  # one that finished just before the interrupt is kept
+            self._complete(a, outcome)
+        for a in [a for a in self.active.values() if a.future]:
+            outcome = a.future.result()  # the agent step stops its worker on `cancelled`
+            outcome.interrupted = outcome.interrupted or not outcome.ok
+            self._complete(a, outcome)
 
 
 def _run_budget(spec: Spec) -> RunBudget:

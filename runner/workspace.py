@@ -47,10 +47,6 @@ class Layout:
         return self.state_dir / "runs"
 
     @property
-    def inflight_dir(self) -> Path:
-        return self.state_dir / "inflight"
-
-    @property
     def lock_file(self) -> str:
         return str(self.state_dir / "lock")
 
@@ -130,10 +126,28 @@ def find_root(start: Path) -> Path:
 
 
 # ---- steps in flight -------------------------------------------------------------------------
-# Before a step starts, a small file records its process group and declared outputs; it is removed
-# when the step ends. Whatever is still there at the next start was cut off by a crash or SIGKILL:
-# its process group is killed if still alive and its outputs removed, so no half-written file is
-# ever taken for a result.
+# One append-only file: a "start" line (the step's process group and declared outputs) before a step runs,
+# an "end" line once its result is stored. A step with a start and no end was cut off by a crash or SIGKILL:
+# at the next start its process group is killed if still alive and its outputs removed, so no half-written
+# file is ever taken for a result. Appends of a line each, no fsync: a lost line can only make recovery
+# remove an output that is then rebuilt or restored.
+
+class InflightJournal:
+    def __init__(self, layout: Layout):
+        self.path = layout.state_dir / "inflight"
+        self.fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_TRUNC, 0o644)
+
+    def start(self, intent: str, pid: int, outputs: list[str]) -> str:
+        entry = {"start": intent, "pgid": pid, "proc_start": _proc_start_time(pid), "outputs": outputs}
+        os.write(self.fd, (json.dumps(entry) + "\n").encode())
+        return intent
+
+    def end(self, intent: str) -> None:
+        os.write(self.fd, (json.dumps({"end": intent}) + "\n").encode())
+
+    def close(self) -> None:
+        os.close(self.fd)
+
 
 def _proc_start_time(pid: int) -> str | None:
     try:
@@ -143,35 +157,25 @@ def _proc_start_time(pid: int) -> str | None:
         return None
 
 
-def journal_start(layout: Layout, intent: str, pid: int, outputs: list[str]) -> Path:
-    path = layout.inflight_dir / f"{intent}.json"
-    data = json.dumps({"intent": intent, "pgid": pid, "start": _proc_start_time(pid), "outputs": outputs})
-    path.write_text(data)
-    return path
-
-
-def journal_end(path: Path) -> None:
-    try:
-        path.unlink()
-    except FileNotFoundError:
-        pass
-
-
 def recover_inflight(layout: Layout) -> list[str]:
     """Clean up after steps a crashed runner left running; returns the intents recovered."""
-    folder = layout.inflight_dir
-    recovered = []
-    if not folder.is_dir():
-        folder.mkdir(parents=True, exist_ok=True)
-        return recovered
-    for path in sorted(folder.glob("*.json")):
-        try:
-            entry = json.loads(path.read_text())
-        except (OSError, ValueError):
-            path.unlink(missing_ok=True)
-            continue
+    started: dict[str, dict] = {}
+    try:
+        with open(layout.state_dir / "inflight", encoding="utf-8") as f:
+            for line in f:
+                try:
+                    entry = json.loads(line)
+                except ValueError:
+                    continue  # a line torn by the crash
+                if "start" in entry:
+                    started[entry["start"]] = entry
+                else:
+                    started.pop(entry.get("end"), None)
+    except FileNotFoundError:
+        return []
+    for name, entry in started.items():
         pgid = entry.get("pgid")
-        if pgid and entry.get("start") and _proc_start_time(pgid) == entry["start"]:
+        if pgid and entry.get("proc_start") and _proc_start_time(pgid) == entry["proc_start"]:
             try:
                 os.killpg(pgid, signal.SIGKILL)
             except ProcessLookupError:
@@ -181,9 +185,7 @@ def recover_inflight(layout: Layout) -> list[str]:
                 os.unlink(layout.root / rel)
             except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
                 pass
-        path.unlink(missing_ok=True)
-        recovered.append(entry.get("intent", path.stem))
-    return recovered
+    return sorted(started)
 
 
 def is_terminal(stream=None) -> bool:
