@@ -43,6 +43,9 @@ class StatCache:
         self.entries: dict[str, tuple] = {}
         self.dirty = False
         self.reads = 0  # how many files had to be hashed (for tests and the benchmark)
+        # paths hashed by this process: the racy rule guards against an edit between two runs that keeps
+        # size and mtime; within one run, a file just hashed and not re-stamped is not read again
+        self.fresh: set[str] = set()
         try:
             with open(path, "rb") as f:
                 self.entries = marshal.load(f)
@@ -59,7 +62,7 @@ class StatCache:
             return None
         entry = self.entries.get(rel)
         if (entry is not None and entry[0] == st.st_size and entry[1] == st.st_mtime_ns and entry[2] == st.st_ino
-                and st.st_mtime_ns + RACY_NS < entry[3]):
+                and (st.st_mtime_ns + RACY_NS < entry[3] or rel in self.fresh)):
             return entry[4]
         if not os.path.isfile(full):
             return None
@@ -67,12 +70,14 @@ class StatCache:
         value = digest_file(full)
         self.reads += 1
         self.entries[rel] = (st.st_size, st.st_mtime_ns, st.st_ino, now, value)
+        self.fresh.add(rel)
         self.dirty = True
         return value
 
     def remember(self, rel: str, st: os.stat_result, value: str) -> None:
         """Record a digest computed elsewhere (the executor hashes outputs as it stores them)."""
         self.entries[rel] = (st.st_size, st.st_mtime_ns, st.st_ino, time.time_ns(), value)
+        self.fresh.add(rel)
         self.dirty = True
 
     def save(self) -> None:
