@@ -112,6 +112,16 @@ class _Reader:
         return failed
 
 
+def schema_errors(data, schema: dict) -> list[tuple[list, str]]:
+    """(key path, jsonschema's own message) for each violation: for files validated outside this module
+    (the regex library), so that jsonschema is imported in one place and only when something is wrong."""
+    import jsonschema
+
+    validator = jsonschema.validators.validator_for(schema)(schema)
+    return [(list(e.absolute_path), e.message)
+            for e in sorted(validator.iter_errors(data), key=lambda e: [str(p) for p in e.absolute_path])]
+
+
 _FAST: dict = {}
 
 

@@ -13,7 +13,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Iterable, Iterator
 
-import jsonschema
 import re2
 
 from runner.errors import Problem, SpecError, UserError
@@ -393,12 +392,13 @@ def _load_file(path: Path, shown: str, problems: list[Problem]) -> Family | None
         problem(f"not valid TOML: {exc}", line=int(line.group(1)) if line else None)
         return None
     where = _locate(text)
-    errors = sorted(jsonschema.Draft202012Validator(_schema()).iter_errors(doc), key=lambda e: list(e.absolute_path))
-    for err in errors:
-        parts = list(err.absolute_path)
+    from runner.load import schema_errors
+
+    errors = schema_errors(doc, _schema())
+    for parts, message in errors:
         toml_path = "".join(f"[{p}]" if isinstance(p, int) else (f".{p}" if k else p) for k, p in enumerate(parts))
         line = where.get((parts[1],) + tuple(parts[2:3])) or where.get((parts[1],)) if len(parts) > 1 and parts[0] == "pattern" else None
-        problem(f"{err.message} (see runner/schemas/regexes.json)", toml_path, line)
+        problem(f"{message} (see runner/schemas/regexes.json)", toml_path, line)
     if errors:
         return None
     name = doc["family"]
