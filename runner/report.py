@@ -43,8 +43,9 @@ class PlainReporter:
         elif kind == "run_finished":
             _out(summary_line(event), err=event.get("status") != "ok")
         elif kind == "attempt_finished" and not event.get("ok"):
-            _out(f"  {event['intent']} attempt {event['attempt']}: {event.get('kind')}: "
-                 f"{(event.get('error') or '').splitlines()[0] if event.get('error') else ''}", err=True)
+            first_line = (event.get("error") or "").splitlines()[0] if event.get("error") else ""
+            _out(f"  {event['intent']}: attempt {event['attempt']} rejected ({event.get('kind')}): {first_line}",
+                 err=True)
         elif kind == "recovered":
             _out(f"runner: {event['message']}", err=True)
 
