@@ -27,7 +27,7 @@ def _dag_spec() -> str:
         deps = sorted(rng.sample(names[(layer - 1) * 20: layer * 20], 2)) if layer else []
         reads = " ".join(f"out/{d}.txt" for d in deps) or "src/seed.txt"
         run = (f"cat {reads} | md5sum | cut -c1-8 > out/.{name}.part; printf '{name}:' > out/{name}.txt; "
-               f"sleep 0.02; cat out/.{name}.part >> out/{name}.txt; echo END >> out/{name}.txt")
+               f"sleep 0.04; cat out/.{name}.part >> out/{name}.txt; echo END >> out/{name}.txt")
         inputs = [f"out/{d}.txt" for d in deps] or ["src/seed.txt"]
         lines.append(f'[intent.{name}]\nrun = "{run}"\ninputs = {json.dumps(inputs)}\n'
                      f'outputs = ["out/{name}.txt"]\ndeps = {json.dumps(deps)}\n')
@@ -83,7 +83,7 @@ def _finish_and_check(project, completed_before: set[str]) -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_sigint_at_a_random_moment(torture, seed):
-    delay = random.Random(seed).uniform(0.0, 2.0)
+    delay = random.Random(seed).uniform(0.0, 1.2)
     proc, first = _start(torture)
     time.sleep(delay)
     proc.send_signal(signal.SIGINT)
@@ -102,7 +102,7 @@ def test_sigint_at_a_random_moment(torture, seed):
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", [4, 5, 6])
 def test_sigkill_at_a_random_moment(torture, seed):
-    delay = random.Random(seed).uniform(0.0, 2.0)
+    delay = random.Random(seed).uniform(0.0, 1.2)
     proc, first = _start(torture)
     time.sleep(delay)
     proc.kill()
