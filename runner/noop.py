@@ -23,10 +23,10 @@ _FLAGS = {"-k", "--keep-going", "--no-wait", "--json"}
 _WITH_VALUE = {"-C", "--directory", "-j", "--jobs", "--timeout"}
 
 
-def _stat_digest(root: str, paths: list[str]) -> str | None:
-    """Digest of the stats of `paths`; None if any file is too recent to trust its mtime."""
+def _stats(root: str, paths: list[str]) -> tuple[str, list[str]]:
+    """(digest of the stats of `paths`, the paths modified too recently for their mtime to be trusted)."""
     racy_after = time.time_ns() - RACY_NS
-    stats = []
+    stats, racy = [], []
     stat = os.stat
     prefix = root + "/"
     for rel in paths:
@@ -36,9 +36,21 @@ def _stat_digest(root: str, paths: list[str]) -> str | None:
             stats.append(None)
             continue
         if st.st_mtime_ns > racy_after:
-            return None
+            racy.append(rel)
         stats.append((st.st_size, st.st_mtime_ns, st.st_ino))
-    return hashlib.sha256(marshal.dumps(stats)).hexdigest()
+    return hashlib.sha256(marshal.dumps(stats)).hexdigest(), racy
+
+
+def content_digest(root: str, rel: str) -> str | None:
+    """What a path holds: a file's bytes, a folder's names (an entry added within the same mtime tick)."""
+    full = rel if rel[0] == "/" else root + "/" + rel
+    try:
+        if os.path.isdir(full):
+            return hashlib.sha256("\0".join(sorted(os.listdir(full))).encode()).hexdigest()
+        with open(full, "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest()
+    except OSError:
+        return None
 
 
 def _load(root: str) -> dict:
@@ -49,8 +61,14 @@ def _load(root: str) -> dict:
         return {}
 
 
-def save_snapshot(root: str, target: str | None, sources: list[str], steps: list[tuple[str, tuple, tuple]]) -> None:
-    """Record the no-op proof for `target`; `steps` are (intent, inputs, outputs, runs-always) in topological order."""
+def save_snapshot(root: str, target: str | None, sources: list[str], steps: list[tuple[str, tuple, tuple]],
+                  digest_of=None) -> None:
+    """Record the no-op proof for `target`; `steps` are (intent, inputs, outputs, runs-always) in topological order.
+
+    Files written moments ago (a build's own outputs) have mtimes that cannot be trusted yet (git's racy
+    case), so their content digests are kept too and checked by the next no-op: the first no-op after a build
+    hashes those files instead of running the whole pipeline. `digest_of(rel)` may supply digests already known.
+    """
     entries = _load(root)
     slot = f"{__version__}\0{target or ''}"
     paths = list(sources)
@@ -64,11 +82,10 @@ def save_snapshot(root: str, target: str | None, sources: list[str], steps: list
                 return _write(root, entries)
             paths.append(pattern)
     paths = list(dict.fromkeys(paths))  # a dependency's output is usually also a declared input
-    digest = _stat_digest(root, paths)
-    if digest is None:
-        entries.pop(slot, None)
-    else:
-        entries[slot] = (paths, digest, [step[0] for step in steps])
+    digest, racy = _stats(root, paths)
+    known = digest_of or (lambda rel: None)
+    racy_digests = {rel: (None if rel[0] == "/" else known(rel)) or content_digest(root, rel) for rel in racy}
+    entries[slot] = (paths, digest, [step[0] for step in steps], racy_digests)
     _write(root, entries)
 
 
@@ -135,11 +152,18 @@ def try_noop(argv: list[str]) -> int | None:
     root = find_root(directory)
     entries = _load(root)
     slot = entries.get(f"{__version__}\0{target or ''}")
-    if slot is None:
+    if slot is None or len(slot) != 4:
         return None
-    paths, digest, order = slot
-    if _stat_digest(root, paths) != digest:
+    paths, digest, order, racy_digests = slot
+    now_digest, racy_now = _stats(root, paths)
+    if now_digest != digest:
         return None
+    for rel, want in racy_digests.items():  # same stats, but an mtime too fresh to prove the same bytes
+        if content_digest(root, rel) != want:
+            return None
+    if racy_digests and not racy_now:  # they have aged past the racy window: stats alone suffice now
+        entries[f"{__version__}\0{target or ''}"] = (paths, digest, order, {})
+        _write(root, entries)
     _report(root, order, as_json, started)
     return 0
 

@@ -95,12 +95,14 @@ def make(project: Project, target: str | None, options: RunOptions, emit, wait_f
         sink(finished)
         record.close()
         planner.state.save()
-        planner.stat.save()
         planner.cache.close()
         if status == "ok":
             intents = project.spec.intents
-            save_snapshot(str(layout.root), requested, project.compiled.sources,
-                          [(n, intents[n].inputs, intents[n].outputs, runs_always(intents[n])) for n in order])
+            root = str(layout.root)
+            save_snapshot(root, requested, project.compiled.sources,
+                          [(n, intents[n].inputs, intents[n].outputs, runs_always(intents[n])) for n in order],
+                          digest_of=lambda rel: planner.stat.digest(root, rel))
+        planner.stat.save()
         prune(layout.runs_dir)
         return summary
     finally:
