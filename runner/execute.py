@@ -281,27 +281,26 @@ class Executor:
             return
         if not force and len(self._deferred) < 32 and time.monotonic() - self._deferred_since < 0.25:
             return
+        batch = list(self._deferred)
         with self.planner.cache.db.transact():
-            self._store_batch()
-        self._deferred_since = time.monotonic()
-
-    def _store_batch(self) -> None:
-        while self._deferred:
-            # taken off the list only once stored: an interrupt in between must not lose a finished step
-            name, decision, outcome, outputs, datas, duration, journal = self._deferred[0]
-            for digest, data in datas.items():
-                self.planner.cache.put_blob(digest, data)
-            self.planner.cache.put_record(StepRecord(
-                intent=name, key=decision.key, outputs=outputs, created=time.time(),
-                ingredients=self.planner.ingredients(name, decision), duration=duration,
-                run_id=self.record.run_id))
+            for name, decision, _outcome, outputs, datas, duration, _journal in batch:
+                for digest, data in datas.items():
+                    self.planner.cache.put_blob(digest, data)
+                self.planner.cache.put_record(StepRecord(
+                    intent=name, key=decision.key, outputs=outputs, created=time.time(),
+                    ingredients=self.planner.ingredients(name, decision), duration=duration,
+                    run_id=self.record.run_id))
+        # committed: only now may the steps be reported as ran (an interrupt before this point leaves
+        # them on the list, and the final store of the run tries again)
+        for name, decision, outcome, outputs, _datas, duration, journal in batch:
             self.planner.state.set(name, decision.key, outputs,
                                    {p: d for p, d in decision.inputs.items() if p in outputs})
             if journal:
                 self.inflight.end(journal)
             self._report_run(name, decision, outcome, duration, outputs)
-            self._deferred.pop(0)
             self._deferred_names.discard(name)
+        del self._deferred[:len(batch)]
+        self._deferred_since = time.monotonic()
 
     def _precall_gate(self, name: str) -> str | None:
         """Ask (on a terminal) or block (without one) before an agent step calls a model, as its policy says."""

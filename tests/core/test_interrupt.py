@@ -27,7 +27,7 @@ def _dag_spec() -> str:
         deps = sorted(rng.sample(names[(layer - 1) * 20: layer * 20], 2)) if layer else []
         reads = " ".join(f"out/{d}.txt" for d in deps) or "src/seed.txt"
         run = (f"cat {reads} | md5sum | cut -c1-8 > out/.{name}.part; printf '{name}:' > out/{name}.txt; "
-               f"sleep 0.04; cat out/.{name}.part >> out/{name}.txt; echo END >> out/{name}.txt")
+               f"sleep 0.08; cat out/.{name}.part >> out/{name}.txt; echo END >> out/{name}.txt")
         inputs = [f"out/{d}.txt" for d in deps] or ["src/seed.txt"]
         lines.append(f'[intent.{name}]\nrun = "{run}"\ninputs = {json.dumps(inputs)}\n'
                      f'outputs = ["out/{name}.txt"]\ndeps = {json.dumps(deps)}\n')
