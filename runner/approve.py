@@ -16,7 +16,7 @@ from .attempt import Change
 from .cache import StepRecord
 from .keys import expand
 from .plan import Decision, Planner
-from .policy import WRITE_FILES, needs_approval
+from .policy import WRITE_FILES, needs_approval, path_matches
 from .spec import Intent
 
 RAN, BLOCKED, FAILED = "ran", "blocked", "failed"
@@ -37,7 +37,7 @@ def _outputs_after(root: Path, intent: Intent, change: Change, planner: Planner)
     digests = change.digests()
     paths = set(expand(str(root), intent.outputs))
     for rel in change.files:
-        if any(_covers(pattern, rel) for pattern in intent.outputs):
+        if any(path_matches(rel, pattern) for pattern in intent.outputs):
             paths.add(rel)
     out = {}
     for rel in sorted(paths):
@@ -49,12 +49,6 @@ def _outputs_after(root: Path, intent: Intent, change: Change, planner: Planner)
             if value is not None:
                 out[rel] = value
     return out
-
-
-def _covers(pattern: str, rel: str) -> bool:
-    from .policy import _matches
-
-    return _matches(rel, pattern)
 
 
 def finish(ctx: ApplyContext, intent: Intent, decision: Decision, change: Change) -> tuple[str, dict, str | None]:

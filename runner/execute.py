@@ -19,11 +19,10 @@ from .cache import StepRecord
 from .keys import digest_bytes, expand, outputs_digest
 from .plan import RUN, Decision, Planner
 from .record import RunRecord, tail
-from .spec import STEP_AGENT, STEP_AGGREGATE, Spec
-from .steps import StepContext, StepOutcome, step_for
 from .policy import RunBudget
+from .spec import STEP_AGENT, STEP_AGGREGATE, Spec
+from .steps import StepContext, StepOutcome, shell, step_for
 from .steps.agent import AgentRun
-from .steps import shell
 from .workspace import InflightJournal, Layout
 
 RAN, CACHED, RESTORED, FAILED, SKIPPED, BLOCKED = "ran", "cached", "restored", "failed", "skipped", "blocked"

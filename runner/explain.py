@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-
-
 from .graph import resolve_target, selected_order
 from .plan import make_plan
-
 
 
 def _short(digest: str | None) -> str | None:

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from .cache import Cache, State, StepRecord
 from .compiled import Compiled
-from .keys import StatCache, digest_value, expand, input_digests, outputs_digest, step_key
+from .keys import StatCache, digest_value, input_digests, outputs_digest, step_key
 from .spec import STEP_AGENT, STEP_AGGREGATE, STEP_SHELL
 
 RUN, SKIP = "run", "skip"
@@ -175,9 +175,6 @@ class Planner:
     def ingredients(self, name: str, decision: Decision) -> dict:
         return {"parts": self.compiled.parts[name], "inputs": decision.inputs, "deps": decision.dep_digests}
 
-    def output_digests(self, name: str) -> dict[str, str | None]:
-        intent = self.spec.intents[name]
-        return {rel: self.stat.digest(self.root, rel) for rel in expand(self.root, intent.outputs)}
 
 
 def make_plan(planner: Planner, order: list[str]) -> list[Decision]:

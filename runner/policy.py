@@ -13,7 +13,8 @@ WRITE_FILES, RUN_SHELL, NETWORK = "write_files", "run_shell", "network"
 BOUNDARIES = (WRITE_FILES, RUN_SHELL, NETWORK)
 
 
-def _matches(path: str, pattern: str) -> bool:
+def path_matches(path: str, pattern: str) -> bool:
+    """A project path against a scope or output glob (** spans folders, as in the intents)."""
     if fnmatch.fnmatchcase(path, pattern):
         return True
     if pattern.endswith("/**"):
@@ -37,7 +38,7 @@ def check_change(change: Change, policy: Policy, intent: Intent) -> list[str]:
             problems.append(f"{rel}: outside the project ({where})")
         elif parts[0] in PRIVATE:
             problems.append(f"{rel}: inside {parts[0]}/, which no step may write ({where})")
-        elif not any(_matches(rel, p) for p in allowed):
+        elif not any(path_matches(rel, p) for p in allowed):
             scope = ", ".join(allowed) or "nothing: declare outputs or a scope"
             problems.append(f"{rel}: outside the scope of {where} and the intent's outputs ({scope})")
     if change.files and policy.write_files == "never":
