@@ -26,6 +26,7 @@ from .steps.agent import AgentRun
 from .workspace import InflightJournal, Layout
 
 RAN, CACHED, RESTORED, FAILED, SKIPPED, BLOCKED = "ran", "cached", "restored", "failed", "skipped", "blocked"
+_EXITED, _PRINTED = "exited", "printed"  # what a shell step's file descriptor in the selector says
 
 
 @dataclass
@@ -75,6 +76,7 @@ class _Active:
     shell: object = None  # steps.shell.RunningShell
     future: Future | None = None
     pidfd: int | None = None
+    watching_output: bool = False  # a shell step's output pipe is in the selector
 
 
 class Executor:
@@ -196,7 +198,9 @@ class Executor:
                 continue
             active.shell = started
             active.pidfd = os.pidfd_open(started.pid)
-            selector.register(active.pidfd, selectors.EVENT_READ, name)
+            selector.register(active.pidfd, selectors.EVENT_READ, (name, _EXITED))
+            selector.register(started.output_fd, selectors.EVENT_READ, (name, _PRINTED))
+            active.watching_output = True
             self.active[name] = active
 
     def _wait(self, selector, wake_r: int) -> None:
@@ -210,8 +214,14 @@ class Executor:
                 except BlockingIOError:
                     pass
                 continue
-            active = self.active.get(key.data)
+            name, what = key.data
+            active = self.active.get(name)
             if active is None or active.shell is None:
+                continue
+            if what == _PRINTED:
+                if not active.shell.pump():
+                    selector.unregister(key.fd)
+                    active.watching_output = False
                 continue
             self._unwatch(selector, active)
             self._complete(active, active.shell.finished(active.shell.proc.wait()))
@@ -230,6 +240,9 @@ class Executor:
             selector.unregister(active.pidfd)
             os.close(active.pidfd)
             active.pidfd = None
+        if active.watching_output:
+            selector.unregister(active.shell.output_fd)  # closed by the step as it finishes
+            active.watching_output = False
 
     def _complete(self, active: "_Active", outcome: StepOutcome) -> None:
         """A step ended: judge it, tell the user, and let its dependants go as early as possible."""
@@ -354,8 +367,9 @@ class Executor:
 
     def _report_run(self, name: str, decision: Decision, outcome: StepOutcome, duration: float,
                     outputs: dict) -> tuple[str, dict]:
-        event = {"event": "step_finished", "intent": name, "duration": round(duration, 3),
-                 "log": str(self.record.log_path(name))}
+        event = {"event": "step_finished", "intent": name, "duration": round(duration, 3)}
+        if outcome.log:
+            event["log"] = outcome.log
         if outcome.details:
             event["agent"] = outcome.details
         if outcome.ok and outcome.change is not None:
@@ -372,8 +386,7 @@ class Executor:
             return BLOCKED, {}
         self.emit({**event, "status": FAILED, "exit_code": outcome.exit_code, "error": outcome.error,
                    "timed_out": outcome.timed_out, "interrupted": outcome.interrupted,
-                   "log_tail": tail(self.record.log_path(name)) if self.spec.intents[name].kind != STEP_AGENT
-                   else None})
+                   "log_tail": tail(outcome.log) if outcome.log else None})
         return FAILED, {}
 
     def _hash_outputs(self, name: str) -> tuple[dict[str, str], dict[str, bytes], str | None]:

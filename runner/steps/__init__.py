@@ -33,6 +33,7 @@ class StepOutcome:
     blocked: str | None = None  # why it waits for a human or a budget (exit 3)
     change: object = None  # agent steps: the verified Change, applied by the scheduler
     details: dict = field(default_factory=dict)  # agent steps: attempts, usage, workspace
+    log: str | None = None  # shell steps: the log of what the command printed, if it printed anything
 
 
 class Step(Protocol):

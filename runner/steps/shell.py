@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import selectors
 import signal
 import subprocess
 import time
@@ -47,12 +48,19 @@ def kill_group(pgid: int, grace: float = KILL_GRACE, proc: subprocess.Popen | No
 
 
 class RunningShell:
-    """A shell step in flight: its child in its own process group, its log, its deadline."""
+    """A shell step in flight: its child in its own process group, its output pipe, its deadline.
 
-    def __init__(self, ctx: StepContext, proc: subprocess.Popen, line: str):
+    What the child prints comes through a pipe and goes to the step's log, which is created on the first
+    byte: most steps of a big build print nothing, and creating a file costs more than starting the step.
+    """
+
+    def __init__(self, ctx: StepContext, proc: subprocess.Popen, line: str, output_fd: int):
         self.ctx = ctx
         self.proc = proc
         self.line = line
+        self.output_fd: int | None = output_fd
+        self.log: str | None = None  # the log's path, once the child printed something
+        self._log_fd: int | None = None
         self.started = time.monotonic()
         self.deadline = self.started + ctx.timeout if ctx.timeout else None
 
@@ -60,20 +68,51 @@ class RunningShell:
     def pid(self) -> int:
         return self.proc.pid
 
+    def pump(self) -> bool:
+        """Move what the child has printed so far into its log; False once every writer closed the pipe."""
+        while self.output_fd is not None:
+            try:
+                data = os.read(self.output_fd, 1 << 16)
+            except BlockingIOError:
+                return True
+            if not data:
+                return False
+            if self._log_fd is None:
+                self.log = str(self.ctx.log_path)
+                self._log_fd = os.open(self.log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+                os.write(self._log_fd, f"$ {self.line}\n".encode())
+            os.write(self._log_fd, data)
+        return False
+
+    def close_output(self) -> None:
+        """The child has exited: take what is left in the pipe. A background grandchild that still holds
+        the pipe is not waited for (its later writes get EPIPE, as under ninja)."""
+        if self.output_fd is None:
+            return
+        self.pump()
+        os.close(self.output_fd)
+        self.output_fd = None
+        if self._log_fd is not None:
+            os.close(self._log_fd)
+            self._log_fd = None
+
     def timed_out(self) -> StepOutcome:
         kill_group(self.proc.pid, proc=self.proc)
         self.proc.wait()
-        return StepOutcome(ok=False, exit_code=self.proc.returncode, timed_out=True,
+        self.close_output()
+        return StepOutcome(ok=False, exit_code=self.proc.returncode, timed_out=True, log=self.log,
                            error=f"timed out after {self.ctx.timeout:g}s; its process group was killed")
 
     def finished(self, code: int) -> StepOutcome:
         if self.ctx.cancelled.is_set():
             kill_group(self.proc.pid, grace=0.2)
-            return StepOutcome(ok=False, exit_code=code, interrupted=True, error="interrupted")
+            self.close_output()
+            return StepOutcome(ok=False, exit_code=code, interrupted=True, error="interrupted", log=self.log)
+        self.close_output()
         if code != 0:
             how = f"killed by signal {-code}" if code < 0 else f"exited with code {code}"
-            return StepOutcome(ok=False, exit_code=code, error=f"command {how}")
-        return StepOutcome(ok=True, exit_code=0)
+            return StepOutcome(ok=False, exit_code=code, error=f"command {how}", log=self.log)
+        return StepOutcome(ok=True, exit_code=0, log=self.log)
 
 
 def start(ctx: StepContext) -> RunningShell | StepOutcome:
@@ -89,17 +128,20 @@ def start(ctx: StepContext) -> RunningShell | StepOutcome:
         env = dict(os.environ)
         env.update(dict(ctx.intent.env))
     cwd = os.path.join(ctx.spec.root, ctx.intent.cwd)
-    with open(ctx.log_path, "wb") as log:
-        log.write(f"$ {line}\n".encode())
-        log.flush()
-        try:
-            # close_fds=False is safe (Python opens every fd non-inheritable) and skips a walk of /proc/self/fd
-            proc = subprocess.Popen(["/bin/sh", "-c", line], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-                                    stdout=log, stderr=subprocess.STDOUT, start_new_session=True, close_fds=False)
-        except OSError as exc:
-            return StepOutcome(ok=False, error=f"could not start /bin/sh in {cwd}: {exc.strerror}")
+    read_end, write_end = os.pipe()
+    try:
+        # close_fds=False is safe (Python opens every fd non-inheritable) and skips a walk of /proc/self/fd
+        proc = subprocess.Popen(["/bin/sh", "-c", line], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+                                stdout=write_end, stderr=subprocess.STDOUT, start_new_session=True,
+                                close_fds=False)
+    except OSError as exc:
+        os.close(read_end)
+        return StepOutcome(ok=False, error=f"could not start /bin/sh in {cwd}: {exc.strerror}")
+    finally:
+        os.close(write_end)
+    os.set_blocking(read_end, False)
     ctx.on_process(proc.pid)
-    return RunningShell(ctx, proc, line)
+    return RunningShell(ctx, proc, line, read_end)
 
 
 class ShellStep:
@@ -108,8 +150,18 @@ class ShellStep:
         running = start(ctx)
         if isinstance(running, StepOutcome):
             return running
+        pidfd = os.pidfd_open(running.pid)
         try:
-            code = running.proc.wait(ctx.timeout)
-        except subprocess.TimeoutExpired:
-            return running.timed_out()
-        return running.finished(code)
+            with selectors.DefaultSelector() as selector:
+                selector.register(pidfd, selectors.EVENT_READ, "exit")
+                selector.register(running.output_fd, selectors.EVENT_READ, "output")
+                while running.proc.poll() is None:
+                    left = None if running.deadline is None else running.deadline - time.monotonic()
+                    if left is not None and left <= 0:
+                        return running.timed_out()
+                    for key, _mask in selector.select(left):
+                        if key.data == "output" and not running.pump():
+                            selector.unregister(key.fd)
+        finally:
+            os.close(pidfd)
+        return running.finished(running.proc.returncode)

@@ -106,6 +106,29 @@ def test_failure_exit_1_with_log_tail_and_dependants_skipped(project):
     assert "error: boom at line 3" in plain.err
 
 
+def test_each_step_log_holds_what_it_printed_and_a_quiet_step_leaves_none(project):
+    big = 200_000  # more than a pipe holds: the scheduler must keep reading while the step runs
+    project.spec(f"""
+        [intent.chatty]
+        run = "echo to-stdout; echo to-stderr >&2; head -c {big} /dev/zero | tr '\\\\0' x; echo; echo done"
+        inputs = ["x"]
+        [intent.quiet]
+        run = "cat x > quiet.txt"
+        inputs = ["x"]
+        outputs = ["quiet.txt"]
+    """)
+    project.write("x", "1")
+    result = project.make("-j2")
+    assert result.code == 0, result.err
+    finished = {e["intent"]: e for e in result.events() if e["event"] == "step_finished"}
+    log = finished["chatty"]["log"]
+    lines = open(log, encoding="utf-8").read().splitlines()
+    assert lines[0].startswith("$ echo to-stdout;")
+    assert lines[1:3] == ["to-stdout", "to-stderr"] and lines[3] == "x" * big and lines[4:] == ["done"]
+    assert "log" not in finished["quiet"]
+    assert not (project.root / os.path.dirname(log) / "quiet.log").exists()
+
+
 def test_keep_going_runs_independent_steps(project):
     project.spec("""
         [intent.bad]
