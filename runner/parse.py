@@ -6,7 +6,6 @@ import difflib
 import hashlib
 import json
 import re
-import tomllib
 from dataclasses import dataclass, field
 from functools import cached_property
 from importlib import resources
@@ -15,6 +14,7 @@ from typing import Iterable, Iterator
 
 import re2
 
+from runner import toml_read
 from runner.errors import Problem, SpecError, UserError
 
 STAGES = ("shadow", "canary", "active", "retired")
@@ -383,11 +383,11 @@ def _load_file(path: Path, shown: str, problems: list[Problem]) -> Family | None
 
     try:
         text = path.read_text("utf-8")
-        doc = tomllib.loads(text)
+        doc = toml_read.loads(text)
     except (OSError, UnicodeDecodeError) as exc:
         problem(f"cannot read the regexes file: {exc}")
         return None
-    except tomllib.TOMLDecodeError as exc:
+    except toml_read.TOMLDecodeError as exc:
         line = re.search(r"line (\d+)", str(exc))
         problem(f"not valid TOML: {exc}", line=int(line.group(1)) if line else None)
         return None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from functools import cached_property
 
 _HEADER = re.compile(r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(?:#.*)?$")
 _KEY = re.compile(r"^\s*((?:[A-Za-z0-9_-]+|\"[^\"]*\"|'[^']*')(?:\s*\.\s*(?:[A-Za-z0-9_-]+|\"[^\"]*\"|'[^']*'))*)\s*=")
@@ -33,18 +34,28 @@ class Locator:
     """Line lookup over one TOML document's text."""
 
     def __init__(self, text: str):
-        self.lines = text.splitlines()
-        self._entries: list[tuple[list[str], int, bool]] = []  # (full key path, 1-based line, is a [header])
+        self.text = text
+
+    @cached_property
+    def lines(self) -> list[str]:
+        return self.text.splitlines()
+
+    @cached_property
+    def _entries(self) -> list[tuple[list[str], int, bool]]:
+        """(full key path, 1-based line, is a [header]): built on the first question, since a valid spec
+        asks none."""
+        entries = []
         table: list[str] = []
         for number, line in enumerate(self.lines, start=1):
             header = _HEADER.match(line)
             if header:
                 table = _parts(header.group(1))
-                self._entries.append((table, number, True))
+                entries.append((table, number, True))
                 continue
             key = _KEY.match(line)
             if key:
-                self._entries.append((table + _parts(key.group(1)), number, False))
+                entries.append((table + _parts(key.group(1)), number, False))
+        return entries
 
     def line_of(self, path: str, value: object = None) -> int | None:
         """The line of the deepest declared prefix of `path`; with `value`, the line holding that value.

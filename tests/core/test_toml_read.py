@@ -1,0 +1,72 @@
+"""rtoml reads the specs for speed, tomli words the errors: the two must agree, and read what tomllib reads."""
+
+from __future__ import annotations
+
+import tomllib
+
+import tomli
+from pathlib import Path
+
+import pytest
+
+from runner import toml_read
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCUMENTS = sorted(p for p in ROOT.rglob("*.toml")
+                   if not {".venv", "bench", ".git", "node_modules"} & set(p.relative_to(ROOT).parts))
+
+# documents tomllib refuses for reasons rtoml might overlook: each must still be an error
+INVALID = [
+    'a = 1\na = 2\n',
+    '[t]\nx = 1\n[t]\ny = 2\n',
+    'a = "unterminated\n',
+    'a = "\\q"\n',
+    'a = 1979-05-27T25:00:00\n',
+    'a = 0x\n',
+    'a = [1, 2,,]\n',
+    'a.b = 1\na = 2\n',
+]
+
+# TOML 1.1 (tomli >= 2.5, rtoml, and the stdlib's tomllib from Python 3.15): read alike by both
+TOML_1_1 = {
+    'a = { b = 1, }\n': {"a": {"b": 1}},
+    'a = {\n  b = 1,\n  c = 2\n}\n': {"a": {"b": 1, "c": 2}},
+    'a = "\\x41\\e"\n': {"a": "A\x1b"},
+}
+
+
+def _parsed(parse, text):
+    try:
+        return parse(text)
+    except Exception as exc:  # either parser's error type
+        return type(exc).__name__ == "TOMLDecodeError" or "error"
+
+
+@pytest.mark.parametrize("path", DOCUMENTS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_shipped_documents_read_the_same_as_tomllib(path):
+    text = path.read_bytes().decode("utf-8", "replace")
+    expected = _parsed(tomllib.loads, text)
+    got = _parsed(toml_read.loads, text)
+    assert got == expected
+
+
+@pytest.mark.parametrize("text", INVALID)
+def test_invalid_documents_stay_errors_with_tomllibs_position(text):
+    with pytest.raises(toml_read.TOMLDecodeError) as info:
+        toml_read.loads(text)
+    assert "line" in str(info.value)
+
+
+def test_at_least_the_corpus_and_the_adapters_are_covered():
+    names = {str(p.relative_to(ROOT)) for p in DOCUMENTS}
+    assert "intents.toml" in names and "adapters/python.toml" in names
+    assert sum(n.startswith("tests/specs/") for n in names) >= 25
+
+
+@pytest.mark.parametrize("text", sorted(TOML_1_1))
+def test_toml_1_1_documents_read_alike(text):
+    assert toml_read.loads(text) == tomli.loads(text) == TOML_1_1[text]
+
+
+def test_an_integer_rtoml_cannot_hold_is_read_by_tomli():
+    assert toml_read.loads("x = 9223372036854775808\n") == {"x": 9223372036854775808}
