@@ -80,8 +80,10 @@ class _Active:
 
 
 class Executor:
-    def __init__(self, planner: Planner, layout: Layout, record: RunRecord, emit, options: RunOptions):
+    def __init__(self, planner: Planner, layout: Layout, record: RunRecord, emit, options: RunOptions,
+                 proven: set[str] = frozenset()):
         self.planner = planner
+        self.proven = proven  # steps known to be up to date without a decision (see pipeline._unchanged_steps)
         self.spec = planner.spec
         self.layout = layout
         self.record = record
@@ -123,6 +125,7 @@ class Executor:
         heapq.heapify(self.ready)
         self.produced: dict[str, str] = {}  # intent -> digest of its outputs
         self.active: dict[str, _Active] = {}
+        self.exited: list[tuple[_Active, StepOutcome]] = []  # shell steps that exited well, not yet completed
         self.stop = False
         self.emit({"event": "run_started", "run_id": self.record.run_id, "steps": len(order),
                    "jobs": self.options.jobs})
@@ -141,6 +144,11 @@ class Executor:
                     self.ready.clear()
                 if self.active:
                     self._wait(selector, wake_r)
+                    if self.exited:
+                        # a slot is free: start the next ready step first, then hash what the exited
+                        # steps wrote (their dependants become ready only then)
+                        self._fill(pool, selector, wake_w)
+                        self._complete_exited()
         except KeyboardInterrupt:
             summary.interrupted = True
             signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the clean-up short
@@ -171,6 +179,8 @@ class Executor:
             name = heapq.heappop(self.ready)[1]
             if self._deferred and not self._deferred_names.isdisjoint(self.spec.intents[name].deps):
                 self._store_deferred()  # a step's report never comes before its dependencies' reports
+            if name in self.proven and self._skip_proven(name):
+                continue
             decision = self.planner.decide(name, self.produced)
             held = self._pending(name, decision) or (self._precall_gate(name) if decision.action == RUN else None)
             if held:
@@ -204,7 +214,11 @@ class Executor:
             self.active[name] = active
 
     def _wait(self, selector, wake_r: int) -> None:
-        """Block until a child exits, an agent step ends, or a step's deadline passes; finish what ended."""
+        """Block until a child exits, an agent step ends, or a step's deadline passes; finish what ended.
+
+        Shell steps that exited with 0 move from `active` to `exited`, to be completed once the freed
+        slots are filled again.
+        """
         deadlines = [a.shell.deadline for a in self.active.values() if a.shell and a.shell.deadline]
         timeout = max(0.0, min(deadlines) - time.monotonic()) if deadlines else None
         for key, _mask in selector.select(timeout):
@@ -224,7 +238,12 @@ class Executor:
                     active.watching_output = False
                 continue
             self._unwatch(selector, active)
-            self._complete(active, active.shell.finished(active.shell.proc.wait()))
+            outcome = active.shell.finished(active.shell.proc.wait())
+            if outcome.ok:
+                self.active.pop(name)
+                self.exited.append((active, outcome))
+            else:
+                self._complete(active, outcome)  # at once: a failure may stop the run before the next start
         now = time.monotonic()
         for active in list(self.active.values()):
             if active.future is not None and active.future.done():
@@ -233,6 +252,10 @@ class Executor:
             elif active.shell and active.shell.deadline and now >= active.shell.deadline:
                 self._unwatch(selector, active)
                 self._complete(active, active.shell.timed_out())
+
+    def _complete_exited(self) -> None:
+        while self.exited:
+            self._complete(*self.exited.pop(0))
 
     @staticmethod
     def _unwatch(selector, active: "_Active") -> None:
@@ -407,6 +430,22 @@ class Executor:
             datas[digest] = data
         return outputs, datas, None
 
+    def _skip_proven(self, name: str) -> bool:
+        """Report a step proven up to date as cached, from the state index alone; False if it has no entry."""
+        intent = self.spec.intents[name]
+        if intent.kind == STEP_AGGREGATE:
+            outputs, reason = {d: self.produced[d] for d in intent.deps}, "aggregate of up-to-date steps"
+        else:
+            last = self.planner.state.get(name)
+            if last is None:
+                return False
+            outputs, reason = last[1], "up to date"
+        self.summary.counts[CACHED] += 1
+        self.produced[name] = outputs_digest(outputs)
+        self.emit({"event": "step_finished", "intent": name, "status": CACHED, "reasons": [reason]})
+        self._release(name)
+        return True
+
     def _finish_skip(self, name: str, decision: Decision) -> str:
         status = CACHED
         if decision.restore:
@@ -444,6 +483,7 @@ class Executor:
     def _interrupt(self, selector) -> None:
         """Stop every child group and agent step, wait for them, drop their partial outputs."""
         self.cancelled.set()
+        self._complete_exited()  # they finished before the interrupt: kept
         shells = [a for a in self.active.values() if a.shell]
         for a in shells:
             try:

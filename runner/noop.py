@@ -19,12 +19,18 @@ from . import __version__
 from .keys import GLOB_CHARS, RACY_NS, write_marshal
 
 SNAPSHOT = os.path.join(".runner", "noop")
+SNAPSHOT_PATHS = os.path.join(".runner", "noop-paths")  # per-path stats: read only when the proof fails
 _FLAGS = {"-k", "--keep-going", "--no-wait", "--json"}
 _WITH_VALUE = {"-C", "--directory", "-j", "--jobs", "--timeout"}
 
 
 def _stats(root: str, paths: list[str]) -> tuple[str, list[str]]:
     """(digest of the stats of `paths`, the paths modified too recently for their mtime to be trusted)."""
+    stats, racy = _each_stat(root, paths)
+    return hashlib.sha256(marshal.dumps(stats)).hexdigest(), racy
+
+
+def _each_stat(root: str, paths: list[str]) -> tuple[list, list[str]]:
     racy_after = time.time_ns() - RACY_NS
     stats, racy = [], []
     stat = os.stat
@@ -38,7 +44,7 @@ def _stats(root: str, paths: list[str]) -> tuple[str, list[str]]:
         if st.st_mtime_ns > racy_after:
             racy.append(rel)
         stats.append((st.st_size, st.st_mtime_ns, st.st_ino))
-    return hashlib.sha256(marshal.dumps(stats)).hexdigest(), racy
+    return stats, racy
 
 
 def content_digest(root: str, rel: str) -> str | None:
@@ -53,9 +59,9 @@ def content_digest(root: str, rel: str) -> str | None:
         return None
 
 
-def _load(root: str) -> dict:
+def _load(root: str, name: str = SNAPSHOT) -> dict:
     try:
-        with open(os.path.join(root, SNAPSHOT), "rb") as f:
+        with open(os.path.join(root, name), "rb") as f:
             return marshal.load(f)
     except (OSError, EOFError, ValueError, TypeError):
         return {}
@@ -82,23 +88,50 @@ def save_snapshot(root: str, target: str | None, sources: list[str], steps: list
                 return _write(root, entries)
             paths.append(pattern)
     paths = list(dict.fromkeys(paths))  # a dependency's output is usually also a declared input
-    digest, racy = _stats(root, paths)
+    stats, racy = _each_stat(root, paths)
+    digest = hashlib.sha256(marshal.dumps(stats)).hexdigest()
     known = digest_of or (lambda rel: None)
     racy_digests = {rel: (None if rel[0] == "/" else known(rel)) or content_digest(root, rel) for rel in racy}
     entries[slot] = (paths, digest, [step[0] for step in steps], racy_digests)
     _write(root, entries)
+    detail = _load(root, SNAPSHOT_PATHS)
+    detail[slot] = (digest, len(sources), stats)
+    _write(root, detail, SNAPSHOT_PATHS)
+
+
+def changed_since_snapshot(root: str, target: str | None, order: list[str]) -> set[str] | None:
+    """The declared paths whose stats (or, for a racy one, bytes) differ from the last good run of `target`,
+    or None when that says nothing: no such run, another step list, or a spec file changed.
+
+    Every step of that run was up to date, so a step none of whose inputs and outputs changed, and none
+    of whose dependencies must run, is still up to date: the full pipeline decides only the others.
+    """
+    slot = f"{__version__}\0{target or ''}"
+    entry, detail = _load(root).get(slot), _load(root, SNAPSHOT_PATHS).get(slot)
+    if entry is None or detail is None or len(entry) != 4 or entry[2] != order or detail[0] != entry[1]:
+        return None
+    paths, _digest, _order, racy_digests = entry
+    _digest, n_sources, before = detail
+    now, _racy = _each_stat(root, paths)
+    changed = {rel for rel, a, b in zip(paths, before, now) if a != b}
+    changed.update(rel for rel, want in racy_digests.items()
+                   if rel not in changed and content_digest(root, rel) != want)
+    if any(rel in changed for rel in paths[:n_sources]):
+        return None
+    return changed
 
 
 def forget(root: str) -> None:
-    try:
-        os.unlink(os.path.join(root, SNAPSHOT))
-    except FileNotFoundError:
-        pass
+    for name in (SNAPSHOT, SNAPSHOT_PATHS):
+        try:
+            os.unlink(os.path.join(root, name))
+        except FileNotFoundError:
+            pass
 
 
-def _write(root: str, entries: dict) -> None:
+def _write(root: str, entries: dict, name: str = SNAPSHOT) -> None:
     try:
-        write_marshal(os.path.join(root, SNAPSHOT), entries)
+        write_marshal(os.path.join(root, name), entries)
     except OSError:
         pass  # a read-only state folder only costs the fast path
 

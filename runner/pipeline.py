@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import time
@@ -13,7 +14,7 @@ from .compiled import Compiled, load_compiled
 from .execute import Executor, RunOptions, Summary
 from .graph import resolve_target, selected_order
 from .keys import StatCache
-from .noop import save_snapshot
+from .noop import changed_since_snapshot, save_snapshot
 from .apply import recover as recover_applies
 from .plan import Decision, Planner, make_plan, runs_always
 from .record import RunRecord, prune
@@ -59,6 +60,33 @@ def plan(project: Project, target: str | None, force: bool = False) -> tuple[str
         planner.cache.close()
 
 
+def _unchanged_steps(project: Project, target: str | None, order: list[str]) -> set[str]:
+    """The steps proven up to date without deciding them: none of their declared files changed since the last
+    good run of this target, and none of their dependencies is in doubt. An edit to one source file then
+    costs its downstream cone, not a decision for every step of the graph."""
+    changed = changed_since_snapshot(str(project.layout.root), target, order)
+    if changed is None:
+        return set()
+    intents = project.spec.intents
+    doubtful: set[str] = set()
+    for name in order:
+        intent = intents[name]
+        if (runs_always(intent) or not doubtful.isdisjoint(intent.deps)
+                or not changed.isdisjoint(intent.inputs) or not changed.isdisjoint(intent.outputs)):
+            doubtful.add(name)
+    return set(order) - doubtful
+
+
+def _chdir(folder: str) -> str | None:
+    """Go to `folder`; the folder we left, or None if we could not say or could not go."""
+    try:
+        here = os.getcwd()
+        os.chdir(folder)
+        return here
+    except OSError:
+        return None
+
+
 def _terminate_as_interrupt(signum, frame):
     raise KeyboardInterrupt
 
@@ -79,13 +107,26 @@ def make(project: Project, target: str | None, options: RunOptions, emit, wait_f
         target, order = select(project, target)
         planner = planner_for(project, options.force, options.worker)
         record = RunRecord(layout.runs_dir)
+        proven = set() if options.force or options.worker else _unchanged_steps(project, requested, order)
+
+        write_line = getattr(emit, "write_line", None)
 
         def sink(event: dict) -> None:
-            record.emit(event)
-            emit(event)
+            line = record.emit(event)
+            if write_line is not None:
+                write_line(line)
+            else:
+                emit(event)
 
         started = time.monotonic()
-        summary = Executor(planner, layout, record, sink, options).run(order)
+        # steps run from the project root, as make -C runs from its folder (a plain command then needs no
+        # shell to get there); the caller's folder is restored after the run
+        caller_cwd = _chdir(str(layout.root))
+        try:
+            summary = Executor(planner, layout, record, sink, options, proven=proven).run(order)
+        finally:
+            if caller_cwd:
+                _chdir(caller_cwd)
         status = ("interrupted" if summary.interrupted else "failed" if summary.failed
                   else "blocked" if summary.blocked else "ok")
         finished = {"event": "run_finished", "run_id": record.run_id, "target": target, "status": status,

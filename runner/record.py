@@ -25,13 +25,16 @@ class RunRecord:
         self._events = open(self.dir / "events.jsonl", "a", encoding="utf-8")
         self._flushed = time.monotonic()
 
-    def emit(self, event: dict) -> None:
-        self._events.write(json.dumps(event) + "\n")
+    def emit(self, event: dict) -> str:
+        """Append the event; returns its JSON line (without the newline) for whoever prints it too."""
+        line = json.dumps(event)
+        self._events.write(line + "\n")
         # cached steps are most of a warm run: flush them in batches; anything that ran, at once
         now = time.monotonic()
         if event.get("status") != "cached" or now - self._flushed > 0.5:
             self._events.flush()
             self._flushed = now
+        return line
 
     def log_path(self, intent: str) -> Path:
         return self.dir / "logs" / f"{intent}.log"

@@ -138,7 +138,10 @@ class InflightJournal:
         self.fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_TRUNC, 0o644)
 
     def start(self, intent: str, pid: int, outputs: list[str]) -> str:
-        entry = {"start": intent, "pgid": pid, "proc_start": _proc_start_time(pid), "outputs": outputs}
+        # when the child was started, on the clock /proc/PID/stat counts from: recovery kills the group only
+        # if the process now holding that pid started then (reading /proc here would cost more than the step)
+        entry = {"start": intent, "pgid": pid, "started": round(time.clock_gettime(time.CLOCK_BOOTTIME), 3),
+                 "outputs": outputs}
         os.write(self.fd, (json.dumps(entry) + "\n").encode())
         return intent
 
@@ -149,14 +152,19 @@ class InflightJournal:
         os.close(self.fd)
 
 
-def _proc_start_time(pid: int) -> str | None:
-    try:  # os-level calls: this runs once per started step, and open()'s buffered text file costs 5x more
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+SAME_PROCESS_WINDOW = 1.0  # seconds between our clock reading at spawn and the kernel's start time
+
+
+def _proc_started(pid: int) -> float | None:
+    """When process `pid` started, in seconds on CLOCK_BOOTTIME, or None if there is no such process."""
+    try:
         fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY | os.O_CLOEXEC)
         try:
-            return os.read(fd, 4096).rsplit(b")", 1)[1].split()[19].decode()
+            return int(os.read(fd, 4096).rsplit(b")", 1)[1].split()[19]) / _CLOCK_TICKS
         finally:
             os.close(fd)
-    except (OSError, IndexError):
+    except (OSError, IndexError, ValueError):
         return None
 
 
@@ -177,8 +185,9 @@ def recover_inflight(layout: Layout) -> list[str]:
     except FileNotFoundError:
         return []
     for name, entry in started.items():
-        pgid = entry.get("pgid")
-        if pgid and entry.get("proc_start") and _proc_start_time(pgid) == entry["proc_start"]:
+        pgid, spawned = entry.get("pgid"), entry.get("started")
+        alive_since = _proc_started(pgid) if pgid else None
+        if alive_since is not None and spawned is not None and abs(alive_since - spawned) < SAME_PROCESS_WINDOW:
             try:
                 os.killpg(pgid, signal.SIGKILL)
             except ProcessLookupError:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from ..errors import UserError
 from . import StepContext, StepOutcome
+from .spawn import SpawnedChild, start_process
 
 KILL_GRACE = 2.0
 
@@ -30,7 +31,7 @@ def command_line(ctx: StepContext) -> str:
     return cmd.run if cmd else ctx.intent.run
 
 
-def kill_group(pgid: int, grace: float = KILL_GRACE, proc: subprocess.Popen | None = None) -> None:
+def kill_group(pgid: int, grace: float = KILL_GRACE, proc: subprocess.Popen | SpawnedChild | None = None) -> None:
     """SIGTERM the whole group, then SIGKILL what is left after the grace period."""
     try:
         os.killpg(pgid, signal.SIGTERM)
@@ -54,7 +55,7 @@ class RunningShell:
     byte: most steps of a big build print nothing, and creating a file costs more than starting the step.
     """
 
-    def __init__(self, ctx: StepContext, proc: subprocess.Popen, line: str, output_fd: int):
+    def __init__(self, ctx: StepContext, proc: subprocess.Popen | SpawnedChild, line: str, output_fd: int):
         self.ctx = ctx
         self.proc = proc
         self.line = line
@@ -127,13 +128,10 @@ def start(ctx: StepContext) -> RunningShell | StepOutcome:
     if ctx.intent.env:
         env = dict(os.environ)
         env.update(dict(ctx.intent.env))
-    cwd = os.path.join(ctx.spec.root, ctx.intent.cwd)
+    cwd = os.path.normpath(os.path.join(ctx.spec.root, ctx.intent.cwd))
     read_end, write_end = os.pipe()
     try:
-        # close_fds=False is safe (Python opens every fd non-inheritable) and skips a walk of /proc/self/fd
-        proc = subprocess.Popen(["/bin/sh", "-c", line], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-                                stdout=write_end, stderr=subprocess.STDOUT, start_new_session=True,
-                                close_fds=False)
+        proc = start_process(line, cwd, env, write_end)
     except OSError as exc:
         os.close(read_end)
         return StepOutcome(ok=False, error=f"could not start /bin/sh in {cwd}: {exc.strerror}")

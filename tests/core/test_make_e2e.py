@@ -129,6 +129,34 @@ def test_each_step_log_holds_what_it_printed_and_a_quiet_step_leaves_none(projec
     assert not (project.root / os.path.dirname(log) / "quiet.log").exists()
 
 
+def test_a_step_that_failed_runs_again_until_it_succeeds(project):
+    """After a good run, an edit makes a step fail: nothing changed since the failure must not make it look
+    up to date (the last good run's record is of other inputs)."""
+    project.spec("""
+        [intent.check]
+        run = "grep -q good x && cp x out.txt"
+        inputs = ["x"]
+        outputs = ["out.txt"]
+        [intent.after]
+        run = "cat out.txt > after.txt"
+        inputs = ["out.txt"]
+        outputs = ["after.txt"]
+        deps = ["check"]
+    """)
+    project.write("x", "good 1\n")
+    assert project.make().code == 0
+    project.write("x", "bad\n")
+    assert project.make().statuses() == {"check": "failed", "after": "skipped"}
+    again = project.make()
+    assert again.code == 1 and again.statuses() == {"check": "failed", "after": "skipped"}
+    project.write("x", "good 2\n")
+    fixed = project.make()
+    assert fixed.statuses() == {"check": "ran", "after": "ran"}
+    assert project.read("after.txt") == "good 2\n"
+    project.write("x", "good 1\n")  # back to the first good version: served from the cache
+    assert project.make().statuses() == {"check": "restored", "after": "restored"}
+
+
 def test_keep_going_runs_independent_steps(project):
     project.spec("""
         [intent.bad]

@@ -1,0 +1,100 @@
+"""Starting a shell step's process: `/bin/sh -c LINE`, or the command itself when the line needs no shell."""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import string
+import subprocess
+
+# A line of plain words, optionally ending in one `> file` or `>> file`, means the same to /bin/sh as
+# the command started with that file as its stdout. make runs a line without shell syntax itself for the
+# same reason: starting the shell as well costs as much as a small command does.
+_PLAIN_CHARS = frozenset(string.ascii_letters + string.digits + "_./:=+@%,-")
+_SHELL_WORDS = frozenset("""! . : [ [[ alias bg break builtin case cd command continue do done echo elif else
+    esac eval exec exit export false fc fg fi for function getopts hash if in jobs kill let local printf pwd read
+    readonly return select set shift source test then time times trap true type typeset ulimit umask unalias unset
+    until wait while""".split())
+
+
+def plain_command(line: str) -> tuple[list[str], str | None, bool] | None:
+    """(argv, stdout file, append) for a line that needs no shell, else None."""
+    if "\n" in line:
+        return None
+    words = line.split()
+    target, append = None, False
+    if len(words) >= 3 and words[-2] in (">", ">>"):
+        target, append = words[-1], words[-2] == ">>"
+        words = words[:-2]
+    if not words or words[0] in _SHELL_WORDS or "=" in words[0]:
+        return None  # a builtin, a keyword or an assignment: the shell's own
+    for word in words if target is None else words + [target]:
+        if not _PLAIN_CHARS.issuperset(word):
+            return None
+    return words, target, append
+
+
+class SpawnedChild:
+    """A child from posix_spawn, with the part of Popen's interface the scheduler uses."""
+
+    def __init__(self, pid: int):
+        self.pid = pid
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            try:
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:
+                return self.returncode
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        if self.returncode is not None:
+            return self.returncode
+        if timeout is not None:
+            pidfd = os.pidfd_open(self.pid)
+            try:
+                ready, _, _ = select.select([pidfd], [], [], timeout)
+            finally:
+                os.close(pidfd)
+            if not ready:
+                raise subprocess.TimeoutExpired(str(self.pid), timeout)
+        _pid, status = os.waitpid(self.pid, 0)
+        self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+
+def start_process(line: str, cwd: str, env: dict | None, output_fd: int) -> SpawnedChild | subprocess.Popen:
+    """The step's process in its own session, stdin from /dev/null, stdout and stderr to `output_fd`."""
+    plain = plain_command(line) if _may_skip_shell(cwd, env) else None
+    if plain is not None:
+        argv, target, append = plain
+        actions = [(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+                   (os.POSIX_SPAWN_DUP2, output_fd, 1), (os.POSIX_SPAWN_DUP2, output_fd, 2)]
+        if target is not None:
+            mode = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if append else os.O_TRUNC)
+            actions.append((os.POSIX_SPAWN_OPEN, 1, target, mode, 0o666))
+        try:
+            # SIGPIPE and SIGXFSZ back to their defaults, as Popen's restore_signals does (Python ignores them)
+            return SpawnedChild(os.posix_spawnp(argv[0], argv, os.environ if env is None else env,
+                                                file_actions=actions, setsid=True,
+                                                setsigdef=(signal.SIGPIPE, signal.SIGXFSZ)))
+        except OSError:
+            pass  # not found, not executable, the redirect's folder missing: the shell says so, as always
+    # close_fds=False is safe (Python opens every fd non-inheritable) and skips a walk of /proc/self/fd
+    return subprocess.Popen(["/bin/sh", "-c", line], cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=output_fd,
+                            stderr=subprocess.STDOUT, start_new_session=True, close_fds=False)
+
+
+def _may_skip_shell(cwd: str, env: dict | None) -> bool:
+    """posix_spawn has no working-directory action, and posix_spawnp looks the program up in our PATH."""
+    if env is not None and env.get("PATH") != os.environ.get("PATH"):
+        return False
+    try:
+        return os.path.samefile(cwd, ".")
+    except OSError:
+        return False

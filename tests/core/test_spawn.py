@@ -1,0 +1,107 @@
+"""A plain command runs without /bin/sh; whatever it does, it must do what the shell line would."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from runner.steps.spawn import plain_command
+
+
+@pytest.mark.parametrize("line, expected", [
+    ("md5sum src/a.txt src/b.txt > out/c.md5", (["md5sum", "src/a.txt", "src/b.txt"], "out/c.md5", False)),
+    ("cat a >> log.txt", (["cat", "a"], "log.txt", True)),
+    ("python3 -m pytest -q tests/unit", (["python3", "-m", "pytest", "-q", "tests/unit"], None, False)),
+    ("gcc -O2 -o build/app src/main.c", (["gcc", "-O2", "-o", "build/app", "src/main.c"], None, False)),
+])
+def test_plain_lines(line, expected):
+    assert plain_command(line) == expected
+
+
+@pytest.mark.parametrize("line", [
+    "echo hi > out.txt",             # a builtin: the shell's echo is not /bin/echo
+    "cd sub && make",                # a builtin, and &&
+    "X=1 make",                      # an assignment
+    "cat *.txt > all.txt",           # a glob
+    "cat a | wc -l > n.txt",         # a pipe
+    "cat 'a b' > c",                 # quotes
+    "echo $HOME",                    # expansion
+    "cat a > b > c",                 # two redirects
+    "cat a 2> err.txt",              # a redirect of another stream
+    "cat a >out.txt",                # a redirect without its space: left to the shell
+    "cat a\ncat b",                  # two commands
+    "cat ~/x > y",                   # tilde expansion
+    "if true; then :; fi",
+    "cat a > ",
+])
+def test_lines_that_need_the_shell(line):
+    assert plain_command(line) is None
+
+
+def _spec(run: str, outputs=()) -> str:
+    return f'[intent.step]\nrun = "{run}"\ninputs = ["in.txt"]\noutputs = {list(outputs)!r}\n'.replace("'", '"')
+
+
+def test_redirect_truncates_and_appends_as_the_shell_does(project):
+    project.write("in.txt", "hello\n")
+    project.write("out.txt", "old content that is longer\n")
+    project.spec(_spec("cat in.txt > out.txt", ["out.txt"]))
+    assert project.make().code == 0
+    assert project.read("out.txt") == "hello\n"
+    project.spec(_spec("cat in.txt in.txt >> out.txt", ["out.txt"]))
+    assert project.make().code == 0
+    assert project.read("out.txt") == "hello\nhello\nhello\n"
+
+
+def test_a_missing_program_fails_as_in_the_shell(project):
+    project.write("in.txt", "x\n")
+    project.spec(_spec("no-such-program-here in.txt > out.txt", ["out.txt"]))
+    result = project.make()
+    failed = next(e for e in result.events() if e.get("status") == "failed")
+    assert failed["exit_code"] == 127
+    assert "no-such-program-here: not found" in failed["log_tail"]
+
+
+def test_a_redirect_into_a_missing_folder_fails_as_in_the_shell(project):
+    project.write("in.txt", "x\n")
+    project.spec(_spec("cat in.txt > nowhere/out.txt", ["nowhere/out.txt"]))
+    result = project.make()
+    failed = next(e for e in result.events() if e.get("status") == "failed")
+    assert failed["exit_code"] == 2
+    assert "cannot create nowhere/out.txt" in failed["log_tail"]
+
+
+def test_the_command_gets_default_signals_and_the_project_root_as_its_folder(project):
+    project.write("in.txt", "x\n")
+    project.spec(_spec("cat /proc/self/status > status.txt", ["status.txt"]) +
+                 '\n[intent.where]\nrun = "pwd"\ninputs = ["in.txt"]\n')
+    here = os.getcwd()
+    result = project.cli("make", "--json")  # in this process, started from elsewhere: -C the project
+    assert result.code == 0, result.err
+    assert os.getcwd() == here, "the caller's folder is restored"
+    ignored = int(next(l for l in project.read("status.txt").splitlines() if l.startswith("SigIgn:")).split()[1], 16)
+    assert not ignored & (1 << (13 - 1)), "SIGPIPE must not be ignored in the step"  # 13 = SIGPIPE
+    log = next(e for e in result.events() if e.get("intent") == "where" and e["event"] == "step_finished")["log"]
+    assert open(log).read().splitlines()[-1] == str(project.root.resolve())
+
+
+def test_only_a_plain_line_in_the_current_folder_skips_the_shell(tmp_path):
+    import subprocess
+
+    from runner.steps.spawn import SpawnedChild, start_process
+
+    read_end, write_end = os.pipe()
+    try:
+        here = os.getcwd()
+        direct = start_process("sleep 0", here, None, write_end)
+        shell = start_process("sleep 0 && sleep 0", here, None, write_end)
+        elsewhere = start_process("sleep 0", str(tmp_path), None, write_end)
+        other_path = start_process("sleep 0", here, dict(os.environ, PATH="/nowhere"), write_end)
+        assert isinstance(direct, SpawnedChild)
+        assert all(isinstance(p, subprocess.Popen) for p in (shell, elsewhere, other_path))
+        assert [p.wait(10) for p in (direct, shell, elsewhere)] == [0, 0, 0]
+        assert other_path.wait(10) == 127
+    finally:
+        os.close(read_end)
+        os.close(write_end)
