@@ -36,7 +36,7 @@ class State:
         self.path = path
         try:
             with open(path, "rb") as f:
-                self.entries: dict[str, tuple] = marshal.load(f)
+                self.entries: dict[str, tuple] = marshal.loads(f.read())
         except (OSError, EOFError, ValueError, TypeError):
             self.entries = {}
         self.dirty = False

@@ -140,9 +140,22 @@ def load_compiled(root: Path, use_cache: bool = True) -> Compiled:
             pass
     spec = load_spec(root)
     compiled, sources = compile_spec(spec)
+    fingerprint = _fingerprint(root, sources)
     if layout.state_dir.is_dir():
-        _save(layout, _fingerprint(root, sources), compiled)
+        _save(layout, fingerprint, compiled)
+    else:  # a command that only reads leaves no .runner behind; `runner make` saves it once it made one
+        _unsaved[str(root)] = (fingerprint, compiled)
     return compiled
+
+
+_unsaved: dict[str, tuple] = {}
+
+
+def save_unsaved(root: Path) -> None:
+    """Keep the compiled spec of a first run (made before .runner existed) for the next full run."""
+    pending = _unsaved.pop(str(root), None)
+    if pending is not None:
+        _save(Layout(root), *pending)
 
 
 def fingerprint_sources(fingerprint: tuple) -> list[str]:

@@ -134,6 +134,8 @@ class Executor:
         wake_r, wake_w = os.pipe()
         os.set_blocking(wake_r, False)
         selector.register(wake_r, selectors.EVENT_READ, None)
+        self._starting = self._signalled = False
+        previous = _handle_signals(self._on_signal)
         try:
             while self.ready or self.active:
                 self._fill(pool, selector, wake_w)
@@ -151,7 +153,7 @@ class Executor:
                         self._complete_exited()
         except KeyboardInterrupt:
             summary.interrupted = True
-            signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the clean-up short
+            _handle_signals(signal.SIG_IGN)  # a second Ctrl-C must not cut the clean-up short
             self._interrupt(selector)
         finally:
             self._store_deferred()
@@ -161,8 +163,8 @@ class Executor:
             os.close(wake_w)
             summary.duration = time.monotonic() - started
             self.inflight.close()
-            if summary.interrupted:
-                signal.signal(signal.SIGINT, signal.default_int_handler)
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
         summary.left = [n for n in order if n not in self.produced]
         return summary
 
@@ -197,21 +199,42 @@ class Executor:
                 continue
             self.emit({"event": "step_started", "intent": name, "reasons": decision.reasons})
             active = _Active(name, decision, time.monotonic())
-            if self.spec.intents[name].kind == STEP_AGENT:
-                active.future = pool.submit(self._run_agent, name, decision)
-                active.future.add_done_callback(lambda _f: os.write(wake_w, b"."))
-                self.active[name] = active
-                continue
-            started = shell.start(self._context(name))
+            self._starting = True  # an interrupt now would leave a child nobody kills: it waits (_on_signal)
+            try:
+                started = self._start(active, pool, selector, wake_w)
+            finally:
+                self._starting = False
+            if self._signalled:
+                raise KeyboardInterrupt
             if isinstance(started, StepOutcome):  # it could not even start
                 self._complete(active, started)
-                continue
-            active.shell = started
-            active.pidfd = os.pidfd_open(started.pid)
-            selector.register(active.pidfd, selectors.EVENT_READ, (name, _EXITED))
-            selector.register(started.output_fd, selectors.EVENT_READ, (name, _PRINTED))
-            active.watching_output = True
+
+    def _start(self, active: "_Active", pool: _Pool, selector, wake_w: int) -> StepOutcome | None:
+        """Start the step and put it where an interrupt finds it (`active`), or say why it could not start."""
+        name = active.name
+        if self.spec.intents[name].kind == STEP_AGENT:
+            active.future = pool.submit(self._run_agent, name, active.decision)
+            active.future.add_done_callback(lambda _f: os.write(wake_w, b"."))
             self.active[name] = active
+            return None
+        started = shell.start(self._context(name))
+        if isinstance(started, StepOutcome):
+            return started
+        active.shell = started
+        self.active[name] = active
+        active.pidfd = os.pidfd_open(started.pid)
+        selector.register(active.pidfd, selectors.EVENT_READ, (name, _EXITED))
+        selector.register(started.output_fd, selectors.EVENT_READ, (name, _PRINTED))
+        active.watching_output = True
+        return None
+
+    def _on_signal(self, signum, frame) -> None:
+        """SIGINT and SIGTERM during the run: an interrupt, but never between a child's start and its
+        registration."""
+        if self._starting:
+            self._signalled = True
+            return
+        raise KeyboardInterrupt
 
     def _wait(self, selector, wake_r: int) -> None:
         """Block until a child exits, an agent step ends, or a step's deadline passes; finish what ended.
@@ -240,8 +263,8 @@ class Executor:
             self._unwatch(selector, active)
             outcome = active.shell.finished(active.shell.proc.wait())
             if outcome.ok:
+                self.exited.append((active, outcome))  # before leaving `active`: an interrupt finds it in one
                 self.active.pop(name)
-                self.exited.append((active, outcome))
             else:
                 self._complete(active, outcome)  # at once: a failure may stop the run before the next start
         now = time.monotonic()
@@ -505,6 +528,13 @@ class Executor:
             outcome = a.future.result()  # the agent step stops its worker on `cancelled`
             outcome.interrupted = outcome.interrupted or not outcome.ok
             self._complete(a, outcome)
+
+
+def _handle_signals(handler) -> dict:
+    """Route SIGINT and SIGTERM to `handler` (from the main thread only); the handlers they had."""
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    return {signum: signal.signal(signum, handler) for signum in (signal.SIGINT, signal.SIGTERM)}
 
 
 def _run_budget(spec: Spec) -> RunBudget:

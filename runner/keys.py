@@ -48,7 +48,7 @@ class StatCache:
         self.fresh: set[str] = set()
         try:
             with open(path, "rb") as f:
-                self.entries = marshal.load(f)
+                self.entries = marshal.loads(f.read())
         except (OSError, EOFError, ValueError, TypeError):
             self.entries = {}
 

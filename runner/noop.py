@@ -62,7 +62,7 @@ def content_digest(root: str, rel: str) -> str | None:
 def _load(root: str, name: str = SNAPSHOT) -> dict:
     try:
         with open(os.path.join(root, name), "rb") as f:
-            return marshal.load(f)
+            return marshal.loads(f.read())
     except (OSError, EOFError, ValueError, TypeError):
         return {}
 

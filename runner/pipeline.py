@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .cache import Cache, State
-from .compiled import Compiled, load_compiled
+from .compiled import Compiled, load_compiled, save_unsaved
 from .execute import Executor, RunOptions, Summary
 from .graph import resolve_target, selected_order
 from .keys import StatCache
@@ -96,9 +96,11 @@ def make(project: Project, target: str | None, options: RunOptions, emit, wait_f
     """Stages 3-5 under the project lock: plan each step as it becomes ready, run it, record it."""
     layout = project.layout
     layout.ensure()
+    save_unsaved(layout.root)
     lock = ProjectLock(layout, "runner make " + " ".join(sys.argv[2:]))
     lock.acquire(wait=wait_for_lock, on_wait=on_wait)
     previous = signal.signal(signal.SIGTERM, _terminate_as_interrupt)
+    record = None
     try:
         recover_inflight(layout)
         for line in recover_applies(layout.root, layout.state_dir):
@@ -147,5 +149,7 @@ def make(project: Project, target: str | None, options: RunOptions, emit, wait_f
         prune(layout.runs_dir)
         return summary
     finally:
+        if record is not None:
+            record.close()  # whatever happened: the process may end without the interpreter's teardown
         signal.signal(signal.SIGTERM, previous)
         lock.release()

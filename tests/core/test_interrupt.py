@@ -81,7 +81,7 @@ def _finish_and_check(project, completed_before: set[str]) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize("seed", [1, 2, 3, 7, 8, 9])
 def test_sigint_at_a_random_moment(torture, seed):
     delay = random.Random(seed).uniform(0.0, 1.2)
     proc, first = _start(torture)

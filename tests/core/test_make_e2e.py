@@ -265,3 +265,9 @@ def test_unknown_target_is_a_usage_error(chain):
     assert result.code == 2
     assert result.err.strip() == "error: unknown target 'bb' (did you mean 'b'?); `runner graph` lists the intents"
     assert "Traceback" not in result.err
+
+
+def test_the_first_make_keeps_the_compiled_spec_for_the_next_full_run(chain):
+    assert not chain.exists(".runner")
+    assert chain.make().code == 0
+    assert chain.exists(".runner/spec.pickle"), "the next edit would parse and compile the whole spec again"
