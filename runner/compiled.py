@@ -17,7 +17,7 @@ from .load import BUILTIN_DIR, load_spec
 from .spec import STEP_AGENT, Spec
 from .workspace import Layout
 
-_FORMAT = 4
+_FORMAT = 5
 _WATCHED_DIRS = ("adapters", "prompts", "regexes")
 
 

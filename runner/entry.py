@@ -7,6 +7,7 @@ import sys
 
 
 def main() -> None:
+    """The whole command; ends with SystemExit like any click program (tests call it in-process)."""
     argv = sys.argv[1:]
     from .noop import try_noop
 
@@ -15,16 +16,18 @@ def main() -> None:
         sys.exit(code)
     from .cli import main as cli_main
 
+    cli_main(argv)
+
+
+def console() -> None:
+    """`runner` and `python -m runner`: main(), then exit without the interpreter's teardown, since freeing
+    a 10,000-step graph object by object takes longer than an incremental build. Everything the run
+    writes is closed by then; only the standard streams are flushed here."""
     try:
-        cli_main(argv)
+        main()
+        code = 0
     except SystemExit as exc:
-        _exit_now(exc.code)
-    _exit_now(0)
-
-
-def _exit_now(code) -> None:
-    """Exit without the interpreter's teardown: freeing a 10,000-step graph object by object takes longer
-    than an incremental build. Everything the run writes is closed by then; only the std streams wait."""
+        code = exc.code
     if code is not None and not isinstance(code, int):
         print(code, file=sys.stderr)
         code = 1

@@ -24,13 +24,11 @@ _FLAGS = {"-k", "--keep-going", "--no-wait", "--json"}
 _WITH_VALUE = {"-C", "--directory", "-j", "--jobs", "--timeout"}
 
 
-def _stats(root: str, paths: list[str]) -> tuple[str, list[str]]:
-    """(digest of the stats of `paths`, the paths modified too recently for their mtime to be trusted)."""
-    stats, racy = _each_stat(root, paths)
-    return hashlib.sha256(marshal.dumps(stats)).hexdigest(), racy
+_checked: dict[str, list] = {}  # root -> the stats a failed no-op proof just took of its snapshot's paths
 
 
 def _each_stat(root: str, paths: list[str]) -> tuple[list, list[str]]:
+    """(the stats of `paths`, the paths modified too recently for their mtime to be trusted)."""
     racy_after = time.time_ns() - RACY_NS
     stats, racy = [], []
     stat = os.stat
@@ -112,7 +110,9 @@ def changed_since_snapshot(root: str, target: str | None, order: list[str]) -> s
         return None
     paths, _digest, _order, racy_digests = entry
     _digest, n_sources, before = detail
-    now, _racy = _each_stat(root, paths)
+    now = _checked.pop(root, None)
+    if now is None or len(now) != len(paths):
+        now = _each_stat(root, paths)[0]
     changed = {rel for rel, a, b in zip(paths, before, now) if a != b}
     changed.update(rel for rel, want in racy_digests.items()
                    if rel not in changed and content_digest(root, rel) != want)
@@ -188,8 +188,9 @@ def try_noop(argv: list[str]) -> int | None:
     if slot is None or len(slot) != 4:
         return None
     paths, digest, order, racy_digests = slot
-    now_digest, racy_now = _stats(root, paths)
-    if now_digest != digest:
+    stats, racy_now = _each_stat(root, paths)
+    if hashlib.sha256(marshal.dumps(stats)).hexdigest() != digest:
+        _checked[root] = stats  # the full pipeline, next in this process, asks which paths changed
         return None
     for rel, want in racy_digests.items():  # same stats, but an mtime too fresh to prove the same bytes
         if content_digest(root, rel) != want:

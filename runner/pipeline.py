@@ -113,8 +113,8 @@ def make(project: Project, target: str | None, options: RunOptions, emit, wait_f
 
         write_line = getattr(emit, "write_line", None)
 
-        def sink(event: dict) -> None:
-            line = record.emit(event)
+        def sink(event: dict, line: str | None = None) -> None:
+            line = record.emit(event, line)
             if write_line is not None:
                 write_line(line)
             else:

@@ -25,9 +25,9 @@ class RunRecord:
         self._events = open(self.dir / "events.jsonl", "a", encoding="utf-8")
         self._flushed = time.monotonic()
 
-    def emit(self, event: dict) -> str:
-        """Append the event; returns its JSON line (without the newline) for whoever prints it too."""
-        line = json.dumps(event)
+    def emit(self, event: dict, line: str | None = None) -> str:
+        """Append the event (`line`: its JSON, if known); returns the JSON line for whoever prints it too."""
+        line = line or json.dumps(event)
         self._events.write(line + "\n")
         # cached steps are most of a warm run: flush them in batches; anything that ran, at once
         now = time.monotonic()
