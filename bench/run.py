@@ -668,6 +668,11 @@ def main(argv: list[str] | None = None) -> None:
         unknown = [t for t in tools if t not in TOOLS]
         if unknown:
             ap.error(f"unknown tools {unknown}; choose from {ALL_TOOLS}")
+        if "runner" in tools:
+            # as a pip install would have: this machine sets PYTHONDONTWRITEBYTECODE=1, so an editable
+            # runner would otherwise compile every module from source on each of its runs
+            subprocess.run([str(RUNNER_BIN.parent / "python"), "-m", "compileall", "-q", str(ROOT / "runner")],
+                           check=True)
         results = {
             "machine": machine(tools),
             "config": {

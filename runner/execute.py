@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import os
 import selectors
@@ -135,7 +136,7 @@ class Executor:
         wake_r, wake_w = os.pipe()
         os.set_blocking(wake_r, False)
         selector.register(wake_r, selectors.EVENT_READ, None)
-        self._starting = self._signalled = False
+        self._critical, self._signalled = 0, False
         previous = _handle_signals(self._on_signal)
         try:
             while self.ready or self.active:
@@ -200,13 +201,9 @@ class Executor:
                 continue
             self.emit({"event": "step_started", "intent": name, "reasons": decision.reasons})
             active = _Active(name, decision, time.monotonic())
-            self._starting = True  # an interrupt now would leave a child nobody kills: it waits (_on_signal)
-            try:
+            with self._uninterrupted():  # an interrupt here would leave a child that nobody kills
                 started = self._start(active, pool, selector, wake_w)
-            finally:
-                self._starting = False
-            if self._signalled:
-                raise KeyboardInterrupt
+            self._take_interrupt()
             if isinstance(started, StepOutcome):  # it could not even start
                 self._complete(active, started)
 
@@ -230,12 +227,26 @@ class Executor:
         return None
 
     def _on_signal(self, signum, frame) -> None:
-        """SIGINT and SIGTERM during the run: an interrupt, but never between a child's start and its
-        registration."""
-        if self._starting:
+        """SIGINT and SIGTERM during the run: an interrupt, but never inside an _uninterrupted() section."""
+        if self._critical:
             self._signalled = True
             return
         raise KeyboardInterrupt
+
+    @contextlib.contextmanager
+    def _uninterrupted(self):
+        """Between a child's start and its registration, and inside a cache transaction (sqlite left in a
+        transaction that was never rolled back refuses the next one), an interrupt waits."""
+        self._critical += 1
+        try:
+            yield
+        finally:
+            self._critical -= 1
+
+    def _take_interrupt(self) -> None:
+        """Raise the interrupt that arrived during an _uninterrupted() section, now that it is safe."""
+        if self._signalled and not self._critical:
+            raise KeyboardInterrupt
 
     def _wait(self, selector, wake_r: int) -> None:
         """Block until a child exits, an agent step ends, or a step's deadline passes; finish what ended.
@@ -243,6 +254,7 @@ class Executor:
         Shell steps that exited with 0 move from `active` to `exited`, to be completed once the freed
         slots are filled again.
         """
+        self._take_interrupt()  # before blocking: one that came while storing would wait for a child
         deadlines = [a.shell.deadline for a in self.active.values() if a.shell and a.shell.deadline]
         timeout = max(0.0, min(deadlines) - time.monotonic()) if deadlines else None
         for key, _mask in selector.select(timeout):
@@ -341,6 +353,10 @@ class Executor:
         if not force and len(self._deferred) < 32 and time.monotonic() - self._deferred_since < 0.25:
             return
         batch = list(self._deferred)
+        with self._uninterrupted():
+            self._store_batch(batch)
+
+    def _store_batch(self, batch: list[tuple]) -> None:
         with self.planner.cache.db.transact():
             for name, decision, _outcome, outputs, datas, duration, _journal in batch:
                 for digest, data in datas.items():
@@ -510,6 +526,9 @@ class Executor:
     def _interrupt(self, selector) -> None:
         """Stop every child group and agent step, wait for them, drop their partial outputs."""
         self.cancelled.set()
+        # a cache write the interrupt cut short may have left sqlite inside a transaction nobody will end:
+        # closing the connection rolls it back, and the next write opens a fresh one
+        self.planner.cache.close()
         self._complete_exited()  # they finished before the interrupt: kept
         shells = [a for a in self.active.values() if a.shell]
         for a in shells:
