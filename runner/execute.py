@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import heapq
 import os
 import selectors
@@ -12,15 +11,15 @@ import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-
 from pathlib import Path
 
 from .approve import ApplyContext, finish, pending_for, precall_question, take_grant
 from .cache import StepRecord
+from .interrupts import Interrupts
 from .keys import digest_bytes, expand, outputs_digest
 from .plan import RUN, Decision, Planner
-from .record import RunRecord, tail
 from .policy import RunBudget
+from .record import RunRecord, tail
 from .spec import STEP_AGENT, STEP_AGGREGATE, Spec
 from .steps import StepContext, StepOutcome, shell, step_for
 from .steps.agent import AgentRun
@@ -136,8 +135,8 @@ class Executor:
         wake_r, wake_w = os.pipe()
         os.set_blocking(wake_r, False)
         selector.register(wake_r, selectors.EVENT_READ, None)
-        self._critical, self._signalled = 0, False
-        previous = _handle_signals(self._on_signal)
+        self.interrupts = Interrupts()
+        self.interrupts.install()
         try:
             while self.ready or self.active:
                 self._fill(pool, selector, wake_w)
@@ -155,7 +154,7 @@ class Executor:
                         self._complete_exited()
         except KeyboardInterrupt:
             summary.interrupted = True
-            _handle_signals(signal.SIG_IGN)  # a second Ctrl-C must not cut the clean-up short
+            self.interrupts.ignore()
             self._interrupt(selector)
         finally:
             self._store_deferred()
@@ -165,8 +164,7 @@ class Executor:
             os.close(wake_w)
             summary.duration = time.monotonic() - started
             self.inflight.close()
-            for signum, handler in previous.items():
-                signal.signal(signum, handler)
+            self.interrupts.restore()
         summary.left = [n for n in order if n not in self.produced]
         return summary
 
@@ -201,13 +199,13 @@ class Executor:
                 continue
             self.emit({"event": "step_started", "intent": name, "reasons": decision.reasons})
             active = _Active(name, decision, time.monotonic())
-            with self._uninterrupted():  # an interrupt here would leave a child that nobody kills
+            with self.interrupts.held():  # an interrupt here would leave a child that nobody kills
                 started = self._start(active, pool, selector, wake_w)
-            self._take_interrupt()
+            self.interrupts.take()
             if isinstance(started, StepOutcome):  # it could not even start
                 self._complete(active, started)
 
-    def _start(self, active: "_Active", pool: _Pool, selector, wake_w: int) -> StepOutcome | None:
+    def _start(self, active: _Active, pool: _Pool, selector, wake_w: int) -> StepOutcome | None:
         """Start the step and put it where an interrupt finds it (`active`), or say why it could not start."""
         name = active.name
         if self.spec.intents[name].kind == STEP_AGENT:
@@ -226,35 +224,13 @@ class Executor:
         active.watching_output = True
         return None
 
-    def _on_signal(self, signum, frame) -> None:
-        """SIGINT and SIGTERM during the run: an interrupt, but never inside an _uninterrupted() section."""
-        if self._critical:
-            self._signalled = True
-            return
-        raise KeyboardInterrupt
-
-    @contextlib.contextmanager
-    def _uninterrupted(self):
-        """Between a child's start and its registration, and inside a cache transaction (sqlite left in a
-        transaction that was never rolled back refuses the next one), an interrupt waits."""
-        self._critical += 1
-        try:
-            yield
-        finally:
-            self._critical -= 1
-
-    def _take_interrupt(self) -> None:
-        """Raise the interrupt that arrived during an _uninterrupted() section, now that it is safe."""
-        if self._signalled and not self._critical:
-            raise KeyboardInterrupt
-
     def _wait(self, selector, wake_r: int) -> None:
         """Block until a child exits, an agent step ends, or a step's deadline passes; finish what ended.
 
         Shell steps that exited with 0 move from `active` to `exited`, to be completed once the freed
         slots are filled again.
         """
-        self._take_interrupt()  # before blocking: one that came while storing would wait for a child
+        self.interrupts.take()  # before blocking: one that came while storing would wait for a child
         deadlines = [a.shell.deadline for a in self.active.values() if a.shell and a.shell.deadline]
         timeout = max(0.0, min(deadlines) - time.monotonic()) if deadlines else None
         for key, _mask in selector.select(timeout):
@@ -294,7 +270,7 @@ class Executor:
             self._complete(*self.exited.pop(0))
 
     @staticmethod
-    def _unwatch(selector, active: "_Active") -> None:
+    def _unwatch(selector, active: _Active) -> None:
         if active.pidfd is not None:
             selector.unregister(active.pidfd)
             os.close(active.pidfd)
@@ -303,7 +279,7 @@ class Executor:
             selector.unregister(active.shell.output_fd)  # closed by the step as it finishes
             active.watching_output = False
 
-    def _complete(self, active: "_Active", outcome: StepOutcome) -> None:
+    def _complete(self, active: _Active, outcome: StepOutcome) -> None:
         """A step ended: judge it, tell the user, and let its dependants go as early as possible."""
         name, summary = active.name, self.summary
         self.active.pop(name, None)
@@ -353,7 +329,7 @@ class Executor:
         if not force and len(self._deferred) < 32 and time.monotonic() - self._deferred_since < 0.25:
             return
         batch = list(self._deferred)
-        with self._uninterrupted():
+        with self.interrupts.held():  # sqlite left inside a cut transaction refuses the next one
             self._store_batch(batch)
 
     def _store_batch(self, batch: list[tuple]) -> None:
@@ -551,13 +527,6 @@ class Executor:
             outcome = a.future.result()  # the agent step stops its worker on `cancelled`
             outcome.interrupted = outcome.interrupted or not outcome.ok
             self._complete(a, outcome)
-
-
-def _handle_signals(handler) -> dict:
-    """Route SIGINT and SIGTERM to `handler` (from the main thread only); the handlers they had."""
-    if threading.current_thread() is not threading.main_thread():
-        return {}
-    return {signum: signal.signal(signum, handler) for signum in (signal.SIGINT, signal.SIGTERM)}
 
 
 def _run_budget(spec: Spec) -> RunBudget:

@@ -9,13 +9,13 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from .apply import recover as recover_applies
 from .cache import Cache, State
 from .compiled import Compiled, load_compiled, save_unsaved
 from .execute import Executor, RunOptions, Summary
 from .graph import resolve_target, selected_order
 from .keys import StatCache
 from .noop import changed_since_snapshot, save_snapshot
-from .apply import recover as recover_applies
 from .plan import Decision, Planner, make_plan, runs_always
 from .record import RunRecord, prune
 from .workspace import Layout, ProjectLock, find_root, recover_inflight
