@@ -60,6 +60,11 @@ class Cache:
     def __init__(self, directory: str):
         self.directory = directory
         self._db = None
+        # A first build asks for thousands of keys that cannot be there: when the database held nothing at
+        # the first question, a key this process did not write is known absent without a query. (The
+        # project lock keeps any other process from writing meanwhile.)
+        self._started_empty: bool | None = None
+        self._written: set[str] = set()
 
     @property
     def db(self):
@@ -74,21 +79,31 @@ class Cache:
             self._db.close()
             self._db = None
 
+    def _absent(self, key: str) -> bool:
+        if self._started_empty is None:
+            self._started_empty = len(self.db) == 0
+        return self._started_empty and key not in self._written
+
     # records
     def get_record(self, key: str) -> StepRecord | None:
+        if self._absent("step:" + key):
+            return None
         value = self.db.get("step:" + key)
         return StepRecord(**value) if value else None
 
     def put_record(self, record: StepRecord) -> None:
         self.db.set("step:" + record.key, record.to_dict())
+        self._written.add("step:" + record.key)
 
     # blobs
     def has_blob(self, digest: str) -> bool:
-        return "blob:" + digest in self.db
+        return not self._absent("blob:" + digest) and "blob:" + digest in self.db
 
     def put_blob(self, digest: str, data: bytes) -> None:
-        if "blob:" + digest not in self.db:
-            self.db.set("blob:" + digest, data)
+        key = "blob:" + digest
+        if self._absent(key) or key not in self.db:
+            self.db.set(key, data)
+            self._written.add(key)
 
     def restore(self, digest: str, dest: str) -> bool:
         """Write blob `digest` to dest atomically (temp file + rename); False if the blob is gone."""
