@@ -70,8 +70,11 @@ class RunningShell:
         return self.proc.pid
 
     def pump(self) -> bool:
-        """Move what the child has printed so far into its log; False once every writer closed the pipe."""
-        while self.output_fd is not None:
+        """Move what the child has printed so far into its log; False once every writer closed the pipe.
+
+        At most 1 MB a call: a step that prints without pause must not keep the scheduler from the others
+        (nor, once it exited, a background process it left writing to the pipe)."""
+        for _chunk in range(16 if self.output_fd is not None else 0):
             try:
                 data = os.read(self.output_fd, 1 << 16)
             except BlockingIOError:
@@ -83,7 +86,7 @@ class RunningShell:
                 self._log_fd = os.open(self.log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
                 os.write(self._log_fd, f"$ {self.line}\n".encode())
             os.write(self._log_fd, data)
-        return False
+        return self.output_fd is not None
 
     def close_output(self) -> None:
         """The child has exited: take what is left in the pipe. A background grandchild that still holds

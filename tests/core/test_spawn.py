@@ -54,22 +54,16 @@ def test_redirect_truncates_and_appends_as_the_shell_does(project):
     assert project.read("out.txt") == "hello\nhello\nhello\n"
 
 
-def test_a_missing_program_fails_as_in_the_shell(project):
+@pytest.mark.parametrize("line, output, exit_code, message", [
+    ("no-such-program-here in.txt > out.txt", "out.txt", 127, "no-such-program-here: not found"),
+    ("cat in.txt > nowhere/out.txt", "nowhere/out.txt", 2, "cannot create nowhere/out.txt"),
+])
+def test_a_spawn_error_fails_as_in_the_shell(project, line, output, exit_code, message):
     project.write("in.txt", "x\n")
-    project.spec(_spec("no-such-program-here in.txt > out.txt", ["out.txt"]))
-    result = project.make()
-    failed = next(e for e in result.events() if e.get("status") == "failed")
-    assert failed["exit_code"] == 127
-    assert "no-such-program-here: not found" in failed["log_tail"]
-
-
-def test_a_redirect_into_a_missing_folder_fails_as_in_the_shell(project):
-    project.write("in.txt", "x\n")
-    project.spec(_spec("cat in.txt > nowhere/out.txt", ["nowhere/out.txt"]))
-    result = project.make()
-    failed = next(e for e in result.events() if e.get("status") == "failed")
-    assert failed["exit_code"] == 2
-    assert "cannot create nowhere/out.txt" in failed["log_tail"]
+    project.spec(_spec(line, [output]))
+    failed = next(e for e in project.make().events() if e.get("status") == "failed")
+    assert failed["exit_code"] == exit_code
+    assert message in failed["log_tail"]
 
 
 def test_the_command_gets_default_signals_and_the_project_root_as_its_folder(project):
