@@ -143,3 +143,25 @@ def test_interrupted_run_resumes_where_it_stopped(project):
     project.spec(project.read("intents.toml").replace("sleep 30; ", ""))
     result = project.make()
     assert result.statuses() == {"fast": "cached", "slow": "ran"}
+
+
+def test_ctrl_c_stops_a_command_started_without_the_shell(project):
+    project.spec("""
+        [intent.wait]
+        run = "sleep 30 > waited.txt"
+        inputs = ["x"]
+        outputs = ["waited.txt"]
+    """)
+    project.write("x", "1")
+    proc = subprocess.Popen([sys.executable, "-m", "runner", "make", "--json"], cwd=project.root,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 20
+    while not project.exists("waited.txt") and time.time() < deadline:
+        time.sleep(0.05)
+    started = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    out, _err = proc.communicate(timeout=30)
+    assert proc.returncode == 130 and time.monotonic() - started < 10
+    step = [json.loads(line) for line in out.splitlines() if '"step_finished"' in line][-1]
+    assert step["status"] == "failed" and step["interrupted"] is True
+    assert not project.exists("waited.txt"), "the interrupted step's output is removed"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 
 
 def test_first_make_runs_everything_then_nothing(chain):
@@ -213,6 +214,22 @@ def test_timeout_kills_the_whole_process_group(project):
     assert failed["error"] == "timed out after 1s; its process group was killed"
     child = int(project.read("child.pid"))
     assert not os.path.exists(f"/proc/{child}") or open(f"/proc/{child}/stat").read().split()[2] == "Z"
+
+
+def test_timeout_stops_a_command_started_without_the_shell(project):
+    project.spec("""
+        [intent.slow]
+        run = "sleep 30"
+        inputs = ["x"]
+        timeout = 0.5
+    """)
+    project.write("x", "1")
+    started = time.monotonic()
+    result = project.make()
+    assert time.monotonic() - started < 10
+    failed = result.events()[-2]
+    assert (failed["status"], failed["timed_out"], failed["exit_code"]) == ("failed", True, -15)
+    assert failed["error"] == "timed out after 0.5s; its process group was killed"
 
 
 def test_json_contract_event_shapes(chain):
