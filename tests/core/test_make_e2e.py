@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from pathlib import Path
 
 
 def test_first_make_runs_everything_then_nothing(chain):
@@ -123,7 +124,7 @@ def test_each_step_log_holds_what_it_printed_and_a_quiet_step_leaves_none(projec
     assert result.code == 0, result.err
     finished = {e["intent"]: e for e in result.events() if e["event"] == "step_finished"}
     log = finished["chatty"]["log"]
-    lines = open(log, encoding="utf-8").read().splitlines()
+    lines = Path(log).read_text(encoding="utf-8").splitlines()
     assert lines[0].startswith("$ echo to-stdout;")
     assert lines[1:3] == ["to-stdout", "to-stderr"] and lines[3] == "x" * big and lines[4:] == ["done"]
     assert "log" not in finished["quiet"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -77,7 +78,7 @@ def test_the_command_gets_default_signals_and_the_project_root_as_its_folder(pro
     ignored = int(next(l for l in project.read("status.txt").splitlines() if l.startswith("SigIgn:")).split()[1], 16)
     assert not ignored & (1 << (13 - 1)), "SIGPIPE must not be ignored in the step"  # 13 = SIGPIPE
     log = next(e for e in result.events() if e.get("intent") == "where" and e["event"] == "step_finished")["log"]
-    assert open(log).read().splitlines()[-1] == str(project.root.resolve())
+    assert Path(log).read_text().splitlines()[-1] == str(project.root.resolve())
 
 
 def test_only_a_plain_line_in_the_current_folder_skips_the_shell(tmp_path):

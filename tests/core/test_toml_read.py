@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import tomllib
-
-import tomli
 from pathlib import Path
 
 import pytest
+import tomli
 
 from runner import toml_read
 
