@@ -207,7 +207,7 @@ def approve(intents, reject: bool, directory: Path, as_json: bool) -> None:
     """Apply (or --reject) verified changes that wait for approval; no model is called."""
     from .apply import load_pending
     from .approve import approve as approve_pending, grant
-    from .graph import did_you_mean
+    from .load import did_you_mean
     from .pipeline import load_project, planner_for
     from .record import new_run_id
     from .workspace import ProjectLock

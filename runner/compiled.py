@@ -13,8 +13,7 @@ from pathlib import Path
 
 from . import __version__
 from .keys import digest_bytes, digest_value
-from .load import BUILTIN_DIR, load_spec
-from .spec import STEP_AGENT, Spec
+from .spec import BUILTIN_DIR, STEP_AGENT, Spec
 from .workspace import Layout
 
 _FORMAT = 5
@@ -138,6 +137,8 @@ def load_compiled(root: Path, use_cache: bool = True) -> Compiled:
                 return compiled
         except (OSError, EOFError, pickle.UnpicklingError, ValueError, TypeError, AttributeError):
             pass
+    from .load import load_spec  # the cold path only: a warm run unpickles what it made
+
     spec = load_spec(root)
     compiled, sources = compile_spec(spec)
     fingerprint = _fingerprint(root, sources)

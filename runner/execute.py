@@ -9,11 +9,10 @@ import signal
 import subprocess
 import threading
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from .approve import ApplyContext, finish, pending_for, precall_question, take_grant
 from .cache import StepRecord
 from .interrupts import Interrupts
 from .keys import digest_bytes, expand, outputs_digest
@@ -22,8 +21,13 @@ from .policy import RunBudget
 from .record import RunRecord, tail
 from .spec import STEP_AGENT, STEP_AGGREGATE, Spec
 from .steps import StepContext, StepOutcome, shell, step_for
-from .steps.agent import AgentRun
 from .workspace import InflightJournal, Layout
+
+if TYPE_CHECKING:  # agent steps' modules are imported when a spec has agent steps
+    from concurrent.futures import Future
+
+    from .approve import ApplyContext
+    from .steps.agent import AgentRun
 
 RAN, CACHED, RESTORED, FAILED, SKIPPED, BLOCKED = "ran", "cached", "restored", "failed", "skipped", "blocked"
 _EXITED, _PRINTED = "exited", "printed"  # what a shell step's file descriptor in the selector says
@@ -54,16 +58,23 @@ class Summary:
 
 
 class _Pool:
-    """Where steps run. A local thread pool driving child processes; the seam for a remote one later."""
+    """Where agent steps run: a thread pool, made on the first agent step (a spec of shell steps never
+    imports concurrent.futures); the seam for a remote pool later."""
 
     def __init__(self, jobs: int):
-        self.executor = ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="step")
+        self.jobs = jobs
+        self.executor = None
 
     def submit(self, fn, *args) -> Future:
+        if self.executor is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self.executor = ThreadPoolExecutor(max_workers=max(1, self.jobs), thread_name_prefix="step")
         return self.executor.submit(fn, *args)
 
     def shutdown(self) -> None:
-        self.executor.shutdown(wait=True, cancel_futures=True)
+        if self.executor is not None:
+            self.executor.shutdown(wait=True, cancel_futures=True)
 
 
 @dataclass
@@ -90,8 +101,6 @@ class Executor:
         self._emit_lock = threading.Lock()
         self._emit = emit
         self.options = options
-        self.apply_ctx = ApplyContext(planner=planner, state_dir=layout.state_dir, run_id=record.run_id,
-                                      halt_on=options.halt_on, ask=options.ask)
         self.budget = _run_budget(self.spec)
         self.phase_confirmed = False  # confirm-phase: one question before the first agent step of the run
         self.cancelled = threading.Event()
@@ -358,6 +367,8 @@ class Executor:
         intent = self.spec.intents[name]
         if intent.kind != STEP_AGENT:
             return None
+        from .approve import precall_question, take_grant  # agent steps only
+
         policy = self.spec.policies[intent.policy]
         question = precall_question(policy, self.options.halt_on, intent, self.phase_confirmed)
         if question is None:
@@ -375,6 +386,8 @@ class Executor:
         """An agent step whose verified change already waits for approval is not asked again."""
         if self.spec.intents[name].kind != STEP_AGENT or decision.action != RUN or not decision.key:
             return None
+        from .approve import pending_for
+
         if pending_for(self.layout.state_dir, name, decision.key):
             return (f"a verified change waits for approval: `runner approve {name}` applies it "
                     f"(no model call), `runner approve {name} --reject` drops it")
@@ -398,11 +411,19 @@ class Executor:
         return step_for(STEP_AGENT).run(ctx)
 
     def _agent_run(self, name: str, decision: Decision) -> AgentRun:
+        from .steps.agent import AgentRun
+
         return AgentRun(root=Path(self.spec.root), attempts_dir=self.record.dir / "attempts",
                         worker_config=self.planner.worker_config, step_key=decision.key,
                         replay_key=self.planner.replay_key(name, decision), budget=self.budget,
                         input_files=sorted(p for p, d in decision.inputs.items() if d is not None),
                         record=self.options.record, halt_on=self.options.halt_on, emit=self.emit)
+
+    def _apply_context(self) -> ApplyContext:
+        from .approve import ApplyContext
+
+        return ApplyContext(planner=self.planner, state_dir=self.layout.state_dir, run_id=self.record.run_id,
+                            halt_on=self.options.halt_on, ask=self.options.ask)
 
     def _report_run(self, name: str, decision: Decision, outcome: StepOutcome, duration: float,
                     outputs: dict) -> tuple[str, dict]:
@@ -412,7 +433,10 @@ class Executor:
         if outcome.details:
             event["agent"] = outcome.details
         if outcome.ok and outcome.change is not None:
-            status, outputs, message = finish(self.apply_ctx, self.spec.intents[name], decision, outcome.change)
+            from .approve import finish
+
+            status, outputs, message = finish(self._apply_context(), self.spec.intents[name], decision,
+                                              outcome.change)
             if status != RAN:
                 self.emit({**event, "status": status, "error": message, "reasons": [message]})
                 return status, {}

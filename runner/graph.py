@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 from .errors import Problem, SpecError, UsageError
-from .load import SPEC_FILE, did_you_mean
 from .spec import Spec
 
 
@@ -32,6 +31,8 @@ def build_graph(spec: Spec):
             names = names[start:] + names[:start]
             cycles.append(names)
     if cycles:
+        from .load import SPEC_FILE  # errors only: a warm run never loads the loader
+
         problems = []
         for names in sorted(cycles):
             # edges run dep -> dependant; a user reads "a depends on b", so print the reverse
@@ -59,6 +60,8 @@ def resolve_target(spec: Spec, target: str | None) -> str | None:
     if target is None:
         return spec.project.default
     if target not in spec.intents:
+        from .load import did_you_mean
+
         raise UsageError(f"error: unknown target '{target}'{did_you_mean(target, spec.intents)}; "
                          f"`runner graph` lists the intents")
     return target

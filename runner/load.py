@@ -9,6 +9,7 @@ from pathlib import Path
 
 from .errors import Problem, SpecError
 from .spec import (
+    BUILTIN_DIR,
     STEP_AGENT,
     STEP_AGGREGATE,
     STEP_SHELL,
@@ -25,7 +26,6 @@ from .toml_locate import Locator
 
 SPEC_FILE = "intents.toml"
 SCHEMA_DIR = Path(__file__).parent / "schemas"
-BUILTIN_DIR = Path(__file__).parent / "builtin"
 
 _TOML_POS = re.compile(r"^(?P<msg>.*) \(at line (?P<line>\d+), column (?P<col>\d+)\)$")
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")

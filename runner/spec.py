@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import NamedTuple
+
+BUILTIN_DIR = Path(__file__).parent / "builtin"  # the adapters, prompts and regexes shipped with runner
 
 STEP_SHELL = "shell"
 STEP_AGENT = "agent"
