@@ -18,6 +18,7 @@ from .keys import StatCache
 from .noop import changed_since_snapshot, save_snapshot
 from .plan import Decision, Planner, make_plan, runs_always
 from .record import RunRecord, prune
+from .spec import STEP_AGENT
 from .workspace import Layout, ProjectLock, find_root, recover_inflight
 
 
@@ -71,7 +72,8 @@ def _unchanged_steps(project: Project, target: str | None, order: list[str]) -> 
     doubtful: set[str] = set()
     for name in order:
         intent = intents[name]
-        if (runs_always(intent) or not doubtful.isdisjoint(intent.deps)
+        # an agent step's key also holds the worker's version, which no file here shows: always decided
+        if (intent.kind == STEP_AGENT or runs_always(intent) or not doubtful.isdisjoint(intent.deps)
                 or not changed.isdisjoint(intent.inputs) or not changed.isdisjoint(intent.outputs)):
             doubtful.add(name)
     return set(order) - doubtful
