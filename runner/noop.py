@@ -121,6 +121,13 @@ def changed_since_snapshot(root: str, target: str | None, order: list[str]) -> s
     return changed
 
 
+def drop_snapshot(root: str, target: str | None) -> None:
+    """No proof for `target` until its next good run."""
+    entries = _load(root)
+    if entries.pop(f"{__version__}\0{target or ''}", None) is not None:
+        _write(root, entries)
+
+
 def forget(root: str) -> None:
     for name in (SNAPSHOT, SNAPSHOT_PATHS):
         try:

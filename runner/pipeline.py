@@ -15,7 +15,7 @@ from .compiled import Compiled, load_compiled, save_unsaved
 from .execute import Executor, RunOptions, Summary
 from .graph import resolve_target, selected_order
 from .keys import StatCache
-from .noop import changed_since_snapshot, save_snapshot
+from .noop import changed_since_snapshot, drop_snapshot, save_snapshot
 from .plan import Decision, Planner, make_plan, runs_always
 from .record import RunRecord, prune
 from .spec import STEP_AGENT
@@ -77,6 +77,23 @@ def _unchanged_steps(project: Project, target: str | None, order: list[str]) -> 
                 or not changed.isdisjoint(intent.inputs) or not changed.isdisjoint(intent.outputs)):
             doubtful.add(name)
     return set(order) - doubtful
+
+
+def _worker_files(planner: Planner) -> list[str]:
+    """Files whose change means another worker version, which is part of every agent step's key: the no-op
+    proof stats them with the spec files (a Codex upgrade is not a no-op)."""
+    config = planner.worker_config
+    if config.kind == "codex":
+        from .workers.codex import resolve_binary
+
+        binary, _why = resolve_binary(config)
+        return [os.path.realpath(binary)] if binary else []
+    if config.kind == "openai":
+        import importlib.util
+
+        found = importlib.util.find_spec("openai")
+        return [found.origin] if found and found.origin else []
+    return []  # replay: its format version is runner's own
 
 
 def _chdir(folder: str) -> str | None:
@@ -141,12 +158,15 @@ def make(project: Project, target: str | None, options: RunOptions, emit, wait_f
         record.close()
         planner.state.save()
         planner.cache.close()
-        if status == "ok":
-            intents = project.spec.intents
-            root = str(layout.root)
-            save_snapshot(root, requested, project.compiled.sources,
+        intents = project.spec.intents
+        root = str(layout.root)
+        agent_steps = any(intents[n].kind == STEP_AGENT for n in order)
+        if status == "ok" and not (agent_steps and options.worker):  # another worker's keys prove nothing
+            save_snapshot(root, requested, project.compiled.sources + (_worker_files(planner) if agent_steps else []),
                           [(n, intents[n].inputs, intents[n].outputs, runs_always(intents[n])) for n in order],
                           digest_of=lambda rel: planner.stat.digest(root, rel))
+        elif agent_steps and options.worker:
+            drop_snapshot(root, requested)
         planner.stat.save()
         prune(layout.runs_dir)
         return summary

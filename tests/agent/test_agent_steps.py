@@ -224,3 +224,29 @@ def test_in_a_git_repository_the_attempt_is_a_worktree_with_uncommitted_changes(
     assert result.code == 0, result.err + json.dumps(result.events()[-3:])
     worktrees = subprocess.run(["git", "worktree", "list"], cwd=agent.root, capture_output=True, text=True).stdout
     assert len(worktrees.strip().splitlines()) == 1, worktrees  # the attempt's worktree is gone
+
+
+def test_a_new_codex_binary_is_not_a_no_op(agent, tmp_path):
+    """An agent step's key holds the worker's version: the stat-only no-op proof must look at the binary."""
+    import shutil
+
+    from conftest import FAKE_CODEX
+
+    binary = tmp_path / "bin" / "codex"
+    binary.parent.mkdir()
+    shutil.copy(FAKE_CODEX, binary)
+    binary.chmod(0o755)
+    (agent.home / "scenario.json").write_text(json.dumps({"files": {"tests/test_calc.py": PASSING_TEST}}))
+    agent.spec(f'[worker]\nkind = "codex"\nbinary = "{binary}"\ntimeout = 60\n')
+    assert agent.make().code == 0
+    for path in [*agent.root.rglob("*"), binary]:  # out of the racy window
+        if ".runner" not in path.parts and path.is_file():
+            os.utime(path, (path.stat().st_mtime - 5, path.stat().st_mtime - 5))
+    agent.make()
+    assert agent.make().events()[0].get("fast") is True
+    binary.write_text(binary.read_text() + "\n# upgraded\n")
+    after = agent.make()
+    assert after.code == 0 and "fast" not in after.events()[0]
+    with_replay = agent.make("--worker", "replay")  # another worker's keys: no proof for the plain target
+    assert "fast" not in with_replay.events()[0]
+    assert "fast" not in agent.make().events()[0]
