@@ -7,6 +7,7 @@ import json
 import re
 from pathlib import Path
 
+from . import toml_read
 from .errors import Problem, SpecError
 from .spec import (
     BUILTIN_DIR,
@@ -21,7 +22,6 @@ from .spec import (
     Spec,
     WorkerSettings,
 )
-from . import toml_read
 from .toml_locate import Locator
 
 SPEC_FILE = "intents.toml"
@@ -310,12 +310,12 @@ def _find_prompts(dirs: list[Path]) -> dict[str, str]:
 
 # ---- intents ---------------------------------------------------------------------------------
 
-_GLOB_SUSPECTS = ("/", "\\", ":", "..", "**", "[")
+_GLOB_SUSPECTS = ("\\", ":", "..", "**", "[")  # what any of the checks below looks for, besides a leading /
 
 
 def check_glob(pattern: str) -> str | None:
     """Why a path pattern is unusable, or None."""
-    if not pattern.startswith("/") and not any(s in pattern for s in _GLOB_SUSPECTS[1:]):
+    if not pattern.startswith("/") and not any(s in pattern for s in _GLOB_SUSPECTS):
         return None  # the common case, decided without splitting: a spec may hold 30,000 patterns
     if pattern.startswith("/") or re.match(r"^[A-Za-z]:[\\/]", pattern):
         return "must be relative to the project root, not absolute"

@@ -155,18 +155,17 @@ def make(project: Project, target: str | None, options: RunOptions, emit, wait_f
         if status != "ok":
             finished["left"] = summary.left
         sink(finished)
-        record.close()
         planner.state.save()
         planner.cache.close()
         intents = project.spec.intents
         root = str(layout.root)
         agent_steps = any(intents[n].kind == STEP_AGENT for n in order)
-        if status == "ok" and not (agent_steps and options.worker):  # another worker's keys prove nothing
+        if agent_steps and options.worker:
+            drop_snapshot(root, requested)  # keys made by another worker prove nothing for a plain run
+        elif status == "ok":
             save_snapshot(root, requested, project.compiled.sources + (_worker_files(planner) if agent_steps else []),
                           [(n, intents[n].inputs, intents[n].outputs, runs_always(intents[n])) for n in order],
                           digest_of=lambda rel: planner.stat.digest(root, rel))
-        elif agent_steps and options.worker:
-            drop_snapshot(root, requested)
         planner.stat.save()
         prune(layout.runs_dir)
         return summary

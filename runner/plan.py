@@ -176,7 +176,6 @@ class Planner:
         return {"parts": self.compiled.parts[name], "inputs": decision.inputs, "deps": decision.dep_digests}
 
 
-
 def make_plan(planner: Planner, order: list[str]) -> list[Decision]:
     """Decide every selected step in order, assuming a step that must run changes its outputs."""
     produced: dict[str, str | None] = {}

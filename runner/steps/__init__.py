@@ -41,9 +41,11 @@ class Step(Protocol):
 
 
 def step_for(kind: str) -> Step:
-    from . import agent, shell
+    """The blocking step kinds, run in the scheduler's pool. Shell steps are not among them: the scheduler
+    starts them with steps.shell.start and waits for many at once."""
+    from . import agent
 
-    registry = {"shell": shell.ShellStep(), "agent": agent.AgentStep()}
+    registry = {"agent": agent.AgentStep()}
     try:
         return registry[kind]
     except KeyError:

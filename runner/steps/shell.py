@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import selectors
 import signal
 import subprocess
 import time
@@ -144,25 +143,3 @@ def start(ctx: StepContext) -> RunningShell | StepOutcome:
     ctx.on_process(proc.pid)
     return RunningShell(ctx, proc, line, read_end)
 
-
-class ShellStep:
-    def run(self, ctx: StepContext) -> StepOutcome:
-        """The blocking form of start(): run, wait (with the timeout), judge."""
-        running = start(ctx)
-        if isinstance(running, StepOutcome):
-            return running
-        pidfd = os.pidfd_open(running.pid)
-        try:
-            with selectors.DefaultSelector() as selector:
-                selector.register(pidfd, selectors.EVENT_READ, "exit")
-                selector.register(running.output_fd, selectors.EVENT_READ, "output")
-                while running.proc.poll() is None:
-                    left = None if running.deadline is None else running.deadline - time.monotonic()
-                    if left is not None and left <= 0:
-                        return running.timed_out()
-                    for key, _mask in selector.select(left):
-                        if key.data == "output" and not running.pump():
-                            selector.unregister(key.fd)
-        finally:
-            os.close(pidfd)
-        return running.finished(running.proc.returncode)
