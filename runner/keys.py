@@ -46,6 +46,7 @@ class StatCache:
         # paths hashed by this process: the racy rule guards against an edit between two runs that keeps
         # size and mtime; within one run, a file just hashed and not re-stamped is not read again
         self.fresh: set[str] = set()
+        self.seen: set[str] = set()  # paths whose digest this process asked for or was told
         try:
             with open(path, "rb") as f:
                 self.entries = marshal.loads(f.read())
@@ -55,6 +56,7 @@ class StatCache:
     def digest(self, root: str, rel: str) -> str | None:
         """The content digest of root/rel, or None if it does not exist (or is not a regular file)."""
         full = root + "/" + rel
+        self.seen.add(rel)
         try:
             st = os.stat(full)
         except (FileNotFoundError, NotADirectoryError):
@@ -78,7 +80,14 @@ class StatCache:
         """Record a digest computed elsewhere (the executor hashes outputs as it stores them)."""
         self.entries[rel] = (st.st_size, st.st_mtime_ns, st.st_ino, time.time_ns(), value)
         self.fresh.add(rel)
+        self.seen.add(rel)
         self.dirty = True
+
+    def observed(self) -> dict[str, tuple]:
+        """path -> (size, mtime_ns, inode, hashed_at_ns, digest) for each file this process read through the
+        cache: the stats it had when its digest was taken or last confirmed."""
+        entries = self.entries
+        return {rel: entries[rel] for rel in self.seen if rel in entries}
 
     def save(self) -> None:
         if self.dirty:

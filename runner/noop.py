@@ -24,7 +24,7 @@ _FLAGS = {"-k", "--keep-going", "--no-wait", "--json"}
 _WITH_VALUE = {"-C", "--directory", "-j", "--jobs", "--timeout"}
 
 
-_checked: dict[str, list] = {}  # root -> the stats a failed no-op proof just took of its snapshot's paths
+_checked: dict[str, tuple] = {}  # root -> (when, stats) a failed no-op proof just took of its snapshot's paths
 
 
 def _each_stat(root: str, paths: list[str]) -> tuple[list, list[str]]:
@@ -43,6 +43,11 @@ def _each_stat(root: str, paths: list[str]) -> tuple[list, list[str]]:
             racy.append(rel)
         stats.append((st.st_size, st.st_mtime_ns, st.st_ino))
     return stats, racy
+
+
+def _stats_digest(stats: list) -> str:
+    # marshal version 2 writes no back-references, so equal stats give equal bytes whichever objects hold them
+    return hashlib.sha256(marshal.dumps(stats, 2)).hexdigest()
 
 
 def content_digest(root: str, rel: str) -> str | None:
@@ -65,60 +70,95 @@ def _load(root: str, name: str = SNAPSHOT) -> dict:
         return {}
 
 
-def save_snapshot(root: str, target: str | None, sources: list[str], steps: list[tuple[str, tuple, tuple]],
-                  digest_of=None) -> None:
-    """Record the no-op proof for `target`; `steps` are (intent, inputs, outputs, runs-always) in topological order.
-
-    Files written moments ago (a build's own outputs) have mtimes that cannot be trusted yet (git's racy
-    case), so their content digests are kept too and checked by the next no-op: the first no-op after a build
-    hashes those files instead of running the whole pipeline. `digest_of(rel)` may supply digests already known.
-    """
-    entries = _load(root)
-    slot = f"{__version__}\0{target or ''}"
+def snapshot_paths(sources: list[str], steps: list[tuple[str, tuple, tuple, bool]]) -> list[str] | None:
+    """The files a no-op proof of these steps stats, spec files first; None when no proof can hold:
+    `steps` are (intent, inputs, outputs, runs-always) in topological order."""
     paths = list(sources)
     for _name, inputs, outputs, always in steps:
         if always:  # a step that runs every time is never a no-op
-            entries.pop(slot, None)
-            return _write(root, entries)
+            return None
         for pattern in inputs + outputs:
             if not GLOB_CHARS.isdisjoint(pattern):
-                entries.pop(slot, None)  # a glob can match a new file without any stat changing
-                return _write(root, entries)
+                return None  # a glob can match a new file without any stat changing
             paths.append(pattern)
-    paths = list(dict.fromkeys(paths))  # a dependency's output is usually also a declared input
-    stats, racy = _each_stat(root, paths)
-    digest = hashlib.sha256(marshal.dumps(stats)).hexdigest()
-    known = digest_of or (lambda rel: None)
-    racy_digests = {rel: (None if rel[0] == "/" else known(rel)) or content_digest(root, rel) for rel in racy}
-    entries[slot] = (paths, digest, [step[0] for step in steps], racy_digests)
-    _write(root, entries)
-    detail = _load(root, SNAPSHOT_PATHS)
-    detail[slot] = (digest, len(sources), stats)
-    _write(root, detail, SNAPSHOT_PATHS)
+    return list(dict.fromkeys(paths))  # a dependency's output is usually also a declared input
 
 
-def changed_since_snapshot(root: str, target: str | None, order: list[str]) -> set[str] | None:
-    """The declared paths whose stats (or, for a racy one, bytes) differ from the last good run of `target`,
-    or None when that says nothing: no such run, another step list, or a spec file changed.
+class FirstLook:
+    """What the declared files looked like as a run began, against the last good run of its target."""
+
+    __slots__ = ("changed", "stats", "taken_at", "racy_digests")  # a plain class: the fast path imports no typing
+
+    def __init__(self, changed: set[str] | None, stats: dict, taken_at: int, racy_digests: dict[str, str]):
+        self.changed = changed  # paths whose stats (or, for a racy one, bytes) differ; None: nothing to compare
+        self.stats = stats  # path -> (size, mtime_ns, inode) or None, when the run began
+        self.taken_at = taken_at  # time.time_ns() before those stats were taken
+        self.racy_digests = racy_digests  # the last good run's digests of paths its stats could not vouch for
+
+
+def first_look(root: str, target: str | None, order: list[str], paths: list[str] | None) -> FirstLook:
+    """Stat the target's declared files as the run begins (or take the stats a failed no-op proof just
+    took) and say which changed since the last good run of `target`.
 
     Every step of that run was up to date, so a step none of whose inputs and outputs changed, and none
     of whose dependencies must run, is still up to date: the full pipeline decides only the others.
     """
     slot = f"{__version__}\0{target or ''}"
     entry, detail = _load(root).get(slot), _load(root, SNAPSHOT_PATHS).get(slot)
-    if entry is None or detail is None or len(entry) != 4 or entry[2] != order or detail[0] != entry[1]:
-        return None
-    paths, _digest, _order, racy_digests = entry
+    checked = _checked.pop(root, None)
+    if entry is None or detail is None or len(entry) != 4 or entry[2] != order or detail[0] != entry[1] \
+            or entry[0] != paths:
+        if paths is None:
+            return FirstLook(None, {}, time.time_ns(), {})
+        taken_at = time.time_ns()
+        return FirstLook(None, dict(zip(paths, _each_stat(root, paths)[0])), taken_at, {})
+    _paths, _digest, _order, racy_digests = entry
     _digest, n_sources, before = detail
-    now = _checked.pop(root, None)
-    if now is None or len(now) != len(paths):
-        now = _each_stat(root, paths)[0]
+    if checked is None or len(checked[1]) != len(paths):
+        checked = (time.time_ns(), _each_stat(root, paths)[0])
+    taken_at, now = checked
     changed = {rel for rel, a, b in zip(paths, before, now) if a != b}
     changed.update(rel for rel, want in racy_digests.items()
                    if rel not in changed and content_digest(root, rel) != want)
     if any(rel in changed for rel in paths[:n_sources]):
-        return None
-    return changed
+        changed = None
+    return FirstLook(changed, dict(zip(paths, now)), taken_at, racy_digests)
+
+
+def save_snapshot(root: str, target: str | None, paths: list[str] | None, n_sources: int, order: list[str],
+                  look: FirstLook, observed: dict[str, tuple]) -> None:
+    """Record the no-op proof for `target` after a good run of the steps `order`.
+
+    Each file's stats are those it had when the run read it: `observed` (path -> size, mtime, inode,
+    hashed_at, digest) for files the run hashed or confirmed, else its stats as the run began. A file
+    edited after its step read it (a user saving during a long build) then differs from the proof.
+    Files modified moments before they were looked at have mtimes that cannot be trusted (git's racy
+    case), so their content digests are kept too and checked by the next no-op.
+    """
+    entries = _load(root)
+    slot = f"{__version__}\0{target or ''}"
+    if paths is None:
+        entries.pop(slot, None)
+        return _write(root, entries)
+    racy_after = look.taken_at - RACY_NS
+    stats, racy_digests = [], {}
+    for rel in paths:
+        seen = observed.get(rel)
+        if seen is not None:
+            stats.append(seen[:3])
+            if seen[1] + RACY_NS >= seen[3]:
+                racy_digests[rel] = seen[4]
+            continue
+        st = look.stats[rel]
+        stats.append(st)
+        if st is not None and st[1] > racy_after:
+            racy_digests[rel] = look.racy_digests.get(rel) or content_digest(root, rel)
+    digest = _stats_digest(stats)
+    entries[slot] = (paths, digest, order, racy_digests)
+    _write(root, entries)
+    detail = _load(root, SNAPSHOT_PATHS)
+    detail[slot] = (digest, n_sources, stats)
+    _write(root, detail, SNAPSHOT_PATHS)
 
 
 def drop_snapshot(root: str, target: str | None) -> None:
@@ -195,9 +235,10 @@ def try_noop(argv: list[str]) -> int | None:
     if slot is None or len(slot) != 4:
         return None
     paths, digest, order, racy_digests = slot
+    taken_at = time.time_ns()
     stats, racy_now = _each_stat(root, paths)
-    if hashlib.sha256(marshal.dumps(stats)).hexdigest() != digest:
-        _checked[root] = stats  # the full pipeline, next in this process, asks which paths changed
+    if _stats_digest(stats) != digest:
+        _checked[root] = (taken_at, stats)  # the full pipeline, next in this process, asks which paths changed
         return None
     for rel, want in racy_digests.items():  # same stats, but an mtime too fresh to prove the same bytes
         if content_digest(root, rel) != want:

@@ -15,7 +15,7 @@ from .compiled import Compiled, load_compiled, save_unsaved
 from .execute import Executor, RunOptions, Summary
 from .graph import resolve_target, selected_order
 from .keys import StatCache
-from .noop import changed_since_snapshot, drop_snapshot, save_snapshot
+from .noop import drop_snapshot, first_look, save_snapshot, snapshot_paths
 from .plan import Decision, Planner, make_plan, runs_always
 from .record import RunRecord, prune
 from .spec import STEP_AGENT
@@ -61,11 +61,10 @@ def plan(project: Project, target: str | None, force: bool = False) -> tuple[str
         planner.cache.close()
 
 
-def _unchanged_steps(project: Project, target: str | None, order: list[str]) -> set[str]:
+def _unchanged_steps(project: Project, order: list[str], changed: set[str] | None) -> set[str]:
     """The steps proven up to date without deciding them: none of their declared files changed since the last
-    good run of this target, and none of their dependencies is in doubt. An edit to one source file then
-    costs its downstream cone, not a decision for every step of the graph."""
-    changed = changed_since_snapshot(str(project.layout.root), target, order)
+    good run of this target (`changed`, None if unknown), and none of their dependencies is in doubt. An edit
+    to one source file then costs its downstream cone, not a decision for every step of the graph."""
     if changed is None:
         return set()
     intents = project.spec.intents
@@ -128,7 +127,14 @@ def make(project: Project, target: str | None, options: RunOptions, emit, wait_f
         target, order = select(project, target)
         planner = planner_for(project, options.force, options.worker)
         record = RunRecord(layout.runs_dir)
-        proven = set() if options.force or options.worker else _unchanged_steps(project, requested, order)
+        intents = project.spec.intents
+        root = str(layout.root)
+        agent_steps = any(intents[n].kind == STEP_AGENT for n in order)
+        sources = project.compiled.sources + (_worker_files(planner) if agent_steps else [])
+        paths = snapshot_paths(sources, [(n, intents[n].inputs, intents[n].outputs, runs_always(intents[n]))
+                                         for n in order])
+        look = first_look(root, requested, order, paths)
+        proven = set() if options.force or options.worker else _unchanged_steps(project, order, look.changed)
 
         write_line = getattr(emit, "write_line", None)
 
@@ -157,15 +163,10 @@ def make(project: Project, target: str | None, options: RunOptions, emit, wait_f
         sink(finished)
         planner.state.save()
         planner.cache.close()
-        intents = project.spec.intents
-        root = str(layout.root)
-        agent_steps = any(intents[n].kind == STEP_AGENT for n in order)
         if agent_steps and options.worker:
             drop_snapshot(root, requested)  # keys made by another worker prove nothing for a plain run
         elif status == "ok":
-            save_snapshot(root, requested, project.compiled.sources + (_worker_files(planner) if agent_steps else []),
-                          [(n, intents[n].inputs, intents[n].outputs, runs_always(intents[n])) for n in order],
-                          digest_of=lambda rel: planner.stat.digest(root, rel))
+            save_snapshot(root, requested, paths, len(sources), order, look, planner.stat.observed())
         planner.stat.save()
         prune(layout.runs_dir)
         return summary
