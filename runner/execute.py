@@ -111,7 +111,7 @@ class Executor:
         self._deferred_since = time.monotonic()
 
     def emit(self, event: dict, line: str | None = None) -> None:
-        """Report an event; `line` is its JSON when the caller already has it (see _skip_proven)."""
+        """Report an event; `line` is its JSON when the caller already has it."""
         with self._emit_lock:  # agent attempts report from their own threads
             self._emit(event, line)
 
@@ -131,14 +131,15 @@ class Executor:
                 self.dependants[d].append(n)
         self.waiting = {n: len(deps[n]) for n in order}
         self.position = position
-        self.ready = [(position[n], n) for n in order if self.waiting[n] == 0]  # a heap: earliest first
-        heapq.heapify(self.ready)
         self.produced: dict[str, str] = {}  # intent -> digest of its outputs
         self.active: dict[str, _Active] = {}
         self.exited: list[tuple[_Active, StepOutcome]] = []  # shell steps that exited well, not yet completed
         self.stop = False
         self.emit({"event": "run_started", "run_id": self.record.run_id, "steps": len(order),
                    "jobs": self.options.jobs})
+        reported = self._report_proven(order, deps) if self.proven else set()
+        self.ready = [(position[n], n) for n in order if self.waiting[n] == 0 and n not in reported]
+        heapq.heapify(self.ready)  # earliest first
         pool = _Pool(self.options.jobs)
         selector = selectors.DefaultSelector()
         wake_r, wake_w = os.pipe()
@@ -174,7 +175,7 @@ class Executor:
             summary.duration = time.monotonic() - started
             self.inflight.close()
             self.interrupts.restore()
-        summary.left = [n for n in order if n not in self.produced]
+        summary.left = [n for n in order if n not in self.produced and n not in reported]
         return summary
 
     def _release(self, name: str) -> None:
@@ -190,8 +191,6 @@ class Executor:
             name = heapq.heappop(self.ready)[1]
             if self._deferred and not self._deferred_names.isdisjoint(self.spec.intents[name].deps):
                 self._store_deferred()  # a step's report never comes before its dependencies' reports
-            if name in self.proven and self._skip_proven(name):
-                continue
             decision = self.planner.decide(name, self.produced)
             held = self._pending(name, decision) or (self._precall_gate(name) if decision.action == RUN else None)
             if held:
@@ -470,20 +469,30 @@ class Executor:
             datas[digest] = data
         return outputs, datas, None
 
-    def _skip_proven(self, name: str) -> bool:
-        """Report a step proven up to date as cached, from the state index alone; False if it has none
-        (an aggregate has none: deciding it costs nothing)."""
-        last = self.planner.state.get(name)
-        if last is None:
-            return False
-        self.summary.counts[CACHED] += 1
-        self.produced[name] = outputs_digest(last[1])
-        # intent names are [A-Za-z0-9_.-] (the schema says so): the line needs no JSON encoder, and a
-        # 10,000-step graph with one edited file is mostly these lines
-        self.emit({"event": "step_finished", "intent": name, "status": CACHED, "reasons": ["up to date"]},
-                  f'{{"event": "step_finished", "intent": "{name}", "status": "cached", "reasons": ["up to date"]}}')
-        self._release(name)
-        return True
+    def _report_proven(self, order: list[str], deps: dict[str, list[str]]) -> set[str]:
+        """Report the steps proven up to date (pipeline._unchanged_steps) as cached from the state index alone,
+        before anything starts; a 10,000-step graph with one edited file is mostly these. A step with no state
+        entry (an aggregate) is decided as usual, and so are its dependants: no report precedes a dependency's."""
+        state, produced, waiting = self.planner.state, self.produced, self.waiting
+        reported: set[str] = set()
+        for name in order:
+            if name in self.proven and reported.issuperset(deps[name]) and state.get(name) is not None:
+                reported.add(name)
+        for name in order:
+            if name in reported:
+                continue
+            for dep in deps[name]:
+                if dep in reported:
+                    waiting[name] -= 1
+                    if dep not in produced:
+                        produced[dep] = outputs_digest(state.get(dep)[1])
+        names = [n for n in order if n in reported]
+        self.summary.counts[CACHED] += len(names)
+        # intent names are [A-Za-z0-9_.-] (the schema says so): the lines need no JSON encoder
+        with self._emit_lock:
+            self._emit.cached(names, [f'{{"event": "step_finished", "intent": "{n}", "status": "cached", '
+                                      f'"reasons": ["up to date"]}}' for n in names])
+        return reported
 
     def _finish_skip(self, name: str, decision: Decision) -> str:
         status = CACHED

@@ -36,6 +36,10 @@ class RunRecord:
             self._flushed = now
         return line
 
+    def write_lines(self, text: str) -> None:
+        """Append events already serialized, one a line (cached steps in bulk: flushed with the next event)."""
+        self._events.write(text + "\n")
+
     def log_path(self, intent: str) -> Path:
         return self.dir / "logs" / f"{intent}.log"
 
