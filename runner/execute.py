@@ -106,6 +106,7 @@ class Executor:
         self.cancelled = threading.Event()
         self.journals: dict[str, str] = {}
         self.inflight = InflightJournal(layout)
+        self.environ = dict(os.environb)  # what shell steps inherit: the environment as the run began
         self._deferred: list[tuple] = []  # shell steps finished, their records not yet stored
         self._deferred_names: set[str] = set()
         self._deferred_since = time.monotonic()
@@ -401,7 +402,7 @@ class Executor:
 
         return StepContext(spec=self.spec, intent=intent, log_path=self.record.log_path(name),
                            timeout=intent.timeout or self.options.timeout, cancelled=self.cancelled,
-                           on_process=on_process)
+                           on_process=on_process, environ=self.environ)
 
     def _run_agent(self, name: str, decision: Decision) -> StepOutcome:
         """In a pool thread: the attempts; the scheduler thread then asks, applies and records."""

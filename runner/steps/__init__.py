@@ -19,6 +19,9 @@ class StepContext:
     cancelled: threading.Event
     on_process: Callable[[int], None] = lambda pid: None  # told the process group of each child
     extra: dict = field(default_factory=dict)
+    # the environment shell steps inherit, as the run found it (bytes: posix_spawn converts a plain dict
+    # of bytes at C speed, while reading os.environ decodes every variable on every start); None: os.environ
+    environ: dict[bytes, bytes] | None = None
 
 
 @dataclass

@@ -126,10 +126,10 @@ def start(ctx: StepContext) -> RunningShell | StepOutcome:
         line = command_line(ctx)
     except UserError as exc:  # adapter = "auto" that detects nothing, or two toolchains alike
         return StepOutcome(ok=False, error=str(exc))
-    env = None
+    env = ctx.environ if ctx.environ is not None else os.environb
     if ctx.intent.env:
-        env = dict(os.environ)
-        env.update(dict(ctx.intent.env))
+        env = dict(env)
+        env.update((os.fsencode(k), os.fsencode(v)) for k, v in ctx.intent.env)
     cwd = os.path.normpath(os.path.join(ctx.spec.root, ctx.intent.cwd))
     read_end, write_end = os.pipe()
     try:

@@ -68,8 +68,9 @@ class SpawnedChild:
         return self.returncode
 
 
-def start_process(line: str, cwd: str, env: dict | None, output_fd: int) -> SpawnedChild | subprocess.Popen:
-    """The step's process in its own session, stdin from /dev/null, stdout and stderr to `output_fd`."""
+def start_process(line: str, cwd: str, env, output_fd: int) -> SpawnedChild | subprocess.Popen:
+    """The step's process in its own session, stdin from /dev/null, stdout and stderr to `output_fd`;
+    `env` maps bytes to bytes."""
     plain = plain_command(line) if _may_skip_shell(cwd, env) else None
     if plain is not None:
         argv, target, append = plain
@@ -80,8 +81,7 @@ def start_process(line: str, cwd: str, env: dict | None, output_fd: int) -> Spaw
             actions.append((os.POSIX_SPAWN_OPEN, 1, target, mode, 0o666))
         try:
             # SIGPIPE and SIGXFSZ back to their defaults, as Popen's restore_signals does (Python ignores them)
-            return SpawnedChild(os.posix_spawnp(argv[0], argv, os.environ if env is None else env,
-                                                file_actions=actions, setsid=True,
+            return SpawnedChild(os.posix_spawnp(argv[0], argv, env, file_actions=actions, setsid=True,
                                                 setsigdef=(signal.SIGPIPE, signal.SIGXFSZ)))
         except OSError:
             pass  # not found, not executable, the redirect's folder missing: the shell says so, as always
@@ -90,9 +90,9 @@ def start_process(line: str, cwd: str, env: dict | None, output_fd: int) -> Spaw
                             stderr=subprocess.STDOUT, start_new_session=True, close_fds=False)
 
 
-def _may_skip_shell(cwd: str, env: dict | None) -> bool:
+def _may_skip_shell(cwd: str, env) -> bool:
     """posix_spawn has no working-directory action, and posix_spawnp looks the program up in our PATH."""
-    if env is not None and env.get("PATH") != os.environ.get("PATH"):
+    if env.get(b"PATH") != os.environb.get(b"PATH"):
         return False
     try:
         return os.path.samefile(cwd, ".")

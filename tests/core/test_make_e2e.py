@@ -289,3 +289,22 @@ def test_the_first_make_keeps_the_compiled_spec_for_the_next_full_run(chain):
     assert not chain.exists(".runner")
     assert chain.make().code == 0
     assert chain.exists(".runner/spec.pickle"), "the next edit would parse and compile the whole spec again"
+
+
+def test_a_step_sees_the_environment_plus_its_own_env(project):
+    """`env` adds to what the run inherited, whether the line starts with or without the shell."""
+    project.spec("""
+        [intent.plain]
+        run = "printenv GREETING RUNNER_TEST_INHERITED > plain.txt"
+        env = { GREETING = "hello" }
+        outputs = ["plain.txt"]
+
+        [intent.shell]
+        run = "echo \\"$GREETING $RUNNER_TEST_INHERITED\\" > shell.txt"
+        env = { GREETING = "hi" }
+        outputs = ["shell.txt"]
+    """)
+    result = project.make(env={"RUNNER_TEST_INHERITED": "from-the-caller"})
+    assert result.code == 0, result.err
+    assert project.read("plain.txt") == "hello\nfrom-the-caller\n"
+    assert project.read("shell.txt") == "hi from-the-caller\n"

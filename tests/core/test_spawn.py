@@ -89,10 +89,10 @@ def test_only_a_plain_line_in_the_current_folder_skips_the_shell(tmp_path):
     read_end, write_end = os.pipe()
     try:
         here = os.getcwd()
-        direct = start_process("sleep 0", here, None, write_end)
-        shell = start_process("sleep 0 && sleep 0", here, None, write_end)
-        elsewhere = start_process("sleep 0", str(tmp_path), None, write_end)
-        other_path = start_process("sleep 0", here, dict(os.environ, PATH="/nowhere"), write_end)
+        direct = start_process("sleep 0", here, os.environb, write_end)
+        shell = start_process("sleep 0 && sleep 0", here, os.environb, write_end)
+        elsewhere = start_process("sleep 0", str(tmp_path), os.environb, write_end)
+        other_path = start_process("sleep 0", here, {**os.environb, b"PATH": b"/nowhere"}, write_end)
         assert isinstance(direct, SpawnedChild)
         assert all(isinstance(p, subprocess.Popen) for p in (shell, elsewhere, other_path))
         assert [p.wait(10) for p in (direct, shell, elsewhere)] == [0, 0, 0]
