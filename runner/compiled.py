@@ -110,10 +110,9 @@ def _static_parts(spec: Spec, name: str) -> tuple[dict[str, str], list[str]]:
 
 
 def compile_spec(spec: Spec) -> tuple[Compiled, list[str]]:
-    from .graph import build_graph, topological_order
+    from .graph import spec_order
 
-    g = build_graph(spec)
-    order = topological_order(g)
+    order = spec_order(spec)
     parts, static, static_replay, sources = {}, {}, {}, list(spec.sources)
     for name in order:
         p, extra = _static_parts(spec, name)

@@ -51,6 +51,36 @@ def topological_order(g) -> list[str]:
     return list(_nx().lexicographical_topological_sort(g))
 
 
+def spec_order(spec: Spec) -> list[str]:
+    """Every intent in topological order, lexicographic among ready ones (networkx's
+    lexicographical_topological_sort, in a few lines of stdlib): a cold `runner make` of a valid spec then
+    never imports networkx (0.1-0.2 s here), which only finds and words a cycle."""
+    import heapq
+
+    dependants: dict[str, list[str]] = {name: [] for name in spec.intents}
+    waiting: dict[str, int] = {}
+    for name, intent in spec.intents.items():
+        deps = set(intent.deps)
+        waiting[name] = len(deps)
+        for dep in deps:
+            if dep not in dependants:
+                return topological_order(build_graph(spec))
+            dependants[dep].append(name)
+    ready = [name for name, count in waiting.items() if count == 0]
+    heapq.heapify(ready)
+    order = []
+    while ready:
+        name = heapq.heappop(ready)
+        order.append(name)
+        for dependant in dependants[name]:
+            waiting[dependant] -= 1
+            if waiting[dependant] == 0:
+                heapq.heappush(ready, dependant)
+    if len(order) != len(waiting):  # a cycle: networkx finds it and build_graph reports it
+        return topological_order(build_graph(spec))
+    return order
+
+
 def generations(g) -> list[list[str]]:
     return [sorted(gen) for gen in _nx().topological_generations(g)]
 

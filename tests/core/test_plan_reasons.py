@@ -107,3 +107,21 @@ def test_graph_snapshots(chain, snapshot):
 def test_graph_json_contract_and_target(chain):
     data = json.loads(chain.run("graph", "b", "--json").out)
     assert data == {"target": "b", "nodes": ["a", "b"], "edges": [["a", "b"]]}
+
+
+def test_the_order_without_networkx_is_networkx_lexicographic_order():
+    """A valid spec is ordered with the stdlib (networkx only finds cycles): the same order, on random DAGs
+    with repeated dependencies and names that sort differently from their declaration order."""
+    import random
+    from types import SimpleNamespace
+
+    from runner.graph import build_graph, spec_order, topological_order
+
+    for seed in range(200):
+        rng = random.Random(seed)
+        names = [f"n{rng.randint(0, 999)}_{i}" for i in range(rng.randint(1, 60))]
+        rng.shuffle(names)
+        intents = {name: SimpleNamespace(deps=tuple(rng.choice(names[:i]) for _ in range(rng.randint(0, 3) if i else 0)))
+                   for i, name in enumerate(names)}
+        spec = SimpleNamespace(intents=dict(rng.sample(list(intents.items()), len(intents))))
+        assert spec_order(spec) == topological_order(build_graph(spec)), f"seed {seed}"
