@@ -100,6 +100,7 @@ class Executor:
         self.record = record
         self._emit_lock = threading.Lock()
         self._emit = emit
+        self._scheduler = threading.get_ident()
         self.options = options
         self.budget = _run_budget(self.spec)
         self.phase_confirmed = False  # confirm-phase: one question before the first agent step of the run
@@ -112,9 +113,17 @@ class Executor:
         self._deferred_since = time.monotonic()
 
     def emit(self, event: dict, line: str | None = None) -> None:
-        """Report an event; `line` is its JSON when the caller already has it."""
+        """Report an event; `line` is its JSON when the caller already has it. The scheduler's own events
+        are written out before it next waits; an agent step's, from its pool thread, at once."""
         with self._emit_lock:  # agent attempts report from their own threads
             self._emit(event, line)
+            if threading.get_ident() != self._scheduler:
+                self._flush_events()
+
+    def _flush_events(self) -> None:
+        flush = getattr(self._emit, "flush", None)
+        if flush is not None:
+            flush()
 
     # ---- the loop ----------------------------------------------------------------------------
     # One thread runs the schedule: shell steps are children it waits for through pidfds (as make and
@@ -240,6 +249,8 @@ class Executor:
         slots are filled again.
         """
         self.interrupts.take()  # before blocking: one that came while storing would wait for a child
+        with self._emit_lock:
+            self._flush_events()  # whoever reads the events sees each one before the runner blocks
         deadlines = [a.shell.deadline for a in self.active.values() if a.shell and a.shell.deadline]
         timeout = max(0.0, min(deadlines) - time.monotonic()) if deadlines else None
         for key, _mask in selector.select(timeout):

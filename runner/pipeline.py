@@ -157,7 +157,14 @@ def make(project: Project, target: str | None, options: RunOptions, emit, wait_f
                 for name in names:
                     emit({"event": "step_finished", "intent": name, "status": "cached", "reasons": ["up to date"]})
 
+        def flush() -> None:
+            record.flush()
+            flush_reporter = getattr(emit, "flush", None)
+            if flush_reporter is not None:
+                flush_reporter()
+
         sink.cached = cached
+        sink.flush = flush
 
         started = time.monotonic()
         # steps run from the project root, as make -C runs from its folder (a plain command then needs no

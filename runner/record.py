@@ -16,25 +16,24 @@ def new_run_id() -> str:
 
 
 class RunRecord:
-    """One run's folder. Events are flushed line by line so a killed run still leaves a readable log."""
+    """One run's folder. Events are flushed before the run waits for anything, so a killed run leaves a
+    readable log that is behind by at most what one pass of the scheduler emitted."""
 
     def __init__(self, runs_dir: Path, run_id: str | None = None):
         self.run_id = run_id or new_run_id()
         self.dir = runs_dir / self.run_id
         (self.dir / "logs").mkdir(parents=True, exist_ok=True)
         self._events = open(self.dir / "events.jsonl", "a", encoding="utf-8")
-        self._flushed = time.monotonic()
 
     def emit(self, event: dict, line: str | None = None) -> str:
-        """Append the event (`line`: its JSON, if known); returns the JSON line for whoever prints it too."""
+        """Append the event (`line`: its JSON, if known); returns the JSON line for whoever prints it too.
+        Written out by flush(), which the scheduler calls before it waits for anything."""
         line = line or json.dumps(event)
         self._events.write(line + "\n")
-        # cached steps are most of a warm run: flush them in batches; anything that ran, at once
-        now = time.monotonic()
-        if event.get("status") != "cached" or now - self._flushed > 0.5:
-            self._events.flush()
-            self._flushed = now
         return line
+
+    def flush(self) -> None:
+        self._events.flush()
 
     def write_lines(self, text: str) -> None:
         """Append events already serialized, one a line (cached steps in bulk: flushed with the next event)."""

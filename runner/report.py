@@ -14,17 +14,27 @@ def _out(text: str, err: bool = False) -> None:
 
 
 class JsonReporter:
-    """One event a line on stdout: the scripting contract."""
+    """One event a line on stdout: the scripting contract. Lines are written when the run is about to wait
+    (see flush): a reader sees every event before the runner blocks, without a write per event."""
+
+    def __init__(self):
+        self.pending: list[str] = []
 
     def __call__(self, event: dict) -> None:
         self.write_line(json.dumps(event))
 
     def write_line(self, line: str) -> None:
         """An event already serialized (the run record did it): 10,000 cached steps need not be twice."""
-        sys.stdout.write(line + "\n")
+        self.pending.append(line)
+
+    def flush(self) -> None:
+        if self.pending:
+            sys.stdout.write("\n".join(self.pending) + "\n")
+            self.pending.clear()
+        sys.stdout.flush()
 
     def close(self) -> None:
-        sys.stdout.flush()
+        self.flush()
 
 
 class PlainReporter:

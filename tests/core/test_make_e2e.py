@@ -308,3 +308,29 @@ def test_a_step_sees_the_environment_plus_its_own_env(project):
     assert result.code == 0, result.err
     assert project.read("plain.txt") == "hello\nfrom-the-caller\n"
     assert project.read("shell.txt") == "hi from-the-caller\n"
+
+
+def test_json_events_reach_a_pipe_before_the_run_waits(project):
+    """`runner make --json | consumer` sees a step start while it runs, however Python buffers a pipe."""
+    import subprocess
+    import sys
+
+    project.spec("""
+        [intent.slow]
+        run = "sleep 3"
+    """)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    run = subprocess.Popen([sys.executable, "-m", "runner", "make", "--json"], cwd=project.root, env=env,
+                           stdout=subprocess.PIPE, text=True)
+    try:
+        events = []
+        for line in run.stdout:
+            events.append(json.loads(line))
+            if events[-1]["event"] == "step_started":
+                break
+        assert run.poll() is None, "the step_started line came only when the run had ended"
+        assert [e["event"] for e in events] == ["run_started", "step_started"]
+        assert [json.loads(line)["event"] for line in run.stdout] == ["step_finished", "run_finished"]
+    finally:
+        run.kill()
+        run.wait()
