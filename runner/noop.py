@@ -24,7 +24,7 @@ _FLAGS = {"-k", "--keep-going", "--no-wait", "--json"}
 _WITH_VALUE = {"-C", "--directory", "-j", "--jobs", "--timeout"}
 
 
-_checked: dict[str, tuple] = {}  # root -> (when, stats) a failed no-op proof just took of its snapshot's paths
+_checked: dict[str, list] = {}  # root -> the stats a failed no-op proof just took of its snapshot's paths
 
 
 def _each_stat(root: str, paths: list[str]) -> tuple[list, list[str]]:
@@ -87,12 +87,11 @@ def snapshot_paths(sources: list[str], steps: list[tuple[str, tuple, tuple, bool
 class FirstLook:
     """What the declared files looked like as a run began, against the last good run of its target."""
 
-    __slots__ = ("changed", "stats", "taken_at", "racy_digests")  # a plain class: the fast path imports no typing
+    __slots__ = ("changed", "stats", "racy_digests")  # a plain class: the fast path imports no typing
 
-    def __init__(self, changed: set[str] | None, stats: dict, taken_at: int, racy_digests: dict[str, str]):
+    def __init__(self, changed: set[str] | None, stats: dict, racy_digests: dict[str, str]):
         self.changed = changed  # paths whose stats (or, for a racy one, bytes) differ; None: nothing to compare
         self.stats = stats  # path -> (size, mtime_ns, inode) or None, when the run began
-        self.taken_at = taken_at  # time.time_ns() before those stats were taken
         self.racy_digests = racy_digests  # the last good run's digests of paths its stats could not vouch for
 
 
@@ -109,20 +108,17 @@ def first_look(root: str, target: str | None, order: list[str], paths: list[str]
     if entry is None or detail is None or len(entry) != 4 or entry[2] != order or detail[0] != entry[1] \
             or entry[0] != paths:
         if paths is None:
-            return FirstLook(None, {}, time.time_ns(), {})
-        taken_at = time.time_ns()
-        return FirstLook(None, dict(zip(paths, _each_stat(root, paths)[0])), taken_at, {})
+            return FirstLook(None, {}, {})
+        return FirstLook(None, dict(zip(paths, _each_stat(root, paths)[0])), {})
     _paths, _digest, _order, racy_digests = entry
     _digest, n_sources, before = detail
-    if checked is None or len(checked[1]) != len(paths):
-        checked = (time.time_ns(), _each_stat(root, paths)[0])
-    taken_at, now = checked
+    now = checked if checked is not None and len(checked) == len(paths) else _each_stat(root, paths)[0]
     changed = {rel for rel, a, b in zip(paths, before, now) if a != b}
     changed.update(rel for rel, want in racy_digests.items()
                    if rel not in changed and content_digest(root, rel) != want)
     if any(rel in changed for rel in paths[:n_sources]):
         changed = None
-    return FirstLook(changed, dict(zip(paths, now)), taken_at, racy_digests)
+    return FirstLook(changed, dict(zip(paths, now)), racy_digests)
 
 
 def save_snapshot(root: str, target: str | None, paths: list[str] | None, n_sources: int, order: list[str],
@@ -132,21 +128,22 @@ def save_snapshot(root: str, target: str | None, paths: list[str] | None, n_sour
     Each file's stats are those it had when the run read it: `observed` (path -> size, mtime, inode,
     hashed_at, digest) for files the run hashed or confirmed, else its stats as the run began. A file
     edited after its step read it (a user saving during a long build) then differs from the proof.
-    Files modified moments before they were looked at have mtimes that cannot be trusted (git's racy
-    case), so their content digests are kept too and checked by the next no-op.
+    A file modified within the racy window of this save (git's rule, against the time its index is
+    written) could change again without its stats showing it, so the digest of the bytes the run used is
+    kept too and checked by the next no-op.
     """
     entries = _load(root)
     slot = f"{__version__}\0{target or ''}"
     if paths is None:
         entries.pop(slot, None)
         return _write(root, entries)
-    racy_after = look.taken_at - RACY_NS
+    racy_after = time.time_ns() - RACY_NS
     stats, racy_digests = [], {}
     for rel in paths:
         seen = observed.get(rel)
         if seen is not None:
             stats.append(seen[:3])
-            if seen[1] + RACY_NS >= seen[3]:
+            if seen[1] > racy_after:
                 racy_digests[rel] = seen[4]
             continue
         st = look.stats[rel]
@@ -235,10 +232,9 @@ def try_noop(argv: list[str]) -> int | None:
     if slot is None or len(slot) != 4:
         return None
     paths, digest, order, racy_digests = slot
-    taken_at = time.time_ns()
     stats, racy_now = _each_stat(root, paths)
     if _stats_digest(stats) != digest:
-        _checked[root] = (taken_at, stats)  # the full pipeline, next in this process, asks which paths changed
+        _checked[root] = stats  # the full pipeline, next in this process, asks which paths changed
         return None
     for rel, want in racy_digests.items():  # same stats, but an mtime too fresh to prove the same bytes
         if content_digest(root, rel) != want:

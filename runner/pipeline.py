@@ -109,6 +109,41 @@ def _terminate_as_interrupt(signum, frame):
     raise KeyboardInterrupt
 
 
+def _sink(record: RunRecord, emit):
+    """Where the executor's events go: the run log first, then the reporter (with the JSON line the log
+    already made, when the reporter takes lines). `sink.cached` reports proven steps in bulk; `sink.flush`
+    writes out both before the scheduler waits."""
+    write_line = getattr(emit, "write_line", None)
+
+    def sink(event: dict, line: str | None = None) -> None:
+        line = record.emit(event, line)
+        if write_line is not None:
+            write_line(line)
+        else:
+            emit(event)
+
+    def cached(names: list[str], lines: list[str]) -> None:
+        if not lines:
+            return
+        text = "\n".join(lines)
+        record.write_lines(text)
+        if write_line is not None:
+            write_line(text)
+        else:
+            for name in names:
+                emit({"event": "step_finished", "intent": name, "status": "cached", "reasons": ["up to date"]})
+
+    def flush() -> None:
+        record.flush()
+        flush_reporter = getattr(emit, "flush", None)
+        if flush_reporter is not None:
+            flush_reporter()
+
+    sink.cached = cached
+    sink.flush = flush
+    return sink
+
+
 def make(project: Project, target: str | None, options: RunOptions, emit, wait_for_lock: bool = True,
          on_wait=None) -> Summary:
     """Stages 3-5 under the project lock: plan each step as it becomes ready, run it, record it."""
@@ -136,35 +171,7 @@ def make(project: Project, target: str | None, options: RunOptions, emit, wait_f
         look = first_look(root, requested, order, paths)
         proven = set() if options.force or options.worker else _unchanged_steps(project, order, look.changed)
 
-        write_line = getattr(emit, "write_line", None)
-
-        def sink(event: dict, line: str | None = None) -> None:
-            line = record.emit(event, line)
-            if write_line is not None:
-                write_line(line)
-            else:
-                emit(event)
-
-        def cached(names: list[str], lines: list[str]) -> None:
-            """Steps proven up to date, in bulk: their JSON lines are ready-made."""
-            if not lines:
-                return
-            text = "\n".join(lines)
-            record.write_lines(text)
-            if write_line is not None:
-                write_line(text)
-            else:
-                for name in names:
-                    emit({"event": "step_finished", "intent": name, "status": "cached", "reasons": ["up to date"]})
-
-        def flush() -> None:
-            record.flush()
-            flush_reporter = getattr(emit, "flush", None)
-            if flush_reporter is not None:
-                flush_reporter()
-
-        sink.cached = cached
-        sink.flush = flush
+        sink = _sink(record, emit)
 
         started = time.monotonic()
         # steps run from the project root, as make -C runs from its folder (a plain command then needs no
