@@ -1,0 +1,46 @@
+"""The fastjsonschema validators generated ahead of time (runner/schemas/*_check.py) match their schemas."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import tomllib
+from pathlib import Path
+
+import fastjsonschema
+import pytest
+
+from runner.load import SCHEMA_DIR, _generated_check, _schema
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("schema", ["intents.json", "adapter.json"])
+def test_each_generated_check_was_made_from_its_schema_as_it_is(schema):
+    module = importlib.import_module(f"runner.schemas.{schema.split('.')[0]}_check")
+    digest = hashlib.sha256((SCHEMA_DIR / schema).read_bytes()).hexdigest()
+    assert module.SCHEMA_SHA256 == digest, "run: .venv/bin/python tools/generate_schema_checks.py"
+    assert _generated_check(schema) is module.validate
+
+
+def _verdict(check, data) -> bool:
+    try:
+        check(data)
+        return True
+    except fastjsonschema.JsonSchemaException:
+        return False
+
+
+@pytest.mark.parametrize("schema,pattern", [("intents.json", "intents.toml"), ("adapter.json", "adapters/*.toml")])
+def test_generated_and_runtime_compiled_checks_agree_on_every_spec_in_the_repository(schema, pattern):
+    generated, compiled = _generated_check(schema), fastjsonschema.compile(_schema(schema))
+    files = sorted(ROOT.glob(f"tests/specs/*/{pattern}")) + sorted(ROOT.glob(f"examples/*/{pattern}"))
+    verdicts = []
+    for path in files:
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError):
+            continue  # a syntax error never reaches the schema
+        verdicts.append(_verdict(compiled, data))
+        assert _verdict(generated, data) == verdicts[-1], path
+    assert True in verdicts and False in verdicts  # both kinds were compared
