@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import traceback
 from pathlib import Path
 
 import click
@@ -432,6 +431,8 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def _save_traceback() -> str:
+    import traceback
+
     from .workspace import find_root
 
     folder = find_root(_directory[0]) / ".runner"

@@ -17,7 +17,6 @@ from .cache import StepRecord
 from .interrupts import Interrupts
 from .keys import digest_bytes, expand, outputs_digest
 from .plan import RUN, Decision, Planner
-from .policy import RunBudget
 from .record import RunRecord, tail
 from .spec import STEP_AGENT, STEP_AGGREGATE, Spec
 from .steps import StepContext, StepOutcome, shell, step_for
@@ -27,6 +26,7 @@ if TYPE_CHECKING:  # agent steps' modules are imported when a spec has agent ste
     from concurrent.futures import Future
 
     from .approve import ApplyContext
+    from .policy import RunBudget
     from .steps.agent import AgentRun
 
 RAN, CACHED, RESTORED, FAILED, SKIPPED, BLOCKED = "ran", "cached", "restored", "failed", "skipped", "blocked"
@@ -102,7 +102,8 @@ class Executor:
         self._emit = emit
         self._scheduler = threading.get_ident()
         self.options = options
-        self.budget = _run_budget(self.spec)
+        self._budget = None  # the run's purse for agent steps, made by the first one
+        self._budget_lock = threading.Lock()
         self.phase_confirmed = False  # confirm-phase: one question before the first agent step of the run
         self.cancelled = threading.Event()
         self.journals: dict[str, str] = {}
@@ -426,9 +427,20 @@ class Executor:
 
         return AgentRun(root=Path(self.spec.root), attempts_dir=self.record.dir / "attempts",
                         worker_config=self.planner.worker_config, step_key=decision.key,
-                        replay_key=self.planner.replay_key(name, decision), budget=self.budget,
+                        replay_key=self.planner.replay_key(name, decision), budget=self._run_budget(),
                         input_files=sorted(p for p, d in decision.inputs.items() if d is not None),
                         record=self.options.record, halt_on=self.options.halt_on, emit=self.emit)
+
+    def _run_budget(self) -> RunBudget:
+        """The default policy's run_budget: one purse for every agent step of the run, made by the first
+        (agent steps ask from their pool threads, hence the lock)."""
+        with self._budget_lock:
+            if self._budget is None:
+                from .policy import RunBudget
+
+                b = self.spec.policies["default"].run_budget
+                self._budget = RunBudget(tokens=b.tokens, seconds=b.seconds, attempts=b.attempts)
+            return self._budget
 
     def _apply_context(self) -> ApplyContext:
         from .approve import ApplyContext
@@ -568,9 +580,3 @@ class Executor:
             outcome = a.future.result()  # the agent step stops its worker on `cancelled`
             outcome.interrupted = outcome.interrupted or not outcome.ok
             self._complete(a, outcome)
-
-
-def _run_budget(spec: Spec) -> RunBudget:
-    """The run's budget is the default policy's run_budget: one purse for every agent step of the run."""
-    b = spec.policies["default"].run_budget
-    return RunBudget(tokens=b.tokens, seconds=b.seconds, attempts=b.attempts)

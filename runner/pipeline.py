@@ -9,7 +9,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .apply import recover as recover_applies
 from .cache import Cache, State
 from .compiled import Compiled, load_compiled, save_unsaved
 from .execute import Executor, RunOptions, Summary
@@ -156,8 +155,11 @@ def make(project: Project, target: str | None, options: RunOptions, emit, wait_f
     record = None
     try:
         recover_inflight(layout)
-        for line in recover_applies(layout.root, layout.state_dir):
-            emit({"event": "recovered", "message": line})
+        if (layout.state_dir / "apply").is_dir():  # an agent step's apply that a crash cut short
+            from .apply import recover as recover_applies
+
+            for line in recover_applies(layout.root, layout.state_dir):
+                emit({"event": "recovered", "message": line})
         requested = target
         target, order = select(project, target)
         planner = planner_for(project, options.force, options.worker)

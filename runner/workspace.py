@@ -7,7 +7,6 @@ import fcntl
 import json
 import os
 import signal
-import socket
 import sys
 import time
 from dataclasses import dataclass
@@ -99,7 +98,7 @@ class ProjectLock:
                         raise LockHeldError(f"error: gave up waiting for the lock held by {holder}") from None
                     time.sleep(0.05)
         os.ftruncate(fd, 0)
-        os.write(fd, json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "command": self.command,
+        os.write(fd, json.dumps({"pid": os.getpid(), "host": os.uname().nodename, "command": self.command,
                                  "since": time.strftime("%Y-%m-%d %H:%M:%S")}).encode())
         self.fd = fd
 
