@@ -18,7 +18,7 @@ from .interrupts import Interrupts
 from .keys import digest_bytes, expand, outputs_digest
 from .plan import RUN, Decision, Planner
 from .record import RunRecord, tail
-from .spec import STEP_AGENT, STEP_AGGREGATE, Spec
+from .spec import STEP_AGENT, STEP_AGGREGATE
 from .steps import StepContext, StepOutcome, shell, step_for
 from .workspace import InflightJournal, Layout
 
@@ -498,9 +498,11 @@ class Executor:
         before anything starts; a 10,000-step graph with one edited file is mostly these. A step with no state
         entry (an aggregate) is decided as usual, and so are its dependants: no report precedes a dependency's."""
         state, produced, waiting = self.planner.state, self.produced, self.waiting
+        names: list[str] = []
         reported: set[str] = set()
         for name in order:
             if name in self.proven and reported.issuperset(deps[name]) and state.get(name) is not None:
+                names.append(name)
                 reported.add(name)
         for name in order:
             if name in reported:
@@ -510,7 +512,6 @@ class Executor:
                     waiting[name] -= 1
                     if dep not in produced:
                         produced[dep] = outputs_digest(state.get(dep)[1])
-        names = [n for n in order if n in reported]
         self.summary.counts[CACHED] += len(names)
         # intent names are [A-Za-z0-9_.-] (the schema says so): the lines need no JSON encoder
         with self._emit_lock:
