@@ -36,7 +36,7 @@ class RunRecord:
         self._events.flush()
 
     def write_lines(self, text: str) -> None:
-        """Append events already serialized, one a line (cached steps in bulk: flushed with the next event)."""
+        """Append events already serialized, one a line (cached steps in bulk), written out by flush()."""
         self._events.write(text + "\n")
 
     def log_path(self, intent: str) -> Path:
