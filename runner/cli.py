@@ -10,9 +10,15 @@ from pathlib import Path
 import click
 
 from . import __version__
-from .errors import (EXIT_BLOCKED, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_STEP_FAILED, RunnerError,
-                     SpecError, UsageError)
-
+from .errors import (
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_STEP_FAILED,
+    RunnerError,
+    SpecError,
+    UsageError,
+)
 
 _directory = [Path(".")]  # the -C of the running command: where an internal error's traceback goes
 
@@ -137,14 +143,12 @@ def explain(intent: str, directory: Path, as_json: bool) -> None:
 def make(target, jobs, keep_going, force, dry_run, timeout, no_wait, verbose, record, worker, halt_on, directory,
          as_json) -> None:
     """Bring TARGET (default: [project] default, else everything) up to date."""
-    from .execute import RunOptions
-    from .pipeline import load_project, make as run_make, plan
-    from .report import make_reporter
+    from .make_command import run
+    from .pipeline import load_project, plan
     from .workspace import is_terminal
 
-    project = load_project(directory)
     if dry_run:
-        target, decisions = plan(project, target, force)
+        target, decisions = plan(load_project(directory), target, force)
         _status_output(target, decisions, as_json)
         return
     boundaries = frozenset(b.strip() for b in halt_on.split(",") if b.strip())
@@ -153,24 +157,11 @@ def make(target, jobs, keep_going, force, dry_run, timeout, no_wait, verbose, re
         raise UsageError(f"error: --halt-on: unknown boundary '{sorted(unknown)[0]}'; "
                          "use write_files, run_shell or network")
     terminal = is_terminal(sys.stdout) and is_terminal(sys.stderr) and is_terminal(sys.stdin)
-    options = RunOptions(jobs=jobs or os.cpu_count() or 1, keep_going=keep_going, force=force, timeout=timeout,
-                         record=record, halt_on=boundaries, ask=_ask if terminal and not as_json else None,
-                         worker=worker)
-    reporter = make_reporter(as_json, verbose, terminal=is_terminal(sys.stdout) and is_terminal(sys.stderr))
-
-    def on_wait(holder: str) -> None:
-        click.echo(f"runner: waiting for the lock held by {holder}", err=True)
-
-    try:
-        summary = run_make(project, target, options, reporter, wait_for_lock=not no_wait, on_wait=on_wait)
-    finally:
-        reporter.close()
-    if summary.interrupted:
-        sys.exit(EXIT_INTERRUPTED)
-    if summary.failed:
-        sys.exit(EXIT_STEP_FAILED)
-    if summary.blocked:
-        sys.exit(EXIT_BLOCKED)
+    code = run(directory, target, jobs=jobs, keep_going=keep_going, force=force, timeout=timeout, no_wait=no_wait,
+               verbose=verbose, record=record, worker=worker, halt_on=boundaries, as_json=as_json,
+               ask=_ask if terminal and not as_json else None)
+    if code != EXIT_OK:
+        sys.exit(code)
 
 
 @cli.command()
@@ -205,7 +196,8 @@ def _ask(question: str, detail: str) -> bool:
 def approve(intents, reject: bool, directory: Path, as_json: bool) -> None:
     """Apply (or --reject) verified changes that wait for approval; no model is called."""
     from .apply import load_pending
-    from .approve import approve as approve_pending, grant
+    from .approve import approve as approve_pending
+    from .approve import grant
     from .load import did_you_mean
     from .pipeline import load_project, planner_for
     from .record import new_run_id
@@ -413,21 +405,30 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(exc.exit_code)  # 2 for usage errors, as the user's mistake
     except click.exceptions.Abort:
         sys.exit(EXIT_INTERRUPTED)
-    except RunnerError as exc:
+    except Exception as exc:  # noqa: BLE001 - the boundary: every error becomes a message and an exit code
+        sys.exit(exit_for(exc))
+    except KeyboardInterrupt as exc:
+        sys.exit(exit_for(exc))
+    sys.exit(EXIT_OK)
+
+
+def exit_for(exc: BaseException, directory: Path | None = None) -> int:
+    """Say what went wrong on stderr and return the exit code (called inside the except block: an internal
+    error's traceback is saved from there). `directory` is the command's -C, when click did not read it."""
+    if isinstance(exc, RunnerError):
         message = exc.render()
         click.echo(message if message.startswith("error") else f"error: {message}", err=True)
-        sys.exit(exc.exit_code)
-    except KeyboardInterrupt:
+        return exc.exit_code
+    if isinstance(exc, KeyboardInterrupt):
         click.echo("runner: interrupted", err=True)
-        sys.exit(EXIT_INTERRUPTED)
-    except BrokenPipeError:
-        sys.exit(EXIT_OK)
-    except Exception:  # a bug of ours: keep the traceback for the report, show one line
-        path = _save_traceback()
-        click.echo(f"runner: internal error: {sys.exc_info()[1]!r}; the traceback is in {path}. "
-                   "Please report it.", err=True)
-        sys.exit(EXIT_INTERNAL)
-    sys.exit(EXIT_OK)
+        return EXIT_INTERRUPTED
+    if isinstance(exc, BrokenPipeError):
+        return EXIT_OK
+    if directory is not None:
+        _directory[0] = directory
+    path = _save_traceback()  # a bug of ours: keep the traceback for the report, show one line
+    click.echo(f"runner: internal error: {exc!r}; the traceback is in {path}. Please report it.", err=True)
+    return EXIT_INTERNAL
 
 
 def _save_traceback() -> str:

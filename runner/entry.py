@@ -1,4 +1,5 @@
-"""The console script: a proven no-op answers before click and the pipeline are even imported."""
+"""The console script: a proven no-op answers before click and the pipeline are even imported, and a plain
+`runner make` runs without click."""
 
 from __future__ import annotations
 
@@ -13,6 +14,17 @@ def main() -> None:
 
     code = try_noop(argv)
     if code is not None:
+        sys.exit(code)
+    from .make_command import plain, run
+
+    args = plain(argv)
+    if args is not None:  # a plain `runner make`: no click to import (~20 ms), the same run and messages
+        try:
+            code = run(**args)
+        except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 - the boundary, as in cli.main
+            from .cli import exit_for
+
+            code = exit_for(exc, args["directory"])
         sys.exit(code)
     from .cli import main as cli_main
 

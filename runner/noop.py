@@ -195,10 +195,12 @@ def _parse(argv: list[str]) -> tuple[str, str | None, bool] | None:
                 return None
             if arg in ("-C", "--directory"):
                 directory = argv[i + 1]
+            elif not _positive(argv[i + 1], integer=arg in ("-j", "--jobs")):
+                return None  # click says what is wrong with it
             i += 1
         elif arg.startswith("--directory="):
             directory = arg.split("=", 1)[1]
-        elif arg.startswith("-j") and arg[2:].isdigit():
+        elif arg.startswith("-j") and arg[2:].isdigit() and int(arg[2:]) >= 1:
             pass
         elif arg.startswith("-") or target is not None:
             return None
@@ -206,6 +208,13 @@ def _parse(argv: list[str]) -> tuple[str, str | None, bool] | None:
             target = arg
         i += 1
     return directory, target, as_json
+
+
+def _positive(value: str, integer: bool) -> bool:
+    try:
+        return (int(value) if integer else float(value)) > 0
+    except ValueError:
+        return False
 
 
 def find_root(directory: str) -> str:

@@ -334,3 +334,22 @@ def test_json_events_reach_a_pipe_before_the_run_waits(project):
     finally:
         run.kill()
         run.wait()
+
+
+def test_a_plain_make_runs_without_click_and_a_bad_option_still_gets_clicks_message(chain):
+    """`runner make --json` (as scripts call it) starts without importing click; anything it does not take
+    plainly, such as -j 0, goes to click, which says what is wrong (even when the run would be a no-op)."""
+    import subprocess
+    import sys
+
+    assert chain.make().code == 0
+    chain.write("src/x.txt", "edited\n")
+    timed = subprocess.run([sys.executable, "-X", "importtime", "-m", "runner", "make", "--json", "-j", "2"],
+                           cwd=chain.root, capture_output=True, text=True)
+    assert timed.returncode == 0 and json.loads(timed.stdout.splitlines()[-1])["ran"] == 2
+    assert not [line for line in timed.stderr.splitlines() if line.rstrip().endswith("| click")]
+    assert chain.make().finished()["ran"] == 0
+    for bad in (["-j", "0"], ["-j0"], ["--timeout", "-1"]):
+        result = chain.make(*bad)
+        assert result.code == 2 and result.out == "", bad
+        assert "Invalid value for" in result.err, bad
