@@ -57,13 +57,13 @@ def main() -> None:
     sys.argv = ["runner", *argv]
     from runner.entry import main as runner_main
 
-    out, sys.stdout = sys.stdout, open(os.devnull, "w")
-    try:
-        runner_main()
-    except SystemExit:
-        pass
-    finally:
-        sys.stdout = out
+    out = sys.stdout
+    with open(os.devnull, "w") as sys.stdout:  # the run's own output is not what is measured
+        try:
+            runner_main()
+        except SystemExit:
+            pass
+    sys.stdout = out
     print(f"{'imports':<28} {imported - started:7.3f} s")
     print(f"{'the command':<28} {time.perf_counter() - imported:7.3f} s")
     for label, seconds in sorted(totals.items(), key=lambda item: -item[1]):
