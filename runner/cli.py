@@ -145,7 +145,7 @@ def make(target, jobs, keep_going, force, dry_run, timeout, no_wait, verbose, re
     """Bring TARGET (default: [project] default, else everything) up to date."""
     from .make_command import run
     from .pipeline import load_project, plan
-    from .workspace import is_terminal
+    from .workspace import at_terminal
 
     if dry_run:
         target, decisions = plan(load_project(directory), target, force)
@@ -156,10 +156,9 @@ def make(target, jobs, keep_going, force, dry_run, timeout, no_wait, verbose, re
     if unknown:
         raise UsageError(f"error: --halt-on: unknown boundary '{sorted(unknown)[0]}'; "
                          "use write_files, run_shell or network")
-    terminal = is_terminal(sys.stdout) and is_terminal(sys.stderr) and is_terminal(sys.stdin)
     code = run(directory, target, jobs=jobs, keep_going=keep_going, force=force, timeout=timeout, no_wait=no_wait,
                verbose=verbose, record=record, worker=worker, halt_on=boundaries, as_json=as_json,
-               ask=_ask if terminal and not as_json else None)
+               ask=_ask if at_terminal() and not as_json else None)
     if code != EXIT_OK:
         sys.exit(code)
 
@@ -405,9 +404,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(exc.exit_code)  # 2 for usage errors, as the user's mistake
     except click.exceptions.Abort:
         sys.exit(EXIT_INTERRUPTED)
-    except Exception as exc:  # noqa: BLE001 - the boundary: every error becomes a message and an exit code
-        sys.exit(exit_for(exc))
-    except KeyboardInterrupt as exc:
+    except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 - the boundary: a message and an exit code
         sys.exit(exit_for(exc))
     sys.exit(EXIT_OK)
 

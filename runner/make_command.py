@@ -9,8 +9,6 @@ from pathlib import Path
 
 from .errors import EXIT_BLOCKED, EXIT_INTERRUPTED, EXIT_OK, EXIT_STEP_FAILED
 
-_FLAGS = {"-k": "keep_going", "--keep-going": "keep_going", "--no-wait": "no_wait", "--json": "as_json"}
-
 
 def run(directory: Path, target: str | None = None, jobs: int | None = None, keep_going: bool = False,
         force: bool = False, timeout: float | None = None, no_wait: bool = False, verbose: bool = False,
@@ -46,36 +44,14 @@ def _say_waiting(holder: str) -> None:
 
 
 def plain(argv: list[str]) -> dict | None:
-    """run()'s arguments for `make [TARGET] [-C DIR] [-jN] [-k] [--no-wait] [--json]`, when nobody at a
-    terminal could be asked anything (--json, or not at one); None for anything else, which goes to click
-    (and so does every mistake: click words it)."""
-    if not argv or argv[0] != "make":
-        return None
-    from .workspace import is_terminal
+    """run()'s arguments for a plain `runner make` (noop.parse_plain_make), when nobody at a terminal could be
+    asked anything (--json, or not at one); None for anything else, which goes to click (and so does every
+    mistake: click words it)."""
+    from .noop import parse_plain_make
+    from .workspace import at_terminal
 
-    args: dict = {"directory": Path(".")}
-    i = 1
-    while i < len(argv):
-        arg = argv[i]
-        if arg in _FLAGS:
-            args[_FLAGS[arg]] = True
-        elif arg in ("-C", "--directory", "-j", "--jobs") and i + 1 < len(argv):
-            value = argv[i + 1]
-            if arg in ("-C", "--directory"):
-                args["directory"] = Path(value)
-            elif value.isdigit() and int(value) >= 1:
-                args["jobs"] = int(value)
-            else:
-                return None
-            i += 1
-        elif arg.startswith("-j") and arg[2:].isdigit() and int(arg[2:]) >= 1:
-            args["jobs"] = int(arg[2:])
-        elif arg.startswith("-") or "target" in args:
-            return None
-        else:
-            args["target"] = arg
-        i += 1
-    at_terminal = is_terminal(sys.stdout) and is_terminal(sys.stderr) and is_terminal(sys.stdin)
-    if at_terminal and not args.get("as_json"):
+    args = parse_plain_make(argv)
+    if args is None or (at_terminal() and not args.get("as_json")):
         return None  # a human may be asked before an agent step: click's prompt does that
+    args["directory"] = Path(args["directory"])
     return args

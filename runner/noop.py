@@ -20,8 +20,9 @@ from .keys import GLOB_CHARS, RACY_NS, write_marshal
 
 SNAPSHOT = os.path.join(".runner", "noop")
 SNAPSHOT_PATHS = os.path.join(".runner", "noop-paths")  # per-path stats: read only when the proof fails
-_FLAGS = {"-k", "--keep-going", "--no-wait", "--json"}
-_WITH_VALUE = {"-C", "--directory", "-j", "--jobs", "--timeout"}
+# the options of a plain `runner make`, as the names runner.make_command.run takes them
+_FLAGS = {"-k": "keep_going", "--keep-going": "keep_going", "--no-wait": "no_wait", "--json": "as_json"}
+_WITH_VALUE = {"-C": "directory", "--directory": "directory", "-j": "jobs", "--jobs": "jobs", "--timeout": "timeout"}
 
 
 _checked: dict[str, list] = {}  # root -> the stats a failed no-op proof just took of its snapshot's paths
@@ -87,7 +88,7 @@ def snapshot_paths(sources: list[str], steps: list[tuple[str, tuple, tuple, bool
 class FirstLook:
     """What the declared files looked like as a run began, against the last good run of its target."""
 
-    __slots__ = ("changed", "stats", "racy_digests")  # a plain class: the fast path imports no typing
+    __slots__ = ("changed", "racy_digests", "stats")  # a plain class: the fast path imports no typing
 
     def __init__(self, changed: set[str] | None, stats: dict, racy_digests: dict[str, str]):
         self.changed = changed  # paths whose stats (or, for a racy one, bytes) differ; None: nothing to compare
@@ -180,34 +181,39 @@ def _write(root: str, entries: dict, name: str = SNAPSHOT) -> None:
         pass  # a read-only state folder only costs the fast path
 
 
-def _parse(argv: list[str]) -> tuple[str, str | None, bool] | None:
-    """(directory, target, json) for a plain `runner make`, or None for anything else."""
+def parse_plain_make(argv: list[str]) -> dict | None:
+    """The options of a plain `runner make` (`-C DIR`, `-j N`, `-k`, `--no-wait`, `--timeout S`, `--json`, a
+    target) as runner.make_command.run's arguments; None for anything else, and for a value click would refuse
+    (click says what is wrong with it)."""
     if not argv or argv[0] != "make":
         return None
-    directory, target, as_json = ".", None, False
+    options: dict = {"directory": "."}
     i = 1
     while i < len(argv):
         arg = argv[i]
         if arg in _FLAGS:
-            as_json = as_json or arg == "--json"
+            options[_FLAGS[arg]] = True
         elif arg in _WITH_VALUE:
             if i + 1 >= len(argv):
                 return None
-            if arg in ("-C", "--directory"):
-                directory = argv[i + 1]
-            elif not _positive(argv[i + 1], integer=arg in ("-j", "--jobs")):
-                return None  # click says what is wrong with it
+            name, value = _WITH_VALUE[arg], argv[i + 1]
+            if name == "directory":
+                options[name] = value
+            elif not _positive(value, integer=name == "jobs"):
+                return None
+            else:
+                options[name] = int(value) if name == "jobs" else float(value)
             i += 1
         elif arg.startswith("--directory="):
-            directory = arg.split("=", 1)[1]
-        elif arg.startswith("-j") and arg[2:].isdigit() and int(arg[2:]) >= 1:
-            pass
-        elif arg.startswith("-") or target is not None:
+            options["directory"] = arg.split("=", 1)[1]
+        elif arg.startswith("-j") and _positive(arg[2:], integer=True):
+            options["jobs"] = int(arg[2:])
+        elif arg.startswith("-") or "target" in options:
             return None
         else:
-            target = arg
+            options["target"] = arg
         i += 1
-    return directory, target, as_json
+    return options
 
 
 def _positive(value: str, integer: bool) -> bool:
@@ -230,12 +236,12 @@ def find_root(directory: str) -> str:
 
 def try_noop(argv: list[str]) -> int | None:
     """Exit code 0 after reporting a proven no-op, or None to run the full pipeline."""
-    parsed = _parse(argv)
+    parsed = parse_plain_make(argv)
     if parsed is None:
         return None
     started = time.monotonic()
-    directory, target, as_json = parsed
-    root = find_root(directory)
+    target, as_json = parsed.get("target"), parsed.get("as_json", False)
+    root = find_root(parsed["directory"])
     entries = _load(root)
     slot = entries.get(f"{__version__}\0{target or ''}")
     if slot is None or len(slot) != 4:

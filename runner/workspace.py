@@ -202,3 +202,8 @@ def recover_inflight(layout: Layout) -> list[str]:
 def is_terminal(stream=None) -> bool:
     stream = stream or sys.stdout
     return hasattr(stream, "isatty") and stream.isatty()
+
+
+def at_terminal() -> bool:
+    """A human is there: stdin, stdout and stderr are all a terminal (so a question can be asked)."""
+    return is_terminal(sys.stdout) and is_terminal(sys.stderr) and is_terminal(sys.stdin)
