@@ -20,9 +20,11 @@ _STAGES = {
     "runner.pipeline": ["load_project", "planner_for", "_unchanged_steps", "first_look", "save_snapshot", "make"],
     "runner.execute:Executor": ["run", "_fill", "_start", "_wait", "_complete_exited", "_store_deferred",
                                 "_report_proven", "_hash_outputs"],
-    "runner.plan:Planner": ["decide"],
-    "runner.cache:State": ["save"],
-    "runner.keys:StatCache": ["save"],
+    "runner.cache:State": ["__init__", "save"],
+    "runner.cache:Cache": ["close", "get_record"],
+    "runner.plan:Planner": ["decide", "_why"],
+    "runner.keys:StatCache": ["__init__", "save"],
+    "runner.compiled": ["load_compiled"],
 }
 
 

@@ -277,7 +277,7 @@ def cache_gc(directory: Path, as_json: bool) -> None:
 
     layout = Layout(find_root(directory))
     with ProjectLock(layout, "runner cache gc"):
-        live = {entry[0] for entry in State(layout.state_file).entries.values()}
+        live = State(layout.state_file).keys()
         result = Cache(layout.cache_dir).gc(live)
     if as_json:
         _print_json(result)

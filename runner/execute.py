@@ -134,22 +134,30 @@ class Executor:
         summary = self.summary = Summary(run_id=self.record.run_id)
         started = time.monotonic()
         selected = set(order)
-        position = {name: i for i, name in enumerate(order)}
-        deps = {n: [d for d in self.spec.intents[n].deps if d in selected] for n in order}
-        self.dependants = {n: [] for n in order}
-        for n in order:
-            for d in deps[n]:
-                self.dependants[d].append(n)
-        self.waiting = {n: len(deps[n]) for n in order}
-        self.position = position
+        all_deps = self.planner.compiled.deps
         self.produced: dict[str, str] = {}  # intent -> digest of its outputs
+        self.emit({"event": "run_started", "run_id": self.record.run_id, "steps": len(order),
+                   "jobs": self.options.jobs})
+        reported = self._report_proven(order) if self.proven else set()
+        # only the steps left to decide are scheduled: an edit in a 10,000-step graph leaves a few hundred
+        todo = [n for n in order if n not in reported] if reported else order
+        self.position = {name: i for i, name in enumerate(todo)}
+        self.dependants = {n: [] for n in todo}
+        self.waiting = {}
+        for n in todo:
+            waiting = 0
+            for d in all_deps[n]:
+                if d in reported:
+                    if d not in self.produced:
+                        self.produced[d] = outputs_digest(self.planner.state.get(d)[1])
+                elif d in selected:
+                    self.dependants[d].append(n)
+                    waiting += 1
+            self.waiting[n] = waiting
         self.active: dict[str, _Active] = {}
         self.exited: list[tuple[_Active, StepOutcome]] = []  # shell steps that exited well, not yet completed
         self.stop = False
-        self.emit({"event": "run_started", "run_id": self.record.run_id, "steps": len(order),
-                   "jobs": self.options.jobs})
-        reported = self._report_proven(order, deps) if self.proven else set()
-        self.ready = [(position[n], n) for n in order if self.waiting[n] == 0 and n not in reported]
+        self.ready = [(self.position[n], n) for n in todo if self.waiting[n] == 0]
         heapq.heapify(self.ready)  # earliest first
         pool = _Pool(self.options.jobs)
         selector = selectors.DefaultSelector()
@@ -200,7 +208,7 @@ class Executor:
         summary = self.summary
         while self.ready and not self.stop and len(self.active) < self.options.jobs:
             name = heapq.heappop(self.ready)[1]
-            if self._deferred and not self._deferred_names.isdisjoint(self.spec.intents[name].deps):
+            if self._deferred and not self._deferred_names.isdisjoint(self.planner.compiled.deps[name]):
                 self._store_deferred()  # a step's report never comes before its dependencies' reports
             decision = self.planner.decide(name, self.produced)
             held = self._pending(name, decision) or (self._precall_gate(name) if decision.action == RUN else None)
@@ -493,25 +501,17 @@ class Executor:
             datas[digest] = data
         return outputs, datas, None
 
-    def _report_proven(self, order: list[str], deps: dict[str, list[str]]) -> set[str]:
+    def _report_proven(self, order: list[str]) -> set[str]:
         """Report the steps proven up to date (pipeline._unchanged_steps) as cached from the state index alone,
         before anything starts; a 10,000-step graph with one edited file is mostly these. A step with no state
         entry (an aggregate) is decided as usual, and so are its dependants: no report precedes a dependency's."""
-        state, produced, waiting = self.planner.state, self.produced, self.waiting
+        state, deps, proven = self.planner.state.intents(), self.planner.compiled.deps, self.proven
         names: list[str] = []
         reported: set[str] = set()
         for name in order:
-            if name in self.proven and reported.issuperset(deps[name]) and state.get(name) is not None:
+            if name in proven and name in state and reported.issuperset(deps[name]):
                 names.append(name)
                 reported.add(name)
-        for name in order:
-            if name in reported:
-                continue
-            for dep in deps[name]:
-                if dep in reported:
-                    waiting[name] -= 1
-                    if dep not in produced:
-                        produced[dep] = outputs_digest(state.get(dep)[1])
         self.summary.counts[CACHED] += len(names)
         # intent names are [A-Za-z0-9_.-] (the schema says so): the lines need no JSON encoder
         with self._emit_lock:

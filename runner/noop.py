@@ -16,7 +16,7 @@ import sys
 import time
 
 from . import __version__
-from .keys import GLOB_CHARS, RACY_NS, write_marshal
+from .keys import RACY_NS, write_marshal
 
 SNAPSHOT = os.path.join(".runner", "noop")
 SNAPSHOT_PATHS = os.path.join(".runner", "noop-paths")  # per-path stats: read only when the proof fails
@@ -25,7 +25,7 @@ _FLAGS = {"-k": "keep_going", "--keep-going": "keep_going", "--no-wait": "no_wai
 _WITH_VALUE = {"-C": "directory", "--directory": "directory", "-j": "jobs", "--jobs": "jobs", "--timeout": "timeout"}
 
 
-_checked: dict[str, list] = {}  # root -> the stats a failed no-op proof just took of its snapshot's paths
+_checked: dict[str, tuple] = {}  # root -> (paths, their stats) as a failed no-op proof just took them
 
 
 def _each_stat(root: str, paths: list[str]) -> tuple[list, list[str]]:
@@ -71,29 +71,30 @@ def _load(root: str, name: str = SNAPSHOT) -> dict:
         return {}
 
 
-def snapshot_paths(sources: list[str], steps: list[tuple[str, tuple, tuple, bool]]) -> list[str] | None:
-    """The files a no-op proof of these steps stats, spec files first; None when no proof can hold:
-    `steps` are (intent, inputs, outputs, runs-always) in topological order."""
+def snapshot_paths(sources: list[str], order: list[str], declared: dict[str, tuple[str, ...]],
+                   unprovable: frozenset[str]) -> list[str] | None:
+    """The files a no-op proof of the steps `order` stats, spec files first; None when no proof can hold
+    (a step runs every time, or a glob could match a new file without any stat changing)."""
+    if not unprovable.isdisjoint(order):
+        return None
     paths = list(sources)
-    for _name, inputs, outputs, always in steps:
-        if always:  # a step that runs every time is never a no-op
-            return None
-        for pattern in inputs + outputs:
-            if not GLOB_CHARS.isdisjoint(pattern):
-                return None  # a glob can match a new file without any stat changing
-            paths.append(pattern)
+    for name in order:
+        paths += declared[name]
     return list(dict.fromkeys(paths))  # a dependency's output is usually also a declared input
 
 
 class FirstLook:
     """What the declared files looked like as a run began, against the last good run of its target."""
 
-    __slots__ = ("changed", "racy_digests", "stats")  # a plain class: the fast path imports no typing
+    __slots__ = ("changed", "paths", "stats", "racy_digests", "snapshots")  # a plain class: no typing import
 
-    def __init__(self, changed: set[str] | None, stats: dict, racy_digests: dict[str, str]):
+    def __init__(self, changed: set[str] | None, paths: list[str] | None, stats: list, racy_digests: dict[str, str],
+                 snapshots: tuple[dict, dict]):
         self.changed = changed  # paths whose stats (or, for a racy one, bytes) differ; None: nothing to compare
-        self.stats = stats  # path -> (size, mtime_ns, inode) or None, when the run began
+        self.paths = paths  # the files the target's no-op proof stats (snapshot_paths)
+        self.stats = stats  # (size, mtime_ns, inode) or None for each of `paths`, when the run began
         self.racy_digests = racy_digests  # the last good run's digests of paths its stats could not vouch for
+        self.snapshots = snapshots  # both snapshot files as read under the project lock, for save_snapshot
 
 
 def first_look(root: str, target: str | None, order: list[str], paths: list[str] | None) -> FirstLook:
@@ -104,26 +105,28 @@ def first_look(root: str, target: str | None, order: list[str], paths: list[str]
     of whose dependencies must run, is still up to date: the full pipeline decides only the others.
     """
     slot = f"{__version__}\0{target or ''}"
-    entry, detail = _load(root).get(slot), _load(root, SNAPSHOT_PATHS).get(slot)
-    checked = _checked.pop(root, None)
+    snapshots = _load(root), _load(root, SNAPSHOT_PATHS)
+    entry, detail = snapshots[0].get(slot), snapshots[1].get(slot)
+    checked_paths, checked = _checked.pop(root, (None, None))
+    if paths is None:
+        return FirstLook(None, None, [], {}, snapshots)
+    if checked_paths != paths:
+        checked = _each_stat(root, paths)[0]
     if entry is None or detail is None or len(entry) != 4 or entry[2] != order or detail[0] != entry[1] \
             or entry[0] != paths:
-        if paths is None:
-            return FirstLook(None, {}, {})
-        return FirstLook(None, dict(zip(paths, _each_stat(root, paths)[0])), {})
+        return FirstLook(None, paths, checked, {}, snapshots)
     _paths, _digest, _order, racy_digests = entry
     _digest, n_sources, before = detail
-    now = checked if checked is not None and len(checked) == len(paths) else _each_stat(root, paths)[0]
-    changed = {rel for rel, a, b in zip(paths, before, now) if a != b}
+    changed = {rel for rel, a, b in zip(paths, before, checked) if a != b}
     changed.update(rel for rel, want in racy_digests.items()
                    if rel not in changed and content_digest(root, rel) != want)
     if any(rel in changed for rel in paths[:n_sources]):
         changed = None
-    return FirstLook(changed, dict(zip(paths, now)), racy_digests)
+    return FirstLook(changed, paths, checked, racy_digests, snapshots)
 
 
-def save_snapshot(root: str, target: str | None, paths: list[str] | None, n_sources: int, order: list[str],
-                  look: FirstLook, observed: dict[str, tuple]) -> None:
+def save_snapshot(root: str, target: str | None, n_sources: int, order: list[str], look: FirstLook,
+                  observed: dict[str, tuple]) -> None:
     """Record the no-op proof for `target` after a good run of the steps `order`.
 
     Each file's stats are those it had when the run read it: `observed` (path -> size, mtime, inode,
@@ -133,28 +136,29 @@ def save_snapshot(root: str, target: str | None, paths: list[str] | None, n_sour
     written) could change again without its stats showing it, so the digest of the bytes the run used is
     kept too and checked by the next no-op.
     """
-    entries = _load(root)
+    entries, detail = look.snapshots
     slot = f"{__version__}\0{target or ''}"
+    paths = look.paths
     if paths is None:
-        entries.pop(slot, None)
-        return _write(root, entries)
+        if entries.pop(slot, None) is not None:
+            _write(root, entries)
+        return
     racy_after = time.time_ns() - RACY_NS
-    stats, racy_digests = [], {}
-    for rel in paths:
-        seen = observed.get(rel)
-        if seen is not None:
-            stats.append(seen[:3])
+    stats = list(look.stats)
+    position = dict(zip(paths, range(len(paths)))) if observed else {}
+    racy_digests = {}
+    for rel, seen in observed.items():
+        i = position.get(rel)
+        if i is not None:
+            stats[i] = seen[:3]
             if seen[1] > racy_after:
                 racy_digests[rel] = seen[4]
-            continue
-        st = look.stats[rel]
-        stats.append(st)
-        if st is not None and st[1] > racy_after:
+    for rel, st in zip(paths, stats):
+        if st is not None and st[1] > racy_after and rel not in racy_digests:
             racy_digests[rel] = look.racy_digests.get(rel) or content_digest(root, rel)
     digest = _stats_digest(stats)
     entries[slot] = (paths, digest, order, racy_digests)
     _write(root, entries)
-    detail = _load(root, SNAPSHOT_PATHS)
     detail[slot] = (digest, n_sources, stats)
     _write(root, detail, SNAPSHOT_PATHS)
 
@@ -249,7 +253,7 @@ def try_noop(argv: list[str]) -> int | None:
     paths, digest, order, racy_digests = slot
     stats, racy_now = _each_stat(root, paths)
     if _stats_digest(stats) != digest:
-        _checked[root] = stats  # the full pipeline, next in this process, asks which paths changed
+        _checked[root] = paths, stats  # the full pipeline, next in this process, asks which paths changed
         return None
     for rel, want in racy_digests.items():  # same stats, but an mtime too fresh to prove the same bytes
         if content_digest(root, rel) != want:

@@ -15,9 +15,8 @@ from .execute import Executor, RunOptions, Summary
 from .graph import resolve_target, selected_order
 from .keys import StatCache
 from .noop import drop_snapshot, first_look, save_snapshot, snapshot_paths
-from .plan import Decision, Planner, make_plan, runs_always
+from .plan import Decision, Planner, make_plan
 from .record import RunRecord, prune
-from .spec import STEP_AGENT
 from .workspace import Layout, ProjectLock, find_root, recover_inflight
 
 
@@ -60,19 +59,17 @@ def plan(project: Project, target: str | None, force: bool = False) -> tuple[str
         planner.cache.close()
 
 
-def _unchanged_steps(project: Project, order: list[str], changed: set[str] | None) -> set[str]:
+def _unchanged_steps(compiled: Compiled, order: list[str], changed: set[str] | None) -> set[str]:
     """The steps proven up to date without deciding them: none of their declared files changed since the last
     good run of this target (`changed`, None if unknown), and none of their dependencies is in doubt. An edit
     to one source file then costs its downstream cone, not a decision for every step of the graph."""
     if changed is None:
         return set()
-    intents = project.spec.intents
-    doubtful: set[str] = set()
+    deps, declared = compiled.deps, compiled.declared
+    # an agent step's key also holds the worker's version, which no file here shows: always decided
+    doubtful = set(compiled.agents.intersection(order))
     for name in order:
-        intent = intents[name]
-        # an agent step's key also holds the worker's version, which no file here shows: always decided
-        if (intent.kind == STEP_AGENT or runs_always(intent) or not doubtful.isdisjoint(intent.deps)
-                or not changed.isdisjoint(intent.inputs) or not changed.isdisjoint(intent.outputs)):
+        if not doubtful.isdisjoint(deps[name]) or not changed.isdisjoint(declared[name]):
             doubtful.add(name)
     return set(order) - doubtful
 
@@ -164,14 +161,13 @@ def make(project: Project, target: str | None, options: RunOptions, emit, wait_f
         target, order = select(project, target)
         planner = planner_for(project, options.force, options.worker)
         record = RunRecord(layout.runs_dir)
-        intents = project.spec.intents
+        compiled = project.compiled
         root = str(layout.root)
-        agent_steps = any(intents[n].kind == STEP_AGENT for n in order)
-        sources = project.compiled.sources + (_worker_files(planner) if agent_steps else [])
-        paths = snapshot_paths(sources, [(n, intents[n].inputs, intents[n].outputs, runs_always(intents[n]))
-                                         for n in order])
+        agent_steps = not compiled.agents.isdisjoint(order)
+        sources = compiled.sources + (_worker_files(planner) if agent_steps else [])
+        paths = snapshot_paths(sources, order, compiled.declared, compiled.unprovable)
         look = first_look(root, requested, order, paths)
-        proven = set() if options.force or options.worker else _unchanged_steps(project, order, look.changed)
+        proven = set() if options.force or options.worker else _unchanged_steps(compiled, order, look.changed)
 
         sink = _sink(record, emit)
 
@@ -196,7 +192,7 @@ def make(project: Project, target: str | None, options: RunOptions, emit, wait_f
         if agent_steps and options.worker:
             drop_snapshot(root, requested)  # keys made by another worker prove nothing for a plain run
         elif status == "ok":
-            save_snapshot(root, requested, paths, len(sources), order, look, planner.stat.observed())
+            save_snapshot(root, requested, len(sources), order, look, planner.stat.observed())
         planner.stat.save()
         prune(layout.runs_dir)
         return summary

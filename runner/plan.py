@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from .cache import Cache, State, StepRecord
 from .compiled import Compiled
 from .keys import StatCache, digest_value, input_digests, outputs_digest, step_key
-from .spec import STEP_AGENT, STEP_AGGREGATE, STEP_SHELL
+from .spec import STEP_AGENT, STEP_AGGREGATE, runs_always
 
 RUN, SKIP = "run", "skip"
 ALWAYS = "no inputs or dependencies declared: runs every time (declare inputs to cache it)"
@@ -27,10 +27,6 @@ class Decision:
 
     def to_json(self) -> dict:
         return {"intent": self.intent, "action": self.action, "reasons": self.reasons}
-
-
-def runs_always(intent) -> bool:
-    return intent.kind == STEP_SHELL and not intent.inputs and not intent.deps
 
 
 class Planner:

@@ -156,6 +156,11 @@ class Intent(NamedTuple):
         }
 
 
+def runs_always(intent: Intent) -> bool:
+    """A shell step with no inputs and no dependencies: nothing declared can say it is up to date."""
+    return intent.kind == STEP_SHELL and not intent.inputs and not intent.deps
+
+
 @dataclass(frozen=True)
 class Project:
     name: str

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import copyreg
 import json
+import marshal
 import os
+import pickle
 import time
 from pathlib import Path
 
@@ -289,6 +292,41 @@ def test_the_first_make_keeps_the_compiled_spec_for_the_next_full_run(chain):
     assert not chain.exists(".runner")
     assert chain.make().code == 0
     assert chain.exists(".runner/spec.pickle"), "the next edit would parse and compile the whole spec again"
+
+
+class _CompiledOfTheFirstLayout:
+    """Pickles as runner 0.1's first spec cache did: Compiled's whole __dict__ as its state."""
+
+    def __reduce__(self):
+        from runner.compiled import Compiled
+
+        return copyreg._reconstructor, (Compiled, object, None), {"order": ["a"], "deps": {"a": ()}, "static": {"a": "0"}}
+
+
+def test_a_spec_cache_in_an_older_layout_is_made_again(chain):
+    assert chain.make().code == 0
+    with open(chain.root / ".runner/spec.pickle", "wb") as f:
+        pickle.dump(((5, "0.1.0", ()), _CompiledOfTheFirstLayout()), f)
+    (chain.root / ".runner/noop").unlink()  # past the no-op proof, into the full pipeline
+    result = chain.make()
+    assert result.code == 0, result.err
+    assert set(result.statuses().values()) == {"cached"}
+    chain.write("src/x.txt", "edited\n")
+    assert chain.make().statuses() == {"a": "ran", "b": "ran", "c": "cached", "all": "cached"}
+
+
+def test_a_state_index_in_the_first_layout_is_read(chain):
+    """runner 0.1 first kept each intent's (key, outputs, inplace) as plain marshal values."""
+    assert chain.make().code == 0
+    state = chain.root / ".runner/state"
+    entries = {name: marshal.loads(value) for name, value in marshal.loads(state.read_bytes()).items()}
+    assert set(entries) == {"a", "b", "c"}
+    state.write_bytes(marshal.dumps(entries))
+    (chain.root / ".runner/noop").unlink()
+    result = chain.make()
+    assert result.code == 0, result.err
+    assert result.statuses() == {"a": "cached", "b": "cached", "c": "cached", "all": "cached"}
+    assert {e["intent"]: e["reasons"] for e in result.events() if e.get("status") == "cached"}["a"] == ["up to date"]
 
 
 def test_a_step_sees_the_environment_plus_its_own_env(project):
