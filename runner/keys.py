@@ -36,11 +36,14 @@ def digest_file(path: str) -> str:
 
 
 class StatCache:
-    """path -> (size, mtime_ns, inode, hashed_at_ns, digest), as git's index: a no-op reads no file contents."""
+    """path -> (size, mtime_ns, inode, hashed_at_ns, digest), as git's index: a no-op reads no file contents.
+
+    Each entry is kept as its own marshal bytes and decoded when its path is asked for: a run that looks
+    at a few hundred of a 10,000-file project's paths does not build 10,000 tuples to write them back.
+    """
 
     def __init__(self, path: str):
         self.path = path
-        self.entries: dict[str, tuple] = {}
         self.dirty = False
         self.reads = 0  # how many files had to be hashed (for tests and the benchmark)
         # paths hashed by this process: the racy rule guards against an edit between two runs that keeps
@@ -49,9 +52,20 @@ class StatCache:
         self.seen: set[str] = set()  # paths whose digest this process asked for or was told
         try:
             with open(path, "rb") as f:
-                self.entries = marshal.loads(f.read())
+                self._encoded: dict[str, bytes] = marshal.loads(f.read())
         except (OSError, EOFError, ValueError, TypeError):
-            self.entries = {}
+            self._encoded = {}
+        if not isinstance(next(iter(self._encoded.values()), b""), bytes):  # runner 0.1's first layout
+            self._encoded = {rel: marshal.dumps(entry) for rel, entry in self._encoded.items()}
+
+    def entry(self, rel: str) -> tuple | None:
+        encoded = self._encoded.get(rel)
+        return None if encoded is None else marshal.loads(encoded)
+
+    def _set(self, rel: str, entry: tuple) -> None:
+        self._encoded[rel] = marshal.dumps(entry)
+        self.fresh.add(rel)
+        self.dirty = True
 
     def digest(self, root: str, rel: str) -> str | None:
         """The content digest of root/rel, or None if it does not exist (or is not a regular file)."""
@@ -60,9 +74,10 @@ class StatCache:
         try:
             st = os.stat(full)
         except (FileNotFoundError, NotADirectoryError):
-            self.entries.pop(rel, None)
+            if self._encoded.pop(rel, None) is not None:
+                self.dirty = True
             return None
-        entry = self.entries.get(rel)
+        entry = self.entry(rel)
         if (entry is not None and entry[0] == st.st_size and entry[1] == st.st_mtime_ns and entry[2] == st.st_ino
                 and (st.st_mtime_ns + RACY_NS < entry[3] or rel in self.fresh)):
             return entry[4]
@@ -71,27 +86,23 @@ class StatCache:
         now = time.time_ns()
         value = digest_file(full)
         self.reads += 1
-        self.entries[rel] = (st.st_size, st.st_mtime_ns, st.st_ino, now, value)
-        self.fresh.add(rel)
-        self.dirty = True
+        self._set(rel, (st.st_size, st.st_mtime_ns, st.st_ino, now, value))
         return value
 
     def remember(self, rel: str, st: os.stat_result, value: str) -> None:
         """Record a digest computed elsewhere (the executor hashes outputs as it stores them)."""
-        self.entries[rel] = (st.st_size, st.st_mtime_ns, st.st_ino, time.time_ns(), value)
-        self.fresh.add(rel)
+        self._set(rel, (st.st_size, st.st_mtime_ns, st.st_ino, time.time_ns(), value))
         self.seen.add(rel)
-        self.dirty = True
 
     def observed(self) -> dict[str, tuple]:
         """path -> (size, mtime_ns, inode, hashed_at_ns, digest) for each file this process read through the
         cache: the stats it had when its digest was taken or last confirmed."""
-        entries = self.entries
-        return {rel: entries[rel] for rel in self.seen if rel in entries}
+        encoded = self._encoded
+        return {rel: marshal.loads(encoded[rel]) for rel in self.seen if rel in encoded}
 
     def save(self) -> None:
         if self.dirty:
-            write_marshal(self.path, self.entries)
+            write_marshal(self.path, self._encoded)
             self.dirty = False
 
 

@@ -5,13 +5,12 @@ from __future__ import annotations
 import os
 import select
 import signal
-import string
 import subprocess
 
 # A line of plain words, optionally ending in one `> file` or `>> file`, means the same to /bin/sh as
 # the command started with that file as its stdout. make runs a line without shell syntax itself for the
 # same reason: starting the shell as well costs as much as a small command does.
-_PLAIN_CHARS = frozenset(string.ascii_letters + string.digits + "_./:=+@%,-")
+_PLAIN_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./:=+@%,-")
 _SHELL_WORDS = frozenset("""! . : [ [[ alias bg break builtin case cd command continue do done echo elif else
     esac eval exec exit export false fc fg fi for function getopts hash if in jobs kill let local printf pwd read
     readonly return select set shift source test then time times trap true type typeset ulimit umask unalias unset

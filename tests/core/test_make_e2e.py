@@ -315,13 +315,15 @@ def test_a_spec_cache_in_an_older_layout_is_made_again(chain):
     assert chain.make().statuses() == {"a": "ran", "b": "ran", "c": "cached", "all": "cached"}
 
 
-def test_a_state_index_in_the_first_layout_is_read(chain):
-    """runner 0.1 first kept each intent's (key, outputs, inplace) as plain marshal values."""
+def test_a_state_index_and_stat_cache_in_the_first_layout_are_read(chain):
+    """runner 0.1 first kept each entry (an intent's key and outputs, a file's stats and digest) as a plain
+    marshal value, not as its own marshal bytes."""
     assert chain.make().code == 0
-    state = chain.root / ".runner/state"
-    entries = {name: marshal.loads(value) for name, value in marshal.loads(state.read_bytes()).items()}
-    assert set(entries) == {"a", "b", "c"}
-    state.write_bytes(marshal.dumps(entries))
+    for name, keys in (("state", {"a", "b", "c"}), ("stat", {"src/x.txt", "src/y.txt", "out/a.txt"})):
+        index = chain.root / ".runner" / name
+        entries = {key: marshal.loads(value) for key, value in marshal.loads(index.read_bytes()).items()}
+        assert keys <= set(entries)
+        index.write_bytes(marshal.dumps(entries))
     (chain.root / ".runner/noop").unlink()
     result = chain.make()
     assert result.code == 0, result.err
