@@ -17,7 +17,7 @@ import time
 
 _STAGES = {
     "runner.noop": ["try_noop"],
-    "runner.pipeline": ["load_project", "planner_for", "_unchanged_steps", "first_look", "save_snapshot", "make"],
+    "runner.pipeline": ["load_project", "planner_for", "_doubtful_steps", "first_look", "selected_order", "snapshot_paths", "save_snapshot", "make"],
     "runner.execute:Executor": ["run", "_fill", "_start", "_wait", "_complete_exited", "_store_deferred",
                                 "_report_proven", "_hash_outputs", "_complete", "_report_run", "_store_batch",
                                 "emit"],

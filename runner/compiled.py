@@ -1,18 +1,21 @@
 """The compiled project: spec, topological order and each step's static digest, cached between runs.
 
-A warm command checks the stat of every file the spec came from and reuses the pickle, so an
-unchanged project is neither re-parsed nor re-validated (and jsonschema and networkx stay unimported).
-The per-step tables a run reads whole (order, dependencies, static digests, declared files) are kept as
-marshal, which loads twice as fast as pickle; intents and key ingredients are decoded one at a time, when
-a step is decided, so an edit in a 10,000-step project decodes the few hundred steps downstream of it.
+A warm command checks the stat of every file the spec came from and reuses the file, so an unchanged
+project is neither re-parsed nor re-validated (and jsonschema and networkx stay unimported). Each step's
+record (its intent, dependencies, dependants, declared files, static digests) is marshal bytes in one blob
+after the pickled header, and the file is mapped: a run decodes the records of the steps it looks at, so
+an edit in a 10,000-step project reads its few hundred steps, not the whole table.
 """
 
 from __future__ import annotations
 
 import marshal
+import mmap
 import os
 import pickle
+from array import array
 from collections.abc import Mapping
+from itertools import accumulate
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -21,65 +24,125 @@ from .keys import GLOB_CHARS, digest_bytes, digest_value
 from .spec import BUILTIN_DIR, STEP_AGENT, Intent, Spec, runs_always
 from .workspace import Layout
 
-_FORMAT = 6
+_FORMAT = 9
 _WATCHED_DIRS = ("adapters", "prompts", "regexes")
 
 
-class LazyTable(Mapping):
-    """name -> value, each value decoded from its own bytes the first time it is asked for."""
+class PackedTable(Mapping):
+    """key -> value, the values packed as marshal bytes in one blob and each decoded the first time it is
+    asked for: loading a 10,000-entry table costs one copy of the blob, not 10,000 objects."""
 
-    def __init__(self, blobs: dict[str, bytes], decode):
-        self._blobs = blobs
+    def __init__(self, keys: list[str], blob: bytes, ends: bytes, decode=marshal.loads):
+        self._keys = keys
+        self._blob = blob
+        self._ends = array("Q", ends)  # where each key's bytes end in the blob
         self._decode = decode
+        self._index: dict[str, int] | None = None
         self._values: dict = {}
 
-    def __getitem__(self, name: str):
-        try:
-            return self._values[name]
-        except KeyError:
-            value = self._values[name] = self._decode(self._blobs[name])
-            return value
+    @staticmethod
+    def pack(table: Mapping) -> tuple[list[str], bytes, bytes]:
+        """(keys, blob, ends): what PackedTable(*packed, decode) reads back."""
+        keys = list(table)
+        encoded = [marshal.dumps(table[key]) for key in keys]
+        return keys, b"".join(encoded), array("Q", accumulate(map(len, encoded))).tobytes()
 
-    def __contains__(self, name) -> bool:
-        return name in self._blobs
+    def _position(self, key: str) -> int:
+        if self._index is None:
+            self._index = dict(zip(self._keys, range(len(self._keys))))
+        return self._index[key]
+
+    def __getitem__(self, key: str):
+        try:
+            return self._values[key]
+        except KeyError:
+            i = self._position(key)
+        value = self._values[key] = self._decode(self._blob[self._ends[i - 1] if i else 0:self._ends[i]])
+        return value
+
+    def __contains__(self, key) -> bool:
+        try:
+            self._position(key)
+            return True
+        except KeyError:
+            return False
 
     def __iter__(self):
-        return iter(self._blobs)
+        return iter(self._keys)
 
     def __len__(self) -> int:
-        return len(self._blobs)
+        return len(self._keys)
 
 
-def _intent(blob: bytes) -> Intent:
-    return Intent._make(marshal.loads(blob))
+def _step_record(blob: bytes) -> tuple:
+    record = marshal.loads(blob)
+    return (Intent._make(record[0]),) + record[1:]
+
+
+class _Column(Mapping):
+    """One field of every step's compiled record, by step name (the records are decoded on first use)."""
+
+    def __init__(self, records: PackedTable, index: int):
+        self._records = records
+        self._index = index
+
+    def __getitem__(self, name: str):
+        return self._records[name][self._index]
+
+    def __contains__(self, name) -> bool:
+        return name in self._records
+
+    def __iter__(self):
+        return iter(self._records)
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+
+# the per-step tables, in the order of a step's record after its intent
+_COLUMNS = ("deps", "dependants", "declared", "static", "static_replay", "parts")
 
 
 @dataclass
 class Compiled:
     spec: Spec
     order: list[str]  # every intent, topologically sorted (deterministic)
-    deps: dict[str, tuple[str, ...]]
-    static: dict[str, str]  # intent -> digest of everything but its files and dependencies
+    deps: Mapping[str, tuple[str, ...]]
+    static: Mapping[str, str]  # intent -> digest of everything but its files and dependencies
     parts: Mapping[str, dict[str, str]] = field(default_factory=dict)  # intent -> digest per ingredient
     sources: list[str] = field(default_factory=list)  # files and folders the spec depends on
-    static_replay: dict[str, str] = field(default_factory=dict)  # static digest without the worker part
-    declared: dict[str, tuple[str, ...]] = field(default_factory=dict)  # intent -> its inputs, then outputs
+    static_replay: Mapping[str, str] = field(default_factory=dict)  # static digest without the worker part
+    declared: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # intent -> its inputs, then outputs
+    dependants: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # intent -> the intents that need it
+    declared_by: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # literal path -> intents naming it
     agents: frozenset[str] = frozenset()  # agent steps
     # steps no stat snapshot can prove up to date: they run every time, or a glob could match a new file
     unprovable: frozenset[str] = frozenset()
+    token: str = ""  # names this compilation: a no-op snapshot made from it may reuse its order and paths
 
-    def __getstate__(self) -> dict:
-        intents = {name: marshal.dumps(tuple(intent)) for name, intent in self.spec.intents.items()}
-        parts = {name: marshal.dumps(value) for name, value in self.parts.items()}
-        tables = (self.order, self.deps, self.static, self.static_replay, self.sources, self.declared, self.agents,
-                  self.unprovable, intents, parts)
-        return {"spec": replace(self.spec, intents={}), "tables": marshal.dumps(tables)}
+    def packed(self) -> tuple[tuple, list[bytes]]:
+        """(a picklable header, the blobs to write after it): what `unpacked` reads back."""
+        intents = self.spec.intents
+        columns = [getattr(self, name) for name in _COLUMNS]
+        records = {name: (tuple(intents[name]), *(column[name] for column in columns)) for name in self.order}
+        keys, records_blob, records_ends = PackedTable.pack(records)
+        paths, paths_blob, paths_ends = PackedTable.pack(self.declared_by)
+        header = (replace(self.spec, intents={}), self.sources, self.agents, self.unprovable, self.token,
+                  keys, records_ends, len(records_blob), paths, paths_ends)
+        return header, [records_blob, paths_blob]
 
-    def __setstate__(self, state: dict) -> None:
-        (self.order, self.deps, self.static, self.static_replay, self.sources, self.declared, self.agents,
-         self.unprovable, intents, parts) = marshal.loads(state["tables"])
-        self.spec = replace(state["spec"], intents=LazyTable(intents, _intent))
-        self.parts = LazyTable(parts, marshal.loads)
+    @classmethod
+    def unpacked(cls, header: tuple, blobs) -> Compiled:
+        """The compiled spec over `blobs` (a memoryview of the file, mapped: only the records a run asks
+        for are read from it)."""
+        spec, sources, agents, unprovable, token, order, records_ends, split, paths, paths_ends = header
+        steps = PackedTable(order, blobs[:split], records_ends, _step_record)
+        compiled = cls(spec=replace(spec, intents=_Column(steps, 0)), order=order, sources=sources,
+                       agents=agents, unprovable=unprovable, token=token, deps={}, static={},
+                       declared_by=PackedTable(paths, blobs[split:], paths_ends))
+        for index, name in enumerate(_COLUMNS, start=1):
+            setattr(compiled, name, _Column(steps, index))
+        return compiled
 
 
 def _watched(root: Path, sources) -> list[str]:
@@ -173,13 +236,24 @@ def compile_spec(spec: Spec) -> tuple[Compiled, list[str]]:
         sources += extra
     intents = spec.intents
     deps = {name: intents[name].deps for name in order}
+    dependants: dict[str, list[str]] = {name: [] for name in order}
+    declared_by: dict[str, list[str]] = {}
+    for name in order:
+        for dep in deps[name]:
+            dependants[dep].append(name)
     declared = {name: intents[name].inputs + intents[name].outputs for name in order}
+    for name in order:
+        for path in declared[name]:
+            declared_by.setdefault(path, []).append(name)
     agents = frozenset(name for name in order if intents[name].kind == STEP_AGENT)
     unprovable = frozenset(name for name in order if runs_always(intents[name])
                            or any(not GLOB_CHARS.isdisjoint(path) for path in declared[name]))
     watched = _watched(Path(spec.root), sources)
     return Compiled(spec=spec, order=order, deps=deps, static=static, parts=parts, sources=watched,
-                    static_replay=static_replay, declared=declared, agents=agents, unprovable=unprovable), sources
+                    static_replay=static_replay, declared=declared, agents=agents, unprovable=unprovable,
+                    dependants={name: tuple(names) for name, names in dependants.items()},
+                    declared_by={path: tuple(names) for path, names in declared_by.items()},
+                    token=os.urandom(8).hex()), sources
 
 
 def load_compiled(root: Path, use_cache: bool = True) -> Compiled:
@@ -188,8 +262,12 @@ def load_compiled(root: Path, use_cache: bool = True) -> Compiled:
         try:
             with open(layout.spec_cache, "rb") as f:
                 fingerprint = pickle.load(f)  # first and alone: a stale spec is not unpickled at all
-                if fingerprint == _fingerprint(root, fingerprint_sources(fingerprint)):
-                    return pickle.load(f)
+                if fingerprint[:2] == (_FORMAT, __version__) and \
+                        fingerprint == _fingerprint(root, fingerprint_sources(fingerprint)):
+                    header = pickle.load(f)
+                    start = f.tell()
+                    mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+                    return Compiled.unpacked(header, memoryview(mapped)[start:])
         except (OSError, EOFError, pickle.UnpicklingError, ValueError, TypeError, AttributeError, KeyError):
             pass  # an older runner's file (another layout) is made again
     from .load import load_spec  # the cold path only: a warm run unpickles what it made
@@ -223,8 +301,10 @@ def _save(layout: Layout, fingerprint: tuple, compiled: Compiled) -> None:
     tmp = f"{layout.spec_cache}.{os.getpid()}.tmp"
     try:
         with open(tmp, "wb") as f:
+            header, blobs = compiled.packed()
             pickle.dump(fingerprint, f, protocol=pickle.HIGHEST_PROTOCOL)
-            pickle.dump(compiled, f, protocol=pickle.HIGHEST_PROTOCOL)
+            pickle.dump(header, f, protocol=pickle.HIGHEST_PROTOCOL)
+            f.writelines(blobs)
         os.replace(tmp, layout.spec_cache)
     except OSError:
         pass  # a read-only checkout still works, just without the warm path

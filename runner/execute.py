@@ -92,9 +92,10 @@ class _Active:
 
 class Executor:
     def __init__(self, planner: Planner, layout: Layout, record: RunRecord, emit, options: RunOptions,
-                 proven: set[str] = frozenset()):
+                 doubtful: set[str] | None = None):
         self.planner = planner
-        self.proven = proven  # steps known to be up to date without a decision (see pipeline._unchanged_steps)
+        # the steps to decide (pipeline._doubtful_steps); the others are known to be up to date. None: all
+        self.doubtful = doubtful
         self.spec = planner.spec
         self.layout = layout
         self.record = record
@@ -133,26 +134,29 @@ class Executor:
     def run(self, order: list[str]) -> Summary:
         summary = self.summary = Summary(run_id=self.record.run_id)
         started = time.monotonic()
-        selected = set(order)
         all_deps = self.planner.compiled.deps
         self.produced: dict[str, str] = {}  # intent -> digest of its outputs
         self.emit({"event": "run_started", "run_id": self.record.run_id, "steps": len(order),
                    "jobs": self.options.jobs})
-        reported = self._report_proven(order) if self.proven else set()
-        # only the steps left to decide are scheduled: an edit in a 10,000-step graph leaves a few hundred
-        todo = [n for n in order if n not in reported] if reported else order
+        doubtful = self.doubtful
+        if doubtful is None:
+            todo, selected = order, set(order)
+        else:  # an edit in a 10,000-step graph leaves a few hundred steps to schedule
+            self._report_proven([n for n in order if n not in doubtful])
+            todo = [n for n in order if n in doubtful]
+            selected = doubtful
         self.position = {name: i for i, name in enumerate(todo)}
         self.dependants = {n: [] for n in todo}
         self.waiting = {}
+        state = self.planner.state
         for n in todo:
             waiting = 0
             for d in all_deps[n]:
-                if d in reported:
-                    if d not in self.produced:
-                        self.produced[d] = outputs_digest(self.planner.state.get(d)[1])
-                elif d in selected:
+                if d in selected:
                     self.dependants[d].append(n)
                     waiting += 1
+                elif doubtful is not None and d not in self.produced:  # up to date: what it last produced
+                    self.produced[d] = outputs_digest(state.get(d)[1])
             self.waiting[n] = waiting
         self.active: dict[str, _Active] = {}
         self.exited: list[tuple[_Active, StepOutcome]] = []  # shell steps that exited well, not yet completed
@@ -194,7 +198,7 @@ class Executor:
             summary.duration = time.monotonic() - started
             self.inflight.close()
             self.interrupts.restore()
-        summary.left = [n for n in order if n not in self.produced and n not in reported]
+        summary.left = [n for n in todo if n not in self.produced]
         return summary
 
     def _release(self, name: str) -> None:
@@ -501,23 +505,15 @@ class Executor:
             datas[digest] = data
         return outputs, datas, None
 
-    def _report_proven(self, order: list[str]) -> set[str]:
-        """Report the steps proven up to date (pipeline._unchanged_steps) as cached from the state index alone,
-        before anything starts; a 10,000-step graph with one edited file is mostly these. A step with no state
-        entry (an aggregate) is decided as usual, and so are its dependants: no report precedes a dependency's."""
-        state, deps, proven = self.planner.state.intents(), self.planner.compiled.deps, self.proven
-        names: list[str] = []
-        reported: set[str] = set()
-        for name in order:
-            if name in proven and name in state and reported.issuperset(deps[name]):
-                names.append(name)
-                reported.add(name)
+    def _report_proven(self, names: list[str]) -> None:
+        """Report the steps known to be up to date as cached from the state index alone, before anything
+        starts: a 10,000-step graph with one edited file is mostly these. Each has a last good result and none
+        depends on a step still to decide (pipeline._doubtful_steps), so no report precedes a dependency's."""
         self.summary.counts[CACHED] += len(names)
         # intent names are [A-Za-z0-9_.-] (the schema says so): the lines need no JSON encoder
         with self._emit_lock:
             self._emit.cached(names, [f'{{"event": "step_finished", "intent": "{n}", "status": "cached", '
                                       f'"reasons": ["up to date"]}}' for n in names])
-        return reported
 
     def _finish_skip(self, name: str, decision: Decision) -> str:
         status = CACHED

@@ -86,48 +86,51 @@ def snapshot_paths(sources: list[str], order: list[str], declared: dict[str, tup
 class FirstLook:
     """What the declared files looked like as a run began, against the last good run of its target."""
 
-    __slots__ = ("changed", "paths", "stats", "racy_digests", "snapshots")  # a plain class: no typing import
+    __slots__ = ("changed", "order", "paths", "stats", "racy_digests", "snapshots")  # no typing import
 
-    def __init__(self, changed: set[str] | None, paths: list[str] | None, stats: list, racy_digests: dict[str, str],
-                 snapshots: tuple[dict, dict]):
-        self.changed = changed  # paths whose stats (or, for a racy one, bytes) differ; None: nothing to compare
-        self.paths = paths  # the files the target's no-op proof stats (snapshot_paths)
-        self.stats = stats  # (size, mtime_ns, inode) or None for each of `paths`, when the run began
-        self.racy_digests = racy_digests  # the last good run's digests of paths its stats could not vouch for
+    def __init__(self, snapshots: tuple[dict, dict]):
         self.snapshots = snapshots  # both snapshot files as read under the project lock, for save_snapshot
+        self.changed: set[str] | None = None  # paths whose stats (or bytes) differ; None: nothing to compare
+        self.order: list[str] | None = None  # the target's steps, as the last good run had them
+        self.paths: list[str] | None = None  # the files the target's no-op proof stats (snapshot_paths)
+        self.stats: list = []  # (size, mtime_ns, inode) or None for each of `paths`, when the run began
+        self.racy_digests: dict[str, str] = {}  # the last good run's digests of paths its stats could not vouch for
+
+    def stat_paths(self, root: str, paths: list[str] | None) -> None:
+        """No usable snapshot: take the stats of the target's files as the run begins, for the next proof."""
+        self.paths = paths
+        self.stats = [] if paths is None else _each_stat(root, paths)[0]
 
 
-def first_look(root: str, target: str | None, order: list[str], paths: list[str] | None) -> FirstLook:
-    """Stat the target's declared files as the run begins (or take the stats a failed no-op proof just
-    took) and say which changed since the last good run of `target`.
+def first_look(root: str, target: str | None, token: str, sources: list[str]) -> FirstLook:
+    """Compare the declared files of `target` with its last good run, made from the same compiled spec
+    (`token`) and spec files (`sources`): that run's order and paths hold, and `changed` says which paths
+    differ (the stats a failed no-op proof just took are reused). Without such a run, `order` and `paths`
+    stay None, for the caller to work out.
 
     Every step of that run was up to date, so a step none of whose inputs and outputs changed, and none
     of whose dependencies must run, is still up to date: the full pipeline decides only the others.
     """
     slot = f"{__version__}\0{target or ''}"
-    snapshots = _load(root), _load(root, SNAPSHOT_PATHS)
-    entry, detail = snapshots[0].get(slot), snapshots[1].get(slot)
+    look = FirstLook((_load(root), _load(root, SNAPSHOT_PATHS)))
+    entry, detail = look.snapshots[0].get(slot), look.snapshots[1].get(slot)
     checked_paths, checked = _checked.pop(root, (None, None))
-    if paths is None:
-        return FirstLook(None, None, [], {}, snapshots)
-    if checked_paths != paths:
-        checked = _each_stat(root, paths)[0]
-    if entry is None or detail is None or len(entry) != 4 or entry[2] != order or detail[0] != entry[1] \
-            or entry[0] != paths:
-        return FirstLook(None, paths, checked, {}, snapshots)
-    _paths, _digest, _order, racy_digests = entry
-    _digest, n_sources, before = detail
-    changed = {rel for rel, a, b in zip(paths, before, checked) if a != b}
+    if entry is None or detail is None or len(entry) != 5 or entry[4] != token or detail[0] != entry[1] \
+            or detail[1] != len(sources) or entry[0][:len(sources)] != sources:
+        return look
+    paths, _digest, order, racy_digests, _token = entry
+    stats = checked if checked_paths == paths else _each_stat(root, paths)[0]
+    changed = {rel for rel, a, b in zip(paths, detail[2], stats) if a != b}
     changed.update(rel for rel, want in racy_digests.items()
                    if rel not in changed and content_digest(root, rel) != want)
-    if any(rel in changed for rel in paths[:n_sources]):
-        changed = None
-    return FirstLook(changed, paths, checked, racy_digests, snapshots)
+    look.order, look.paths, look.stats, look.racy_digests = order, paths, stats, racy_digests
+    look.changed = None if any(rel in changed for rel in sources) else changed
+    return look
 
 
-def save_snapshot(root: str, target: str | None, n_sources: int, order: list[str], look: FirstLook,
+def save_snapshot(root: str, target: str | None, token: str, n_sources: int, order: list[str], look: FirstLook,
                   observed: dict[str, tuple]) -> None:
-    """Record the no-op proof for `target` after a good run of the steps `order`.
+    """Record the no-op proof for `target` after a good run of the steps `order`, compiled as `token`.
 
     Each file's stats are those it had when the run read it: `observed` (path -> size, mtime, inode,
     hashed_at, digest) for files the run hashed or confirmed, else its stats as the run began. A file
@@ -157,7 +160,7 @@ def save_snapshot(root: str, target: str | None, n_sources: int, order: list[str
         if st is not None and st[1] > racy_after and rel not in racy_digests:
             racy_digests[rel] = look.racy_digests.get(rel) or content_digest(root, rel)
     digest = _stats_digest(stats)
-    entries[slot] = (paths, digest, order, racy_digests)
+    entries[slot] = (paths, digest, order, racy_digests, token)
     _write(root, entries)
     detail[slot] = (digest, n_sources, stats)
     _write(root, detail, SNAPSHOT_PATHS)
@@ -248,9 +251,9 @@ def try_noop(argv: list[str]) -> int | None:
     root = find_root(parsed["directory"])
     entries = _load(root)
     slot = entries.get(f"{__version__}\0{target or ''}")
-    if slot is None or len(slot) != 4:
+    if slot is None or len(slot) != 5:
         return None
-    paths, digest, order, racy_digests = slot
+    paths, digest, order, racy_digests, token = slot
     stats, racy_now = _each_stat(root, paths)
     if _stats_digest(stats) != digest:
         _checked[root] = paths, stats  # the full pipeline, next in this process, asks which paths changed
@@ -259,7 +262,7 @@ def try_noop(argv: list[str]) -> int | None:
         if content_digest(root, rel) != want:
             return None
     if racy_digests and not racy_now:  # they have aged past the racy window: stats alone suffice now
-        entries[f"{__version__}\0{target or ''}"] = (paths, digest, order, {})
+        entries[f"{__version__}\0{target or ''}"] = (paths, digest, order, {}, token)
         _write(root, entries)
     _report(root, order, as_json, started)
     return 0

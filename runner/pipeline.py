@@ -59,19 +59,26 @@ def plan(project: Project, target: str | None, force: bool = False) -> tuple[str
         planner.cache.close()
 
 
-def _unchanged_steps(compiled: Compiled, order: list[str], changed: set[str] | None) -> set[str]:
-    """The steps proven up to date without deciding them: none of their declared files changed since the last
-    good run of this target (`changed`, None if unknown), and none of their dependencies is in doubt. An edit
-    to one source file then costs its downstream cone, not a decision for every step of the graph."""
+def _doubtful_steps(compiled: Compiled, order: list[str], changed: set[str] | None, has_state) -> set[str] | None:
+    """The steps to decide (None: all of them), given the paths `changed` since the last good run of this
+    target (None if unknown): those that declare a changed path, agent steps (their key also holds the
+    worker's version, which no file here shows), steps with no last result to report (aggregates), and
+    everything downstream of these. Every other step is up to date, so an edit to one source file costs
+    its downstream cone, not a decision for every step of the graph; found from the changed paths out,
+    it costs the cone too."""
     if changed is None:
-        return set()
-    deps, declared = compiled.deps, compiled.declared
-    # an agent step's key also holds the worker's version, which no file here shows: always decided
-    doubtful = set(compiled.agents.intersection(order))
-    for name in order:
-        if not doubtful.isdisjoint(deps[name]) or not changed.isdisjoint(declared[name]):
+        return None
+    declared_by, dependants = compiled.declared_by, compiled.dependants
+    pending = [name for path in changed for name in declared_by.get(path, ())]
+    pending += compiled.agents.intersection(order)
+    pending += [name for name in order if name not in has_state]
+    doubtful: set[str] = set()
+    while pending:
+        name = pending.pop()
+        if name not in doubtful:
             doubtful.add(name)
-    return set(order) - doubtful
+            pending += dependants[name]
+    return doubtful
 
 
 def _worker_files(planner: Planner) -> list[str]:
@@ -158,16 +165,19 @@ def make(project: Project, target: str | None, options: RunOptions, emit, wait_f
             for line in recover_applies(layout.root, layout.state_dir):
                 emit({"event": "recovered", "message": line})
         requested = target
-        target, order = select(project, target)
+        target = resolve_target(project.spec, target)
         planner = planner_for(project, options.force, options.worker)
         record = RunRecord(layout.runs_dir)
         compiled = project.compiled
         root = str(layout.root)
+        sources = compiled.sources + (_worker_files(planner) if compiled.agents else [])
+        look = first_look(root, requested, compiled.token, sources)
+        order = look.order if look.order is not None else selected_order(compiled.order, compiled.deps, target)
+        if look.paths is None:
+            look.stat_paths(root, snapshot_paths(sources, order, compiled.declared, compiled.unprovable))
         agent_steps = not compiled.agents.isdisjoint(order)
-        sources = compiled.sources + (_worker_files(planner) if agent_steps else [])
-        paths = snapshot_paths(sources, order, compiled.declared, compiled.unprovable)
-        look = first_look(root, requested, order, paths)
-        proven = set() if options.force or options.worker else _unchanged_steps(compiled, order, look.changed)
+        doubtful = None if options.force or options.worker else \
+            _doubtful_steps(compiled, order, look.changed, planner.state.intents())
 
         sink = _sink(record, emit)
 
@@ -176,7 +186,7 @@ def make(project: Project, target: str | None, options: RunOptions, emit, wait_f
         # shell to get there); the caller's folder is restored after the run
         caller_cwd = _chdir(str(layout.root))
         try:
-            summary = Executor(planner, layout, record, sink, options, proven=proven).run(order)
+            summary = Executor(planner, layout, record, sink, options, doubtful=doubtful).run(order)
         finally:
             if caller_cwd:
                 _chdir(caller_cwd)
@@ -192,7 +202,7 @@ def make(project: Project, target: str | None, options: RunOptions, emit, wait_f
         if agent_steps and options.worker:
             drop_snapshot(root, requested)  # keys made by another worker prove nothing for a plain run
         elif status == "ok":
-            save_snapshot(root, requested, len(sources), order, look, planner.stat.observed())
+            save_snapshot(root, requested, compiled.token, len(sources), order, look, planner.stat.observed())
         planner.stat.save()
         prune(layout.runs_dir)
         return summary
