@@ -5,22 +5,22 @@ from __future__ import annotations
 import marshal
 import os
 import time
-from dataclasses import dataclass, field
 
 from .keys import write_marshal
 
 
-@dataclass
 class StepRecord:
     """What a finished step produced, stored under its key."""
 
-    intent: str
-    key: str
-    outputs: dict[str, str | None]
-    ingredients: dict = field(default_factory=dict)  # what went into the key, for `explain` and reasons
-    created: float = 0.0
-    duration: float = 0.0
-    run_id: str = ""
+    def __init__(self, intent: str, key: str, outputs: dict[str, str | None], ingredients: dict | None = None,
+                 created: float = 0.0, duration: float = 0.0, run_id: str = ""):
+        self.intent = intent
+        self.key = key
+        self.outputs = outputs
+        self.ingredients = {} if ingredients is None else ingredients  # what went into the key, for reasons
+        self.created = created
+        self.duration = duration
+        self.run_id = run_id
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)

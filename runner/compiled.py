@@ -16,7 +16,6 @@ import pickle
 from array import array
 from collections.abc import Mapping
 from itertools import accumulate
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from . import __version__
@@ -103,22 +102,29 @@ class _Column(Mapping):
 _COLUMNS = ("deps", "dependants", "declared", "static", "static_replay", "parts")
 
 
-@dataclass
 class Compiled:
-    spec: Spec
-    order: list[str]  # every intent, topologically sorted (deterministic)
-    deps: Mapping[str, tuple[str, ...]]
-    static: Mapping[str, str]  # intent -> digest of everything but its files and dependencies
-    parts: Mapping[str, dict[str, str]] = field(default_factory=dict)  # intent -> digest per ingredient
-    sources: list[str] = field(default_factory=list)  # files and folders the spec depends on
-    static_replay: Mapping[str, str] = field(default_factory=dict)  # static digest without the worker part
-    declared: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # intent -> its inputs, then outputs
-    dependants: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # intent -> the intents that need it
-    declared_by: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # literal path -> intents naming it
-    agents: frozenset[str] = frozenset()  # agent steps
-    # steps no stat snapshot can prove up to date: they run every time, or a glob could match a new file
-    unprovable: frozenset[str] = frozenset()
-    token: str = ""  # names this compilation: a no-op snapshot made from it may reuse its order and paths
+    """The spec with what every run needs worked out once: the order, and per step its dependencies and
+    dependants, declared files and static digests."""
+
+    def __init__(self, spec: Spec, order: list[str], sources: list[str], *, deps: Mapping[str, tuple[str, ...]],
+                 dependants: Mapping[str, tuple[str, ...]], declared: Mapping[str, tuple[str, ...]],
+                 static: Mapping[str, str], static_replay: Mapping[str, str], parts: Mapping[str, dict[str, str]],
+                 declared_by: Mapping[str, tuple[str, ...]], agents: frozenset[str], unprovable: frozenset[str],
+                 token: str):
+        self.spec = spec
+        self.order = order  # every intent, topologically sorted (deterministic)
+        self.sources = sources  # files and folders the spec depends on
+        self.deps = deps
+        self.dependants = dependants  # intent -> the intents that need it
+        self.declared = declared  # intent -> its inputs, then outputs
+        self.static = static  # intent -> digest of everything but its files and dependencies
+        self.static_replay = static_replay  # the same without the worker part
+        self.parts = parts  # intent -> digest per key ingredient
+        self.declared_by = declared_by  # literal path -> the intents naming it
+        self.agents = agents  # agent steps
+        # steps no stat snapshot can prove up to date: they run every time, or a glob could match a new file
+        self.unprovable = unprovable
+        self.token = token  # names this compilation: a no-op snapshot made from it may reuse its order and paths
 
     def packed(self) -> tuple[tuple, list[bytes]]:
         """(a picklable header, the blobs to write after it): what `unpacked` reads back."""
@@ -127,7 +133,7 @@ class Compiled:
         records = {name: (tuple(intents[name]), *(column[name] for column in columns)) for name in self.order}
         keys, records_blob, records_ends = PackedTable.pack(records)
         paths, paths_blob, paths_ends = PackedTable.pack(self.declared_by)
-        header = (replace(self.spec, intents={}), self.sources, self.agents, self.unprovable, self.token,
+        header = (self.spec._replace(intents={}), self.sources, self.agents, self.unprovable, self.token,
                   keys, records_ends, len(records_blob), paths, paths_ends)
         return header, [records_blob, paths_blob]
 
@@ -137,12 +143,9 @@ class Compiled:
         for are read from it)."""
         spec, sources, agents, unprovable, token, order, records_ends, split, paths, paths_ends = header
         steps = PackedTable(order, blobs[:split], records_ends, _step_record)
-        compiled = cls(spec=replace(spec, intents=_Column(steps, 0)), order=order, sources=sources,
-                       agents=agents, unprovable=unprovable, token=token, deps={}, static={},
-                       declared_by=PackedTable(paths, blobs[split:], paths_ends))
-        for index, name in enumerate(_COLUMNS, start=1):
-            setattr(compiled, name, _Column(steps, index))
-        return compiled
+        columns = {name: _Column(steps, index) for index, name in enumerate(_COLUMNS, start=1)}
+        return cls(spec._replace(intents=_Column(steps, 0)), order, sources, agents=agents, unprovable=unprovable,
+                   token=token, declared_by=PackedTable(paths, blobs[split:], paths_ends), **columns)
 
 
 def _watched(root: Path, sources) -> list[str]:
@@ -249,8 +252,8 @@ def compile_spec(spec: Spec) -> tuple[Compiled, list[str]]:
     unprovable = frozenset(name for name in order if runs_always(intents[name])
                            or any(not GLOB_CHARS.isdisjoint(path) for path in declared[name]))
     watched = _watched(Path(spec.root), sources)
-    return Compiled(spec=spec, order=order, deps=deps, static=static, parts=parts, sources=watched,
-                    static_replay=static_replay, declared=declared, agents=agents, unprovable=unprovable,
+    return Compiled(spec, order, watched, deps=deps, static=static, parts=parts, static_replay=static_replay,
+                    declared=declared, agents=agents, unprovable=unprovable,
                     dependants={name: tuple(names) for name, names in dependants.items()},
                     declared_by={path: tuple(names) for path, names in declared_by.items()},
                     token=os.urandom(8).hex()), sources

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from typing import NamedTuple
 
 EXIT_OK = 0
 EXIT_STEP_FAILED = 1
@@ -12,8 +12,7 @@ EXIT_INTERNAL = 4
 EXIT_INTERRUPTED = 130
 
 
-@dataclass(frozen=True)
-class Problem:
+class Problem(NamedTuple):
     """One thing wrong with the user's files, located as precisely as we can."""
 
     file: str
@@ -52,13 +51,11 @@ class UserError(RunnerError):
     exit_code = EXIT_USER_ERROR
 
 
-@dataclass
 class SpecError(UserError):
     """Every problem found in the spec, reported together."""
 
-    problems: list[Problem] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
+    def __init__(self, problems: list[Problem]):
+        self.problems = problems
         super().__init__(self.render())
 
     def render(self) -> str:

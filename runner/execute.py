@@ -9,7 +9,6 @@ import signal
 import subprocess
 import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -33,28 +32,32 @@ RAN, CACHED, RESTORED, FAILED, SKIPPED, BLOCKED = "ran", "cached", "restored", "
 _EXITED, _PRINTED = "exited", "printed"  # what a shell step's file descriptor in the selector says
 
 
-@dataclass
 class RunOptions:
-    jobs: int = 1
-    keep_going: bool = False
-    force: bool = False
-    timeout: float | None = None  # default per-step timeout
-    record: bool = False  # write every worker exchange to replays/
-    halt_on: frozenset = frozenset()  # boundaries that need a human this run (write_files, run_shell)
-    ask: object = None  # callable(question, detail) -> bool when a human is at a terminal
-    worker: str | None = None  # override [worker] kind for this run (e.g. replay)
+    """How `runner make` was asked to run."""
+
+    def __init__(self, jobs: int = 1, keep_going: bool = False, force: bool = False, timeout: float | None = None,
+                 record: bool = False, halt_on: frozenset = frozenset(), ask=None, worker: str | None = None):
+        self.jobs = jobs
+        self.keep_going = keep_going
+        self.force = force
+        self.timeout = timeout  # default per-step timeout
+        self.record = record  # write every worker exchange to replays/
+        self.halt_on = halt_on  # boundaries that need a human this run (write_files, run_shell)
+        self.ask = ask  # callable(question, detail) -> bool when a human is at a terminal
+        self.worker = worker  # override [worker] kind for this run (e.g. replay)
 
 
-@dataclass
 class Summary:
-    run_id: str
-    counts: dict[str, int] = field(default_factory=lambda: {RAN: 0, CACHED: 0, RESTORED: 0, FAILED: 0, SKIPPED: 0,
-                                                            BLOCKED: 0})
-    failed: list[str] = field(default_factory=list)
-    blocked: list[str] = field(default_factory=list)
-    left: list[str] = field(default_factory=list)  # selected steps that did not finish
-    interrupted: bool = False
-    duration: float = 0.0
+    """What a run did, step by step counted."""
+
+    def __init__(self, run_id: str):
+        self.run_id = run_id
+        self.counts = {RAN: 0, CACHED: 0, RESTORED: 0, FAILED: 0, SKIPPED: 0, BLOCKED: 0}
+        self.failed: list[str] = []
+        self.blocked: list[str] = []
+        self.left: list[str] = []  # selected steps that did not finish
+        self.interrupted = False
+        self.duration = 0.0
 
 
 class _Pool:
@@ -77,17 +80,19 @@ class _Pool:
             self.executor.shutdown(wait=True, cancel_futures=True)
 
 
-@dataclass
 class _Active:
     """A step that is running: a shell child (watched through its pidfd) or an agent step's future."""
 
-    name: str
-    decision: Decision
-    started: float
-    shell: object = None  # steps.shell.RunningShell
-    future: Future | None = None
-    pidfd: int | None = None
-    watching_output: bool = False  # a shell step's output pipe is in the selector
+    __slots__ = ("name", "decision", "started", "shell", "future", "pidfd", "watching_output")
+
+    def __init__(self, name: str, decision: Decision, started: float):
+        self.name = name
+        self.decision = decision
+        self.started = started
+        self.shell = None  # steps.shell.RunningShell
+        self.future: Future | None = None
+        self.pidfd: int | None = None
+        self.watching_output = False  # a shell step's output pipe is in the selector
 
 
 class Executor:

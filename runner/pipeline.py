@@ -6,7 +6,6 @@ import os
 import signal
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 from .cache import Cache, State
@@ -20,10 +19,12 @@ from .record import RunRecord, prune
 from .workspace import Layout, ProjectLock, find_root, recover_inflight
 
 
-@dataclass
 class Project:
-    layout: Layout
-    compiled: Compiled
+    """A loaded project: where its state lives and its compiled spec."""
+
+    def __init__(self, layout: Layout, compiled: Compiled):
+        self.layout = layout
+        self.compiled = compiled
 
     @property
     def spec(self):

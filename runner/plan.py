@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from .cache import Cache, State, StepRecord
 from .compiled import Compiled
 from .keys import StatCache, digest_value, input_digests, outputs_digest, step_key
@@ -13,17 +11,24 @@ RUN, SKIP = "run", "skip"
 ALWAYS = "no inputs or dependencies declared: runs every time (declare inputs to cache it)"
 
 
-@dataclass
 class Decision:
-    intent: str
-    action: str  # RUN | SKIP
-    reasons: list[str]
-    key: str | None = None  # None when it depends on a step that has not run yet
-    outputs: dict[str, str | None] = field(default_factory=dict)  # known outputs (SKIP)
-    restore: dict[str, str] = field(default_factory=dict)  # output path -> blob digest to restore
-    inputs: dict[str, str | None] = field(default_factory=dict)
-    dep_digests: dict[str, str] = field(default_factory=dict)
-    inplace: dict[str, str | None] = field(default_factory=dict)  # pre-run digests of in-place inputs
+    """RUN or SKIP for one step, with the reasons and what its key was made of."""
+
+    def __init__(self, intent: str, action: str, reasons: list[str], key: str | None = None,
+                 outputs: dict | None = None, restore: dict | None = None, inputs: dict | None = None,
+                 dep_digests: dict | None = None, inplace: dict | None = None):
+        self.intent = intent
+        self.action = action  # RUN | SKIP
+        self.reasons = reasons
+        self.key = key  # None when it depends on a step that has not run yet
+        self.outputs: dict[str, str | None] = {} if outputs is None else outputs  # known outputs (SKIP)
+        self.restore: dict[str, str] = {} if restore is None else restore  # output path -> blob to restore
+        self.inputs: dict[str, str | None] = {} if inputs is None else inputs
+        self.dep_digests: dict[str, str] = {} if dep_digests is None else dep_digests
+        self.inplace: dict[str, str | None] = {} if inplace is None else inplace  # pre-run digests of in-place inputs
+
+    def __repr__(self) -> str:
+        return f"Decision({self.intent!r}, {self.action!r}, {self.reasons!r})"
 
     def to_json(self) -> dict:
         return {"intent": self.intent, "action": self.action, "reasons": self.reasons}

@@ -1,10 +1,13 @@
-"""Frozen dataclasses of the declared world: project, worker, policies, adapters, intents. No I/O."""
+"""The declared world as named tuples: project, worker, policies, adapters, intents. No I/O.
+
+Named tuples rather than frozen dataclasses: every full run unpickles these, and defining a frozen
+dataclass costs ~0.9 ms at import (a named tuple ~0.15 ms), paid before a step can start."""
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
+from collections.abc import Mapping
 from typing import NamedTuple
 
 BUILTIN_DIR = Path(__file__).parent / "builtin"  # the adapters, prompts and regexes shipped with runner
@@ -14,15 +17,13 @@ STEP_AGENT = "agent"
 STEP_AGGREGATE = "aggregate"
 
 
-@dataclass(frozen=True)
-class Budget:
+class Budget(NamedTuple):
     tokens: int | None = None
     seconds: float | None = None
     attempts: int | None = None
 
 
-@dataclass(frozen=True)
-class Policy:
+class Policy(NamedTuple):
     name: str
     approval: str = "delegate"  # manual | confirm-phase | delegate
     write_files: str = "auto"  # never | ask | auto
@@ -34,8 +35,7 @@ class Policy:
     run_budget: Budget = Budget()
 
 
-@dataclass(frozen=True)
-class WorkerSettings:
+class WorkerSettings(NamedTuple):
     """The `[worker]` table as declared; the worker module turns it into its own config."""
 
     kind: str = "codex"
@@ -50,15 +50,13 @@ class WorkerSettings:
     extra: tuple[tuple[str, str], ...] = ()
 
 
-@dataclass(frozen=True)
-class AdapterCommand:
+class AdapterCommand(NamedTuple):
     name: str
     run: str  # may hold {var} placeholders, filled from the adapter's and its variants' vars
     parse: tuple[str, ...] = ()  # regex families that parse this command's output
 
 
-@dataclass(frozen=True)
-class AdapterVariant:
+class AdapterVariant(NamedTuple):
     """A flavour of a toolchain (uv instead of pip, vitest instead of jest), chosen by evidence in the project."""
 
     name: str
@@ -78,8 +76,7 @@ def expand_vars(run: str, values: dict[str, str]) -> str:
     return PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), run)
 
 
-@dataclass(frozen=True)
-class Adapter:
+class Adapter(NamedTuple):
     name: str
     source: str  # the file it came from
     description: str = ""
@@ -161,22 +158,20 @@ def runs_always(intent: Intent) -> bool:
     return intent.kind == STEP_SHELL and not intent.inputs and not intent.deps
 
 
-@dataclass(frozen=True)
-class Project:
+class Project(NamedTuple):
     name: str
     default: str | None = None
     description: str = ""
 
 
-@dataclass(frozen=True)
-class Spec:
+class Spec(NamedTuple):
     """Everything loaded from a project's TOML files, validated."""
 
     root: str
     project: Project
     worker: WorkerSettings
-    policies: dict[str, Policy] = field(default_factory=dict)
-    adapters: dict[str, Adapter] = field(default_factory=dict)
-    intents: dict[str, Intent] = field(default_factory=dict)
-    prompts: dict[str, str] = field(default_factory=dict)  # prompt name -> file path
+    policies: dict[str, Policy]
+    adapters: dict[str, Adapter]
+    intents: Mapping[str, Intent]  # a dict, or the compiled spec's view that decodes each on first use
+    prompts: dict[str, str]  # prompt name -> file path
     sources: tuple[str, ...] = ()  # every file the spec was read from (for the spec cache)

@@ -9,16 +9,17 @@ import os
 import signal
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from .errors import LockHeldError
 
 STATE_DIR = ".runner"
 
 
-@dataclass(frozen=True)
-class Layout:
+class Layout(NamedTuple):
+    """Where runner keeps its state in a project."""
+
     root: Path
 
     @property

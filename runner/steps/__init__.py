@@ -3,40 +3,48 @@
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Protocol
 
 from ..spec import Intent, Spec
 
 
-@dataclass
 class StepContext:
-    spec: Spec
-    intent: Intent
-    log_path: Path
-    timeout: float | None
-    cancelled: threading.Event
-    on_process: Callable[[int], None] = lambda pid: None  # told the process group of each child
-    extra: dict = field(default_factory=dict)
-    # the environment shell steps inherit, as the run found it (bytes: posix_spawn converts a plain dict
-    # of bytes at C speed, while reading os.environ decodes every variable on every start); None: os.environ
-    environ: dict[bytes, bytes] | None = None
+    """What a step kind needs to run one intent."""
+
+    def __init__(self, spec: Spec, intent: Intent, log_path: Path, timeout: float | None,
+                 cancelled: threading.Event, on_process: Callable[[int], None] = lambda pid: None,
+                 extra: dict | None = None, environ: dict[bytes, bytes] | None = None):
+        self.spec = spec
+        self.intent = intent
+        self.log_path = log_path
+        self.timeout = timeout
+        self.cancelled = cancelled
+        self.on_process = on_process  # told the process group of each child
+        self.extra = {} if extra is None else extra
+        # the environment shell steps inherit, as the run found it (bytes: posix_spawn converts a plain dict
+        # of bytes at C speed, while reading os.environ decodes every variable on every start); None: os.environ
+        self.environ = environ
 
 
-@dataclass
 class StepOutcome:
     """A step that failed is a value, not an exception: the scheduler decides what follows."""
 
-    ok: bool
-    exit_code: int | None = None
-    error: str | None = None
-    timed_out: bool = False
-    interrupted: bool = False
-    blocked: str | None = None  # why it waits for a human or a budget (exit 3)
-    change: object = None  # agent steps: the verified Change, applied by the scheduler
-    details: dict = field(default_factory=dict)  # agent steps: attempts, usage, workspace
-    log: str | None = None  # shell steps: the log of what the command printed, if it printed anything
+    def __init__(self, ok: bool, exit_code: int | None = None, error: str | None = None, timed_out: bool = False,
+                 interrupted: bool = False, blocked: str | None = None, change: object = None,
+                 details: dict | None = None, log: str | None = None):
+        self.ok = ok
+        self.exit_code = exit_code
+        self.error = error
+        self.timed_out = timed_out
+        self.interrupted = interrupted
+        self.blocked = blocked  # why it waits for a human or a budget (exit 3)
+        self.change = change  # agent steps: the verified Change, applied by the scheduler
+        self.details = {} if details is None else details  # agent steps: attempts, usage, workspace
+        self.log = log  # shell steps: the log of what the command printed, if it printed anything
+
+    def __repr__(self) -> str:
+        return f"StepOutcome(ok={self.ok}, exit_code={self.exit_code}, error={self.error!r})"
 
 
 class Step(Protocol):
