@@ -175,6 +175,7 @@ class Executor:
         selector.register(wake_r, selectors.EVENT_READ, None)
         self.interrupts = Interrupts()
         self.interrupts.install()
+        settled = False
         try:
             while self.ready or self.active:
                 self._fill(pool, selector, wake_w)
@@ -190,10 +191,12 @@ class Executor:
                         # steps wrote (their dependants become ready only then)
                         self._fill(pool, selector, wake_w)
                         self._complete_exited()
+            settled = True
         except KeyboardInterrupt:
             summary.interrupted = True
             self.interrupts.ignore()
             self._interrupt(selector)
+            settled = not self.active
         finally:
             self._store_deferred()
             pool.shutdown()
@@ -201,7 +204,7 @@ class Executor:
             os.close(wake_r)
             os.close(wake_w)
             summary.duration = time.monotonic() - started
-            self.inflight.close()
+            self.inflight.close(settled and not self._deferred)
             self.interrupts.restore()
         summary.left = [n for n in todo if n not in self.produced]
         return summary

@@ -148,7 +148,11 @@ class InflightJournal:
     def end(self, intent: str) -> None:
         os.write(self.fd, (json.dumps({"end": intent}) + "\n").encode())
 
-    def close(self) -> None:
+    def close(self, settled: bool) -> None:
+        """`settled`: every child the run started was waited for and its step ended, so nothing here is
+        left to recover; emptied, the next run's start does not parse a 10,000-step build's journal."""
+        if settled:
+            os.ftruncate(self.fd, 0)
         os.close(self.fd)
 
 

@@ -140,9 +140,12 @@ def test_interrupted_run_resumes_where_it_stopped(project):
     interrupted = [e for e in events if e["event"] == "step_finished" and e["intent"] == "slow"][-1]
     assert events[-1]["left"] == ["slow"]
     assert interrupted["status"] == "failed" and interrupted["interrupted"] is True
+    # every child was waited for and its step ended: nothing is left for the next run to recover
+    assert (project.root / ".runner/inflight").read_text() == ""
     project.spec(project.read("intents.toml").replace("sleep 30; ", ""))
     result = project.make()
     assert result.statuses() == {"fast": "cached", "slow": "ran"}
+    assert (project.root / ".runner/inflight").read_text() == ""
 
 
 def test_ctrl_c_stops_a_command_started_without_the_shell(project):
