@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import time
 from pathlib import Path
 
@@ -68,8 +67,11 @@ def read_events(runs_dir: Path, run_id: str) -> list[dict]:
 
 def prune(runs_dir: Path, keep: int = KEEP_RUNS) -> None:
     runs = list_runs(runs_dir)
-    for run_id in runs[:-keep] if len(runs) > keep else []:
-        shutil.rmtree(runs_dir / run_id, ignore_errors=True)
+    if len(runs) > keep:
+        import shutil  # here: importing it loads zlib, bz2 and lzma, which a no-op never needs
+
+        for run_id in runs[:-keep]:
+            shutil.rmtree(runs_dir / run_id, ignore_errors=True)
 
 
 def tail(path: Path, lines: int = 20) -> str:
