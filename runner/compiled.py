@@ -235,7 +235,9 @@ def compile_spec(spec: Spec) -> tuple[Compiled, list[str]]:
         p, extra = _static_parts(spec, name)
         parts[name] = p
         static[name] = digest_value(p)
-        static_replay[name] = digest_value({k: v for k, v in p.items() if k != "worker"})
+        # the same digest without the worker part: only agent steps have one to leave out
+        static_replay[name] = digest_value({k: v for k, v in p.items() if k != "worker"}) if "worker" in p \
+            else static[name]
         sources += extra
     intents = spec.intents
     deps = {name: intents[name].deps for name in order}
