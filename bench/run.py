@@ -560,13 +560,31 @@ def targets(n: str, size: dict, machine_: dict) -> list[str]:
                 f"edit {em:.3f} s vs no-op + {exp} steps at runner's own clean -j1 per-step cost = "
                 f"{budget:.3f} s: {mark(em <= budget)}"
             )
-            mk = med(tools.get("make", {}), "clean_j1")
+            make = tools.get("make", {})
+            mk = med(make, "clean_j1")
             if mk:
                 b2 = noop + exp * (mk / meta["steps"])
                 lines.append(
                     f"edit {em:.3f} s vs no-op + {exp} steps at GNU make's clean -j1 per-step cost = "
                     f"{b2:.3f} s: {mark(em <= b2)}"
                 )
+                m_noop, m_edit = med(make, "noop"), med(make, "edit")
+                if m_noop is not None and m_edit:
+                    # the same rule applied to make: its steps cost more in an edit than in a clean build
+                    own = m_noop + exp * (mk / meta["steps"])
+                    lines.append(
+                        f"(GNU make by that rule: edit {m_edit:.3f} s vs its no-op + {exp} steps at its clean "
+                        f"-j1 per-step cost = {own:.3f} s: {'within' if m_edit <= own else 'over'})"
+                    )
+            for other in ("make", "ninja"):
+                o_noop, o_edit = med(tools.get(other, {}), "noop"), med(tools.get(other, {}), "edit")
+                if o_noop is not None and o_edit:
+                    b3 = noop + (o_edit - o_noop)
+                    name = "GNU make" if other == "make" else other
+                    lines.append(
+                        f"edit {em:.3f} s vs no-op + the same {exp} steps as {name} runs them in this edit "
+                        f"({o_edit:.3f} − {o_noop:.3f} s) = {b3:.3f} s: {mark(em <= b3)}"
+                    )
     c2, m2 = med(rr, "clean_j2"), med(tools.get("make", {}), "clean_j2")
     if c2 and m2:
         lines.append(

@@ -31,9 +31,9 @@ class PackedTable(Mapping):
     """key -> value, the values packed as marshal bytes in one blob and each decoded the first time it is
     asked for: loading a 10,000-entry table costs one copy of the blob, not 10,000 objects."""
 
-    def __init__(self, keys: list[str], blob: bytes, ends: bytes, decode=marshal.loads):
+    def __init__(self, keys: list[str], blob, ends: bytes, decode=marshal.loads):
         self._keys = keys
-        self._blob = blob
+        self._blob = blob  # bytes, or a memoryview of the mapped file
         self._ends = array("Q", ends)  # where each key's bytes end in the blob
         self._decode = decode
         self._index: dict[str, int] | None = None
