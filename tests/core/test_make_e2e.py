@@ -393,3 +393,15 @@ def test_a_plain_make_runs_without_click_and_a_bad_option_still_gets_clicks_mess
         result = chain.make(*bad)
         assert result.code == 2 and result.out == "", bad
         assert "Invalid value for" in result.err, bad
+
+
+def test_a_spec_cache_cut_short_is_made_again(chain):
+    """The compiled spec's step records follow its header in the same file: a file cut short (a full disk, a
+    copy interrupted) is compiled again, not read past its end."""
+    assert chain.make().code == 0
+    cache = chain.root / ".runner/spec.pickle"
+    cache.write_bytes(cache.read_bytes()[:-40])
+    chain.write("src/x.txt", "edited\n")
+    result = chain.make()
+    assert result.code == 0, result.err
+    assert result.statuses() == {"a": "ran", "b": "ran", "c": "cached", "all": "cached"}
