@@ -24,7 +24,7 @@ from .keys import GLOB_CHARS, digest_bytes, digest_value
 from .spec import BUILTIN_DIR, STEP_AGENT, Intent, Spec, runs_always
 from .workspace import Layout
 
-_FORMAT = 9
+_FORMAT = 10  # 10: the spec's classes are named tuples
 _WATCHED_DIRS = ("adapters", "prompts", "regexes")
 
 

@@ -9,24 +9,20 @@ import signal
 import subprocess
 import threading
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .agent_handoff import AgentHandoff
 from .cache import StepRecord
 from .interrupts import Interrupts
 from .keys import digest_bytes, expand, outputs_digest
 from .plan import RUN, Decision, Planner
 from .record import RunRecord, tail
 from .spec import STEP_AGENT, STEP_AGGREGATE
-from .steps import StepContext, StepOutcome, shell, step_for
+from .steps import StepContext, StepOutcome, shell
 from .workspace import InflightJournal, Layout
 
-if TYPE_CHECKING:  # agent steps' modules are imported when a spec has agent steps
+if TYPE_CHECKING:
     from concurrent.futures import Future
-
-    from .approve import ApplyContext
-    from .policy import RunBudget
-    from .steps.agent import AgentRun
 
 RAN, CACHED, RESTORED, FAILED, SKIPPED, BLOCKED = "ran", "cached", "restored", "failed", "skipped", "blocked"
 _EXITED, _PRINTED = "exited", "printed"  # what a shell step's file descriptor in the selector says
@@ -60,26 +56,6 @@ class Summary:
         self.duration = 0.0
 
 
-class _Pool:
-    """Where agent steps run: a thread pool, made on the first agent step (a spec of shell steps never
-    imports concurrent.futures); the seam for a remote pool later."""
-
-    def __init__(self, jobs: int):
-        self.jobs = jobs
-        self.executor = None
-
-    def submit(self, fn, *args) -> Future:
-        if self.executor is None:
-            from concurrent.futures import ThreadPoolExecutor
-
-            self.executor = ThreadPoolExecutor(max_workers=max(1, self.jobs), thread_name_prefix="step")
-        return self.executor.submit(fn, *args)
-
-    def shutdown(self) -> None:
-        if self.executor is not None:
-            self.executor.shutdown(wait=True, cancel_futures=True)
-
-
 class _Active:
     """A step that is running: a shell child (watched through its pidfd) or an agent step's future."""
 
@@ -108,9 +84,7 @@ class Executor:
         self._emit = emit
         self._scheduler = threading.get_ident()
         self.options = options
-        self._budget = None  # the run's purse for agent steps, made by the first one
-        self._budget_lock = threading.Lock()
-        self.phase_confirmed = False  # confirm-phase: one question before the first agent step of the run
+        self.agents = AgentHandoff(planner, layout, record, options, self.emit, self._context)
         self.cancelled = threading.Event()
         self.journals: dict[str, str] = {}
         self.inflight = InflightJournal(layout)
@@ -168,7 +142,6 @@ class Executor:
         self.stop = False
         self.ready = [(self.position[n], n) for n in todo if self.waiting[n] == 0]
         heapq.heapify(self.ready)  # earliest first
-        pool = _Pool(self.options.jobs)
         selector = selectors.DefaultSelector()
         wake_r, wake_w = os.pipe()
         os.set_blocking(wake_r, False)
@@ -178,7 +151,7 @@ class Executor:
         settled = False
         try:
             while self.ready or self.active:
-                self._fill(pool, selector, wake_w)
+                self._fill(selector, wake_w)
                 self._store_deferred(force=not self.ready or self.stop)
                 if self.stop and self.ready:
                     for _pos, name in sorted(self.ready):
@@ -189,7 +162,7 @@ class Executor:
                     if self.exited:
                         # a slot is free: start the next ready step first, then hash what the exited
                         # steps wrote (their dependants become ready only then)
-                        self._fill(pool, selector, wake_w)
+                        self._fill(selector, wake_w)
                         self._complete_exited()
             settled = True
         except KeyboardInterrupt:
@@ -199,7 +172,7 @@ class Executor:
             settled = not self.active
         finally:
             self._store_deferred()
-            pool.shutdown()
+            self.agents.shutdown()
             selector.close()
             os.close(wake_r)
             os.close(wake_w)
@@ -215,7 +188,7 @@ class Executor:
             if self.waiting[d] == 0:
                 heapq.heappush(self.ready, (self.position[d], d))
 
-    def _fill(self, pool: _Pool, selector, wake_w: int) -> None:
+    def _fill(self, selector, wake_w: int) -> None:
         """Decide ready steps in order; start those that must run while there are free slots."""
         summary = self.summary
         while self.ready and not self.stop and len(self.active) < self.options.jobs:
@@ -223,7 +196,7 @@ class Executor:
             if self._deferred and not self._deferred_names.isdisjoint(self.planner.compiled.deps[name]):
                 self._store_deferred()  # a step's report never comes before its dependencies' reports
             decision = self.planner.decide(name, self.produced)
-            held = self._pending(name, decision) or (self._precall_gate(name) if decision.action == RUN else None)
+            held = self.agents.held(name, decision) if self.spec.intents[name].kind == STEP_AGENT else None
             if held:
                 status = FAILED if held.startswith("you declined") else BLOCKED
                 summary.counts[status] += 1
@@ -239,17 +212,16 @@ class Executor:
             self.emit({"event": "step_started", "intent": name, "reasons": decision.reasons})
             active = _Active(name, decision, time.monotonic())
             with self.interrupts.held():  # an interrupt here would leave a child that nobody kills
-                started = self._start(active, pool, selector, wake_w)
+                started = self._start(active, selector, wake_w)
             self.interrupts.take()
             if isinstance(started, StepOutcome):  # it could not even start
                 self._complete(active, started)
 
-    def _start(self, active: _Active, pool: _Pool, selector, wake_w: int) -> StepOutcome | None:
+    def _start(self, active: _Active, selector, wake_w: int) -> StepOutcome | None:
         """Start the step and put it where an interrupt finds it (`active`), or say why it could not start."""
         name = active.name
         if self.spec.intents[name].kind == STEP_AGENT:
-            active.future = pool.submit(self._run_agent, name, active.decision)
-            active.future.add_done_callback(lambda _f: os.write(wake_w, b"."))
+            active.future = self.agents.submit(name, active.decision, lambda _f: os.write(wake_w, b"."))
             self.active[name] = active
             return None
         started = shell.start(self._context(name))
@@ -394,37 +366,6 @@ class Executor:
         del self._deferred[:len(batch)]
         self._deferred_since = time.monotonic()
 
-    def _precall_gate(self, name: str) -> str | None:
-        """Ask (on a terminal) or block (without one) before an agent step calls a model, as its policy says."""
-        intent = self.spec.intents[name]
-        if intent.kind != STEP_AGENT:
-            return None
-        from .approve import precall_question, take_grant  # agent steps only
-
-        policy = self.spec.policies[intent.policy]
-        question = precall_question(policy, self.options.halt_on, intent, self.phase_confirmed)
-        if question is None:
-            return None
-        if self.options.ask is not None:
-            if self.options.ask(f"Run agent step {name}?", question):
-                self.phase_confirmed = self.phase_confirmed or policy.approval == "confirm-phase"
-                return None
-            return f"you declined to run it ({question})"
-        if take_grant(self.layout.state_dir, name):
-            return None
-        return f"{question}: `runner approve {name}` allows its next run (no terminal to ask here)"
-
-    def _pending(self, name: str, decision: Decision) -> str | None:
-        """An agent step whose verified change already waits for approval is not asked again."""
-        if self.spec.intents[name].kind != STEP_AGENT or decision.action != RUN or not decision.key:
-            return None
-        from .approve import pending_for
-
-        if pending_for(self.layout.state_dir, name, decision.key):
-            return (f"a verified change waits for approval: `runner approve {name}` applies it "
-                    f"(no model call), `runner approve {name} --reject` drops it")
-        return None
-
     # ---- one step -------------------------------------------------------------------------------
     def _context(self, name: str) -> StepContext:
         intent = self.spec.intents[name]
@@ -436,38 +377,6 @@ class Executor:
                            timeout=intent.timeout or self.options.timeout, cancelled=self.cancelled,
                            on_process=on_process, environ=self.environ)
 
-    def _run_agent(self, name: str, decision: Decision) -> StepOutcome:
-        """In a pool thread: the attempts; the scheduler thread then asks, applies and records."""
-        ctx = self._context(name)
-        ctx.extra["agent"] = self._agent_run(name, decision)
-        return step_for(STEP_AGENT).run(ctx)
-
-    def _agent_run(self, name: str, decision: Decision) -> AgentRun:
-        from .steps.agent import AgentRun
-
-        return AgentRun(root=Path(self.spec.root), attempts_dir=self.record.dir / "attempts",
-                        worker_config=self.planner.worker_config, step_key=decision.key,
-                        replay_key=self.planner.replay_key(name, decision), budget=self._run_budget(),
-                        input_files=sorted(p for p, d in decision.inputs.items() if d is not None),
-                        record=self.options.record, halt_on=self.options.halt_on, emit=self.emit)
-
-    def _run_budget(self) -> RunBudget:
-        """The default policy's run_budget: one purse for every agent step of the run, made by the first
-        (agent steps ask from their pool threads, hence the lock)."""
-        with self._budget_lock:
-            if self._budget is None:
-                from .policy import RunBudget
-
-                b = self.spec.policies["default"].run_budget
-                self._budget = RunBudget(tokens=b.tokens, seconds=b.seconds, attempts=b.attempts)
-            return self._budget
-
-    def _apply_context(self) -> ApplyContext:
-        from .approve import ApplyContext
-
-        return ApplyContext(planner=self.planner, state_dir=self.layout.state_dir, run_id=self.record.run_id,
-                            halt_on=self.options.halt_on, ask=self.options.ask)
-
     def _report_run(self, name: str, decision: Decision, outcome: StepOutcome, duration: float,
                     outputs: dict) -> tuple[str, dict]:
         event = {"event": "step_finished", "intent": name, "duration": round(duration, 3)}
@@ -476,10 +385,7 @@ class Executor:
         if outcome.details:
             event["agent"] = outcome.details
         if outcome.ok and outcome.change is not None:
-            from .approve import finish
-
-            status, outputs, message = finish(self._apply_context(), self.spec.intents[name], decision,
-                                              outcome.change)
+            status, outputs, message = self.agents.finish(name, decision, outcome.change)
             if status != RAN:
                 self.emit({**event, "status": status, "error": message, "reasons": [message]})
                 return status, {}

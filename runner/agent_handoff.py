@@ -1,0 +1,128 @@
+"""What the scheduler does around an agent step: the gate before a model call, the attempts in a pool thread, the
+run's budget, and applying a verified change. The agent machinery is imported by the first agent step only."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .plan import RUN, Decision, Planner
+from .record import RunRecord
+from .spec import STEP_AGENT
+from .steps import StepContext, StepOutcome, step_for
+from .workspace import Layout
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
+
+    from .approve import ApplyContext
+    from .policy import RunBudget
+    from .steps.agent import AgentRun
+
+
+class AgentHandoff:
+    """The agent steps of one run. Attempts run in a thread pool (made on the first agent step, so a spec of
+    shell steps never imports concurrent.futures; the seam for a remote pool later); asking, applying and
+    recording stay on the scheduler's thread."""
+
+    def __init__(self, planner: Planner, layout: Layout, record: RunRecord, options, emit, context):
+        self.planner = planner
+        self.spec = planner.spec
+        self.layout = layout
+        self.record = record
+        self.options = options
+        self.emit = emit
+        self.context = context  # name -> StepContext, with the scheduler's journal of started processes
+        self.phase_confirmed = False  # confirm-phase: one question before the first agent step of the run
+        self._budget: RunBudget | None = None  # the run's purse for agent steps, made by the first one
+        self._budget_lock = threading.Lock()
+        self._pool = None
+
+    def held(self, name: str, decision: Decision) -> str | None:
+        """Why an agent step that must run does not start now (a change waiting for approval, a question
+        declined or not askable here), or None."""
+        if decision.action != RUN:
+            return None
+        return self._pending(name, decision) or self._precall_gate(name)
+
+    def _pending(self, name: str, decision: Decision) -> str | None:
+        """An agent step whose verified change already waits for approval is not asked again."""
+        if not decision.key:
+            return None
+        from .approve import pending_for
+
+        if pending_for(self.layout.state_dir, name, decision.key):
+            return (f"a verified change waits for approval: `runner approve {name}` applies it "
+                    f"(no model call), `runner approve {name} --reject` drops it")
+        return None
+
+    def _precall_gate(self, name: str) -> str | None:
+        """Ask (on a terminal) or block (without one) before an agent step calls a model, as its policy says."""
+        from .approve import precall_question, take_grant
+
+        intent = self.spec.intents[name]
+        policy = self.spec.policies[intent.policy]
+        question = precall_question(policy, self.options.halt_on, intent, self.phase_confirmed)
+        if question is None:
+            return None
+        if self.options.ask is not None:
+            if self.options.ask(f"Run agent step {name}?", question):
+                self.phase_confirmed = self.phase_confirmed or policy.approval == "confirm-phase"
+                return None
+            return f"you declined to run it ({question})"
+        if take_grant(self.layout.state_dir, name):
+            return None
+        return f"{question}: `runner approve {name}` allows its next run (no terminal to ask here)"
+
+    def submit(self, name: str, decision: Decision, on_done) -> Future:
+        """Start the step's attempts in the pool; `on_done(future)` wakes the scheduler."""
+        if self._pool is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._pool = ThreadPoolExecutor(max_workers=max(1, self.options.jobs), thread_name_prefix="step")
+        future = self._pool.submit(self._attempts, name, decision)
+        future.add_done_callback(on_done)
+        return future
+
+    def _attempts(self, name: str, decision: Decision) -> StepOutcome:
+        """In a pool thread: the attempts; the scheduler thread then asks, applies and records."""
+        ctx: StepContext = self.context(name)
+        ctx.extra["agent"] = self._agent_run(name, decision)
+        return step_for(STEP_AGENT).run(ctx)
+
+    def _agent_run(self, name: str, decision: Decision) -> AgentRun:
+        from .steps.agent import AgentRun
+
+        return AgentRun(root=Path(self.spec.root), attempts_dir=self.record.dir / "attempts",
+                        worker_config=self.planner.worker_config, step_key=decision.key,
+                        replay_key=self.planner.replay_key(name, decision), budget=self._run_budget(),
+                        input_files=sorted(p for p, d in decision.inputs.items() if d is not None),
+                        record=self.options.record, halt_on=self.options.halt_on, emit=self.emit)
+
+    def _run_budget(self) -> RunBudget:
+        """The default policy's run_budget: one purse for every agent step of the run, made by the first
+        (agent steps ask from their pool threads, hence the lock)."""
+        with self._budget_lock:
+            if self._budget is None:
+                from .policy import RunBudget
+
+                b = self.spec.policies["default"].run_budget
+                self._budget = RunBudget(tokens=b.tokens, seconds=b.seconds, attempts=b.attempts)
+            return self._budget
+
+    def finish(self, name: str, decision: Decision, change) -> tuple[str, dict, str]:
+        """Apply a verified change as the step's policy says: (status, outputs, message)."""
+        from .approve import finish
+
+        return finish(self._apply_context(), self.spec.intents[name], decision, change)
+
+    def _apply_context(self) -> ApplyContext:
+        from .approve import ApplyContext
+
+        return ApplyContext(planner=self.planner, state_dir=self.layout.state_dir, run_id=self.record.run_id,
+                            halt_on=self.options.halt_on, ask=self.options.ask)
+
+    def shutdown(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
