@@ -6,7 +6,7 @@ import marshal
 import os
 import time
 
-from .keys import write_marshal
+from .keys import read_encoded, write_marshal
 
 
 class StepRecord:
@@ -36,13 +36,7 @@ class State:
 
     def __init__(self, path: str):
         self.path = path
-        try:
-            with open(path, "rb") as f:
-                self._encoded: dict[str, bytes] = marshal.loads(f.read())
-        except (OSError, EOFError, ValueError, TypeError):
-            self._encoded = {}
-        if not isinstance(next(iter(self._encoded.values()), b""), bytes):  # written by runner 0.1's first layout
-            self._encoded = {intent: marshal.dumps(entry) for intent, entry in self._encoded.items()}
+        self._encoded = read_encoded(path)
         self._decoded: dict[str, tuple] = {}
         self.dirty = False
 

@@ -13,7 +13,6 @@ import marshal
 import mmap
 import os
 import pickle
-import sys
 from array import array
 from collections.abc import Mapping
 from itertools import accumulate
@@ -143,7 +142,7 @@ class Compiled:
         """The compiled spec over `blobs` (a memoryview of the file, mapped: only the records a run asks
         for are read from it)."""
         spec, sources, agents, unprovable, token, order, records_ends, split, paths, paths_ends = header
-        if len(blobs) != split + (int.from_bytes(paths_ends[-8:], sys.byteorder) if paths_ends else 0):
+        if len(blobs) != split + (array("Q", paths_ends)[-1] if paths_ends else 0):
             raise ValueError("the compiled spec's records are cut short")  # load_compiled makes it again
         steps = PackedTable(order, blobs[:split], records_ends, _step_record)
         columns = {name: _Column(steps, index) for index, name in enumerate(_COLUMNS, start=1)}

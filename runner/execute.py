@@ -15,6 +15,7 @@ from .agent_handoff import AgentHandoff
 from .cache import StepRecord
 from .interrupts import Interrupts
 from .keys import digest_bytes, expand, outputs_digest
+from .noop import cached_lines
 from .plan import RUN, Decision, Planner
 from .record import RunRecord, tail
 from .spec import STEP_AGENT, STEP_AGGREGATE
@@ -424,10 +425,8 @@ class Executor:
         starts: a 10,000-step graph with one edited file is mostly these. Each has a last good result and none
         depends on a step still to decide (pipeline._doubtful_steps), so no report precedes a dependency's."""
         self.summary.counts[CACHED] += len(names)
-        # intent names are [A-Za-z0-9_.-] (the schema says so): the lines need no JSON encoder
         with self._emit_lock:
-            self._emit.cached(names, [f'{{"event": "step_finished", "intent": "{n}", "status": "cached", '
-                                      f'"reasons": ["up to date"]}}' for n in names])
+            self._emit.cached(names, cached_lines(names))
 
     def _finish_skip(self, name: str, decision: Decision) -> str:
         status = CACHED

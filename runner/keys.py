@@ -50,13 +50,7 @@ class StatCache:
         # size and mtime; within one run, a file just hashed and not re-stamped is not read again
         self.fresh: set[str] = set()
         self.seen: set[str] = set()  # paths whose digest this process asked for or was told
-        try:
-            with open(path, "rb") as f:
-                self._encoded: dict[str, bytes] = marshal.loads(f.read())
-        except (OSError, EOFError, ValueError, TypeError):
-            self._encoded = {}
-        if not isinstance(next(iter(self._encoded.values()), b""), bytes):  # runner 0.1's first layout
-            self._encoded = {rel: marshal.dumps(entry) for rel, entry in self._encoded.items()}
+        self._encoded = read_encoded(path)
 
     def entry(self, rel: str) -> tuple | None:
         encoded = self._encoded.get(rel)
@@ -104,6 +98,19 @@ class StatCache:
         if self.dirty:
             write_marshal(self.path, self._encoded)
             self.dirty = False
+
+
+def read_encoded(path: str) -> dict[str, bytes]:
+    """An index written as key -> the marshal bytes of its entry (a missing or unreadable file: empty). Entries
+    stay encoded until asked for; a file in runner 0.1's first layout (plain values) is encoded on read."""
+    try:
+        with open(path, "rb") as f:
+            entries = marshal.loads(f.read())
+    except (OSError, EOFError, ValueError, TypeError):
+        return {}
+    if not isinstance(next(iter(entries.values()), b""), bytes):
+        return {key: marshal.dumps(entry) for key, entry in entries.items()}
+    return entries
 
 
 def write_marshal(path: str, value, durable: bool = False) -> None:

@@ -63,6 +63,18 @@ def content_digest(root: str, rel: str) -> str | None:
         return None
 
 
+def _slot(target: str | None) -> str:
+    """A target's entry in the snapshot files (another runner version's entries are never read)."""
+    return f"{__version__}\0{target or ''}"
+
+
+def cached_lines(names: list[str]) -> list[str]:
+    """The `step_finished` lines of steps reported up to date. Intent names are [A-Za-z0-9_.-] (the schema
+    says so), so the lines need no JSON encoder: a 10,000-step no-op or edit is mostly these."""
+    return [f'{{"event": "step_finished", "intent": "{n}", "status": "cached", "reasons": ["up to date"]}}'
+            for n in names]
+
+
 def _load(root: str, name: str = SNAPSHOT) -> dict:
     try:
         with open(os.path.join(root, name), "rb") as f:
@@ -111,7 +123,7 @@ def first_look(root: str, target: str | None, token: str, sources: list[str]) ->
     Every step of that run was up to date, so a step none of whose inputs and outputs changed, and none
     of whose dependencies must run, is still up to date: the full pipeline decides only the others.
     """
-    slot = f"{__version__}\0{target or ''}"
+    slot = _slot(target)
     look = FirstLook((_load(root), _load(root, SNAPSHOT_PATHS)))
     entry, detail = look.snapshots[0].get(slot), look.snapshots[1].get(slot)
     checked_paths, checked = _checked.pop(root, (None, None))
@@ -140,7 +152,7 @@ def save_snapshot(root: str, target: str | None, token: str, n_sources: int, ord
     kept too and checked by the next no-op.
     """
     entries, detail = look.snapshots
-    slot = f"{__version__}\0{target or ''}"
+    slot = _slot(target)
     paths = look.paths
     if paths is None:
         if entries.pop(slot, None) is not None:
@@ -169,7 +181,7 @@ def save_snapshot(root: str, target: str | None, token: str, n_sources: int, ord
 def drop_snapshot(root: str, target: str | None) -> None:
     """No proof for `target` until its next good run."""
     entries = _load(root)
-    if entries.pop(f"{__version__}\0{target or ''}", None) is not None:
+    if entries.pop(_slot(target), None) is not None:
         _write(root, entries)
 
 
@@ -250,10 +262,10 @@ def try_noop(argv: list[str]) -> int | None:
     target, as_json = parsed.get("target"), parsed.get("as_json", False)
     root = find_root(parsed["directory"])
     entries = _load(root)
-    slot = entries.get(f"{__version__}\0{target or ''}")
-    if slot is None or len(slot) != 5:
+    entry = entries.get(_slot(target))
+    if entry is None or len(entry) != 5:
         return None
-    paths, digest, order, racy_digests, token = slot
+    paths, digest, order, racy_digests, token = entry
     stats, racy_now = _each_stat(root, paths)
     if _stats_digest(stats) != digest:
         _checked[root] = paths, stats  # the full pipeline, next in this process, asks which paths changed
@@ -262,7 +274,7 @@ def try_noop(argv: list[str]) -> int | None:
         if content_digest(root, rel) != want:
             return None
     if racy_digests and not racy_now:  # they have aged past the racy window: stats alone suffice now
-        entries[f"{__version__}\0{target or ''}"] = (paths, digest, order, {}, token)
+        entries[_slot(target)] = (paths, digest, order, {}, token)
         _write(root, entries)
     _report(root, order, as_json, started)
     return 0
@@ -273,10 +285,8 @@ def _report(root: str, order: list[str], as_json: bool, started: float) -> None:
     from .report import summary_line
 
     run_id = new_run_id()
-    # intent names are restricted by the schema to [A-Za-z0-9_.-], so they need no JSON escaping
     lines = [f'{{"event": "run_started", "run_id": "{run_id}", "steps": {len(order)}, "fast": true}}']
-    lines += [f'{{"event": "step_finished", "intent": "{n}", "status": "cached", "reasons": ["up to date"]}}'
-              for n in order]
+    lines += cached_lines(order)
     finished = {"event": "run_finished", "run_id": run_id, "status": "ok", "ran": 0, "cached": len(order),
                 "restored": 0, "failed": 0, "skipped": 0, "duration": round(time.monotonic() - started, 3)}
     import json

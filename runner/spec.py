@@ -6,8 +6,8 @@ dataclass costs ~0.9 ms at import (a named tuple ~0.15 ms), paid before a step c
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from collections.abc import Mapping
+from pathlib import Path
 from typing import NamedTuple
 
 BUILTIN_DIR = Path(__file__).parent / "builtin"  # the adapters, prompts and regexes shipped with runner
