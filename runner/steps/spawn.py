@@ -71,7 +71,8 @@ def start_process(line: str, cwd: str, env, output_fd: int) -> SpawnedChild | su
     """The step's process in its own session, stdin from /dev/null, stdout and stderr to `output_fd`;
     `env` maps bytes to bytes."""
     plain = plain_command(line) if _may_skip_shell(cwd, env) else None
-    if plain is not None:
+    program = _program(plain[0][0]) if plain is not None else None
+    if program is not None:
         argv, target, append = plain
         actions = [(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
                    (os.POSIX_SPAWN_DUP2, output_fd, 1), (os.POSIX_SPAWN_DUP2, output_fd, 2)]
@@ -80,17 +81,35 @@ def start_process(line: str, cwd: str, env, output_fd: int) -> SpawnedChild | su
             actions.append((os.POSIX_SPAWN_OPEN, 1, target, mode, 0o666))
         try:
             # SIGPIPE and SIGXFSZ back to their defaults, as Popen's restore_signals does (Python ignores them)
-            return SpawnedChild(os.posix_spawnp(argv[0], argv, env, file_actions=actions, setsid=True,
-                                                setsigdef=(signal.SIGPIPE, signal.SIGXFSZ)))
+            return SpawnedChild(os.posix_spawn(program, argv, env, file_actions=actions, setsid=True,
+                                               setsigdef=(signal.SIGPIPE, signal.SIGXFSZ)))
         except OSError:
-            pass  # not found, not executable, the redirect's folder missing: the shell says so, as always
+            pass  # gone since it was looked up, the redirect's folder missing: the shell says so, as always
     # close_fds=False is safe (Python opens every fd non-inheritable) and skips a walk of /proc/self/fd
     return subprocess.Popen(["/bin/sh", "-c", line], cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=output_fd,
                             stderr=subprocess.STDOUT, start_new_session=True, close_fds=False)
 
 
+_programs: dict[str, str] = {}
+
+
+def _program(name: str) -> str | None:
+    """The file `name` starts, looked up in PATH once per run (None: not there). posix_spawnp would look it
+    up in the child, trying execve in each folder on PATH before the right one while the parent waits (vfork)."""
+    if "/" in name:
+        return name
+    found = _programs.get(name)
+    if found is None:
+        for folder in os.environ.get("PATH", os.defpath).split(os.pathsep):
+            candidate = os.path.join(folder or ".", name)
+            if os.access(candidate, os.X_OK) and not os.path.isdir(candidate):
+                _programs[name] = found = candidate
+                break
+    return found
+
+
 def _may_skip_shell(cwd: str, env) -> bool:
-    """posix_spawn has no working-directory action, and posix_spawnp looks the program up in our PATH."""
+    """posix_spawn has no working-directory action, and _program looks the program up in our PATH."""
     if env.get(b"PATH") != os.environb.get(b"PATH"):
         return False
     try:

@@ -100,3 +100,23 @@ def test_only_a_plain_line_in_the_current_folder_skips_the_shell(tmp_path):
     finally:
         os.close(read_end)
         os.close(write_end)
+
+
+def test_the_program_is_the_first_executable_on_path_as_in_the_shell(project, tmp_path):
+    # looked up by the runner rather than by posix_spawnp: it must pick what /bin/sh would pick
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir()
+    second.mkdir()
+    (first / "greet").write_text("#!/bin/sh\necho not executable\n")  # no x bit: skipped
+    (first / "greet").chmod(0o644)
+    (second / "greet").mkdir()  # a folder of that name is not a program either
+    third = tmp_path / "third"
+    third.mkdir()
+    (third / "greet").write_text("#!/bin/sh\necho from third \"$@\"\n")
+    (third / "greet").chmod(0o755)
+    project.write("in.txt", "x\n")
+    project.spec(_spec("greet in.txt > out.txt", ["out.txt"]))
+    path = os.pathsep.join([str(first), str(second), str(third), os.environ["PATH"]])
+    result = project.make(env={"PATH": path})
+    assert result.code == 0, result.err
+    assert project.read("out.txt") == "from third in.txt\n"
