@@ -142,6 +142,7 @@ class Executor:
         self.exited: list[tuple[_Active, StepOutcome]] = []  # shell steps that exited well, not yet completed
         self.stop = False
         self.ready = [(self.position[n], n) for n in todo if self.waiting[n] == 0]
+        self._decided: dict[str, Decision] = {}  # ready steps decided while waiting (_decide_ahead)
         heapq.heapify(self.ready)  # earliest first
         selector = selectors.DefaultSelector()
         wake_r, wake_w = os.pipe()
@@ -159,6 +160,7 @@ class Executor:
                         self._skip(name, "not started: the run stopped after a failure")
                     self.ready.clear()
                 if self.active:
+                    self._decide_ahead()
                     self._wait(selector, wake_r)
                     if self.exited:
                         # a slot is free: start the next ready step first, then hash what the exited
@@ -196,7 +198,7 @@ class Executor:
             name = heapq.heappop(self.ready)[1]
             if self._deferred and not self._deferred_names.isdisjoint(self.planner.compiled.deps[name]):
                 self._store_deferred()  # a step's report never comes before its dependencies' reports
-            decision = self.planner.decide(name, self.produced)
+            decision = self._decided.pop(name, None) or self.planner.decide(name, self.produced)
             held = self.agents.held(name, decision) if self.spec.intents[name].kind == STEP_AGENT else None
             if held:
                 status = FAILED if held.startswith("you declined") else BLOCKED
@@ -217,6 +219,16 @@ class Executor:
             self.interrupts.take()
             if isinstance(started, StepOutcome):  # it could not even start
                 self._complete(active, started)
+
+    def _decide_ahead(self) -> None:
+        """While every slot is busy, decide the steps that start next (the first entries of the ready
+        heap), so that a child's exit is followed by the next start at once. Their dependencies are done,
+        so nothing can change the decision in between."""
+        if len(self.active) < self.options.jobs or self.stop:
+            return
+        for _position, name in self.ready[:self.options.jobs]:
+            if name not in self._decided and self.spec.intents[name].kind != STEP_AGENT:
+                self._decided[name] = self.planner.decide(name, self.produced)
 
     def _start(self, active: _Active, selector, wake_w: int) -> StepOutcome | None:
         """Start the step and put it where an interrupt finds it (`active`), or say why it could not start."""
