@@ -90,6 +90,7 @@ class Executor:
         self.journals: dict[str, str] = {}
         self.inflight = InflightJournal(layout)
         self.environ = dict(os.environb)  # what shell steps inherit: the environment as the run began
+        self.created_ahead = shell.CreatedAhead()
         self._deferred: list[tuple] = []  # shell steps finished, their records not yet stored
         self._deferred_names: set[str] = set()
         self._deferred_since = time.monotonic()
@@ -175,6 +176,7 @@ class Executor:
             settled = not self.active
         finally:
             self._store_deferred()
+            self.created_ahead.close()  # before anyone looks at the outputs: none for a step that did not start
             self.agents.shutdown()
             selector.close()
             os.close(wake_r)
@@ -227,8 +229,11 @@ class Executor:
         if len(self.active) < self.options.jobs or self.stop:
             return
         for _position, name in self.ready[:self.options.jobs]:
-            if name not in self._decided and self.spec.intents[name].kind != STEP_AGENT:
-                self._decided[name] = self.planner.decide(name, self.produced)
+            intent = self.spec.intents[name]
+            if name not in self._decided and intent.kind != STEP_AGENT:
+                decision = self._decided[name] = self.planner.decide(name, self.produced)
+                if decision.action == RUN and intent.kind != STEP_AGGREGATE:
+                    shell.create_ahead(self.spec, intent, self.environ, self.created_ahead)
 
     def _start(self, active: _Active, selector, wake_w: int) -> StepOutcome | None:
         """Start the step and put it where an interrupt finds it (`active`), or say why it could not start."""
@@ -388,7 +393,7 @@ class Executor:
 
         return StepContext(spec=self.spec, intent=intent, log_path=self.record.log_path(name),
                            timeout=intent.timeout or self.options.timeout, cancelled=self.cancelled,
-                           on_process=on_process, environ=self.environ)
+                           on_process=on_process, environ=self.environ, created_ahead=self.created_ahead)
 
     def _report_run(self, name: str, decision: Decision, outcome: StepOutcome, duration: float,
                     outputs: dict) -> tuple[str, dict]:

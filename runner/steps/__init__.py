@@ -14,7 +14,7 @@ class StepContext:
 
     def __init__(self, spec: Spec, intent: Intent, log_path: Path, timeout: float | None,
                  cancelled: threading.Event, on_process: Callable[[int], None] = lambda pid: None,
-                 extra: dict | None = None, environ: dict[bytes, bytes] | None = None):
+                 extra: dict | None = None, environ: dict[bytes, bytes] | None = None, created_ahead=None):
         self.spec = spec
         self.intent = intent
         self.log_path = log_path
@@ -25,6 +25,7 @@ class StepContext:
         # the environment shell steps inherit, as the run found it (bytes: posix_spawn converts a plain dict
         # of bytes at C speed, while reading os.environ decodes every variable on every start); None: os.environ
         self.environ = environ
+        self.created_ahead = created_ahead  # steps.spawn.CreatedAhead: redirect files made before the start
 
 
 class StepOutcome:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ..errors import UserError
 from . import StepContext, StepOutcome
-from .spawn import SpawnedChild, start_process
+from .spawn import CreatedAhead, SpawnedChild, start_process
 
 KILL_GRACE = 2.0
 
@@ -118,6 +118,12 @@ class RunningShell:
         return StepOutcome(ok=True, exit_code=0, log=self.log)
 
 
+def create_ahead(spec, intent, environ, ahead: CreatedAhead) -> None:
+    """The step starts soon: have the file its `> file` redirect creates made ahead (spawn.CreatedAhead)."""
+    if not intent.adapter and not intent.env:
+        ahead.want(intent.run, os.path.normpath(os.path.join(spec.root, intent.cwd)), environ)
+
+
 def start(ctx: StepContext) -> RunningShell | StepOutcome:
     """Start the step's child without waiting for it (the scheduler waits for many at once)."""
     if ctx.cancelled.is_set():
@@ -133,7 +139,7 @@ def start(ctx: StepContext) -> RunningShell | StepOutcome:
     cwd = os.path.normpath(os.path.join(ctx.spec.root, ctx.intent.cwd))
     read_end, write_end = os.pipe()
     try:
-        proc = start_process(line, cwd, env, write_end)
+        proc = start_process(line, cwd, env, write_end, ctx.created_ahead)
     except OSError as exc:
         os.close(read_end)
         return StepOutcome(ok=False, error=f"could not start /bin/sh in {cwd}: {exc.strerror}")

@@ -120,3 +120,22 @@ def test_the_program_is_the_first_executable_on_path_as_in_the_shell(project, tm
     result = project.make(env={"PATH": path})
     assert result.code == 0, result.err
     assert project.read("out.txt") == "from third in.txt\n"
+
+
+def test_a_step_that_never_starts_leaves_no_file_and_no_truncated_file(project):
+    # while `first` runs, the next steps are decided and their `> file` created ahead (spawn.CreatedAhead);
+    # `first` fails, the run stops, and neither a new empty file nor a truncated old one may remain
+    project.write("in.txt", "new\n")
+    project.write("kept.txt", "from the last run\n")
+    project.spec('[intent.first]\nrun = "sleep 0.5 && exit 1"\ninputs = ["in.txt"]\n'
+                 '[intent.second]\nrun = "cat in.txt > fresh.txt"\ninputs = ["in.txt"]\noutputs = ["fresh.txt"]\n'
+                 '[intent.third]\nrun = "cat in.txt > kept.txt"\ninputs = ["in.txt"]\noutputs = ["kept.txt"]\n')
+    result = project.make("-j1")
+    assert result.code == 1
+    assert result.statuses() == {"first": "failed", "second": "skipped", "third": "skipped"}
+    assert not project.exists("fresh.txt")
+    assert project.read("kept.txt") == "from the last run\n"
+    project.spec('[intent.second]\nrun = "cat in.txt > fresh.txt"\ninputs = ["in.txt"]\noutputs = ["fresh.txt"]\n'
+                 '[intent.third]\nrun = "cat in.txt > kept.txt"\ninputs = ["in.txt"]\noutputs = ["kept.txt"]\n')
+    assert project.make("-j1").code == 0
+    assert project.read("fresh.txt") == project.read("kept.txt") == "new\n"
