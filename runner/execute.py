@@ -90,7 +90,9 @@ class Executor:
         self.journals: dict[str, str] = {}
         self.inflight = InflightJournal(layout)
         self.environ = dict(os.environb)  # what shell steps inherit: the environment as the run began
-        self.created_ahead = shell.CreatedAhead()
+        # with a core to spare, the scheduler makes the next steps' redirect files while a child runs; with
+        # every core busy that only moves the work (measured: 10k clean -j2 on 2 cores, 12.6 s -> 13.1 s)
+        self.created_ahead = shell.CreatedAhead() if options.jobs < (os.cpu_count() or 1) else None
         self._deferred: list[tuple] = []  # shell steps finished, their records not yet stored
         self._deferred_names: set[str] = set()
         self._deferred_since = time.monotonic()
@@ -176,7 +178,8 @@ class Executor:
             settled = not self.active
         finally:
             self._store_deferred()
-            self.created_ahead.close()  # before anyone looks at the outputs: none for a step that did not start
+            if self.created_ahead is not None:  # before anyone looks at the outputs: none for a step that did not start
+                self.created_ahead.close()
             self.agents.shutdown()
             selector.close()
             os.close(wake_r)
@@ -232,7 +235,8 @@ class Executor:
             intent = self.spec.intents[name]
             if name not in self._decided and intent.kind != STEP_AGENT:
                 decision = self._decided[name] = self.planner.decide(name, self.produced)
-                if decision.action == RUN and intent.kind != STEP_AGGREGATE:
+                if decision.action == RUN and intent.kind != STEP_AGGREGATE \
+                        and self.created_ahead is not None:
                     shell.create_ahead(self.spec, intent, self.environ, self.created_ahead)
 
     def _start(self, active: _Active, selector, wake_w: int) -> StepOutcome | None:

@@ -119,9 +119,9 @@ class RunningShell:
 
 
 def create_ahead(spec, intent, environ, ahead: CreatedAhead) -> None:
-    """The step starts soon: have the file its `> file` redirect creates made ahead (spawn.CreatedAhead)."""
+    """The step starts soon: make the file its `> file` redirect creates now (spawn.CreatedAhead)."""
     if not intent.adapter and not intent.env:
-        ahead.want(intent.run, os.path.normpath(os.path.join(spec.root, intent.cwd)), environ)
+        ahead.make(intent.run, os.path.normpath(os.path.join(spec.root, intent.cwd)), environ)
 
 
 def start(ctx: StepContext) -> RunningShell | StepOutcome:

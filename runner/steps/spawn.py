@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import os
-import queue
 import select
 import signal
 import subprocess
-import threading
 
 # A line of plain words, optionally ending in one `> file` or `>> file`, means the same to /bin/sh as
 # the command started with that file as its stdout. make runs a line without shell syntax itself for the
@@ -124,75 +122,40 @@ def _may_skip_shell(cwd: str, env) -> bool:
 
 
 class CreatedAhead:
-    """Empty files for the `> file` redirects of the steps that start next, created on a helper thread.
+    """Empty files for the `> file` redirects of the steps that start next, made while the scheduler waits.
 
     A plain line's redirect is opened in the vfork child, and the scheduler waits until that child has
     exec'd. Creating a file is usually cheap, but right after many files were deleted (a clean build
     after `rm -rf out`) ext4 takes ~0.6 ms to find an inode for it, longer than starting the step: make
-    pays that in its /bin/sh child, in parallel, and runner's scheduler paid it in series. Created ahead,
-    the child's open only truncates an empty file. A file is created only where none exists (O_EXCL), is
-    the step's own once the step starts (`claim`), and is removed again if its step does not start.
+    pays that in its /bin/sh child, in parallel, and runner's scheduler paid it between two steps. Made
+    while the scheduler would otherwise wait for a child, the child's open then only truncates an empty
+    file. A file is made only where none exists (O_EXCL), is the step's own once the step starts
+    (`claim`), and is removed again if its step does not start.
     """
 
     def __init__(self):
-        self._changed = threading.Condition()
-        self._wanted: set[str] = set()  # asked for and not yet claimed
-        self._creating: str | None = None  # being created by the helper right now
-        self._created: set[str] = set()  # created here and not yet claimed
-        self._queue: queue.SimpleQueue | None = None
-        self._thread: threading.Thread | None = None
+        self._made: set[str] = set()  # made here and not yet claimed
 
-    def want(self, line: str, cwd: str, env) -> None:
-        """A step whose line is `line` starts soon: create its redirect's file, if it needs one."""
+    def make(self, line: str, cwd: str, env) -> None:
+        """A step whose line is `line` starts soon: make its redirect's file, if it needs one."""
         plain = plain_command(line) if _may_skip_shell(cwd, env) else None
-        if plain is None or plain[1] is None or plain[2] or os.path.lexists(plain[1]):
+        if plain is None or plain[1] is None or plain[2] or plain[1] in self._made:
             return
-        with self._changed:
-            if plain[1] in self._wanted:
-                return
-            self._wanted.add(plain[1])
-        if self._thread is None:
-            self._queue = queue.SimpleQueue()
-            self._thread = threading.Thread(target=self._create, name="runner-created-ahead", daemon=True)
-            self._thread.start()
-        self._queue.put(plain[1])
+        try:
+            os.close(os.open(plain[1], os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666))
+        except OSError:
+            return  # it exists (the usual case outside a clean build), or its folder does not
+        self._made.add(plain[1])
 
     def claim(self, path: str) -> None:
         """The step that redirects to `path` is starting: from now on the file is its own."""
-        with self._changed:
-            self._wanted.discard(path)
-            while self._creating == path:  # never let a late creation follow the step's own writes
-                self._changed.wait()
-            self._created.discard(path)
-
-    def _create(self) -> None:
-        while (path := self._queue.get()) is not None:
-            with self._changed:
-                if path not in self._wanted:
-                    continue
-                self._creating = path
-            try:
-                os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666))
-                made = True
-            except OSError:
-                made = False  # it exists after all, or its folder does not: the step's own open decides
-            with self._changed:
-                self._creating = None
-                if made:
-                    self._created.add(path)
-                self._changed.notify_all()
+        self._made.discard(path)
 
     def close(self) -> None:
-        """Stop the helper and remove the files made for steps that did not start."""
-        if self._thread is not None:
-            self._queue.put(None)
-            self._thread.join()
-            self._thread = None
-        with self._changed:
-            for path in self._created:
-                try:
-                    os.unlink(path)
-                except OSError:
-                    pass
-            self._created.clear()
-            self._wanted.clear()
+        """Remove the files made for steps that did not start."""
+        for path in self._made:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+        self._made.clear()
