@@ -6,7 +6,6 @@ import heapq
 import os
 import selectors
 import signal
-import subprocess
 import threading
 import time
 from typing import TYPE_CHECKING
@@ -496,6 +495,8 @@ class Executor:
                 os.killpg(a.shell.pid, signal.SIGTERM)
             except ProcessLookupError:
                 pass
+        import subprocess  # only here: a plain make, edit or no-op never imports it
+
         deadline = time.monotonic() + 3.0
         for a in shells:
             try:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import time
 from pathlib import Path
 
@@ -37,6 +36,8 @@ def kill_group(pgid: int, grace: float = KILL_GRACE, proc: subprocess.Popen | Sp
     except ProcessLookupError:
         return
     if proc is not None:
+        import subprocess  # a plain line starts without it (spawn.start_process)
+
         try:
             proc.wait(grace)
         except subprocess.TimeoutExpired:

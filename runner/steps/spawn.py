@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import select
 import signal
-import subprocess
 
 # A line of plain words, optionally ending in one `> file` or `>> file`, means the same to /bin/sh as
 # the command started with that file as its stdout. make runs a line without shell syntax itself for the
@@ -61,6 +60,8 @@ class SpawnedChild:
             finally:
                 os.close(pidfd)
             if not ready:
+                import subprocess
+
                 raise subprocess.TimeoutExpired(str(self.pid), timeout)
         _pid, status = os.waitpid(self.pid, 0)
         self.returncode = os.waitstatus_to_exitcode(status)
@@ -88,6 +89,8 @@ def start_process(line: str, cwd: str, env, output_fd: int,
                                                setsigdef=(signal.SIGPIPE, signal.SIGXFSZ)))
         except OSError:
             pass  # gone since it was looked up, the redirect's folder missing: the shell says so, as always
+    import subprocess  # only for a line that needs the shell: a plain make never imports it
+
     # close_fds=False is safe (Python opens every fd non-inheritable) and skips a walk of /proc/self/fd
     return subprocess.Popen(["/bin/sh", "-c", line], cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=output_fd,
                             stderr=subprocess.STDOUT, start_new_session=True, close_fds=False)
