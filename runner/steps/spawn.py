@@ -73,11 +73,11 @@ def start_process(line: str, cwd: str, env, output_fd: int,
     """The step's process in its own session, stdin from /dev/null, stdout and stderr to `output_fd`;
     `env` maps bytes to bytes."""
     plain = plain_command(line) if _may_skip_shell(cwd, env) else None
+    if plain is not None and plain[1] is not None and ahead is not None:
+        ahead.claim(plain[1])  # started here or by the shell, the step owns the file from now on
     program = _program(plain[0][0]) if plain is not None else None
     if program is not None:
         argv, target, append = plain
-        if ahead is not None and target is not None:
-            ahead.claim(target)
         actions = [(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
                    (os.POSIX_SPAWN_DUP2, output_fd, 1), (os.POSIX_SPAWN_DUP2, output_fd, 2)]
         if target is not None:
@@ -96,20 +96,21 @@ def start_process(line: str, cwd: str, env, output_fd: int,
                             stderr=subprocess.STDOUT, start_new_session=True, close_fds=False)
 
 
-_programs: dict[str, str] = {}
+_programs: dict[tuple[str, str], str] = {}  # (PATH, name) -> the file it starts
 
 
 def _program(name: str) -> str | None:
-    """The file `name` starts, looked up in PATH once per run (None: not there). posix_spawnp would look it
-    up in the child, trying execve in each folder on PATH before the right one while the parent waits (vfork)."""
+    """The file `name` starts, looked up in PATH once per process (None: not there). posix_spawnp would look
+    it up in the child, trying execve in each folder on PATH before the right one while the parent waits (vfork)."""
     if "/" in name:
         return name
-    found = _programs.get(name)
+    path = os.environ.get("PATH", os.defpath)
+    found = _programs.get((path, name))
     if found is None:
-        for folder in os.environ.get("PATH", os.defpath).split(os.pathsep):
+        for folder in path.split(os.pathsep):
             candidate = os.path.join(folder or ".", name)
             if os.access(candidate, os.X_OK) and not os.path.isdir(candidate):
-                _programs[name] = found = candidate
+                _programs[path, name] = found = candidate
                 break
     return found
 

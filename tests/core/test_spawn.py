@@ -139,3 +139,21 @@ def test_a_step_that_never_starts_leaves_no_file_and_no_truncated_file(project):
                  '[intent.third]\nrun = "cat in.txt > kept.txt"\ninputs = ["in.txt"]\noutputs = ["kept.txt"]\n')
     assert project.make("-j1").code == 0
     assert project.read("fresh.txt") == project.read("kept.txt") == "new\n"
+
+
+def test_the_lookup_follows_a_changed_path_within_one_process(project, tmp_path, monkeypatch):
+    # in-process runs (click's CliRunner, an embedding tool) share the looked-up programs: keyed by PATH
+    original = os.environ["PATH"]
+    for word in ("one", "two"):
+        (tmp_path / word).mkdir()
+        (tmp_path / word / "greet").write_text(f"#!/bin/sh\necho {word}\n")
+        (tmp_path / word / "greet").chmod(0o755)
+    project.write("in.txt", "x\n")
+    project.spec(_spec("greet in.txt > out.txt", ["out.txt"]))
+    monkeypatch.setenv("PATH", f"{tmp_path / 'one'}{os.pathsep}{original}")
+    assert project.cli("make", "--json").code == 0
+    assert project.read("out.txt") == "one\n"
+    project.write("in.txt", "y\n")
+    monkeypatch.setenv("PATH", f"{tmp_path / 'two'}{os.pathsep}{original}")
+    assert project.cli("make", "--json").code == 0
+    assert project.read("out.txt") == "two\n"
