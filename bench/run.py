@@ -632,7 +632,7 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--steps", type=int, nargs="+", default=[1000, 10000])
     ap.add_argument(
-        "--reps", type=int, default=5, help="repetitions of no-op, touch and edit"
+        "--reps", type=int, default=9, help="repetitions of no-op, touch and edit"
     )
     ap.add_argument(
         "--clean-reps", type=int, default=3, help="repetitions of each clean build"
