@@ -134,7 +134,8 @@ class CreatedAhead:
     pays that in its /bin/sh child, in parallel, and runner's scheduler paid it between two steps. Made
     while the scheduler would otherwise wait for a child, the child's open then only truncates an empty
     file. A file is made only where none exists (O_EXCL), is the step's own once the step starts
-    (`claim`), and is removed again if its step does not start.
+    (`claim`), and is removed again if its step does not start. A run killed outright (SIGKILL) can leave
+    one empty: its step has no record for those inputs, so the next run that reaches it runs it.
     """
 
     def __init__(self):
