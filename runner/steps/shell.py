@@ -6,10 +6,14 @@ import os
 import signal
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import UserError
 from . import StepContext, StepOutcome
 from .spawn import CreatedAhead, SpawnedChild, start_process
+
+if TYPE_CHECKING:
+    import subprocess
 
 KILL_GRACE = 2.0
 

@@ -5,6 +5,10 @@ from __future__ import annotations
 import os
 import select
 import signal
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import subprocess
 
 # A line of plain words, optionally ending in one `> file` or `>> file`, means the same to /bin/sh as
 # the command started with that file as its stdout. make runs a line without shell syntax itself for the

@@ -3,7 +3,6 @@
 import io
 import json
 import sys
-from pathlib import Path
 
 import pytest
 

@@ -3,7 +3,6 @@
 Locally a test skips when its toolchain is absent; with CI=true an absent toolchain fails the test instead.
 """
 
-import os
 import shutil
 import subprocess
 from pathlib import Path

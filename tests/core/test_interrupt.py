@@ -4,7 +4,6 @@ next run finishes only what was left."""
 from __future__ import annotations
 
 import json
-import os
 import random
 import signal
 import subprocess
