@@ -123,10 +123,16 @@ class RunningShell:
         return StepOutcome(ok=True, exit_code=0, log=self.log)
 
 
+def _folder(spec, intent) -> str:
+    """Where the step's command runs."""
+    return os.path.normpath(os.path.join(spec.root, intent.cwd))
+
+
 def create_ahead(spec, intent, environ, ahead: CreatedAhead) -> None:
-    """The step starts soon: make the file its `> file` redirect creates now (spawn.CreatedAhead)."""
+    """The step starts soon: make the file its `> file` redirect creates now (spawn.CreatedAhead). A line
+    from an adapter or with its own environment is left to `start`, which works those out."""
     if not intent.adapter and not intent.env:
-        ahead.make(intent.run, os.path.normpath(os.path.join(spec.root, intent.cwd)), environ)
+        ahead.make(intent.run, _folder(spec, intent), environ)
 
 
 def start(ctx: StepContext) -> RunningShell | StepOutcome:
@@ -141,7 +147,7 @@ def start(ctx: StepContext) -> RunningShell | StepOutcome:
     if ctx.intent.env:
         env = dict(env)
         env.update((os.fsencode(k), os.fsencode(v)) for k, v in ctx.intent.env)
-    cwd = os.path.normpath(os.path.join(ctx.spec.root, ctx.intent.cwd))
+    cwd = _folder(ctx.spec, ctx.intent)
     read_end, write_end = os.pipe()
     try:
         proc = start_process(line, cwd, env, write_end, ctx.created_ahead)

@@ -102,7 +102,7 @@ def test_only_a_plain_line_in_the_current_folder_skips_the_shell(tmp_path):
         os.close(write_end)
 
 
-def test_the_program_is_the_first_executable_on_path_as_in_the_shell(project, tmp_path):
+def test_the_program_is_the_first_executable_on_path_as_in_the_shell(project, tmp_path, monkeypatch):
     # looked up by the runner rather than by posix_spawnp: it must pick what /bin/sh would pick
     first, second = tmp_path / "first", tmp_path / "second"
     first.mkdir()
@@ -120,6 +120,12 @@ def test_the_program_is_the_first_executable_on_path_as_in_the_shell(project, tm
     result = project.make(env={"PATH": path})
     assert result.code == 0, result.err
     assert project.read("out.txt") == "from third in.txt\n"
+    # the run above would pass through /bin/sh's own lookup too if runner's picked a file it cannot
+    # start: the lookup itself must land on the program
+    from runner.steps.spawn import _program
+
+    monkeypatch.setenv("PATH", path)
+    assert _program("greet") == str(third / "greet")
 
 
 def test_a_step_that_never_starts_leaves_no_file_and_no_truncated_file(project):
