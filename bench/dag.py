@@ -23,9 +23,7 @@ class Step:
 
     name: str
     layer: int
-    inputs: list[
-        str
-    ]  # files the command reads (a src file for a leaf, deps' outputs otherwise)
+    inputs: list[str]  # files the command reads (a src file for a leaf, deps' outputs otherwise)
     deps: list[str] = field(default_factory=list)  # step names of the layer before
 
     @property

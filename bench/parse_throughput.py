@@ -68,14 +68,18 @@ def main() -> None:
     families = [f for name, f in sorted(lib.families.items()) if name != "protocol"]
     text = clean_log(build_text(args.mb))
     n_patterns = sum(len(f.select(("active",))) for f in families)
-    print(f"log: {len(text) / 1e6:.1f} MB, {text.count(chr(10)) + 1} lines; {n_patterns} patterns in "
-          f"{len(families)} families")
+    print(
+        f"log: {len(text) / 1e6:.1f} MB, {text.count(chr(10)) + 1} lines; {n_patterns} patterns in "
+        f"{len(families)} families"
+    )
     t_lib, found = median_time(lambda: parse_findings(text, families), args.runs)
     t_naive, found_naive = median_time(lambda: parse_findings(text, families, naive=True), 1)
     t_re, re_hits = median_time(lambda: plain_re_loop(text, families), args.runs)
     print(f"library parse (re2.Set + one match per candidate): {t_lib * 1000:.0f} ms  ({len(found.matches)} matches)")
-    print(f"naive RE2 loop, every pattern x every line (1 run): {t_naive * 1000:.0f} ms  "
-          f"({len(found_naive.matches)} matches)")
+    print(
+        f"naive RE2 loop, every pattern x every line (1 run): {t_naive * 1000:.0f} ms  "
+        f"({len(found_naive.matches)} matches)"
+    )
     print(f"plain Python re loop, every pattern x every line:  {t_re * 1000:.0f} ms  ({re_hits} hits)")
     print(f"ratio re loop / library: {t_re / t_lib:.1f}x; MB/s library: {len(text) / 1e6 / t_lib:.1f}")
 

@@ -44,9 +44,7 @@ def importtime(project: Path, argv: list[str], top: int) -> str:
             continue
         self_us, cum_us, name = line.replace("import time:", "").split("|")
         name = name.rstrip()
-        rows.append(
-            (int(cum_us), int(self_us), name[1:])
-        )  # keep the nesting indent, less one space
+        rows.append((int(cum_us), int(self_us), name[1:]))  # keep the nesting indent, less one space
     total_top = sum(c for c, _, n in rows if not n.startswith(" "))
     rows.sort(reverse=True)
     out = [
@@ -79,18 +77,14 @@ def cprofile(project: Path, argv: list[str], top: int) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument(
-        "project", type=Path, help="a built project, e.g. bench/work/10000/runner"
-    )
+    ap.add_argument("project", type=Path, help="a built project, e.g. bench/work/10000/runner")
     ap.add_argument("--top", type=int, default=25)
     ap.add_argument(
         "--no-importtime",
         action="store_true",
         help="cProfile only: the first run after a touch or edit is the one that sees the change",
     )
-    ap.add_argument(
-        "--runner-args", default="make -j 1 --json", help="what follows `runner`"
-    )
+    ap.add_argument("--runner-args", default="make -j 1 --json", help="what follows `runner`")
     a = ap.parse_args(argv)
     args = a.runner_args.split()
     if not a.no_importtime:

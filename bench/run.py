@@ -76,9 +76,7 @@ def _runner_count(text: str) -> dict:
 class Tool:
     name: str
     argv: Callable[[Path, int], list[str]]
-    state: list[
-        str
-    ]  # files/dirs (in the work dir) holding the tool's own state: removed for a clean build
+    state: list[str]  # files/dirs (in the work dir) holding the tool's own state: removed for a clean build
     count: Callable[[str], dict]
     version: list[str]
 
@@ -107,9 +105,7 @@ TOOLS: dict[str, Tool] = {
     ),
     "doit": Tool(
         "doit",
-        lambda d, j: (
-            [str(VENV_BIN / "doit")] + (["-n", str(j), "-P", "thread"] if j > 1 else [])
-        ),
+        lambda d, j: [str(VENV_BIN / "doit")] + (["-n", str(j), "-P", "thread"] if j > 1 else []),
         [".doit.db", ".doit.db.bak", ".doit.db.dat", ".doit.db.dir", "__pycache__"],
         _count(r"^\.  s\d+$"),
         [str(VENV_BIN / "doit"), "--version"],
@@ -202,13 +198,9 @@ class Bench:
         s = run_child(argv, d, self.args.timeout)
         if s.rc != 0:
             tail = "\n".join(s.output.splitlines()[-30:])
-            raise Failed(
-                f"{' '.join(argv)} (cwd {d}) exited {s.rc} in scenario {scenario}:\n{tail}"
-            )
+            raise Failed(f"{' '.join(argv)} (cwd {d}) exited {s.rc} in scenario {scenario}:\n{tail}")
         counted = tool.count(s.output)
-        r = rec.setdefault(
-            scenario, {"seconds": [], "rss_kb": [], "ran": [], "jobs": jobs}
-        )
+        r = rec.setdefault(scenario, {"seconds": [], "rss_kb": [], "ran": [], "jobs": jobs})
         r["seconds"].append(round(s.seconds, 4))
         r["rss_kb"].append(s.rss_kb)
         r["ran"].append(counted.get("ran"))
@@ -310,15 +302,10 @@ class Bench:
                         now = max(time.time_ns(), st.st_mtime_ns + 1_000_000)
                         os.utime(src, ns=(now, now))
                     elif scenario == "edit":
-                        src.write_text(
-                            dagmod.source_text(int(dag.edit_leaf[1:]))
-                            + f"edit {rep} {uuid.uuid4()}\n"
-                        )
+                        src.write_text(dagmod.source_text(int(dag.edit_leaf[1:])) + f"edit {rep} {uuid.uuid4()}\n")
                     attempt(
                         t,
-                        lambda t=t, d=d, scenario=scenario: self.once(
-                            TOOLS[t], d, a.jobs, scenario, recs[t]
-                        ),
+                        lambda t=t, d=d, scenario=scenario: self.once(TOOLS[t], d, a.jobs, scenario, recs[t]),
                     )
 
         return {
@@ -328,9 +315,7 @@ class Bench:
             "same_outputs": same_outputs,
             "out_digests": digests,
             "seeded_from": seeded,
-            "slow_tools_limited": sorted(set(a.slow_tools) & set(tools))
-            if slow
-            else [],
+            "slow_tools_limited": sorted(set(a.slow_tools) & set(tools)) if slow else [],
         }
 
 
@@ -348,9 +333,7 @@ def _tree_digest(d: Path) -> str:
 
 def _version(argv: list[str]) -> str:
     try:
-        out = subprocess.run(
-            argv, capture_output=True, text=True, timeout=120, check=False
-        )
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
     except (OSError, subprocess.TimeoutExpired) as e:
         return f"unavailable ({e.__class__.__name__})"
     text = (out.stdout or out.stderr).strip().splitlines()
@@ -404,9 +387,7 @@ def machine(tools: list[str]) -> dict:
     if (VENV_BIN / "python").exists():
         m["bench_venv_python_c_pass_s"] = med_pass(str(VENV_BIN / "python"))
     if (ROOT / ".venv" / "bin" / "python").exists():
-        m["runner_venv_python_c_pass_s"] = med_pass(
-            str(ROOT / ".venv" / "bin" / "python")
-        )
+        m["runner_venv_python_c_pass_s"] = med_pass(str(ROOT / ".venv" / "bin" / "python"))
     return m
 
 
@@ -459,17 +440,13 @@ def summarize(results: dict) -> str:
                     continue
                 ran = sorted({x for x in r["ran"] if x is not None})
                 ran_s = "/".join(str(x) for x in ran) if ran else "?"
-                cells.append(
-                    f"{statistics.median(r['seconds']):.3f} ({len(r['seconds'])}) · {ran_s}"
-                )
+                cells.append(f"{statistics.median(r['seconds']):.3f} ({len(r['seconds'])}) · {ran_s}")
             out.append(f"| {_label(sc)} | " + " | ".join(cells) + " |")
         out.append("")
         if "runner" in tools and size["tools"]["runner"]:
             rr = size["tools"]["runner"]
             others = [t for t in tools if t != "runner"]
-            out.append(
-                "Ratio: other tool's median ÷ runner's median (> 1: runner is faster):"
-            )
+            out.append("Ratio: other tool's median ÷ runner's median (> 1: runner is faster):")
             out.append("")
             out.append("| scenario | " + " | ".join(others) + " |")
             out.append("|---|" + "---|" * len(others))
@@ -481,9 +458,7 @@ def summarize(results: dict) -> str:
                     cells.append(f"{mt / mr:.2f}×" if (mr and mt) else "—")
                 out.append(f"| {_label(sc)} | " + " | ".join(cells) + " |")
             out.append("")
-        out.append(
-            "Peak RSS (MB, max over repetitions; the largest single process of the tool's tree):"
-        )
+        out.append("Peak RSS (MB, max over repetitions; the largest single process of the tool's tree):")
         out.append("")
         out.append("| | " + " | ".join(tools) + " |")
         out.append("|---|" + "---|" * len(tools))
@@ -540,9 +515,7 @@ def targets(n: str, size: dict, machine_: dict) -> list[str]:
         for t, want in (("doit", 3), ("snakemake", 20)):
             mt = med(tools.get(t, {}), "noop")
             if mt:
-                lines.append(
-                    f"no-op {mt / noop:.1f}× faster than {t} (target ≥ {want}×): {mark(mt / noop >= want)}"
-                )
+                lines.append(f"no-op {mt / noop:.1f}× faster than {t} (target ≥ {want}×): {mark(mt / noop >= want)}")
     touch = rr.get("touch")
     if touch:
         ran = sorted(set(touch["ran"]))
@@ -587,24 +560,15 @@ def targets(n: str, size: dict, machine_: dict) -> list[str]:
                     )
     c2, m2 = med(rr, "clean_j2"), med(tools.get("make", {}), "clean_j2")
     if c2 and m2:
-        lines.append(
-            f"clean -j2 {c2 / m2:.2f}× GNU make -j2 (target ≤ 1.3×): {mark(c2 / m2 <= 1.3)}"
-        )
-    peak = (
-        max((max(r["rss_kb"]) for r in rr.values() if r.get("rss_kb")), default=0)
-        / 1024
-    )
+        lines.append(f"clean -j2 {c2 / m2:.2f}× GNU make -j2 (target ≤ 1.3×): {mark(c2 / m2 <= 1.3)}")
+    peak = max((max(r["rss_kb"]) for r in rr.values() if r.get("rss_kb")), default=0) / 1024
     if peak:
         lines.append(f"peak RSS {peak:.0f} MB (target < 300 MB): {mark(peak < 300)}")
     return lines
 
 
 def write_readme(results: dict) -> None:
-    text = (
-        README.read_text()
-        if README.exists()
-        else f"# Benchmarks\n\n{FIG_START}\n{FIG_END}\n"
-    )
+    text = README.read_text() if README.exists() else f"# Benchmarks\n\n{FIG_START}\n{FIG_END}\n"
     if FIG_START not in text or FIG_END not in text:
         raise SystemExit(f"{README} lacks the {FIG_START} … {FIG_END} markers")
     head, rest = text.split(FIG_START, 1)
@@ -623,24 +587,16 @@ def write_readme(results: dict) -> None:
         "",
         summarize(results),
     ]
-    README.write_text(
-        head + FIG_START + "\n" + "\n".join(body).rstrip() + "\n" + FIG_END + tail
-    )
+    README.write_text(head + FIG_START + "\n" + "\n".join(body).rstrip() + "\n" + FIG_END + tail)
 
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--steps", type=int, nargs="+", default=[1000, 10000])
-    ap.add_argument(
-        "--reps", type=int, default=9, help="repetitions of no-op, touch and edit"
-    )
-    ap.add_argument(
-        "--clean-reps", type=int, default=3, help="repetitions of each clean build"
-    )
+    ap.add_argument("--reps", type=int, default=9, help="repetitions of no-op, touch and edit")
+    ap.add_argument("--clean-reps", type=int, default=3, help="repetitions of each clean build")
     ap.add_argument("--tools", default=",".join(ALL_TOOLS))
-    ap.add_argument(
-        "--jobs", type=int, default=1, help="-j for the no-op, touch and edit scenarios"
-    )
+    ap.add_argument("--jobs", type=int, default=1, help="-j for the no-op, touch and edit scenarios")
     ap.add_argument(
         "--slow-tools",
         default="snakemake",
@@ -661,9 +617,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     ap.add_argument("--layers", type=int, default=dagmod.DEFAULT_LAYERS)
     ap.add_argument("--seed", type=int, default=dagmod.DEFAULT_SEED)
-    ap.add_argument(
-        "--timeout", type=float, default=3600, help="seconds before one run is killed"
-    )
+    ap.add_argument("--timeout", type=float, default=3600, help="seconds before one run is killed")
     ap.add_argument("--work", type=Path, default=BENCH / "work")
     ap.add_argument("--results", type=Path, default=RESULTS)
     ap.add_argument(
@@ -689,24 +643,19 @@ def main(argv: list[str] | None = None) -> None:
         if "runner" in tools:
             # as a pip install would have: this machine sets PYTHONDONTWRITEBYTECODE=1, so an editable
             # runner would otherwise compile every module from source on each of its runs
-            subprocess.run([str(RUNNER_BIN.parent / "python"), "-m", "compileall", "-q", str(ROOT / "runner")],
-                           check=True)
+            subprocess.run(
+                [str(RUNNER_BIN.parent / "python"), "-m", "compileall", "-q", str(ROOT / "runner")], check=True
+            )
         results = {
             "machine": machine(tools),
-            "config": {
-                k: (str(v) if isinstance(v, Path) else v) for k, v in vars(a).items()
-            },
+            "config": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(a).items()},
             "sizes": {},
         }
-        results["config"]["command"] = "python bench/run.py " + " ".join(
-            argv if argv is not None else sys.argv[1:]
-        )
+        results["config"]["command"] = "python bench/run.py " + " ".join(argv if argv is not None else sys.argv[1:])
         bench = Bench(a)
         for n in a.steps:
             results["sizes"][str(n)] = bench.size(n, tools)
-            a.results.write_text(
-                json.dumps(results, indent=1) + "\n"
-            )  # keep what is done if a later size dies
+            a.results.write_text(json.dumps(results, indent=1) + "\n")  # keep what is done if a later size dies
     print()
     print(summarize(results))
     if a.readme:

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import difflib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from .errors import UsageError
 from .spec import PLACEHOLDER, Adapter, AdapterCommand, AdapterVariant
@@ -20,6 +20,7 @@ def _did_you_mean(name: str, choices) -> str:
 
 
 # ---- loading ---------------------------------------------------------------------------------
+
 
 def _deep_merge(base: dict, over: dict) -> dict:
     """Tables merge key by key; anything else in `over` replaces what `base` had."""
@@ -36,23 +37,40 @@ def _commands(table: dict) -> tuple[AdapterCommand, ...]:
 def _build(data: dict, shown: str) -> Adapter:
     detect = data.get("detect", {})
     variants = tuple(
-        AdapterVariant(name=vname, description=v.get("description", ""), group=v.get("group", ""),
-                       files=tuple(v.get("files", ())),
-                       contains=tuple((c["file"], c["text"]) for c in v.get("contains", ())),
-                       vars=tuple(v.get("vars", {}).items()), commands=_commands(v.get("commands", {})))
-        for vname, v in data.get("variant", {}).items())
-    return Adapter(name=data["name"], source=shown, description=data.get("description", ""),
-                   markers=tuple(detect.get("files", ())), confidence=float(detect.get("confidence", 0.5)),
-                   commands=_commands(data.get("commands", {})), vars=tuple(data.get("vars", {}).items()),
-                   variants=variants, inputs=tuple(data.get("inputs", ())))
+        AdapterVariant(
+            name=vname,
+            description=v.get("description", ""),
+            group=v.get("group", ""),
+            files=tuple(v.get("files", ())),
+            contains=tuple((c["file"], c["text"]) for c in v.get("contains", ())),
+            vars=tuple(v.get("vars", {}).items()),
+            commands=_commands(v.get("commands", {})),
+        )
+        for vname, v in data.get("variant", {}).items()
+    )
+    return Adapter(
+        name=data["name"],
+        source=shown,
+        description=data.get("description", ""),
+        markers=tuple(detect.get("files", ())),
+        confidence=float(detect.get("confidence", 0.5)),
+        commands=_commands(data.get("commands", {})),
+        vars=tuple(data.get("vars", {}).items()),
+        variants=variants,
+        inputs=tuple(data.get("inputs", ())),
+    )
 
 
 def _check(data: dict, shown: str, families: set[str] | None, problem) -> bool:
     """What the schema cannot say: a command has `run` after merging, placeholders name vars, families exist."""
     ok = True
     if not data.get("commands"):
-        problem(shown, "commands", f"adapter '{data['name']}' declares no commands: add [commands.test] "
-                                   "(or extends = \"NAME\" to start from another adapter)")
+        problem(
+            shown,
+            "commands",
+            f"adapter '{data['name']}' declares no commands: add [commands.test] "
+            '(or extends = "NAME" to start from another adapter)',
+        )
         ok = False
     known_vars = set(data.get("vars", {}))
     for v in data.get("variant", {}).values():
@@ -68,13 +86,21 @@ def _check(data: dict, shown: str, families: set[str] | None, problem) -> bool:
                 continue
             for var in PLACEHOLDER.findall(cmd["run"]):
                 if var not in known_vars:
-                    problem(shown, f"{at}.run", f"'{{{var}}}' names no var{_did_you_mean(var, known_vars)}; "
-                                                f"declare it under [vars] (known: {', '.join(sorted(known_vars)) or 'none'})")
+                    problem(
+                        shown,
+                        f"{at}.run",
+                        f"'{{{var}}}' names no var{_did_you_mean(var, known_vars)}; "
+                        f"declare it under [vars] (known: {', '.join(sorted(known_vars)) or 'none'})",
+                    )
                     ok = False
             for i, fam in enumerate(cmd.get("parse", ())):
                 if families is not None and fam not in families:
-                    problem(shown, f"{at}.parse[{i}]", f"unknown regex family '{fam}'{_did_you_mean(fam, families)}; "
-                                                       f"known: {', '.join(sorted(families))}")
+                    problem(
+                        shown,
+                        f"{at}.parse[{i}]",
+                        f"unknown regex family '{fam}'{_did_you_mean(fam, families)}; "
+                        f"known: {', '.join(sorted(families))}",
+                    )
                     ok = False
     return ok
 
@@ -90,8 +116,9 @@ def _passed(verdict) -> bool:
     return verdict is True or (isinstance(verdict, list) and not verdict)
 
 
-def load_adapters(dirs: list[Path], read_toml: Callable, validate: Callable, problem: Callable,
-                  with_broken: bool = False):
+def load_adapters(
+    dirs: list[Path], read_toml: Callable, validate: Callable, problem: Callable, with_broken: bool = False
+):
     """Every adapters/*.toml in dirs; a later folder's adapter replaces an earlier one of the same name.
 
     Returns {name: Adapter}; with `with_broken`, also the names whose file had a problem (already reported),
@@ -115,8 +142,11 @@ def load_adapters(dirs: list[Path], read_toml: Callable, validate: Callable, pro
                 broken.add(path.stem)
                 continue
             if data["name"] != path.stem:
-                problem(shown, "name", f"adapter name '{data['name']}' does not match its file name "
-                                       f"{path.name}; rename one so they agree")
+                problem(
+                    shown,
+                    "name",
+                    f"adapter name '{data['name']}' does not match its file name {path.name}; rename one so they agree",
+                )
                 broken.add(path.stem)
                 continue
             here[data["name"]] = (shown, data)
@@ -132,14 +162,21 @@ def load_adapters(dirs: list[Path], read_toml: Callable, validate: Callable, pro
                     merged[name] = data
                     return data
                 if parent in chain + (name,) and parent != name:
-                    problem(shown, "extends", "adapters extend each other in a cycle: "
-                                              + " -> ".join(chain + (name, parent)))
+                    problem(
+                        shown,
+                        "extends",
+                        "adapters extend each other in a cycle: " + " -> ".join(chain + (name, parent)),
+                    )
                     return None
                 base = merge(parent, chain + (name,)) if parent in here and parent != name else earlier.get(parent)
                 if base is None:
                     if parent not in here:
-                        problem(shown, "extends", f"adapter '{name}' extends unknown adapter '{parent}'"
-                                                  f"{_did_you_mean(parent, set(earlier) | set(here))}")
+                        problem(
+                            shown,
+                            "extends",
+                            f"adapter '{name}' extends unknown adapter '{parent}'"
+                            f"{_did_you_mean(parent, set(earlier) | set(here))}",
+                        )
                     return None
                 over = {k: v for k, v in data.items() if k != "extends"}
                 merged[name] = _deep_merge({k: v for k, v in base.items() if k != "extends"}, over)
@@ -162,14 +199,16 @@ def load_project_adapters(root: Path) -> dict[str, Adapter]:
     from .load import BUILTIN_DIR, _Reader
 
     reader = _Reader(root.resolve())
-    adapters = load_adapters([BUILTIN_DIR / "adapters", reader.root / "adapters"], reader.read_toml,
-                             reader.validate, reader.problem)
+    adapters = load_adapters(
+        [BUILTIN_DIR / "adapters", reader.root / "adapters"], reader.read_toml, reader.validate, reader.problem
+    )
     if reader.problems:
         raise SpecError(problems=reader.problems)
     return adapters
 
 
 # ---- detection -------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Detection:
@@ -185,8 +224,13 @@ class Detection:
         return "+".join(self.variants) or None
 
     def to_json(self) -> dict:
-        return {"adapter": self.adapter, "variant": self.variant, "variants": list(self.variants),
-                "confidence": self.confidence, "evidence": list(self.evidence)}
+        return {
+            "adapter": self.adapter,
+            "variant": self.variant,
+            "variants": list(self.variants),
+            "confidence": self.confidence,
+            "evidence": list(self.evidence),
+        }
 
 
 def _present(root: Path, pattern: str) -> list[str]:
@@ -244,6 +288,7 @@ def detect(root: Path, adapters: dict[str, Adapter]) -> list[Detection]:
 
 # ---- resolution ------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Resolved:
     """An adapter with its variants chosen: the commands as they will run in this project."""
@@ -257,12 +302,18 @@ class Resolved:
         try:
             return self.commands[name]
         except KeyError:
-            raise UsageError(f"adapter '{self.adapter.name}' has no command '{name}'"
-                             f"{_did_you_mean(name, self.commands)}; it has: {', '.join(self.commands)}") from None
+            raise UsageError(
+                f"adapter '{self.adapter.name}' has no command '{name}'"
+                f"{_did_you_mean(name, self.commands)}; it has: {', '.join(self.commands)}"
+            ) from None
 
 
-def resolve(adapter: Adapter | str, root: Path, adapters: dict[str, Adapter] | None = None,
-            variants: tuple[str, ...] | None = None) -> Resolved:
+def resolve(
+    adapter: Adapter | str,
+    root: Path,
+    adapters: dict[str, Adapter] | None = None,
+    variants: tuple[str, ...] | None = None,
+) -> Resolved:
     """The commands to run: `adapter` is an Adapter, a name, or "auto" (the one detection is surest of).
 
     Variants are detected in root unless given. "auto" with two toolchains equally likely is refused:
@@ -274,18 +325,23 @@ def resolve(adapter: Adapter | str, root: Path, adapters: dict[str, Adapter] | N
     if adapter == "auto":
         found = detect(root, adapters)
         if not found:
-            raise UsageError(f"adapter = \"auto\": no toolchain detected in {root} (known: "
-                             f"{', '.join(sorted(adapters))}); name one with adapter = \"NAME\"")
+            raise UsageError(
+                f'adapter = "auto": no toolchain detected in {root} (known: '
+                f'{", ".join(sorted(adapters))}); name one with adapter = "NAME"'
+            )
         if len(found) > 1 and found[1].confidence == found[0].confidence:
             tied = [d.adapter for d in found if d.confidence == found[0].confidence]
-            raise UsageError(f"adapter = \"auto\" is ambiguous in {root}: {', '.join(tied)} are detected with "
-                             f"confidence {found[0].confidence}; name one with adapter = \"NAME\"")
+            raise UsageError(
+                f'adapter = "auto" is ambiguous in {root}: {", ".join(tied)} are detected with '
+                f'confidence {found[0].confidence}; name one with adapter = "NAME"'
+            )
         detection = found[0]
         adapter = adapters[detection.adapter]
     elif isinstance(adapter, str):
         if adapter not in adapters:
-            raise UsageError(f"unknown adapter '{adapter}'{_did_you_mean(adapter, adapters)}; "
-                             f"known: {', '.join(sorted(adapters))}")
+            raise UsageError(
+                f"unknown adapter '{adapter}'{_did_you_mean(adapter, adapters)}; known: {', '.join(sorted(adapters))}"
+            )
         adapter = adapters[adapter]
     if variants is None:
         if detection is None:
@@ -295,8 +351,10 @@ def resolve(adapter: Adapter | str, root: Path, adapters: dict[str, Adapter] | N
         for v in variants:
             if adapter.variant(v) is None:
                 known = [x.name for x in adapter.variants]
-                raise UsageError(f"adapter '{adapter.name}' has no variant '{v}'{_did_you_mean(v, known)}; "
-                                 f"it has: {', '.join(known) or 'none'}")
+                raise UsageError(
+                    f"adapter '{adapter.name}' has no variant '{v}'{_did_you_mean(v, known)}; "
+                    f"it has: {', '.join(known) or 'none'}"
+                )
     variants = tuple(variants)
     commands = {n: adapter.command(n, variants) for n in adapter.command_names(variants)}
     return Resolved(adapter, variants, detection, commands)

@@ -23,17 +23,29 @@ def adapters_report(root: Path) -> tuple[str, dict]:
         lines.append(f"{d.adapter} (confidence {d.confidence:.2f}" + (f", variant {d.variant})" if d.variant else ")"))
         lines += [f"  because {e}" for e in d.evidence]
         width = max(len(n) for n in cmds)
-        lines += [f"  {n:<{width}}  {c['run']}" + (f"   [parsed by {', '.join(c['parse'])}]" if c["parse"] else "")
-                  for n, c in cmds.items()]
+        lines += [
+            f"  {n:<{width}}  {c['run']}" + (f"   [parsed by {', '.join(c['parse'])}]" if c["parse"] else "")
+            for n, c in cmds.items()
+        ]
     missing = sorted(set(adapters) - {d.adapter for d in found})
     if not found:
         lines.append(f"no toolchain detected in {root.resolve()}; known adapters: {', '.join(sorted(adapters))}")
     elif missing:
         lines.append(f"not detected: {', '.join(missing)}")
-    obj = {"root": str(root.resolve()), "detected": detected,
-           "adapters": {n: {"source": a.source, "detected": n not in missing, "markers": list(a.markers),
-                            "confidence": a.confidence, "variants": [v.name for v in a.variants]}
-                        for n, a in sorted(adapters.items())}}
+    obj = {
+        "root": str(root.resolve()),
+        "detected": detected,
+        "adapters": {
+            n: {
+                "source": a.source,
+                "detected": n not in missing,
+                "markers": list(a.markers),
+                "confidence": a.confidence,
+                "variants": [v.name for v in a.variants],
+            }
+            for n, a in sorted(adapters.items())
+        },
+    }
     return "\n".join(lines), obj
 
 
@@ -56,28 +68,43 @@ def _library(root: Path):
     return load_library([builtin_dir(), Path(root) / "regexes"])
 
 
-def families_for(root: Path, adapter: str | None = None, command: str | None = None,
-                 families: tuple[str, ...] = (), variants: tuple[str, ...] | None = None) -> tuple[list[str], str]:
+def families_for(
+    root: Path,
+    adapter: str | None = None,
+    command: str | None = None,
+    families: tuple[str, ...] = (),
+    variants: tuple[str, ...] | None = None,
+) -> tuple[list[str], str]:
     """The family names to parse with, and where they came from (for the report)."""
     if families and (adapter or command):
         raise UsageError("give either --family or --adapter/--command, not both")
     if families:
         return list(families), "--family"
     if not adapter or not command:
-        raise UsageError("say how to parse the log: --adapter NAME --command CMD (e.g. --adapter python "
-                         "--command test), or --family FAMILY")
+        raise UsageError(
+            "say how to parse the log: --adapter NAME --command CMD (e.g. --adapter python "
+            "--command test), or --family FAMILY"
+        )
     res: Resolved = resolve(adapter, root, load_project_adapters(root), variants=variants)
     cmd = res.command(command)
     if not cmd.parse:
-        raise UsageError(f"command '{command}' of adapter '{res.adapter.name}' names no regex family "
-                         "(parse = [...]); use --family FAMILY")
+        raise UsageError(
+            f"command '{command}' of adapter '{res.adapter.name}' names no regex family "
+            "(parse = [...]); use --family FAMILY"
+        )
     flavour = f" ({'+'.join(res.variants)})" if res.variants else ""
     return list(cmd.parse), f"adapter {res.adapter.name}{flavour}, command {command}: {cmd.run}"
 
 
-def parse_report(root: Path, text: str | None = None, adapter: str | None = None, command: str | None = None,
-                 families: tuple[str, ...] = (), variants: tuple[str, ...] | None = None,
-                 source: str | Path | None = None) -> tuple[str, dict]:
+def parse_report(
+    root: Path,
+    text: str | None = None,
+    adapter: str | None = None,
+    command: str | None = None,
+    families: tuple[str, ...] = (),
+    variants: tuple[str, ...] | None = None,
+    source: str | Path | None = None,
+) -> tuple[str, dict]:
     """The findings of the regex library for a log (its text, or its file or '-' as `source`): what the runner understood.
 
     The options are checked before the log is read, so a wrong --adapter is reported as such even when reading

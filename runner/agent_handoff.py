@@ -53,8 +53,10 @@ class AgentHandoff:
         from .approve import pending_for
 
         if pending_for(self.layout.state_dir, name, decision.key):
-            return (f"a verified change waits for approval: `runner approve {name}` applies it "
-                    f"(no model call), `runner approve {name} --reject` drops it")
+            return (
+                f"a verified change waits for approval: `runner approve {name}` applies it "
+                f"(no model call), `runner approve {name} --reject` drops it"
+            )
         return None
 
     def _precall_gate(self, name: str) -> str | None:
@@ -94,11 +96,18 @@ class AgentHandoff:
     def _agent_run(self, name: str, decision: Decision) -> AgentRun:
         from .steps.agent import AgentRun
 
-        return AgentRun(root=Path(self.spec.root), attempts_dir=self.record.dir / "attempts",
-                        worker_config=self.planner.worker_config, step_key=decision.key,
-                        replay_key=self.planner.replay_key(name, decision), budget=self._run_budget(),
-                        input_files=sorted(p for p, d in decision.inputs.items() if d is not None),
-                        record=self.options.record, halt_on=self.options.halt_on, emit=self.emit)
+        return AgentRun(
+            root=Path(self.spec.root),
+            attempts_dir=self.record.dir / "attempts",
+            worker_config=self.planner.worker_config,
+            step_key=decision.key,
+            replay_key=self.planner.replay_key(name, decision),
+            budget=self._run_budget(),
+            input_files=sorted(p for p, d in decision.inputs.items() if d is not None),
+            record=self.options.record,
+            halt_on=self.options.halt_on,
+            emit=self.emit,
+        )
 
     def _run_budget(self) -> RunBudget:
         """The default policy's run_budget: one purse for every agent step of the run, made by the first
@@ -120,8 +129,13 @@ class AgentHandoff:
     def _apply_context(self) -> ApplyContext:
         from .approve import ApplyContext
 
-        return ApplyContext(planner=self.planner, state_dir=self.layout.state_dir, run_id=self.record.run_id,
-                            halt_on=self.options.halt_on, ask=self.options.ask)
+        return ApplyContext(
+            planner=self.planner,
+            state_dir=self.layout.state_dir,
+            run_id=self.record.run_id,
+            halt_on=self.options.halt_on,
+            ask=self.options.ask,
+        )
 
     def shutdown(self) -> None:
         if self._pool is not None:

@@ -93,6 +93,7 @@ def recover(root: Path, state_dir: Path) -> list[str]:
 
 # ---- changes waiting for approval ------------------------------------------------------------
 
+
 def pending_dir(state_dir: Path) -> Path:
     return state_dir / "pending"
 

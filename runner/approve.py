@@ -57,25 +57,48 @@ def finish(ctx: ApplyContext, intent: Intent, decision: Decision, change: Change
     policy = planner.spec.policies[intent.policy]
     root = Path(planner.spec.root)
     ask_needed = needs_approval(WRITE_FILES, policy, ctx.halt_on) or (
-        policy.approval == "confirm-phase" and not ctx.apply_confirmed)
+        policy.approval == "confirm-phase" and not ctx.apply_confirmed
+    )
     if ask_needed:
         if ctx.ask is None:
             payload = pending_payload(ctx, intent, decision, change)
             save_pending(ctx.state_dir, intent.name, payload)
-            return BLOCKED, {}, (f"a verified change to {len(change.files)} file(s) waits for approval "
-                                 f"(policy '{policy.name}'): `runner approve {intent.name}` applies it, "
-                                 f"`runner approve {intent.name} --reject` drops it")
+            return (
+                BLOCKED,
+                {},
+                (
+                    f"a verified change to {len(change.files)} file(s) waits for approval "
+                    f"(policy '{policy.name}'): `runner approve {intent.name}` applies it, "
+                    f"`runner approve {intent.name} --reject` drops it"
+                ),
+            )
         if not ctx.ask(f"Apply the change of {intent.name} to {len(change.files)} file(s)?", change.diff(root)):
             return FAILED, {}, "you rejected the change; nothing was applied"
         if policy.approval == "confirm-phase":
             ctx.apply_confirmed = True
-    outputs = record_and_apply(ctx.planner, ctx.state_dir, intent, decision.key, decision.inputs,
-                               planner.ingredients(intent.name, decision), change, ctx.run_id)
+    outputs = record_and_apply(
+        ctx.planner,
+        ctx.state_dir,
+        intent,
+        decision.key,
+        decision.inputs,
+        planner.ingredients(intent.name, decision),
+        change,
+        ctx.run_id,
+    )
     return RAN, outputs, None
 
 
-def record_and_apply(planner: Planner, state_dir: Path, intent: Intent, key: str, inputs: dict,
-                     ingredients: dict, change: Change, run_id: str) -> dict:
+def record_and_apply(
+    planner: Planner,
+    state_dir: Path,
+    intent: Intent,
+    key: str,
+    inputs: dict,
+    ingredients: dict,
+    change: Change,
+    run_id: str,
+) -> dict:
     root = Path(planner.spec.root)
     outputs = _outputs_after(root, intent, change, planner)
     for rel, data in change.files.items():
@@ -84,8 +107,11 @@ def record_and_apply(planner: Planner, state_dir: Path, intent: Intent, key: str
     for rel, digest in outputs.items():  # unchanged outputs too, so a restore never misses one
         if rel not in change.files and not planner.cache.has_blob(digest):
             planner.cache.put_blob(digest, (root / rel).read_bytes())
-    planner.cache.put_record(StepRecord(intent=intent.name, key=key, outputs=outputs, created=time.time(),
-                                        ingredients=ingredients, run_id=run_id))
+    planner.cache.put_record(
+        StepRecord(
+            intent=intent.name, key=key, outputs=outputs, created=time.time(), ingredients=ingredients, run_id=run_id
+        )
+    )
     inplace = {p: d for p, d in inputs.items() if p in outputs}
     planner.state.set(intent.name, key, outputs, inplace)
     planner.state.save()
@@ -104,9 +130,16 @@ def pending_payload(ctx: ApplyContext, intent: Intent, decision: Decision, chang
             digest = hashlib.sha256(data).hexdigest()
             ctx.planner.cache.put_blob(digest, data)
             blobs[rel] = digest
-    return {"intent": intent.name, "key": decision.key, "run_id": ctx.run_id, "inputs": decision.inputs,
-            "ingredients": ctx.planner.ingredients(intent.name, decision), "files": blobs,
-            "diff": change.diff(Path(ctx.planner.spec.root)), "saved": time.strftime("%Y-%m-%d %H:%M:%S")}
+    return {
+        "intent": intent.name,
+        "key": decision.key,
+        "run_id": ctx.run_id,
+        "inputs": decision.inputs,
+        "ingredients": ctx.planner.ingredients(intent.name, decision),
+        "files": blobs,
+        "diff": change.diff(Path(ctx.planner.spec.root)),
+        "saved": time.strftime("%Y-%m-%d %H:%M:%S"),
+    }
 
 
 def pending_for(state_dir: Path, intent: str, key: str | None) -> dict | None:
@@ -125,23 +158,31 @@ def approve(planner: Planner, state_dir: Path, names: list[str] | None, reject: 
             drop_pending(state_dir, name)
             done.append({"intent": name, "action": "rejected", "files": sorted(entry["files"])})
             continue
-        change = Change(files={rel: (planner.cache.db.get("blob:" + d) if d else None)
-                               for rel, d in entry["files"].items()})
+        change = Change(
+            files={rel: (planner.cache.db.get("blob:" + d) if d else None) for rel, d in entry["files"].items()}
+        )
         missing = [rel for rel, d in entry["files"].items() if d and change.files[rel] is None]
         if missing:
-            done.append({"intent": name, "action": "failed",
-                         "error": f"the pending change's contents are gone from the cache ({', '.join(missing)}); "
-                                  f"run `runner make` to compute it again"})
+            done.append(
+                {
+                    "intent": name,
+                    "action": "failed",
+                    "error": f"the pending change's contents are gone from the cache ({', '.join(missing)}); "
+                    f"run `runner make` to compute it again",
+                }
+            )
             continue
         intent = planner.spec.intents[name]
-        record_and_apply(planner, state_dir, intent, entry["key"], entry["inputs"], entry["ingredients"],
-                         change, run_id)
+        record_and_apply(
+            planner, state_dir, intent, entry["key"], entry["inputs"], entry["ingredients"], change, run_id
+        )
         drop_pending(state_dir, name)
         done.append({"intent": name, "action": "applied", "files": sorted(entry["files"])})
     return done
 
 
 # ---- before the model is called --------------------------------------------------------------
+
 
 def precall_question(policy, halt_on: frozenset, intent: Intent, confirmed_phase: bool) -> str | None:
     """Why a human must agree before this agent step calls a model, or None."""
@@ -152,8 +193,7 @@ def precall_question(policy, halt_on: frozenset, intent: Intent, confirmed_phase
     if policy.approval == "confirm-phase" and not confirmed_phase:
         return f"policy '{policy.name}' (approval = confirm-phase) asks once before the agent steps run"
     if intent.verify and needs_approval(RUN_SHELL, policy, halt_on):
-        return (f"policy '{policy.name}' asks before running shell commands "
-                f"(verify: {', '.join(intent.verify)})")
+        return f"policy '{policy.name}' asks before running shell commands (verify: {', '.join(intent.verify)})"
     return None
 
 

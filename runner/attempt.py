@@ -35,8 +35,12 @@ class Change:
             old = old_path.read_bytes() if old_path.is_file() else None
             a = (old or b"").decode("utf-8", "replace").splitlines(keepends=True)
             b = (new or b"").decode("utf-8", "replace").splitlines(keepends=True)
-            out += difflib.unified_diff(a, b, fromfile=f"a/{rel}" if old is not None else "/dev/null",
-                                        tofile=f"b/{rel}" if new is not None else "/dev/null")
+            out += difflib.unified_diff(
+                a,
+                b,
+                fromfile=f"a/{rel}" if old is not None else "/dev/null",
+                tofile=f"b/{rel}" if new is not None else "/dev/null",
+            )
         for rel, target in sorted(self.symlinks.items()):
             out.append(f"symlink {rel} -> {target}\n")
         return "".join(line if line.endswith("\n") else line + "\n" for line in out)
@@ -45,17 +49,27 @@ class Change:
 def _git_visible(root: Path) -> tuple[list[str], list[str]] | None:
     """(files git tracks or would track, top-level ignored folders) or None outside a git repository."""
     try:
-        listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=root,
-                                capture_output=True, timeout=60)
-        ignored = subprocess.run(["git", "ls-files", "-oi", "--exclude-standard", "--directory", "-z"], cwd=root,
-                                 capture_output=True, timeout=60)
+        listed = subprocess.run(
+            ["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=root, capture_output=True, timeout=60
+        )
+        ignored = subprocess.run(
+            ["git", "ls-files", "-oi", "--exclude-standard", "--directory", "-z"],
+            cwd=root,
+            capture_output=True,
+            timeout=60,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     if listed.returncode != 0:
         return None
     files = [f for f in listed.stdout.decode().split("\0") if f]
-    folders = sorted({f.rstrip("/").split("/")[0] for f in ignored.stdout.decode().split("\0")
-                      if f.endswith("/") and "/" not in f.rstrip("/")})
+    folders = sorted(
+        {
+            f.rstrip("/").split("/")[0]
+            for f in ignored.stdout.decode().split("\0")
+            if f.endswith("/") and "/" not in f.rstrip("/")
+        }
+    )
     return files, [d for d in folders if d not in PRIVATE]
 
 
@@ -147,8 +161,16 @@ def _worktree(project: Path, home: Path) -> Path | None:
         wt = home / "wt"
         if _git(top_dir, "worktree", "add", "--detach", "--quiet", str(wt), "HEAD").returncode != 0:
             return None
-        status = _git(top_dir, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames",
-                      "--", str(project.resolve().relative_to(top_dir.resolve())))
+        status = _git(
+            top_dir,
+            "status",
+            "--porcelain=v1",
+            "-z",
+            "--untracked-files=all",
+            "--no-renames",
+            "--",
+            str(project.resolve().relative_to(top_dir.resolve())),
+        )
     except (OSError, subprocess.TimeoutExpired, ValueError):
         return None
     for entry in status.stdout.decode().split("\0"):

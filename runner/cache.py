@@ -12,8 +12,16 @@ from .keys import read_encoded, write_marshal
 class StepRecord:
     """What a finished step produced, stored under its key."""
 
-    def __init__(self, intent: str, key: str, outputs: dict[str, str | None], ingredients: dict | None = None,
-                 created: float = 0.0, duration: float = 0.0, run_id: str = ""):
+    def __init__(
+        self,
+        intent: str,
+        key: str,
+        outputs: dict[str, str | None],
+        ingredients: dict | None = None,
+        created: float = 0.0,
+        duration: float = 0.0,
+        run_id: str = "",
+    ):
         self.intent = intent
         self.key = key
         self.outputs = outputs

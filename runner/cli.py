@@ -29,9 +29,16 @@ def _remember_directory(ctx, param, value: Path) -> Path:
 
 
 def _common(fn):
-    fn = click.option("-C", "--directory", "directory", type=click.Path(file_okay=False, path_type=Path),
-                      default=Path("."), show_default=False, callback=_remember_directory,
-                      help="Run as if started in DIR (like make -C).")(fn)
+    fn = click.option(
+        "-C",
+        "--directory",
+        "directory",
+        type=click.Path(file_okay=False, path_type=Path),
+        default=Path("."),
+        show_default=False,
+        callback=_remember_directory,
+        help="Run as if started in DIR (like make -C).",
+    )(fn)
     fn = click.option("--json", "as_json", is_flag=True, help="Machine-readable output on stdout.")(fn)
     return fn
 
@@ -47,6 +54,7 @@ def cli() -> None:
 
 
 # ---- validate / graph ------------------------------------------------------------------------
+
 
 @cli.command()
 @_common
@@ -83,6 +91,7 @@ def graph(target: str | None, fmt: str, directory: Path, as_json: bool) -> None:
 
 # ---- status / explain / make -n -------------------------------------------------------------
 
+
 def _status_output(target, decisions, as_json: bool) -> None:
     if as_json:
         _print_json({"target": target, "steps": [d.to_json() for d in decisions]})
@@ -91,8 +100,9 @@ def _status_output(target, decisions, as_json: bool) -> None:
     width = max((len(d.intent) for d in decisions), default=0)
     for d in decisions:
         click.echo(f"{d.action:<4}  {d.intent:<{width}}  {'; '.join(d.reasons)}")
-    click.echo(f"{len(runs)} to run, {len(decisions) - len(runs)} up to date"
-               + (f" (target {target})" if target else ""))
+    click.echo(
+        f"{len(runs)} to run, {len(decisions) - len(runs)} up to date" + (f" (target {target})" if target else "")
+    )
 
 
 @cli.command()
@@ -130,18 +140,32 @@ def explain(intent: str, directory: Path, as_json: bool) -> None:
 @click.option("-k", "--keep-going", is_flag=True, help="Go on with independent steps after a failure.")
 @click.option("-B", "--always-make", "force", is_flag=True, help="Run every selected step, cached or not.")
 @click.option("-n", "--dry-run", is_flag=True, help="Print what would run and why; run nothing.")
-@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None,
-              help="Seconds per step for steps without their own timeout.")
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="Seconds per step for steps without their own timeout.",
+)
 @click.option("--no-wait", is_flag=True, help="Fail (exit 3) instead of waiting when another runner holds the lock.")
 @click.option("-v", "--verbose", is_flag=True, help="Also list cached steps and why each step runs.")
 @click.option("--record", is_flag=True, help="Write every worker exchange to replays/ (redacted).")
-@click.option("--worker", type=click.Choice(["codex", "openai", "replay"]), default=None,
-              help="Use this worker for agent steps in this run instead of [worker] kind.")
-@click.option("--halt-on", "halt_on", default="", metavar="BOUNDARIES",
-              help="Comma list of write_files,run_shell: ask before crossing them this run.")
+@click.option(
+    "--worker",
+    type=click.Choice(["codex", "openai", "replay"]),
+    default=None,
+    help="Use this worker for agent steps in this run instead of [worker] kind.",
+)
+@click.option(
+    "--halt-on",
+    "halt_on",
+    default="",
+    metavar="BOUNDARIES",
+    help="Comma list of write_files,run_shell: ask before crossing them this run.",
+)
 @_common
-def make(target, jobs, keep_going, force, dry_run, timeout, no_wait, verbose, record, worker, halt_on, directory,
-         as_json) -> None:
+def make(
+    target, jobs, keep_going, force, dry_run, timeout, no_wait, verbose, record, worker, halt_on, directory, as_json
+) -> None:
     """Bring TARGET (default: [project] default, else everything) up to date."""
     from .make_command import run
     from .pipeline import load_project, plan
@@ -154,11 +178,24 @@ def make(target, jobs, keep_going, force, dry_run, timeout, no_wait, verbose, re
     boundaries = frozenset(b.strip() for b in halt_on.split(",") if b.strip())
     unknown = boundaries - {"write_files", "run_shell", "network"}
     if unknown:
-        raise UsageError(f"error: --halt-on: unknown boundary '{sorted(unknown)[0]}'; "
-                         "use write_files, run_shell or network")
-    code = run(directory, target, jobs=jobs, keep_going=keep_going, force=force, timeout=timeout, no_wait=no_wait,
-               verbose=verbose, record=record, worker=worker, halt_on=boundaries, as_json=as_json,
-               ask=_ask if at_terminal() and not as_json else None)
+        raise UsageError(
+            f"error: --halt-on: unknown boundary '{sorted(unknown)[0]}'; use write_files, run_shell or network"
+        )
+    code = run(
+        directory,
+        target,
+        jobs=jobs,
+        keep_going=keep_going,
+        force=force,
+        timeout=timeout,
+        no_wait=no_wait,
+        verbose=verbose,
+        record=record,
+        worker=worker,
+        halt_on=boundaries,
+        as_json=as_json,
+        ask=_ask if at_terminal() and not as_json else None,
+    )
     if code != EXIT_OK:
         sys.exit(code)
 
@@ -211,8 +248,10 @@ def approve(intents, reject: bool, directory: Path, as_json: bool) -> None:
         if name in pending:
             continue
         if name not in agents:
-            raise UsageError(f"error: '{name}' is not an agent step{did_you_mean(name, agents)}; "
-                             f"changes waiting: {', '.join(sorted(pending)) or 'none'}")
+            raise UsageError(
+                f"error: '{name}' is not an agent step{did_you_mean(name, agents)}; "
+                f"changes waiting: {', '.join(sorted(pending)) or 'none'}"
+            )
         grant(layout.state_dir, name)  # nothing computed yet: allow its next run to call the model
         granted.append({"intent": name, "action": "allowed", "files": []})
     intents = tuple(n for n in intents if n in pending)
@@ -246,6 +285,7 @@ def approve(intents, reject: bool, directory: Path, as_json: bool) -> None:
 
 # ---- cache / log -----------------------------------------------------------------------------
 
+
 @cli.group()
 def cache() -> None:
     """Inspect or trim the step cache."""
@@ -264,8 +304,10 @@ def cache_stats(directory: Path, as_json: bool) -> None:
     if as_json:
         _print_json(stats)
     else:
-        click.echo(f"{stats['records']} step records, {stats['blobs']} output blobs, "
-                   f"{stats['bytes_on_disk']} bytes in {stats['directory']}")
+        click.echo(
+            f"{stats['records']} step records, {stats['blobs']} output blobs, "
+            f"{stats['bytes_on_disk']} bytes in {stats['directory']}"
+        )
 
 
 @cache.command("gc")
@@ -323,8 +365,9 @@ def log(run_id: str | None, list_runs_flag: bool, directory: Path, as_json: bool
             _print_json({"runs": summaries})
         else:
             for s in summaries:
-                click.echo(f"{s['run_id']}  {s['status']:<11}  ran {s['ran']}, cached {s['cached']}, "
-                           f"failed {s['failed']}")
+                click.echo(
+                    f"{s['run_id']}  {s['status']:<11}  ran {s['ran']}, cached {s['cached']}, failed {s['failed']}"
+                )
         return
     if not runs:
         raise UsageError("error: no runs recorded yet in .runner/runs: run `runner make` first")
@@ -343,6 +386,7 @@ def log(run_id: str | None, list_runs_flag: bool, directory: Path, as_json: bool
 
 
 # ---- toolchains: adapters, init, parse -----------------------------------------------------
+
 
 @cli.command()
 @_common
@@ -384,8 +428,14 @@ def parse(log_file: str, adapter_name, command_name, families, variants, directo
     from .adapters_cmd import parse_report
     from .workspace import find_root
 
-    text, obj = parse_report(find_root(directory), adapter=adapter_name, command=command_name,
-                             families=tuple(families), variants=tuple(variants) or None, source=log_file)
+    text, obj = parse_report(
+        find_root(directory),
+        adapter=adapter_name,
+        command=command_name,
+        families=tuple(families),
+        variants=tuple(variants) or None,
+        source=log_file,
+    )
     if as_json:
         _print_json(obj)
     else:
@@ -393,6 +443,7 @@ def parse(log_file: str, adapter_name, command_name, families, variants, directo
 
 
 # ---- the error boundary ----------------------------------------------------------------------
+
 
 def main(argv: list[str] | None = None) -> None:
     try:

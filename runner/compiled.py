@@ -56,7 +56,7 @@ class PackedTable(Mapping):
             return self._values[key]
         except KeyError:
             i = self._position(key)
-        value = self._values[key] = self._decode(self._blob[self._ends[i - 1] if i else 0:self._ends[i]])
+        value = self._values[key] = self._decode(self._blob[self._ends[i - 1] if i else 0 : self._ends[i]])
         return value
 
     def __contains__(self, key) -> bool:
@@ -106,11 +106,23 @@ class Compiled:
     """The spec with what every run needs worked out once: the order, and per step its dependencies and
     dependants, declared files and static digests."""
 
-    def __init__(self, spec: Spec, order: list[str], sources: list[str], *, deps: Mapping[str, tuple[str, ...]],
-                 dependants: Mapping[str, tuple[str, ...]], declared: Mapping[str, tuple[str, ...]],
-                 static: Mapping[str, str], static_replay: Mapping[str, str], parts: Mapping[str, dict[str, str]],
-                 declared_by: Mapping[str, tuple[str, ...]], agents: frozenset[str], unprovable: frozenset[str],
-                 token: str):
+    def __init__(
+        self,
+        spec: Spec,
+        order: list[str],
+        sources: list[str],
+        *,
+        deps: Mapping[str, tuple[str, ...]],
+        dependants: Mapping[str, tuple[str, ...]],
+        declared: Mapping[str, tuple[str, ...]],
+        static: Mapping[str, str],
+        static_replay: Mapping[str, str],
+        parts: Mapping[str, dict[str, str]],
+        declared_by: Mapping[str, tuple[str, ...]],
+        agents: frozenset[str],
+        unprovable: frozenset[str],
+        token: str,
+    ):
         self.spec = spec
         self.order = order  # every intent, topologically sorted (deterministic)
         self.sources = sources  # files and folders the spec depends on
@@ -133,8 +145,18 @@ class Compiled:
         records = {name: (tuple(intents[name]), *(column[name] for column in columns)) for name in self.order}
         keys, records_blob, records_ends = PackedTable.pack(records)
         paths, paths_blob, paths_ends = PackedTable.pack(self.declared_by)
-        header = (self.spec._replace(intents={}), self.sources, self.agents, self.unprovable, self.token,
-                  keys, records_ends, len(records_blob), paths, paths_ends)
+        header = (
+            self.spec._replace(intents={}),
+            self.sources,
+            self.agents,
+            self.unprovable,
+            self.token,
+            keys,
+            records_ends,
+            len(records_blob),
+            paths,
+            paths_ends,
+        )
         return header, [records_blob, paths_blob]
 
     @classmethod
@@ -146,8 +168,16 @@ class Compiled:
             raise ValueError("the compiled spec's records are cut short")  # load_compiled makes it again
         steps = PackedTable(order, blobs[:split], records_ends, _step_record)
         columns = {name: _Column(steps, index) for index, name in enumerate(_COLUMNS, start=1)}
-        return cls(spec._replace(intents=_Column(steps, 0)), order, sources, agents=agents, unprovable=unprovable,
-                   token=token, declared_by=PackedTable(paths, blobs[split:], paths_ends), **columns)
+        return cls(
+            spec._replace(intents=_Column(steps, 0)),
+            order,
+            sources,
+            agents=agents,
+            unprovable=unprovable,
+            token=token,
+            declared_by=PackedTable(paths, blobs[split:], paths_ends),
+            **columns,
+        )
 
 
 def _watched(root: Path, sources) -> list[str]:
@@ -238,8 +268,9 @@ def compile_spec(spec: Spec) -> tuple[Compiled, list[str]]:
         parts[name] = p
         static[name] = digest_value(p)
         # the same digest without the worker part: only agent steps have one to leave out
-        static_replay[name] = digest_value({k: v for k, v in p.items() if k != "worker"}) if "worker" in p \
-            else static[name]
+        static_replay[name] = (
+            digest_value({k: v for k, v in p.items() if k != "worker"}) if "worker" in p else static[name]
+        )
         sources += extra
     intents = spec.intents
     deps = {name: intents[name].deps for name in order}
@@ -253,14 +284,27 @@ def compile_spec(spec: Spec) -> tuple[Compiled, list[str]]:
         for path in declared[name]:
             declared_by.setdefault(path, []).append(name)
     agents = frozenset(name for name in order if intents[name].kind == STEP_AGENT)
-    unprovable = frozenset(name for name in order if runs_always(intents[name])
-                           or any(not GLOB_CHARS.isdisjoint(path) for path in declared[name]))
+    unprovable = frozenset(
+        name
+        for name in order
+        if runs_always(intents[name]) or any(not GLOB_CHARS.isdisjoint(path) for path in declared[name])
+    )
     watched = _watched(Path(spec.root), sources)
-    return Compiled(spec, order, watched, deps=deps, static=static, parts=parts, static_replay=static_replay,
-                    declared=declared, agents=agents, unprovable=unprovable,
-                    dependants={name: tuple(names) for name, names in dependants.items()},
-                    declared_by={path: tuple(names) for path, names in declared_by.items()},
-                    token=os.urandom(8).hex()), sources
+    return Compiled(
+        spec,
+        order,
+        watched,
+        deps=deps,
+        static=static,
+        parts=parts,
+        static_replay=static_replay,
+        declared=declared,
+        agents=agents,
+        unprovable=unprovable,
+        dependants={name: tuple(names) for name, names in dependants.items()},
+        declared_by={path: tuple(names) for path, names in declared_by.items()},
+        token=os.urandom(8).hex(),
+    ), sources
 
 
 def load_compiled(root: Path, use_cache: bool = True) -> Compiled:
@@ -269,8 +313,9 @@ def load_compiled(root: Path, use_cache: bool = True) -> Compiled:
         try:
             with open(layout.spec_cache, "rb") as f:
                 fingerprint = pickle.load(f)  # first and alone: a stale spec is not unpickled at all
-                if fingerprint[:2] == (_FORMAT, __version__) and \
-                        fingerprint == _fingerprint(root, fingerprint_sources(fingerprint)):
+                if fingerprint[:2] == (_FORMAT, __version__) and fingerprint == _fingerprint(
+                    root, fingerprint_sources(fingerprint)
+                ):
                     header = pickle.load(f)
                     start = f.tell()
                     mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)

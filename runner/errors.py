@@ -32,8 +32,7 @@ class Problem(NamedTuple):
         return f"{where}: {self.message}"
 
     def to_json(self) -> dict:
-        return {"file": self.file, "line": self.line, "column": self.column, "path": self.path,
-                "message": self.message}
+        return {"file": self.file, "line": self.line, "column": self.column, "path": self.path, "message": self.message}
 
 
 class RunnerError(Exception):

@@ -31,8 +31,17 @@ _EXITED, _PRINTED = "exited", "printed"  # what a shell step's file descriptor i
 class RunOptions:
     """How `runner make` was asked to run."""
 
-    def __init__(self, jobs: int = 1, keep_going: bool = False, force: bool = False, timeout: float | None = None,
-                 record: bool = False, halt_on: frozenset = frozenset(), ask=None, worker: str | None = None):
+    def __init__(
+        self,
+        jobs: int = 1,
+        keep_going: bool = False,
+        force: bool = False,
+        timeout: float | None = None,
+        record: bool = False,
+        halt_on: frozenset = frozenset(),
+        ask=None,
+        worker: str | None = None,
+    ):
         self.jobs = jobs
         self.keep_going = keep_going
         self.force = force
@@ -72,8 +81,15 @@ class _Active:
 
 
 class Executor:
-    def __init__(self, planner: Planner, layout: Layout, record: RunRecord, emit, options: RunOptions,
-                 doubtful: set[str] | None = None):
+    def __init__(
+        self,
+        planner: Planner,
+        layout: Layout,
+        record: RunRecord,
+        emit,
+        options: RunOptions,
+        doubtful: set[str] | None = None,
+    ):
         self.planner = planner
         # the steps to decide (pipeline._doubtful_steps); the others are known to be up to date. None: all
         self.doubtful = doubtful
@@ -118,8 +134,9 @@ class Executor:
         started = time.monotonic()
         all_deps = self.planner.compiled.deps
         self.produced: dict[str, str] = {}  # intent -> digest of its outputs
-        self.emit({"event": "run_started", "run_id": self.record.run_id, "steps": len(order),
-                   "jobs": self.options.jobs})
+        self.emit(
+            {"event": "run_started", "run_id": self.record.run_id, "steps": len(order), "jobs": self.options.jobs}
+        )
         doubtful = self.doubtful
         if doubtful is None:
             todo, selected = order, set(order)
@@ -208,8 +225,9 @@ class Executor:
                 status = FAILED if held.startswith("you declined") else BLOCKED
                 summary.counts[status] += 1
                 (summary.failed if status == FAILED else summary.blocked).append(name)
-                self.emit({"event": "step_finished", "intent": name, "status": status, "error": held,
-                           "reasons": [held]})
+                self.emit(
+                    {"event": "step_finished", "intent": name, "status": status, "error": held, "reasons": [held]}
+                )
                 continue
             if decision.action != RUN:
                 summary.counts[self._finish_skip(name, decision)] += 1
@@ -230,12 +248,11 @@ class Executor:
         so nothing can change the decision in between."""
         if len(self.active) < self.options.jobs or self.stop:
             return
-        for _position, name in self.ready[:self.options.jobs]:
+        for _position, name in self.ready[: self.options.jobs]:
             intent = self.spec.intents[name]
             if name not in self._decided and intent.kind != STEP_AGENT:
                 decision = self._decided[name] = self.planner.decide(name, self.produced)
-                if decision.action == RUN and intent.kind != STEP_AGGREGATE \
-                        and self.created_ahead is not None:
+                if decision.action == RUN and intent.kind != STEP_AGGREGATE and self.created_ahead is not None:
                     shell.create_ahead(self.spec, intent, self.environ, self.created_ahead)
 
     def _start(self, active: _Active, selector, wake_w: int) -> StepOutcome | None:
@@ -371,20 +388,28 @@ class Executor:
             for name, decision, _outcome, outputs, datas, duration, _journal in batch:
                 for digest, data in datas.items():
                     self.planner.cache.put_blob(digest, data)
-                self.planner.cache.put_record(StepRecord(
-                    intent=name, key=decision.key, outputs=outputs, created=time.time(),
-                    ingredients=self.planner.ingredients(name, decision), duration=duration,
-                    run_id=self.record.run_id))
+                self.planner.cache.put_record(
+                    StepRecord(
+                        intent=name,
+                        key=decision.key,
+                        outputs=outputs,
+                        created=time.time(),
+                        ingredients=self.planner.ingredients(name, decision),
+                        duration=duration,
+                        run_id=self.record.run_id,
+                    )
+                )
         # committed: only now may the steps be reported as ran (an interrupt before this point leaves
         # them on the list, and the final store of the run tries again)
         for name, decision, outcome, outputs, _datas, duration, journal in batch:
-            self.planner.state.set(name, decision.key, outputs,
-                                   {p: d for p, d in decision.inputs.items() if p in outputs})
+            self.planner.state.set(
+                name, decision.key, outputs, {p: d for p, d in decision.inputs.items() if p in outputs}
+            )
             if journal:
                 self.inflight.end(journal)
             self._report_run(name, decision, outcome, duration, outputs)
             self._deferred_names.discard(name)
-        del self._deferred[:len(batch)]
+        del self._deferred[: len(batch)]
         self._deferred_since = time.monotonic()
 
     # ---- one step -------------------------------------------------------------------------------
@@ -394,12 +419,20 @@ class Executor:
         def on_process(pid: int) -> None:
             self.journals[name] = self.inflight.start(name, pid, list(intent.outputs))
 
-        return StepContext(spec=self.spec, intent=intent, log_path=self.record.log_path(name),
-                           timeout=intent.timeout or self.options.timeout, cancelled=self.cancelled,
-                           on_process=on_process, environ=self.environ, created_ahead=self.created_ahead)
+        return StepContext(
+            spec=self.spec,
+            intent=intent,
+            log_path=self.record.log_path(name),
+            timeout=intent.timeout or self.options.timeout,
+            cancelled=self.cancelled,
+            on_process=on_process,
+            environ=self.environ,
+            created_ahead=self.created_ahead,
+        )
 
-    def _report_run(self, name: str, decision: Decision, outcome: StepOutcome, duration: float,
-                    outputs: dict) -> tuple[str, dict]:
+    def _report_run(
+        self, name: str, decision: Decision, outcome: StepOutcome, duration: float, outputs: dict
+    ) -> tuple[str, dict]:
         event = {"event": "step_finished", "intent": name, "duration": round(duration, 3)}
         if outcome.log:
             event["log"] = outcome.log
@@ -417,9 +450,17 @@ class Executor:
         if outcome.blocked:
             self.emit({**event, "status": BLOCKED, "error": outcome.blocked, "reasons": [outcome.blocked]})
             return BLOCKED, {}
-        self.emit({**event, "status": FAILED, "exit_code": outcome.exit_code, "error": outcome.error,
-                   "timed_out": outcome.timed_out, "interrupted": outcome.interrupted,
-                   "log_tail": tail(outcome.log) if outcome.log else None})
+        self.emit(
+            {
+                **event,
+                "status": FAILED,
+                "exit_code": outcome.exit_code,
+                "error": outcome.error,
+                "timed_out": outcome.timed_out,
+                "interrupted": outcome.interrupted,
+                "log_tail": tail(outcome.log) if outcome.log else None,
+            }
+        )
         return FAILED, {}
 
     def _hash_outputs(self, name: str) -> tuple[dict[str, str], dict[str, bytes], str | None]:

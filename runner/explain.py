@@ -25,8 +25,12 @@ def explain_intent(project, name: str) -> dict:
         planner.cache.close()
     intent = project.spec.intents[name]
     report = {
-        "intent": name, "kind": intent.kind, "description": intent.description, "action": decision.action,
-        "reasons": decision.reasons, "key": _short(decision.key) if decision.key != "aggregate" else None,
+        "intent": name,
+        "kind": intent.kind,
+        "description": intent.description,
+        "action": decision.action,
+        "reasons": decision.reasons,
+        "key": _short(decision.key) if decision.key != "aggregate" else None,
         "deps": list(intent.deps),
         "ingredients": {
             "static": {k: _short(v) for k, v in project.compiled.parts[name].items()},
@@ -40,9 +44,12 @@ def explain_intent(project, name: str) -> dict:
     if intent.goal:
         report["goal"] = intent.goal
     if record:
-        report["last_run"] = {"run_id": record.run_id, "key": _short(record.key),
-                              "duration": round(record.duration, 3),
-                              "outputs": {p: _short(d) for p, d in record.outputs.items()}}
+        report["last_run"] = {
+            "run_id": record.run_id,
+            "key": _short(record.key),
+            "duration": round(record.duration, 3),
+            "outputs": {p: _short(d) for p, d in record.outputs.items()},
+        }
     return report
 
 
@@ -77,8 +84,10 @@ def render_explanation(r: dict) -> str:
 
 def run_summary(run_id: str, events: list[dict]) -> dict:
     finished = next((e for e in reversed(events) if e.get("event") == "run_finished"), None)
-    counts = {k: (finished or {}).get(k, sum(1 for e in events if e.get("status") == k))
-              for k in ("ran", "cached", "restored", "failed", "skipped")}
+    counts = {
+        k: (finished or {}).get(k, sum(1 for e in events if e.get("status") == k))
+        for k in ("ran", "cached", "restored", "failed", "skipped")
+    }
     return {"run_id": run_id, "status": finished.get("status") if finished else "incomplete", **counts}
 
 
@@ -96,9 +105,8 @@ def render_run(run_id: str, events: list[dict]) -> str:
             line += f": {'; '.join(e['reasons'])}"
         lines.append(line)
     s = run_summary(run_id, events)
-    lines.append(f"{s['status']}: ran {s['ran']}, cached {s['cached']}, restored {s['restored']}, "
-                 f"failed {s['failed']}, skipped {s['skipped']}")
+    lines.append(
+        f"{s['status']}: ran {s['ran']}, cached {s['cached']}, restored {s['restored']}, "
+        f"failed {s['failed']}, skipped {s['skipped']}"
+    )
     return "\n".join(lines)
-
-
-

@@ -40,8 +40,13 @@ def build_graph(spec: Spec):
             start = shown.index(min(shown))
             shown = shown[start:] + shown[:start]
             text = " -> ".join(shown + [shown[0]])
-            problems.append(Problem(file=SPEC_FILE, path=f"intent.{shown[0]}.deps",
-                                    message=f"dependency cycle: {text} (each depends on the next)"))
+            problems.append(
+                Problem(
+                    file=SPEC_FILE,
+                    path=f"intent.{shown[0]}.deps",
+                    message=f"dependency cycle: {text} (each depends on the next)",
+                )
+            )
         raise SpecError(problems=problems)
     return g
 
@@ -92,8 +97,9 @@ def resolve_target(spec: Spec, target: str | None) -> str | None:
     if target not in spec.intents:
         from .load import did_you_mean
 
-        raise UsageError(f"error: unknown target '{target}'{did_you_mean(target, spec.intents)}; "
-                         f"`runner graph` lists the intents")
+        raise UsageError(
+            f"error: unknown target '{target}'{did_you_mean(target, spec.intents)}; `runner graph` lists the intents"
+        )
     return target
 
 
@@ -110,6 +116,7 @@ def selected_order(order: list[str], deps: dict[str, tuple[str, ...]], target: s
 
 
 # ---- renderings ------------------------------------------------------------------------------
+
 
 def edges_of(spec: Spec, names: list[str]) -> list[list[str]]:
     keep = set(names)

@@ -32,22 +32,37 @@ def _inputs(root: Path, adapter: Adapter) -> list[str]:
 
 def _step(name: str, adapter: Adapter, command: str, d: Detection, inputs: list[str]) -> list[str]:
     cmd = adapter.command(command, d.variants)
-    return [f"[intent.{name}]",
-            f"description = {_q(f'{command} with the {adapter.name} adapter: {cmd.run}')}",
-            f"adapter = {_q(adapter.name)}",
-            f"run = {_q(command)}",
-            f"inputs = {_list(inputs)}", ""]
+    return [
+        f"[intent.{name}]",
+        f"description = {_q(f'{command} with the {adapter.name} adapter: {cmd.run}')}",
+        f"adapter = {_q(adapter.name)}",
+        f"run = {_q(command)}",
+        f"inputs = {_list(inputs)}",
+        "",
+    ]
 
 
-def render(root: Path, found: list[Detection], adapters: dict[str, Adapter], agent: bool = True,
-           agent_note: str = "") -> tuple[str, list[str]]:
+def render(
+    root: Path, found: list[Detection], adapters: dict[str, Adapter], agent: bool = True, agent_note: str = ""
+) -> tuple[str, list[str]]:
     """The intents.toml text and the names of the (uncommented) intents in it."""
     root = Path(root)
-    head = ["# Written by `runner init`. Edit freely: `runner validate` checks it, `runner make` runs the default.",
-            "# Detected: " + ("; ".join(f"{d.adapter} (confidence {d.confidence:.2f}"
-                                        + (f", variant {d.variant}" if d.variant else "") + ")" for d in found)
-                              or "no toolchain"),
-            "", "[project]", f"name = {_q(root.resolve().name or 'project')}", 'default = "check"', ""]
+    head = [
+        "# Written by `runner init`. Edit freely: `runner validate` checks it, `runner make` runs the default.",
+        "# Detected: "
+        + (
+            "; ".join(
+                f"{d.adapter} (confidence {d.confidence:.2f}" + (f", variant {d.variant}" if d.variant else "") + ")"
+                for d in found
+            )
+            or "no toolchain"
+        ),
+        "",
+        "[project]",
+        f"name = {_q(root.resolve().name or 'project')}",
+        'default = "check"',
+        "",
+    ]
     body: list[str] = []
     names: list[str] = []
     checks: dict[str, list[str]] = {"lint": [], "test": []}
@@ -69,8 +84,12 @@ def render(root: Path, found: list[Detection], adapters: dict[str, Adapter], age
             body += [f"[intent.{command}]", f"deps = {_list(parts)}", ""]
             names.append(command)
     if not usable:
-        body += ["# No toolchain was detected (see `runner adapters`): replace this with the project's checks.",
-                 "[intent.check]", 'run = "echo \'runner init found no toolchain: edit intents.toml\'"', ""]
+        body += [
+            "# No toolchain was detected (see `runner adapters`): replace this with the project's checks.",
+            "[intent.check]",
+            "run = \"echo 'runner init found no toolchain: edit intents.toml'\"",
+            "",
+        ]
         names.append("check")
     else:
         parts = [n for n in ("lint", "test") if n in names]
@@ -88,16 +107,19 @@ def render(root: Path, found: list[Detection], adapters: dict[str, Adapter], age
 
 
 def _agent_example(root: Path, adapter: Adapter, d: Detection) -> list[str]:
-    return ["# An agent step: Codex writes tests in an isolated copy of the project; the adapter's test command",
-            "# verifies them before anything is applied. Not part of `check`: run it with `runner make write-tests`.",
-            f"[intent.{EXAMPLE_INTENT}]",
-            'goal = "Write tests for the least-tested module of this project, covering edge cases and malformed input"',
-            'acceptance = ["all tests pass", "no existing test is changed"]',
-            f"prompt = {_q(EXAMPLE_PROMPT)}",
-            f"adapter = {_q(adapter.name)}",
-            f"inputs = {_list(_inputs(root, adapter))}",
-            'verify = ["test"]',
-            'deps = ["test"]' if adapter.command("test", d.variants) else "", ""]
+    return [
+        "# An agent step: Codex writes tests in an isolated copy of the project; the adapter's test command",
+        "# verifies them before anything is applied. Not part of `check`: run it with `runner make write-tests`.",
+        f"[intent.{EXAMPLE_INTENT}]",
+        'goal = "Write tests for the least-tested module of this project, covering edge cases and malformed input"',
+        'acceptance = ["all tests pass", "no existing test is changed"]',
+        f"prompt = {_q(EXAMPLE_PROMPT)}",
+        f"adapter = {_q(adapter.name)}",
+        f"inputs = {_list(_inputs(root, adapter))}",
+        'verify = ["test"]',
+        'deps = ["test"]' if adapter.command("test", d.variants) else "",
+        "",
+    ]
 
 
 def _validate_text(root: Path, text: str) -> SpecError | None:
@@ -123,8 +145,10 @@ def init_project(root: Path, dry_run: bool = False) -> tuple[str, dict]:
     root = Path(root)
     target = root / SPEC_FILE
     if target.exists():
-        raise UsageError(f"{target} already exists; runner init never overwrites it. Edit it, or move it away "
-                         "and run `runner init` again (`runner init --dry-run` prints what it would write).")
+        raise UsageError(
+            f"{target} already exists; runner init never overwrites it. Edit it, or move it away "
+            "and run `runner init` again (`runner init --dry-run` prints what it would write)."
+        )
     adapters = load_project_adapters(root)
     found = detect(root, adapters)
     text, names = render(root, found, adapters)
@@ -151,7 +175,13 @@ def init_project(root: Path, dry_run: bool = False) -> tuple[str, dict]:
         lines.append(f"the example agent intent '{EXAMPLE_INTENT}' is {note}")
     if dry_run:
         lines += ["", text.rstrip("\n")]
-    obj = {"path": str(target), "written": not dry_run, "detected": [d.to_json() for d in found],
-           "intents": names, "agent_example": EXAMPLE_INTENT in names, "note": note or None, "content": text}
+    obj = {
+        "path": str(target),
+        "written": not dry_run,
+        "detected": [d.to_json() for d in found],
+        "intents": names,
+        "agent_example": EXAMPLE_INTENT in names,
+        "note": note or None,
+        "content": text,
+    }
     return "\n".join(lines), obj
-

@@ -72,8 +72,13 @@ class StatCache:
                 self.dirty = True
             return None
         entry = self.entry(rel)
-        if (entry is not None and entry[0] == st.st_size and entry[1] == st.st_mtime_ns and entry[2] == st.st_ino
-                and (st.st_mtime_ns + RACY_NS < entry[3] or rel in self.fresh)):
+        if (
+            entry is not None
+            and entry[0] == st.st_size
+            and entry[1] == st.st_mtime_ns
+            and entry[2] == st.st_ino
+            and (st.st_mtime_ns + RACY_NS < entry[3] or rel in self.fresh)
+        ):
             return entry[4]
         if not os.path.isfile(full):
             return None
@@ -143,6 +148,7 @@ def input_digests(stat: StatCache, root: str, patterns: tuple[str, ...]) -> dict
 
 # The two functions below run once per step on every command, so they hash a joined string rather
 # than canonical JSON (10x cheaper). Paths and intent names never contain NUL, so the join is unambiguous.
+
 
 def outputs_digest(outputs: dict[str, str | None]) -> str:
     """One digest standing for all of a step's outputs: what its dependants' keys see (early cutoff)."""

@@ -33,14 +33,20 @@ _TOML_DUP = re.compile(r"^Cannot declare \((?P<parts>.*)\) twice$")
 _PATTERN_RULES = {
     "^https?://": "must start with http:// or https://",
     "^[A-Za-z_][A-Za-z0-9_]*$": "must be an environment variable name (letters, digits, '_'; not starting "
-                                "with a digit)",
+    "with a digit)",
     "^[a-z0-9][a-z0-9_-]*$": "use lowercase letters, digits, '_' and '-', starting with a letter or digit",
     "^[A-Za-z0-9][A-Za-z0-9_.-]*$": "start with a letter or digit, then use letters, digits, '_', '-', '.'",
     "^[a-z][a-z0-9_-]*$": "start with a lowercase letter, then use lowercase letters, digits, '_', '-'",
     "^[a-z_][a-z0-9_]*$": "use lowercase letters, digits and '_', not starting with a digit",
 }
-_JSON_TYPES = {"string": "a string", "array": "a list", "object": "a table", "integer": "an integer",
-               "number": "a number", "boolean": "a boolean"}
+_JSON_TYPES = {
+    "string": "a string",
+    "array": "a list",
+    "object": "a table",
+    "integer": "an integer",
+    "number": "a number",
+    "boolean": "a boolean",
+}
 
 
 def did_you_mean(name: str, candidates) -> str:
@@ -84,10 +90,15 @@ class _Reader:
         except UnicodeDecodeError as exc:
             line = raw.count(b"\n", 0, exc.start) + 1
             column = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
-            bad = " ".join(f"0x{b:02x}" for b in raw[exc.start:exc.end])
-            self.problems.append(Problem(file=shown, line=line, column=column,
-                                         message=f"not UTF-8 text: byte {bad} cannot be decoded; "
-                                                 "save the file as UTF-8"))
+            bad = " ".join(f"0x{b:02x}" for b in raw[exc.start : exc.end])
+            self.problems.append(
+                Problem(
+                    file=shown,
+                    line=line,
+                    column=column,
+                    message=f"not UTF-8 text: byte {bad} cannot be decoded; save the file as UTF-8",
+                )
+            )
             return shown, None
         locator = self.locators[shown] = Locator(text)
         try:
@@ -119,8 +130,10 @@ def schema_errors(data, schema: dict) -> list[tuple[list, str]]:
     import jsonschema
 
     validator = jsonschema.validators.validator_for(schema)(schema)
-    return [(list(e.absolute_path), e.message)
-            for e in sorted(validator.iter_errors(data), key=lambda e: [str(p) for p in e.absolute_path])]
+    return [
+        (list(e.absolute_path), e.message)
+        for e in sorted(validator.iter_errors(data), key=lambda e: [str(p) for p in e.absolute_path])
+    ]
 
 
 _FAST: dict = {}
@@ -158,7 +171,7 @@ def _generated_check(schema_name: str):
         module = importlib.import_module(f"{__package__}.schemas.{schema_name.rsplit('.', 1)[0]}_check")
     except ImportError:  # not generated for this schema, or made by a fastjsonschema this one is not
         return None
-    if module.SCHEMA_SHA256 != hashlib.sha256((SCHEMA_DIR / schema_name).read_bytes()).hexdigest():
+    if hashlib.sha256((SCHEMA_DIR / schema_name).read_bytes()).hexdigest() != module.SCHEMA_SHA256:
         return None
     return module.validate
 
@@ -168,7 +181,7 @@ def _syntax_problem(shown: str, text: str, locator: Locator) -> Problem:
     m = _TOML_POS.match(text)
     msg, line, col = (m.group("msg"), int(m.group("line")), int(m.group("col"))) if m else (text, None, None)
     if msg.endswith(" (at end of document)"):
-        msg = msg[:-len(" (at end of document)")]
+        msg = msg[: -len(" (at end of document)")]
         lines = locator.lines or [""]
         line, col = len(lines), len(lines[-1]) + 1
     source = locator.lines[line - 1] if line and line <= len(locator.lines) else ""
@@ -186,21 +199,25 @@ def _syntax_problem(shown: str, text: str, locator: Locator) -> Problem:
             for k in range(len(parts) - 1, 0, -1):
                 earlier = locator.first_line(parts[:k], before=line)
                 if earlier is not None and locator.at(earlier) == (parts[:k], False):
-                    return Problem(file=shown, path=path, line=line, column=col,
-                                   message=f"{toml_path(parts[:k])} is already a value (line {earlier}), "
-                                           "so it cannot hold keys; rename one")
+                    return Problem(
+                        file=shown,
+                        path=path,
+                        line=line,
+                        column=col,
+                        message=f"{toml_path(parts[:k])} is already a value (line {earlier}), "
+                        "so it cannot hold keys; rename one",
+                    )
         at = f" (first at line {first})" if first else ""
         if is_header:
             msg = f"[{path}] is declared twice{at}: each name may appear once; rename or merge one"
         else:
             msg = f"'{parts[-1]}' is set twice in the same table{at}; keep one"
         return Problem(file=shown, path=path, line=line, column=col, message=msg)
-    rest = source[col - 1:] if col else ""
+    rest = source[col - 1 :] if col else ""
     if msg == "Invalid value" and (not rest.strip() or rest.lstrip().startswith("#")):
         msg = "missing value after '='"
     elif msg == "Invalid value":
-        msg = ("invalid value: quote text (\"...\"); unquoted values are numbers, true/false, "
-               "[lists] or {tables}")
+        msg = 'invalid value: quote text ("..."); unquoted values are numbers, true/false, [lists] or {tables}'
     elif msg in ("Illegal character '\\n'", "Illegal character '\\r'"):
         opened = _open_quote(source)
         col = opened + 1 if opened is not None else col
@@ -209,14 +226,17 @@ def _syntax_problem(shown: str, text: str, locator: Locator) -> Problem:
         slash = source.rfind("\\", 0, max(col - 1, 0)) if source else -1
         if slash >= 0:
             col = slash + 1
-            msg = (f"invalid escape '{source[slash:slash + 2]}' in a \"...\" string: write '\\\\' for a "
-                   "backslash, or use a 'literal string' in single quotes")
+            msg = (
+                f"invalid escape '{source[slash : slash + 2]}' in a \"...\" string: write '\\\\' for a "
+                "backslash, or use a 'literal string' in single quotes"
+            )
         else:
             msg = "invalid escape in a \"...\" string: write '\\\\' for a backslash"
     else:
         msg = msg[0].lower() + msg[1:] if msg else msg
-    return Problem(file=shown, path=path if not is_header else "", line=line, column=col,
-                   message=f"TOML syntax error: {msg}")
+    return Problem(
+        file=shown, path=path if not is_header else "", line=line, column=col, message=f"TOML syntax error: {msg}"
+    )
 
 
 def _open_quote(line: str) -> int | None:
@@ -259,14 +279,31 @@ def _describe(error) -> list[tuple[list, str, object]]:
         if not known:  # a table of user-chosen names reached a non-table value
             return [(parts + [name], "expected a table", None) for name in extra]
         if not parts and error.schema.get("title") == SPEC_FILE:
-            return [([name], (f"unknown table [{name}]{did_you_mean(name, known)}; {SPEC_FILE} holds [project], "
-                              "[worker], [policy.NAME] and [intent.NAME]"), None) for name in extra]
+            return [
+                (
+                    [name],
+                    (
+                        f"unknown table [{name}]{did_you_mean(name, known)}; {SPEC_FILE} holds [project], "
+                        "[worker], [policy.NAME] and [intent.NAME]"
+                    ),
+                    None,
+                )
+                for name in extra
+            ]
         return [(parts + [name], f"unknown field '{name}'{did_you_mean(name, known)}", None) for name in extra]
     if kind == "required":
         missing = [r for r in arg if r not in inst]
         if not parts and missing == ["intent"]:
-            return [([], ("no intents: declare at least one [intent.NAME] table with 'run' (a shell line), "
-                          "'goal' (an agent step) or 'deps' (an aggregate target)"), None)]
+            return [
+                (
+                    [],
+                    (
+                        "no intents: declare at least one [intent.NAME] table with 'run' (a shell line), "
+                        "'goal' (an agent step) or 'deps' (an aggregate target)"
+                    ),
+                    None,
+                )
+            ]
         return [(parts, f"missing required field '{name}'", None) for name in missing]
     if kind == "type":
         want = arg if isinstance(arg, list) else [arg]
@@ -285,8 +322,13 @@ def _describe(error) -> list[tuple[list, str, object]]:
     if kind == "minProperties":
         return [(parts, "must not be empty", None)]
     if kind == "pattern" and error.schema_path and "propertyNames" in error.schema_path:
-        what = {"intent": "intent name", "commands": "command name", "vars": "var name",
-                "variant": "variant name", "policy": "policy name"}.get(str(parts[-1]) if parts else "", "name")
+        what = {
+            "intent": "intent name",
+            "commands": "command name",
+            "vars": "var name",
+            "variant": "variant name",
+            "policy": "policy name",
+        }.get(str(parts[-1]) if parts else "", "name")
         rule = _PATTERN_RULES.get(arg, f"must match {arg}")
         return [(parts + [inst], f"invalid {what} {_short(inst)}: {rule}", None)]
     if kind == "pattern":
@@ -296,8 +338,14 @@ def _describe(error) -> list[tuple[list, str, object]]:
 
 
 def _toml_type(value) -> str:
-    return {str: "a string", bool: "a boolean", int: "an integer", float: "a number", list: "a list",
-            dict: "a table"}.get(type(value), type(value).__name__)
+    return {
+        str: "a string",
+        bool: "a boolean",
+        int: "an integer",
+        float: "a number",
+        list: "a list",
+        dict: "a table",
+    }.get(type(value), type(value).__name__)
 
 
 def _short(value) -> str:
@@ -306,6 +354,7 @@ def _short(value) -> str:
 
 
 # ---- adapters and prompts -------------------------------------------------------------------
+
 
 def _load_adapters(reader: _Reader, dirs: list[Path]) -> tuple[dict[str, Adapter], set[str]]:
     """The adapters that loaded, and the names of those whose file has a problem (already reported)."""
@@ -357,14 +406,18 @@ def _intent(reader: _Reader, shown: str, name: str, d: dict) -> Intent:
     if has_run and has_goal:
         reader.problem(shown, where, "has both 'run' (a shell step) and 'goal' (an agent step); keep one")
     elif not has_run and not has_goal and not d.get("deps"):
-        reader.problem(shown, where, "does nothing: give it 'run' (a shell line), 'goal' (an agent step) "
-                                     "or 'deps' (an aggregate target)")
+        reader.problem(
+            shown,
+            where,
+            "does nothing: give it 'run' (a shell line), 'goal' (an agent step) or 'deps' (an aggregate target)",
+        )
     kind = STEP_AGENT if has_goal else STEP_SHELL if has_run else STEP_AGGREGATE
     if kind != STEP_AGENT:
         for field in ("prompt", "acceptance", "candidates", "verify"):
             if field in d:
-                reader.problem(shown, f"{where}.{field}",
-                               f"'{field}' only applies to agent steps (with 'goal'); remove it")
+                reader.problem(
+                    shown, f"{where}.{field}", f"'{field}' only applies to agent steps (with 'goal'); remove it"
+                )
     for field in ("inputs", "outputs"):
         for i, pattern in enumerate(d.get(field, ())):
             why = check_glob(pattern)
@@ -373,17 +426,38 @@ def _intent(reader: _Reader, shown: str, name: str, d: dict) -> Intent:
     if kind == STEP_AGGREGATE and d.get("outputs"):
         reader.problem(shown, f"{where}.outputs", "an aggregate target (no 'run' or 'goal') produces no outputs")
     return Intent(
-        name=name, kind=kind, deps=tuple(d.get("deps", ())), inputs=tuple(d.get("inputs", ())),
-        outputs=tuple(d.get("outputs", ())), description=d.get("description", ""), run=d.get("run"),
-        goal=d.get("goal"), acceptance=tuple(d.get("acceptance", ())), prompt=d.get("prompt"),
-        adapter=d.get("adapter"), verify=tuple(d.get("verify", ())), policy=d.get("policy", "default"),
-        candidates=d.get("candidates", 1), max_attempts=d.get("max_attempts", 3), timeout=d.get("timeout"),
-        env=tuple(sorted(d.get("env", {}).items())), cwd=d.get("cwd", "."))
+        name=name,
+        kind=kind,
+        deps=tuple(d.get("deps", ())),
+        inputs=tuple(d.get("inputs", ())),
+        outputs=tuple(d.get("outputs", ())),
+        description=d.get("description", ""),
+        run=d.get("run"),
+        goal=d.get("goal"),
+        acceptance=tuple(d.get("acceptance", ())),
+        prompt=d.get("prompt"),
+        adapter=d.get("adapter"),
+        verify=tuple(d.get("verify", ())),
+        policy=d.get("policy", "default"),
+        candidates=d.get("candidates", 1),
+        max_attempts=d.get("max_attempts", 3),
+        timeout=d.get("timeout"),
+        env=tuple(sorted(d.get("env", {}).items())),
+        cwd=d.get("cwd", "."),
+    )
 
 
-def _cross_check(reader: _Reader, shown: str, spec_data: dict, intents: dict[str, Intent], names: set[str],
-                 policies: set[str], adapters: dict[str, Adapter], broken_adapters: set[str],
-                 prompts: dict[str, str]) -> None:
+def _cross_check(
+    reader: _Reader,
+    shown: str,
+    spec_data: dict,
+    intents: dict[str, Intent],
+    names: set[str],
+    policies: set[str],
+    adapters: dict[str, Adapter],
+    broken_adapters: set[str],
+    prompts: dict[str, str],
+) -> None:
     owners: dict[str, str] = {}
     for name, intent in intents.items():
         where = toml_path(["intent", name])
@@ -397,39 +471,65 @@ def _cross_check(reader: _Reader, shown: str, spec_data: dict, intents: dict[str
                 reader.problem(shown, f"{where}.deps[{i}]", f"'{dep}' is listed twice; remove one", dep)
             seen.add(dep)
         if intent.policy not in policies:
-            reader.problem(shown, f"{where}.policy",
-                           f"unknown policy '{intent.policy}'{did_you_mean(intent.policy, policies)}; "
-                           f"declare [policy.{intent.policy}] or use one of: {', '.join(sorted(policies))}")
+            reader.problem(
+                shown,
+                f"{where}.policy",
+                f"unknown policy '{intent.policy}'{did_you_mean(intent.policy, policies)}; "
+                f"declare [policy.{intent.policy}] or use one of: {', '.join(sorted(policies))}",
+            )
         adapter = None
         if intent.adapter and intent.adapter != "auto" and intent.adapter not in broken_adapters:
             adapter = adapters.get(intent.adapter)
             if adapter is None:
-                known = (f"known: {', '.join(sorted(adapters))}" if adapters
-                         else f"there are none: add adapters/{intent.adapter}.toml")
-                reader.problem(shown, f"{where}.adapter", f"unknown adapter '{intent.adapter}'"
-                               f"{did_you_mean(intent.adapter, adapters)}; {known}")
+                known = (
+                    f"known: {', '.join(sorted(adapters))}"
+                    if adapters
+                    else f"there are none: add adapters/{intent.adapter}.toml"
+                )
+                reader.problem(
+                    shown,
+                    f"{where}.adapter",
+                    f"unknown adapter '{intent.adapter}'{did_you_mean(intent.adapter, adapters)}; {known}",
+                )
         if adapter:
             known = adapter.command_names(tuple(v.name for v in adapter.variants))
             for i, cmd in enumerate(intent.verify):
                 if cmd not in known:
-                    reader.problem(shown, f"{where}.verify[{i}]", f"adapter '{adapter.name}' has no command "
-                                   f"'{cmd}'{did_you_mean(cmd, known)}; it has: {', '.join(known)}", cmd)
+                    reader.problem(
+                        shown,
+                        f"{where}.verify[{i}]",
+                        f"adapter '{adapter.name}' has no command "
+                        f"'{cmd}'{did_you_mean(cmd, known)}; it has: {', '.join(known)}",
+                        cmd,
+                    )
         if intent.kind == STEP_AGENT and intent.prompt and intent.prompt not in prompts:
-            reader.problem(shown, f"{where}.prompt", f"unknown prompt '{intent.prompt}'"
-                           f"{did_you_mean(intent.prompt, prompts)}: there is no prompts/{intent.prompt}.md; "
-                           "create it or fix the name")
+            reader.problem(
+                shown,
+                f"{where}.prompt",
+                f"unknown prompt '{intent.prompt}'"
+                f"{did_you_mean(intent.prompt, prompts)}: there is no prompts/{intent.prompt}.md; "
+                "create it or fix the name",
+            )
         for i, out in enumerate(intent.outputs):
             if out in owners:
-                reader.problem(shown, f"{where}.outputs[{i}]", f"'{out}' is also an output of intent "
-                               f"'{owners[out]}': a file has one producer; remove it from one of them", out)
+                reader.problem(
+                    shown,
+                    f"{where}.outputs[{i}]",
+                    f"'{out}' is also an output of intent "
+                    f"'{owners[out]}': a file has one producer; remove it from one of them",
+                    out,
+                )
             owners.setdefault(out, name)
     for cycle in _cycles({name: intent.deps for name, intent in intents.items()}):
         first = cycle[0]
         index = intents[first].deps.index(cycle[1])
         text = " -> ".join(cycle + [first])
-        reader.problem(shown, f"{toml_path(['intent', first])}.deps[{index}]",
-                       f"dependency cycle: {text} (each depends on the next); remove one of these deps",
-                       cycle[1])
+        reader.problem(
+            shown,
+            f"{toml_path(['intent', first])}.deps[{index}]",
+            f"dependency cycle: {text} (each depends on the next); remove one of these deps",
+            cycle[1],
+        )
     project = spec_data.get("project")
     default = project.get("default") if isinstance(project, dict) else None
     if isinstance(default, str) and default and default not in names:
@@ -510,10 +610,16 @@ def _policies(d: dict, broken: set[str]) -> dict[str, Policy]:
         if name in broken or not isinstance(p, dict):
             continue
         out[name] = Policy(
-            name=name, approval=p.get("approval", "delegate"), write_files=p.get("write_files", "auto"),
-            run_shell=p.get("run_shell", "auto"), network=p.get("network", "never"),
-            scope=tuple(p.get("scope", ())), secrets=tuple(p.get("secrets", ())),
-            step_budget=Budget(**p.get("budget", {})), run_budget=Budget(**p.get("run_budget", {})))
+            name=name,
+            approval=p.get("approval", "delegate"),
+            write_files=p.get("write_files", "auto"),
+            run_shell=p.get("run_shell", "auto"),
+            network=p.get("network", "never"),
+            scope=tuple(p.get("scope", ())),
+            secrets=tuple(p.get("secrets", ())),
+            step_budget=Budget(**p.get("budget", {})),
+            run_budget=Budget(**p.get("run_budget", {})),
+        )
     return out
 
 
@@ -535,9 +641,16 @@ def load_spec(root: Path) -> Spec:
     reader = _Reader(root)
     spec_path = root / SPEC_FILE
     if not spec_path.is_file():
-        raise SpecError(problems=[Problem(file=SPEC_FILE, message=f"no {SPEC_FILE} in {root} or any folder "
-                                          "above it: create one with an [intent.NAME] table, or run from the "
-                                          "project root (`-C DIR`)")])
+        raise SpecError(
+            problems=[
+                Problem(
+                    file=SPEC_FILE,
+                    message=f"no {SPEC_FILE} in {root} or any folder "
+                    "above it: create one with an [intent.NAME] table, or run from the "
+                    "project root (`-C DIR`)",
+                )
+            ]
+        )
     shown, data = reader.read_toml(spec_path)
     adapters, broken_adapters = _load_adapters(reader, [BUILTIN_DIR / "adapters", root / "adapters"])
     prompts = _find_prompts([BUILTIN_DIR / "prompts", root / "prompts"])
@@ -547,20 +660,43 @@ def load_spec(root: Path) -> Spec:
     if not isinstance(data.get("intent"), dict):
         raise SpecError(problems=_in_file_order(reader.problems))
     # go on with whatever passed the schema, so one report holds every problem
-    broken = {section: {str(parts[1]) for parts in failed if len(parts) > 1 and parts[0] == section}
-              for section in ("intent", "policy")}
-    intents = {name: _intent(reader, shown, name, d) for name, d in data["intent"].items()
-               if name not in broken["intent"] and isinstance(d, dict)}
+    broken = {
+        section: {str(parts[1]) for parts in failed if len(parts) > 1 and parts[0] == section}
+        for section in ("intent", "policy")
+    }
+    intents = {
+        name: _intent(reader, shown, name, d)
+        for name, d in data["intent"].items()
+        if name not in broken["intent"] and isinstance(d, dict)
+    }
     declared = data.get("policy") if isinstance(data.get("policy"), dict) else {}
     policies = _policies(declared, broken["policy"])
-    _cross_check(reader, shown, data, intents, set(data["intent"]), set(policies) | set(declared), adapters,
-                 broken_adapters, prompts)
+    _cross_check(
+        reader,
+        shown,
+        data,
+        intents,
+        set(data["intent"]),
+        set(policies) | set(declared),
+        adapters,
+        broken_adapters,
+        prompts,
+    )
     if reader.problems:
         raise SpecError(problems=_in_file_order(reader.problems))
     proj = data.get("project", {})
-    project = Project(name=proj.get("name", root.name), default=proj.get("default"),
-                      description=proj.get("description", ""))
+    project = Project(
+        name=proj.get("name", root.name), default=proj.get("default"), description=proj.get("description", "")
+    )
     used_prompts = {i.prompt: prompts[i.prompt] for i in intents.values() if i.prompt}
     reader.sources.extend(used_prompts.values())
-    return Spec(root=str(root), project=project, worker=_worker(data.get("worker", {})), policies=policies,
-                adapters=adapters, intents=intents, prompts=prompts, sources=tuple(reader.sources))
+    return Spec(
+        root=str(root),
+        project=project,
+        worker=_worker(data.get("worker", {})),
+        policies=policies,
+        adapters=adapters,
+        intents=intents,
+        prompts=prompts,
+        sources=tuple(reader.sources),
+    )

@@ -10,10 +10,22 @@ from pathlib import Path
 from .errors import EXIT_BLOCKED, EXIT_INTERRUPTED, EXIT_OK, EXIT_STEP_FAILED
 
 
-def run(directory: Path, target: str | None = None, jobs: int | None = None, keep_going: bool = False,
-        force: bool = False, timeout: float | None = None, no_wait: bool = False, verbose: bool = False,
-        record: bool = False, worker: str | None = None, halt_on: frozenset = frozenset(), as_json: bool = False,
-        ask=None, on_wait=None) -> int:
+def run(
+    directory: Path,
+    target: str | None = None,
+    jobs: int | None = None,
+    keep_going: bool = False,
+    force: bool = False,
+    timeout: float | None = None,
+    no_wait: bool = False,
+    verbose: bool = False,
+    record: bool = False,
+    worker: str | None = None,
+    halt_on: frozenset = frozenset(),
+    as_json: bool = False,
+    ask=None,
+    on_wait=None,
+) -> int:
     """Bring `target` up to date; the exit code says how it went. `ask(question, detail)` asks a human."""
     from .execute import RunOptions
     from .pipeline import load_project
@@ -22,12 +34,21 @@ def run(directory: Path, target: str | None = None, jobs: int | None = None, kee
     from .workspace import is_terminal
 
     project = load_project(directory)
-    options = RunOptions(jobs=jobs or os.cpu_count() or 1, keep_going=keep_going, force=force, timeout=timeout,
-                         record=record, halt_on=halt_on, ask=ask, worker=worker)
+    options = RunOptions(
+        jobs=jobs or os.cpu_count() or 1,
+        keep_going=keep_going,
+        force=force,
+        timeout=timeout,
+        record=record,
+        halt_on=halt_on,
+        ask=ask,
+        worker=worker,
+    )
     reporter = make_reporter(as_json, verbose, terminal=is_terminal(sys.stdout) and is_terminal(sys.stderr))
     try:
-        summary = run_pipeline(project, target, options, reporter, wait_for_lock=not no_wait,
-                               on_wait=on_wait or _say_waiting)
+        summary = run_pipeline(
+            project, target, options, reporter, wait_for_lock=not no_wait, on_wait=on_wait or _say_waiting
+        )
     finally:
         reporter.close()
     if summary.interrupted:

@@ -71,8 +71,9 @@ def _slot(target: str | None) -> str:
 def cached_lines(names: list[str]) -> list[str]:
     """The `step_finished` lines of steps reported up to date. Intent names are [A-Za-z0-9_.-] (the schema
     says so), so the lines need no JSON encoder: a 10,000-step no-op or edit is mostly these."""
-    return [f'{{"event": "step_finished", "intent": "{n}", "status": "cached", "reasons": ["up to date"]}}'
-            for n in names]
+    return [
+        f'{{"event": "step_finished", "intent": "{n}", "status": "cached", "reasons": ["up to date"]}}' for n in names
+    ]
 
 
 def _load(root: str, name: str = SNAPSHOT) -> dict:
@@ -83,8 +84,9 @@ def _load(root: str, name: str = SNAPSHOT) -> dict:
         return {}
 
 
-def snapshot_paths(sources: list[str], order: list[str], declared: dict[str, tuple[str, ...]],
-                   unprovable: frozenset[str]) -> list[str] | None:
+def snapshot_paths(
+    sources: list[str], order: list[str], declared: dict[str, tuple[str, ...]], unprovable: frozenset[str]
+) -> list[str] | None:
     """The files a no-op proof of the steps `order` stats, spec files first; None when no proof can hold
     (a step runs every time, or a glob could match a new file without any stat changing)."""
     if not unprovable.isdisjoint(order):
@@ -127,21 +129,36 @@ def first_look(root: str, target: str | None, token: str, sources: list[str]) ->
     look = FirstLook((_load(root), _load(root, SNAPSHOT_PATHS)))
     entry, detail = look.snapshots[0].get(slot), look.snapshots[1].get(slot)
     checked_paths, checked = _checked.pop(root, (None, None))
-    if entry is None or detail is None or len(entry) != 5 or entry[4] != token or detail[0] != entry[1] \
-            or detail[1] != len(sources) or entry[0][:len(sources)] != sources:
+    if (
+        entry is None
+        or detail is None
+        or len(entry) != 5
+        or entry[4] != token
+        or detail[0] != entry[1]
+        or detail[1] != len(sources)
+        or entry[0][: len(sources)] != sources
+    ):
         return look
     paths, _digest, order, racy_digests, _token = entry
     stats = checked if checked_paths == paths else _each_stat(root, paths)[0]
     changed = {rel for rel, a, b in zip(paths, detail[2], stats) if a != b}
-    changed.update(rel for rel, want in racy_digests.items()
-                   if rel not in changed and content_digest(root, rel) != want)
+    changed.update(
+        rel for rel, want in racy_digests.items() if rel not in changed and content_digest(root, rel) != want
+    )
     look.order, look.paths, look.stats, look.racy_digests = order, paths, stats, racy_digests
     look.changed = None if any(rel in changed for rel in sources) else changed
     return look
 
 
-def save_snapshot(root: str, target: str | None, token: str, n_sources: int, order: list[str], look: FirstLook,
-                  observed: dict[str, tuple]) -> None:
+def save_snapshot(
+    root: str,
+    target: str | None,
+    token: str,
+    n_sources: int,
+    order: list[str],
+    look: FirstLook,
+    observed: dict[str, tuple],
+) -> None:
     """Record the no-op proof for `target` after a good run of the steps `order`, compiled as `token`.
 
     Each file's stats are those it had when the run read it: `observed` (path -> size, mtime, inode,
@@ -287,8 +304,17 @@ def _report(root: str, order: list[str], as_json: bool, started: float) -> None:
     run_id = new_run_id()
     lines = [f'{{"event": "run_started", "run_id": "{run_id}", "steps": {len(order)}, "fast": true}}']
     lines += cached_lines(order)
-    finished = {"event": "run_finished", "run_id": run_id, "status": "ok", "ran": 0, "cached": len(order),
-                "restored": 0, "failed": 0, "skipped": 0, "duration": round(time.monotonic() - started, 3)}
+    finished = {
+        "event": "run_finished",
+        "run_id": run_id,
+        "status": "ok",
+        "ran": 0,
+        "cached": len(order),
+        "restored": 0,
+        "failed": 0,
+        "skipped": 0,
+        "duration": round(time.monotonic() - started, 3),
+    }
     import json
 
     lines.append(json.dumps(finished))

@@ -6,11 +6,11 @@ import difflib
 import hashlib
 import json
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 from importlib import resources
 from pathlib import Path
-from typing import Iterable, Iterator
 
 import re2
 
@@ -92,10 +92,21 @@ class Pattern:
 
     def definition(self) -> dict:
         """What changes findings (examples and descriptions do not): the input of Library.digest."""
-        return {"name": self.name, "regex": self.regex, "flags": list(self.flags), "fields": list(self.fields),
-                "kind": self.kind, "stage": self.stage, "scope": self.scope, "count": self.count,
-                "aggregate": self.aggregate, "cause": self.cause, "until_next": self.until_next,
-                "replaces": self.replaces, "exclude": list(self.exclude)}
+        return {
+            "name": self.name,
+            "regex": self.regex,
+            "flags": list(self.flags),
+            "fields": list(self.fields),
+            "kind": self.kind,
+            "stage": self.stage,
+            "scope": self.scope,
+            "count": self.count,
+            "aggregate": self.aggregate,
+            "cause": self.cause,
+            "until_next": self.until_next,
+            "replaces": self.replaces,
+            "exclude": list(self.exclude),
+        }
 
     def search(self, text: str):
         """One RE2 search, dropping a hit whose text holds an `exclude` string (RE2 has no lookahead)."""
@@ -131,7 +142,9 @@ class Family:
         for p in self.patterns:
             if p.name == name:
                 return p
-        raise UserError(f"family {self.name!r} has no pattern {name!r}" + _did_you_mean(name, [p.name for p in self.patterns]))
+        raise UserError(
+            f"family {self.name!r} has no pattern {name!r}" + _did_you_mean(name, [p.name for p in self.patterns])
+        )
 
     def select(self, stages: Iterable[str] = DEFAULT_STAGES) -> tuple[Pattern, ...]:
         """The patterns of these stages; a selected candidate that `replaces` another drops the one it replaces."""
@@ -199,7 +212,7 @@ class _Plan:
             starts[len(lines)] = pos
             for c in range(0, len(lines), _CHUNK_LINES):
                 stop = min(c + _CHUNK_LINES, len(lines))
-                if not self.chunk_set.Match(text[starts[c]:starts[stop] - 1]):
+                if not self.chunk_set.Match(text[starts[c] : starts[stop] - 1]):
                     continue
                 for i in range(c, stop):
                     found = self.line_set.Match(lines[i])
@@ -260,8 +273,9 @@ class Library:
             return self.families[name]
         except KeyError:
             known = ", ".join(sorted(self.families)) or "none"
-            raise UserError(f"unknown regex family {name!r}{_did_you_mean(name, self.families)}; "
-                            f"known families: {known}") from None
+            raise UserError(
+                f"unknown regex family {name!r}{_did_you_mean(name, self.families)}; known families: {known}"
+            ) from None
 
     def digest(self, family_names: Iterable[str]) -> str:
         """sha256 over the canonical definitions of these families' patterns (for step cache keys)."""
@@ -326,7 +340,7 @@ def check_redos(regex: str) -> str | None:
             j, unbounded = i + 1, c in "*+"
             if c == "{":
                 close = regex.find("}", i)
-                body = regex[i + 1:close] if close > 0 else ""
+                body = regex[i + 1 : close] if close > 0 else ""
                 if not re.fullmatch(r"\d+(,\d*)?", body):
                     last, i = (i, False), i + 1  # a literal brace
                     continue
@@ -335,8 +349,10 @@ def check_redos(regex: str) -> str | None:
                 j += 1
             if unbounded and last is not None:
                 if last[1]:
-                    return (f"the group {regex[last[0]:j]!r} repeats without bound a part that itself repeats "
-                            "without bound (star height 2)")
+                    return (
+                        f"the group {regex[last[0] : j]!r} repeats without bound a part that itself repeats "
+                        "without bound (star height 2)"
+                    )
                 stack[-1][1] = True
             last, i = None, j
         else:
@@ -346,8 +362,14 @@ def check_redos(regex: str) -> str | None:
 
 _RE2_HINTS = [
     (re.compile(r"\\[1-9]|\(\?P="), "RE2 has no backreferences: capture both parts and compare them in code"),
-    (re.compile(r"\(\?<?[=!]"), "RE2 has no lookahead or lookbehind: match the context as well, or capture and check it in code"),
-    (re.compile(r"\(\?>|[*+?}]\+"), "RE2 has no atomic groups or possessive quantifiers: drop them (RE2 never backtracks)"),
+    (
+        re.compile(r"\(\?<?[=!]"),
+        "RE2 has no lookahead or lookbehind: match the context as well, or capture and check it in code",
+    ),
+    (
+        re.compile(r"\(\?>|[*+?}]\+"),
+        "RE2 has no atomic groups or possessive quantifiers: drop them (RE2 never backtracks)",
+    ),
     (re.compile(r"\\Z"), "RE2 writes end of text as \\z, not \\Z"),
     (re.compile(r"\(\?x|\(\?#"), "RE2 has no verbose mode or comments: write the pattern on one line"),
 ]
@@ -397,7 +419,11 @@ def _load_file(path: Path, shown: str, problems: list[Problem]) -> Family | None
     errors = schema_errors(doc, _schema())
     for parts, message in errors:
         toml_path = "".join(f"[{p}]" if isinstance(p, int) else (f".{p}" if k else p) for k, p in enumerate(parts))
-        line = where.get((parts[1],) + tuple(parts[2:3])) or where.get((parts[1],)) if len(parts) > 1 and parts[0] == "pattern" else None
+        line = (
+            where.get((parts[1],) + tuple(parts[2:3])) or where.get((parts[1],))
+            if len(parts) > 1 and parts[0] == "pattern"
+            else None
+        )
         problem(f"{message} (see runner/schemas/regexes.json)", toml_path, line)
     if errors:
         return None
@@ -410,26 +436,47 @@ def _load_file(path: Path, shown: str, problems: list[Problem]) -> Family | None
         line = where.get((i, "regex")) or where.get((i,))
         pname = raw["name"]
         if pname in seen:
-            problem(f"pattern name {pname!r} is used twice in family {name!r}: names must be unique", f"{at}.name",
-                    where.get((i, "name")))
+            problem(
+                f"pattern name {pname!r} is used twice in family {name!r}: names must be unique",
+                f"{at}.name",
+                where.get((i, "name")),
+            )
         seen.add(pname)
         flags = tuple(raw.get("flags", ()))
         regex = raw["regex"]
         scope = raw.get("scope") or ("text" if {"dotall", "multiline"} & set(flags) else "line")
         pat = Pattern(
-            family=name, name=pname, regex=regex, kind=raw["kind"], flags=flags, fields=tuple(raw.get("fields", ())),
-            stage=raw.get("stage", "active"), scope=scope, count=raw.get("count"),
-            aggregate=raw.get("aggregate", "sum"), cause=raw.get("cause"), until_next=raw.get("until_next"),
-            replaces=raw.get("replaces"), exclude=tuple(raw.get("exclude", ())),
-            examples=tuple(Example(e["text"], {k: (None if v is False else v) for k, v in e.get("expect", {}).items()})
-                           for e in raw.get("example", ())),
+            family=name,
+            name=pname,
+            regex=regex,
+            kind=raw["kind"],
+            flags=flags,
+            fields=tuple(raw.get("fields", ())),
+            stage=raw.get("stage", "active"),
+            scope=scope,
+            count=raw.get("count"),
+            aggregate=raw.get("aggregate", "sum"),
+            cause=raw.get("cause"),
+            until_next=raw.get("until_next"),
+            replaces=raw.get("replaces"),
+            exclude=tuple(raw.get("exclude", ())),
+            examples=tuple(
+                Example(e["text"], {k: (None if v is False else v) for k, v in e.get("expect", {}).items()})
+                for e in raw.get("example", ())
+            ),
             counterexamples=tuple(Example(e["text"]) for e in raw.get("counterexample", ())),
-            file=shown, line=line)
+            file=shown,
+            line=line,
+        )
         why = check_redos(regex)
         if why:
-            problem(f"pattern {pname!r} refused: {why}; that backtracks catastrophically in any backtracking engine "
-                    "(exponential time on a line that almost matches). Rewrite it without nested repetition, "
-                    "e.g. (\\w+\\s?)+ as [\\w\\s]+", f"{at}.regex", line)
+            problem(
+                f"pattern {pname!r} refused: {why}; that backtracks catastrophically in any backtracking engine "
+                "(exponential time on a line that almost matches). Rewrite it without nested repetition, "
+                "e.g. (\\w+\\s?)+ as [\\w\\s]+",
+                f"{at}.regex",
+                line,
+            )
             continue
         try:
             compiled = pat.compiled
@@ -440,26 +487,41 @@ def _load_file(path: Path, shown: str, problems: list[Problem]) -> Family | None
         groups = set(compiled.groupindex)
         for f in pat.fields:
             if f not in groups:
-                problem(f"pattern {pname!r} lists field {f!r} but the regex has no group (?P<{f}>...)"
-                        f"{_did_you_mean(f, groups)}", f"{at}.fields", where.get((i, "fields")))
+                problem(
+                    f"pattern {pname!r} lists field {f!r} but the regex has no group (?P<{f}>...)"
+                    f"{_did_you_mean(f, groups)}",
+                    f"{at}.fields",
+                    where.get((i, "fields")),
+                )
         for g in sorted(groups - set(pat.fields) - {pat.until_next}):
-            problem(f"pattern {pname!r} captures (?P<{g}>...) but does not list it in fields: add it to fields "
-                    "or make the group (?:...)", f"{at}.fields", where.get((i, "fields"), line))
+            problem(
+                f"pattern {pname!r} captures (?P<{g}>...) but does not list it in fields: add it to fields "
+                "or make the group (?:...)",
+                f"{at}.fields",
+                where.get((i, "fields"), line),
+            )
         if pat.cause:
             for ref in re.findall(r"\{(\w+)\}", pat.cause):
                 if ref not in pat.fields:
-                    problem(f"cause text of {pname!r} refers to {{{ref}}}, which is not one of its fields",
-                            f"{at}.cause", where.get((i, "cause")))
+                    problem(
+                        f"cause text of {pname!r} refers to {{{ref}}}, which is not one of its fields",
+                        f"{at}.cause",
+                        where.get((i, "cause")),
+                    )
         if pat.kind == "cause" and not pat.cause:
-            problem(f"pattern {pname!r} has kind = \"cause\" but no cause = \"...\" text", at, line)
+            problem(f'pattern {pname!r} has kind = "cause" but no cause = "..." text', at, line)
         if pat.kind == "summary" and not (pat.fields or pat.count):
-            problem(f"summary pattern {pname!r} needs fields (the counts it captures) or count = \"FIELD\"", at, line)
+            problem(f'summary pattern {pname!r} needs fields (the counts it captures) or count = "FIELD"', at, line)
         patterns.append(pat)
     names = {p.name for p in patterns}
     for i, p in enumerate(patterns):
         if p.replaces and p.replaces not in names:
-            problem(f"pattern {p.name!r} replaces {p.replaces!r}, which is not in family {name!r}"
-                    f"{_did_you_mean(p.replaces, names)}", "pattern.replaces", p.line)
+            problem(
+                f"pattern {p.name!r} replaces {p.replaces!r}, which is not in family {name!r}"
+                f"{_did_you_mean(p.replaces, names)}",
+                "pattern.replaces",
+                p.line,
+            )
     fam = Family(name, patterns, doc.get("description", ""), shown)
     fam.replace = bool(doc.get("replace", False))
     return fam
@@ -488,8 +550,14 @@ def load_library(dirs: list[Path]) -> Library:
             if fam is None:
                 continue
             if fam.name in here:
-                problems.append(Problem(file=shown, path="family", message=f"family {fam.name!r} is also declared in "
-                                        f"{here[fam.name]}: one file per family per folder"))
+                problems.append(
+                    Problem(
+                        file=shown,
+                        path="family",
+                        message=f"family {fam.name!r} is also declared in "
+                        f"{here[fam.name]}: one file per family per folder",
+                    )
+                )
                 continue
             here[fam.name] = shown
             if fam.name in families and not fam.replace:
@@ -519,18 +587,32 @@ def check_examples(library: Library) -> list[Problem]:
                 m = p.search(ex.text)
                 where = f"pattern[{i}].example[{j}]"
                 if m is None:
-                    problems.append(Problem(p.file, f"example of {p.name!r} does not match: {ex.text!r}", where, p.line))
+                    problems.append(
+                        Problem(p.file, f"example of {p.name!r} does not match: {ex.text!r}", where, p.line)
+                    )
                     continue
                 for f, want in ex.expect.items():
                     got = m.group(f) if f in p.compiled.groupindex else "<no such group>"
                     if got != want:
-                        problems.append(Problem(p.file, f"example of {p.name!r}: field {f!r} is {got!r}, "
-                                                f"expected {want!r}", where, p.line))
+                        problems.append(
+                            Problem(
+                                p.file,
+                                f"example of {p.name!r}: field {f!r} is {got!r}, expected {want!r}",
+                                where,
+                                p.line,
+                            )
+                        )
             for j, ex in enumerate(p.counterexamples):
                 m = p.search(ex.text)
                 if m is not None:
-                    problems.append(Problem(p.file, f"counterexample of {p.name!r} matches ({m.group(0)!r}): "
-                                            f"{ex.text!r}", f"pattern[{i}].counterexample[{j}]", p.line))
+                    problems.append(
+                        Problem(
+                            p.file,
+                            f"counterexample of {p.name!r} matches ({m.group(0)!r}): {ex.text!r}",
+                            f"pattern[{i}].counterexample[{j}]",
+                            p.line,
+                        )
+                    )
     return problems
 
 
@@ -567,16 +649,22 @@ class Findings:
     matches: list[Match] = field(default_factory=list, repr=False)
 
     def to_json(self) -> dict:
-        return {"summary": dict(self.summary), "failed_tests": list(self.failed_tests),
-                "diagnostics": [dict(d) for d in self.diagnostics], "cause": self.cause, "complete": self.complete}
+        return {
+            "summary": dict(self.summary),
+            "failed_tests": list(self.failed_tests),
+            "diagnostics": [dict(d) for d in self.diagnostics],
+            "cause": self.cause,
+            "complete": self.complete,
+        }
 
 
 def _number(value: str) -> int | str:
     return int(value) if value.isdigit() else value
 
 
-def parse_findings(text: str, families: list[Family], stages: Iterable[str] = DEFAULT_STAGES,
-                   naive: bool = False) -> Findings:
+def parse_findings(
+    text: str, families: list[Family], stages: Iterable[str] = DEFAULT_STAGES, naive: bool = False
+) -> Findings:
     """Findings from a tool's log: colour and \\r progress removed first, families applied in order."""
     text = clean_log(text)
     stages = tuple(stages)
@@ -589,7 +677,7 @@ def parse_findings(text: str, families: list[Family], stages: Iterable[str] = DE
     for fi, fam in enumerate(families):
         order = {p.name: k for k, p in enumerate(fam.patterns)}
         patterns = {p.name: p for p in fam.patterns}
-        for m in (fam.finditer_naive(text, stages) if naive else fam.finditer(text, stages)):
+        for m in fam.finditer_naive(text, stages) if naive else fam.finditer(text, stages):
             found.matches.append(m)
             p = patterns[m.pattern]
             if m.kind == "summary":

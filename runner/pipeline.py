@@ -45,8 +45,14 @@ def select(project: Project, target: str | None) -> tuple[str | None, list[str]]
 def planner_for(project: Project, force: bool = False, worker_kind: str | None = None) -> Planner:
     layout = project.layout
     layout.ensure()
-    return Planner(project.compiled, StatCache(layout.stat_file), State(layout.state_file),
-                   Cache(layout.cache_dir), force=force, worker_kind=worker_kind)
+    return Planner(
+        project.compiled,
+        StatCache(layout.stat_file),
+        State(layout.state_file),
+        Cache(layout.cache_dir),
+        force=force,
+        worker_kind=worker_kind,
+    )
 
 
 def plan(project: Project, target: str | None, force: bool = False) -> tuple[str | None, list[Decision]]:
@@ -148,8 +154,9 @@ def _sink(record: RunRecord, emit):
     return sink
 
 
-def make(project: Project, target: str | None, options: RunOptions, emit, wait_for_lock: bool = True,
-         on_wait=None) -> Summary:
+def make(
+    project: Project, target: str | None, options: RunOptions, emit, wait_for_lock: bool = True, on_wait=None
+) -> Summary:
     """Stages 3-5 under the project lock: plan each step as it becomes ready, run it, record it."""
     layout = project.layout
     layout.ensure()
@@ -177,8 +184,11 @@ def make(project: Project, target: str | None, options: RunOptions, emit, wait_f
         if look.paths is None:
             look.stat_paths(root, snapshot_paths(sources, order, compiled.declared, compiled.unprovable))
         agent_steps = not compiled.agents.isdisjoint(order)
-        doubtful = None if options.force or options.worker else \
-            _doubtful_steps(compiled, order, look.changed, planner.state.intents())
+        doubtful = (
+            None
+            if options.force or options.worker
+            else _doubtful_steps(compiled, order, look.changed, planner.state.intents())
+        )
 
         sink = _sink(record, emit)
 
@@ -191,10 +201,23 @@ def make(project: Project, target: str | None, options: RunOptions, emit, wait_f
         finally:
             if caller_cwd:
                 _chdir(caller_cwd)
-        status = ("interrupted" if summary.interrupted else "failed" if summary.failed
-                  else "blocked" if summary.blocked else "ok")
-        finished = {"event": "run_finished", "run_id": record.run_id, "target": target, "status": status,
-                    **summary.counts, "duration": round(time.monotonic() - started, 3)}
+        status = (
+            "interrupted"
+            if summary.interrupted
+            else "failed"
+            if summary.failed
+            else "blocked"
+            if summary.blocked
+            else "ok"
+        )
+        finished = {
+            "event": "run_finished",
+            "run_id": record.run_id,
+            "target": target,
+            "status": status,
+            **summary.counts,
+            "duration": round(time.monotonic() - started, 3),
+        }
         if status != "ok":
             finished["left"] = summary.left
         sink(finished)

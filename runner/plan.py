@@ -14,9 +14,18 @@ ALWAYS = "no inputs or dependencies declared: runs every time (declare inputs to
 class Decision:
     """RUN or SKIP for one step, with the reasons and what its key was made of."""
 
-    def __init__(self, intent: str, action: str, reasons: list[str], key: str | None = None,
-                 outputs: dict | None = None, restore: dict | None = None, inputs: dict | None = None,
-                 dep_digests: dict | None = None, inplace: dict | None = None):
+    def __init__(
+        self,
+        intent: str,
+        action: str,
+        reasons: list[str],
+        key: str | None = None,
+        outputs: dict | None = None,
+        restore: dict | None = None,
+        inputs: dict | None = None,
+        dep_digests: dict | None = None,
+        inplace: dict | None = None,
+    ):
         self.intent = intent
         self.action = action  # RUN | SKIP
         self.reasons = reasons
@@ -38,8 +47,15 @@ class Planner:
     """Decides one step at a time, given what its dependencies produced (so execution can re-decide
     a step after its dependencies ran: early cutoff)."""
 
-    def __init__(self, compiled: Compiled, stat: StatCache, state: State, cache: Cache, force: bool = False,
-                 worker_kind: str | None = None):
+    def __init__(
+        self,
+        compiled: Compiled,
+        stat: StatCache,
+        state: State,
+        cache: Cache,
+        force: bool = False,
+        worker_kind: str | None = None,
+    ):
         self.compiled = compiled
         self.spec = compiled.spec
         self.root = compiled.spec.root
@@ -59,10 +75,18 @@ class Planner:
             w = self.spec.worker
             extra = dict(w.extra)
             extra.setdefault("project_root", self.spec.root)
-            self._worker_config = WorkerConfig(kind=self.worker_kind or w.kind, model=w.model, fallback_models=w.fallback_models,
-                                               base_url=w.base_url, env_key=w.env_key, binary=w.binary,
-                                               timeout=w.timeout, idle_timeout=w.idle_timeout,
-                                               replays_dir=w.replays_dir, extra=extra)
+            self._worker_config = WorkerConfig(
+                kind=self.worker_kind or w.kind,
+                model=w.model,
+                fallback_models=w.fallback_models,
+                base_url=w.base_url,
+                env_key=w.env_key,
+                binary=w.binary,
+                timeout=w.timeout,
+                idle_timeout=w.idle_timeout,
+                replays_dir=w.replays_dir,
+                extra=extra,
+            )
         return self._worker_config
 
     def static_digest(self, name: str) -> str:
@@ -76,7 +100,7 @@ class Planner:
             self._agent_static[name] = digest_value([self.compiled.static[name], version])
         return self._agent_static[name]
 
-    def replay_key(self, name: str, decision: "Decision") -> str:
+    def replay_key(self, name: str, decision: Decision) -> str:
         """The key without the worker: recordings made by one worker are served to the replay worker."""
         return step_key(self.compiled.static_replay[name], decision.inputs, decision.dep_digests)
 
@@ -102,8 +126,9 @@ class Planner:
                     inputs[path] = before
                     inplace[path] = before
         if waiting:
-            reasons = [f"dependency {d} will run" for d in waiting if d in pending] or \
-                      [f"dependency {d} has not run" for d in waiting]
+            reasons = [f"dependency {d} will run" for d in waiting if d in pending] or [
+                f"dependency {d} has not run" for d in waiting
+            ]
             return Decision(name, RUN, reasons, inputs=inputs, inplace=inplace)
         deps = {d: dep_outputs[d] for d in intent.deps}
         key = step_key(self.static_digest(name), inputs, deps)
@@ -185,10 +210,7 @@ def make_plan(planner: Planner, order: list[str]) -> list[Decision]:
     for name in order:
         d = planner.decide(name, produced, pending)
         decisions.append(d)
-        if d.action == RUN:
-            produced[name] = None
-            pending.add(name)
-        elif d.key is None:  # aggregate waiting on a step that runs
+        if d.action == RUN or d.key is None:
             produced[name] = None
             pending.add(name)
         else:

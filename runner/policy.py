@@ -30,8 +30,9 @@ def check_change(change: Change, policy: Policy, intent: Intent) -> list[str]:
     where = f"policy '{policy.name}'"
     problems = []
     for rel, target in sorted(change.symlinks.items()):
-        problems.append(f"{rel}: a symlink (-> {target}) is never applied: it could point outside the project "
-                        f"({where})")
+        problems.append(
+            f"{rel}: a symlink (-> {target}) is never applied: it could point outside the project ({where})"
+        )
     for rel in sorted(change.files):
         parts = rel.split("/")
         if rel.startswith("/") or ".." in parts:
@@ -42,7 +43,7 @@ def check_change(change: Change, policy: Policy, intent: Intent) -> list[str]:
             scope = ", ".join(allowed) or "nothing: declare outputs or a scope"
             problems.append(f"{rel}: outside the scope of {where} and the intent's outputs ({scope})")
     if change.files and policy.write_files == "never":
-        problems.append(f"{where} forbids writing files (write_files = \"never\")")
+        problems.append(f'{where} forbids writing files (write_files = "never")')
     return problems
 
 
@@ -89,9 +90,11 @@ def step_budget_exhausted(policy: Policy, spent: Spent) -> str | None:
 
 def _spent_past(budget, spent: Spent, whose: str, where: str) -> str | None:
     """Which limit of `budget` (tokens, seconds, attempts) `spent` has reached, in words; None if none."""
-    for kind, limit, used, shown in (("token", budget.tokens, spent.tokens, budget.tokens),
-                                     ("time", budget.seconds, spent.seconds, f"{budget.seconds or 0:g}s"),
-                                     ("attempt", budget.attempts, spent.attempts, budget.attempts)):
+    for kind, limit, used, shown in (
+        ("token", budget.tokens, spent.tokens, budget.tokens),
+        ("time", budget.seconds, spent.seconds, f"{budget.seconds or 0:g}s"),
+        ("attempt", budget.attempts, spent.attempts, budget.attempts),
+    ):
         if limit is not None and used >= limit:
             return f"{whose} {kind} budget ({shown}{where}) is spent: {spent.text()}"
     return None

@@ -49,17 +49,24 @@ def _inputs_block(root: Path, files: list[str]) -> str:
 def feedback_block(feedback: str | None) -> str:
     if not feedback:
         return ""
-    return ("\n## What the last attempt got wrong\n\nThe previous attempt was checked and rejected:\n\n"
-            f"{feedback}\n\nFix exactly these problems; keep what already works.\n")
+    return (
+        "\n## What the last attempt got wrong\n\nThe previous attempt was checked and rejected:\n\n"
+        f"{feedback}\n\nFix exactly these problems; keep what already works.\n"
+    )
 
 
 def render(template: str | None, intent: Intent, root: Path, input_files: list[str], feedback: str | None) -> str:
     text = template if template is not None else DEFAULT_TEMPLATE
     acceptance = "\n".join(f"- {a}" for a in intent.acceptance) or "- the project's checks pass"
     outputs = "\n".join(f"- {o}" for o in intent.outputs) or "- (no declared outputs: stay within the policy's scope)"
-    values = {"goal": intent.goal or "", "acceptance": acceptance, "outputs": outputs,
-              "inputs": _inputs_block(root, input_files), "feedback": feedback_block(feedback),
-              "intent": intent.name}
+    values = {
+        "goal": intent.goal or "",
+        "acceptance": acceptance,
+        "outputs": outputs,
+        "inputs": _inputs_block(root, input_files),
+        "feedback": feedback_block(feedback),
+        "intent": intent.name,
+    }
     for name, value in values.items():
         text = text.replace("{{" + name + "}}", value)
     if "{{feedback}}" not in (template or DEFAULT_TEMPLATE) and feedback:

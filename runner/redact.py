@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import os
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 # Variables whose values are secrets wherever they appear; the policy and the worker config add more names.
 DEFAULT_SECRET_NAMES = ("OPENAI_API_KEY", "CODEX_API_KEY")
@@ -15,7 +16,7 @@ class Secret(str):
 
     name: str
 
-    def __new__(cls, value: str, name: str = "SECRET") -> "Secret":
+    def __new__(cls, value: str, name: str = "SECRET") -> Secret:
         obj = super().__new__(cls, value)
         obj.name = name
         return obj
@@ -40,8 +41,7 @@ def _pairs(secrets: Iterable[str] | Mapping[str, str]) -> list[tuple[str, str]]:
         pairs = [(v, k) for k, v in secrets.items()]
     else:
         pairs = [(s, getattr(s, "name", "SECRET")) for s in secrets]
-    return sorted(((v, n) for v, n in pairs if v and len(v) >= MIN_SECRET_LEN), key=lambda p: len(p[0]),
-                  reverse=True)
+    return sorted(((v, n) for v, n in pairs if v and len(v) >= MIN_SECRET_LEN), key=lambda p: len(p[0]), reverse=True)
 
 
 def redact(text: str, secrets: Iterable[str] | Mapping[str, str]) -> str:

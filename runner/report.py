@@ -58,8 +58,10 @@ class PlainReporter:
             _out(summary_line(event), err=event.get("status") != "ok")
         elif kind == "attempt_finished" and not event.get("ok"):
             first_line = (event.get("error") or "").splitlines()[0] if event.get("error") else ""
-            _out(f"  {event['intent']}: attempt {event['attempt']} rejected ({event.get('kind')}): {first_line}",
-                 err=True)
+            _out(
+                f"  {event['intent']}: attempt {event['attempt']} rejected ({event.get('kind')}): {first_line}",
+                err=True,
+            )
         elif kind == "recovered":
             _out(f"runner: {event['message']}", err=True)
 
@@ -128,12 +130,17 @@ def failure_text(event: dict) -> str:
 
 
 def summary_line(event: dict) -> str:
-    parts = [f"{event.get(k, 0)} {k}" for k in ("ran", "cached", "restored", "failed", "blocked", "skipped")
-             if event.get(k)]
+    parts = [
+        f"{event.get(k, 0)} {k}" for k in ("ran", "cached", "restored", "failed", "blocked", "skipped") if event.get(k)
+    ]
     what = ", ".join(parts) or "nothing selected"
     status = event.get("status")
-    head = {"ok": "runner:", "failed": "runner: FAILED:", "interrupted": "runner: interrupted:",
-            "blocked": "runner: BLOCKED:"}.get(status, "runner:")
+    head = {
+        "ok": "runner:",
+        "failed": "runner: FAILED:",
+        "interrupted": "runner: interrupted:",
+        "blocked": "runner: BLOCKED:",
+    }.get(status, "runner:")
     if status == "ok" and not event.get("ran") and not event.get("restored"):
         head = "runner: nothing to do:"
     line = f"{head} {what} in {event.get('duration', 0):.2f}s (run {event.get('run_id')})"

@@ -20,8 +20,11 @@ def replay_run(root: Path, run_id: str) -> dict:
     if len(matches) != 1:
         raise UsageError(f"error: no run '{run_id}' (see `runner log --list`)")
     run_id = matches[0]
-    recorded = {e["intent"]: e for e in read_events(runs_dir, run_id)
-                if e.get("event") == "step_finished" and e.get("status") == "ran" and "agent" in e}
+    recorded = {
+        e["intent"]: e
+        for e in read_events(runs_dir, run_id)
+        if e.get("event") == "step_finished" and e.get("status") == "ran" and "agent" in e
+    }
     if not recorded:
         return {"run_id": run_id, "steps": [], "ok": True}
     scratch = Path(tempfile.mkdtemp(prefix="runner-replay-"))
@@ -36,13 +39,23 @@ def replay_run(root: Path, run_id: str) -> dict:
             now = finished[-1] if finished else {}
             want = event.get("outputs", {})
             if now.get("status") != "ran":
-                results.append({"intent": name, "status": "unmatched",
-                                "detail": now.get("error") or "the step did not run from its recording"})
+                results.append(
+                    {
+                        "intent": name,
+                        "status": "unmatched",
+                        "detail": now.get("error") or "the step did not run from its recording",
+                    }
+                )
                 continue
             got = now.get("outputs", {})
             differ = sorted(p for p in set(want) | set(got) if want.get(p) != got.get(p))
-            results.append({"intent": name, "status": "differs" if differ else "same",
-                            "detail": ("outputs differ: " + ", ".join(differ)) if differ else "outputs identical"})
+            results.append(
+                {
+                    "intent": name,
+                    "status": "differs" if differ else "same",
+                    "detail": ("outputs differ: " + ", ".join(differ)) if differ else "outputs identical",
+                }
+            )
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return {"run_id": run_id, "steps": results, "ok": all(r["status"] == "same" for r in results)}

@@ -114,10 +114,16 @@ class Adapter(NamedTuple):
 
     def definition(self) -> dict:
         """Everything that changes what the adapter runs or how its output is read (for step keys)."""
+
         def cmds(commands):
             return [[c.name, c.run, list(c.parse)] for c in commands]
-        return {"name": self.name, "vars": [list(kv) for kv in self.vars], "commands": cmds(self.commands),
-                "variants": [[v.name, [list(kv) for kv in v.vars], cmds(v.commands)] for v in self.variants]}
+
+        return {
+            "name": self.name,
+            "vars": [list(kv) for kv in self.vars],
+            "commands": cmds(self.commands),
+            "variants": [[v.name, [list(kv) for kv in v.vars], cmds(v.commands)] for v in self.variants],
+        }
 
 
 class Intent(NamedTuple):
@@ -146,10 +152,19 @@ class Intent(NamedTuple):
     def definition(self) -> dict:
         """What the user wrote that changes what the step does (part of its key)."""
         return {
-            "kind": self.kind, "run": self.run, "goal": self.goal, "acceptance": list(self.acceptance),
-            "inputs": list(self.inputs), "outputs": list(self.outputs), "prompt": self.prompt,
-            "adapter": self.adapter, "verify": list(self.verify), "candidates": self.candidates,
-            "max_attempts": self.max_attempts, "env": [list(kv) for kv in self.env], "cwd": self.cwd,
+            "kind": self.kind,
+            "run": self.run,
+            "goal": self.goal,
+            "acceptance": list(self.acceptance),
+            "inputs": list(self.inputs),
+            "outputs": list(self.outputs),
+            "prompt": self.prompt,
+            "adapter": self.adapter,
+            "verify": list(self.verify),
+            "candidates": self.candidates,
+            "max_attempts": self.max_attempts,
+            "env": [list(kv) for kv in self.env],
+            "cwd": self.cwd,
         }
 
 

@@ -74,7 +74,7 @@ class Locator:
             if deeper is not None:
                 return deeper
         if best_line is not None and isinstance(value, str) and best_len == len(want):
-            for offset, line in enumerate(self.lines[best_line - 1:best_line + 200]):
+            for offset, line in enumerate(self.lines[best_line - 1 : best_line + 200]):
                 if offset and (_HEADER.match(line) or _KEY.match(line)):
                     break
                 for m in _QUOTED.finditer(line.split("=", 1)[1] if offset == 0 and "=" in line else line):

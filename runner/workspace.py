@@ -84,8 +84,10 @@ class ProjectLock:
             holder = self.holder()
             if not wait:
                 os.close(fd)
-                raise LockHeldError(f"error: {self.layout.root} is locked by {holder}; wait for it, or run "
-                                    f"again without --no-wait to queue behind it")
+                raise LockHeldError(
+                    f"error: {self.layout.root} is locked by {holder}; wait for it, or run "
+                    f"again without --no-wait to queue behind it"
+                )
             if on_wait:
                 on_wait(holder)
             deadline = None if timeout is None else time.monotonic() + timeout
@@ -99,11 +101,20 @@ class ProjectLock:
                         raise LockHeldError(f"error: gave up waiting for the lock held by {holder}") from None
                     time.sleep(0.05)
         os.ftruncate(fd, 0)
-        os.write(fd, json.dumps({"pid": os.getpid(), "host": os.uname().nodename, "command": self.command,
-                                 "since": time.strftime("%Y-%m-%d %H:%M:%S")}).encode())
+        os.write(
+            fd,
+            json.dumps(
+                {
+                    "pid": os.getpid(),
+                    "host": os.uname().nodename,
+                    "command": self.command,
+                    "since": time.strftime("%Y-%m-%d %H:%M:%S"),
+                }
+            ).encode(),
+        )
         self.fd = fd
 
-    def __enter__(self) -> "ProjectLock":
+    def __enter__(self) -> ProjectLock:
         self.acquire(wait=True)
         return self
 
@@ -132,6 +143,7 @@ def find_root(start: Path) -> Path:
 # file is ever taken for a result. Appends of a line each, no fsync: a lost line can only make recovery
 # remove an output that is then rebuilt or restored.
 
+
 class InflightJournal:
     def __init__(self, layout: Layout):
         self.path = layout.state_dir / "inflight"
@@ -140,8 +152,12 @@ class InflightJournal:
     def start(self, intent: str, pid: int, outputs: list[str]) -> str:
         # when the child was started, on the clock /proc/PID/stat counts from: recovery kills the group only
         # if the process now holding that pid started then (reading /proc here would cost more than the step)
-        entry = {"start": intent, "pgid": pid, "started": round(time.clock_gettime(time.CLOCK_BOOTTIME), 3),
-                 "outputs": outputs}
+        entry = {
+            "start": intent,
+            "pgid": pid,
+            "started": round(time.clock_gettime(time.CLOCK_BOOTTIME), 3),
+            "outputs": outputs,
+        }
         os.write(self.fd, (json.dumps(entry) + "\n").encode())
         return intent
 

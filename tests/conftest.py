@@ -37,5 +37,6 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     leaks = [hit for root in roots if root.exists() for hit in _files_with(root, SESSION_KEY.encode())]
     if leaks:
         session.config.get_terminal_writer().line(
-            f"SECRET LEAK: the session's API key was written to {len(leaks)} file(s): {leaks[:10]}", red=True)
+            f"SECRET LEAK: the session's API key was written to {len(leaks)} file(s): {leaks[:10]}", red=True
+        )
         session.exitstatus = pytest.ExitCode.TESTS_FAILED

@@ -55,8 +55,16 @@ def _env() -> dict[str, str]:
 
 
 def _subprocess(project: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "runner", *args], cwd=project, env=_env(),
-                          capture_output=True, text=True, encoding="utf-8", timeout=60, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "runner", *args],
+        cwd=project,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=60,
+        check=False,
+    )
 
 
 def _in_process(project: Path, monkeypatch, capsys, *args: str) -> tuple[int, str, str]:
@@ -100,8 +108,7 @@ def test_validate_reports_exactly(case: str, validated):
 
 @pytest.mark.parametrize("case", CASES)
 @pytest.mark.parametrize("command", [["make"], ["status"], ["make", "-n"], ["validate"]])
-def test_every_command_stops_with_the_same_report(case: str, command: list[str], tmp_path: Path,
-                                                  monkeypatch, capsys):
+def test_every_command_stops_with_the_same_report(case: str, command: list[str], tmp_path: Path, monkeypatch, capsys):
     project = _project(case, tmp_path)
     before = _snapshot(project)
     code, out, err = _in_process(project, monkeypatch, capsys, *command)

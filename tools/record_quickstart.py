@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "quickstart"
 SERVER = ROOT / "tests" / "fakes" / "fake_responses_server.py"
 
-TEST_V1 = '''import sys
+TEST_V1 = """import sys
 import unittest
 from pathlib import Path
 
@@ -45,9 +45,9 @@ class CalcTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
-'''
+"""
 
-DOCS = '''# calc
+DOCS = """# calc
 
 A tiny calculator package.
 
@@ -73,7 +73,7 @@ An empty list is an error, not zero:
     Traceback (most recent call last):
     ...
     ValueError: mean of an empty list
-'''
+"""
 
 
 def add_file(path: str, text: str) -> str:
@@ -82,16 +82,29 @@ def add_file(path: str, text: str) -> str:
 
 
 SCRIPT = [
-    {"match": "What the last attempt got wrong", "steps": [
-        {"patch": "*** Begin Patch\n*** Update File: tests/test_calc.py\n@@\n-        self.assertEqual(mean([1, 2]), 2)\n"
-                  "+        self.assertEqual(mean([1, 2]), 1.5)\n*** End Patch\n"},
-        {"message": "The mean of [1, 2] is 1.5; fixed the expectation."}]},
-    {"match": "Document the calc package", "steps": [
-        {"patch": add_file("docs/calc.md", DOCS)},
-        {"message": "Documented add and mean in docs/calc.md with doctest examples."}]},
-    {"steps": [
-        {"patch": add_file("tests/test_calc.py", TEST_V1)},
-        {"message": "Wrote tests/test_calc.py: add, mean, and the empty-list error."}]},
+    {
+        "match": "What the last attempt got wrong",
+        "steps": [
+            {
+                "patch": "*** Begin Patch\n*** Update File: tests/test_calc.py\n@@\n-        self.assertEqual(mean([1, 2]), 2)\n"
+                "+        self.assertEqual(mean([1, 2]), 1.5)\n*** End Patch\n"
+            },
+            {"message": "The mean of [1, 2] is 1.5; fixed the expectation."},
+        ],
+    },
+    {
+        "match": "Document the calc package",
+        "steps": [
+            {"patch": add_file("docs/calc.md", DOCS)},
+            {"message": "Documented add and mean in docs/calc.md with doctest examples."},
+        ],
+    },
+    {
+        "steps": [
+            {"patch": add_file("tests/test_calc.py", TEST_V1)},
+            {"message": "Wrote tests/test_calc.py: add, mean, and the empty-list error."},
+        ]
+    },
 ]
 
 
@@ -100,13 +113,18 @@ def main() -> int:
     project = work / "quickstart"
     shutil.copytree(EXAMPLE, project, ignore=shutil.ignore_patterns(".runner", "build", "tests", "docs", "replays"))
     (work / "script.json").write_text(json.dumps(SCRIPT))
-    server = subprocess.Popen([sys.executable, str(SERVER), "--port", "0", "--script", str(work / "script.json")],
-                              stdout=subprocess.PIPE, text=True)
+    server = subprocess.Popen(
+        [sys.executable, str(SERVER), "--port", "0", "--script", str(work / "script.json")],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     port = int(server.stdout.readline().split()[1])
     try:
         spec = (project / "intents.toml").read_text()
-        live = (f'kind = "codex"\nbase_url = "http://127.0.0.1:{port}/v1"\nenv_key = "RECORDING_KEY"\n'
-                f'extra = {{ codex_home = "{work}/codex-home", request_max_retries = 1 }}')
+        live = (
+            f'kind = "codex"\nbase_url = "http://127.0.0.1:{port}/v1"\nenv_key = "RECORDING_KEY"\n'
+            f'extra = {{ codex_home = "{work}/codex-home", request_max_retries = 1 }}'
+        )
         (project / "intents.toml").write_text(re.sub(r'^kind = "replay"$', live, spec, count=1, flags=re.M))
         env = dict(os.environ, RECORDING_KEY="sk-recording-dummy")
         result = subprocess.run([sys.executable, "-m", "runner", "make", "--record", "-j", "1"], cwd=project, env=env)

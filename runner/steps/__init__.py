@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, Protocol
+from typing import Protocol
 
 from ..spec import Intent, Spec
 
@@ -12,9 +13,18 @@ from ..spec import Intent, Spec
 class StepContext:
     """What a step kind needs to run one intent."""
 
-    def __init__(self, spec: Spec, intent: Intent, log_path: Path, timeout: float | None,
-                 cancelled: threading.Event, on_process: Callable[[int], None] = lambda pid: None,
-                 extra: dict | None = None, environ: dict[bytes, bytes] | None = None, created_ahead=None):
+    def __init__(
+        self,
+        spec: Spec,
+        intent: Intent,
+        log_path: Path,
+        timeout: float | None,
+        cancelled: threading.Event,
+        on_process: Callable[[int], None] = lambda pid: None,
+        extra: dict | None = None,
+        environ: dict[bytes, bytes] | None = None,
+        created_ahead=None,
+    ):
         self.spec = spec
         self.intent = intent
         self.log_path = log_path
@@ -31,9 +41,18 @@ class StepContext:
 class StepOutcome:
     """A step that failed is a value, not an exception: the scheduler decides what follows."""
 
-    def __init__(self, ok: bool, exit_code: int | None = None, error: str | None = None, timed_out: bool = False,
-                 interrupted: bool = False, blocked: str | None = None, change: object = None,
-                 details: dict | None = None, log: str | None = None):
+    def __init__(
+        self,
+        ok: bool,
+        exit_code: int | None = None,
+        error: str | None = None,
+        timed_out: bool = False,
+        interrupted: bool = False,
+        blocked: str | None = None,
+        change: object = None,
+        details: dict | None = None,
+        log: str | None = None,
+    ):
         self.ok = ok
         self.exit_code = exit_code
         self.error = error

@@ -12,11 +12,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..attempt import Change, find_change, make_workspace, remove_workspace, snapshot, undo_side_effects
+from ..errors import UserError
 from ..keys import expand
 from ..policy import RunBudget, Spent, check_change, step_budget_exhausted
 from ..prompts import render
 from . import StepContext, StepOutcome
-from ..errors import UserError
 from .shell import adapter_commands, kill_group
 
 BACKOFF = (1.0, 4.0, 10.0)
@@ -75,8 +75,11 @@ class AgentStep:
         intent = ctx.intent
         policy = ctx.spec.policies[intent.policy]
         if policy.run_shell == "never" and intent.verify:
-            return StepOutcome(ok=False, error=f"policy '{policy.name}' forbids running the verify commands "
-                                               f"(run_shell = \"never\"); drop 'verify' or allow run_shell")
+            return StepOutcome(
+                ok=False,
+                error=f"policy '{policy.name}' forbids running the verify commands "
+                f"(run_shell = \"never\"); drop 'verify' or allow run_shell",
+            )
         n = intent.candidates
         results = [CandidateResult(candidate=i + 1) for i in range(n)]
         threads = [threading.Thread(target=self._candidate, args=(ctx, run, r), daemon=True) for r in results]
@@ -85,11 +88,21 @@ class AgentStep:
         for t in threads:
             t.join()
         best = min(results, key=CandidateResult.score)
-        details = {"candidates": [{"candidate": r.candidate, "attempts": len(r.attempts),
-                                   "verified": bool(r.final and r.final.ok), "tokens": r.spent.tokens,
-                                   "seconds": round(r.spent.seconds, 2)} for r in results],
-                   "chosen": best.candidate, "tokens": sum(r.spent.tokens for r in results),
-                   "attempts": sum(len(r.attempts) for r in results)}
+        details = {
+            "candidates": [
+                {
+                    "candidate": r.candidate,
+                    "attempts": len(r.attempts),
+                    "verified": bool(r.final and r.final.ok),
+                    "tokens": r.spent.tokens,
+                    "seconds": round(r.spent.seconds, 2),
+                }
+                for r in results
+            ],
+            "chosen": best.candidate,
+            "tokens": sum(r.spent.tokens for r in results),
+            "attempts": sum(len(r.attempts) for r in results),
+        }
         final = best.final
         for home in {a.workspace for r in results for a in r.attempts if a.workspace}:
             remove_workspace(home, run.root)  # the winner is applied from memory; no copy is kept
@@ -153,10 +166,24 @@ class AgentStep:
         attempt.workspace = home
         prompt = render(template, intent, run.root, run.input_files, feedback)
         (folder / "prompt.md").write_text(prompt)
-        _emit(run, {"event": "attempt_started", "intent": intent.name, "candidate": attempt.candidate,
-                    "attempt": attempt.number})
-        request = WorkerRequest(prompt=prompt, workspace=ws, intent=intent.name, step_key=run.replay_key,
-                                config=run.worker_config, attempt=index, cancel=ctx.cancelled)
+        _emit(
+            run,
+            {
+                "event": "attempt_started",
+                "intent": intent.name,
+                "candidate": attempt.candidate,
+                "attempt": attempt.number,
+            },
+        )
+        request = WorkerRequest(
+            prompt=prompt,
+            workspace=ws,
+            intent=intent.name,
+            step_key=run.replay_key,
+            config=run.worker_config,
+            attempt=index,
+            cancel=ctx.cancelled,
+        )
         answer = worker.run(request)
         attempt.tokens, attempt.seconds = answer.usage.total, answer.duration_s
         result.spent.tokens += answer.usage.total
@@ -174,12 +201,33 @@ class AgentStep:
             record_exchange(resolve_replays_dir(run.worker_config, run.root), request, answer, files)
         (folder / "diff.patch").write_text(change.diff(run.root))
         self._judge(ctx, run, attempt, answer, change, ws, folder)
-        (folder / "result.json").write_text(json.dumps({
-            "ok": attempt.ok, "kind": attempt.kind, "error": attempt.error, "tokens": attempt.tokens,
-            "seconds": round(attempt.seconds, 3), "worker": answer.to_json() | {"files": None}}, indent=2))
-        _emit(run, {"event": "attempt_finished", "intent": intent.name, "candidate": attempt.candidate,
-                    "attempt": attempt.number, "ok": attempt.ok, "kind": attempt.kind, "error": attempt.error,
-                    "tokens": attempt.tokens, "seconds": round(attempt.seconds, 3)})
+        (folder / "result.json").write_text(
+            json.dumps(
+                {
+                    "ok": attempt.ok,
+                    "kind": attempt.kind,
+                    "error": attempt.error,
+                    "tokens": attempt.tokens,
+                    "seconds": round(attempt.seconds, 3),
+                    "worker": answer.to_json() | {"files": None},
+                },
+                indent=2,
+            )
+        )
+        _emit(
+            run,
+            {
+                "event": "attempt_finished",
+                "intent": intent.name,
+                "candidate": attempt.candidate,
+                "attempt": attempt.number,
+                "ok": attempt.ok,
+                "kind": attempt.kind,
+                "error": attempt.error,
+                "tokens": attempt.tokens,
+                "seconds": round(attempt.seconds, 3),
+            },
+        )
         return workspace
 
     def _judge(self, ctx, run: AgentRun, attempt: Attempt, answer, change: Change, ws: Path, folder: Path) -> None:
@@ -204,8 +252,10 @@ class AgentStep:
             return
         missing = [o for o in intent.outputs if not expand(str(ws), (o,))]
         if not change and missing:
-            attempt.kind, attempt.error = "logic", "the attempt changed no file; the outputs " \
-                                                   f"{', '.join(missing)} do not exist"
+            attempt.kind, attempt.error = (
+                "logic",
+                f"the attempt changed no file; the outputs {', '.join(missing)} do not exist",
+            )
             return
         if missing:
             attempt.kind, attempt.error = "logic", f"declared outputs not produced: {', '.join(missing)}"
@@ -236,9 +286,15 @@ class AgentStep:
                 log.write(f"$ {line}\n".encode())
                 log.flush()
                 start = log.tell()
-                proc = subprocess.Popen(["/bin/sh", "-c", line], cwd=ws, stdin=subprocess.DEVNULL, stdout=log,
-                                        stderr=subprocess.STDOUT, start_new_session=True,
-                                        env=dict(os.environ, RUNNER_ATTEMPT="1"))
+                proc = subprocess.Popen(
+                    ["/bin/sh", "-c", line],
+                    cwd=ws,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                    env=dict(os.environ, RUNNER_ATTEMPT="1"),
+                )
                 try:
                     code = proc.wait(intent.timeout or VERIFY_TIMEOUT)
                 except subprocess.TimeoutExpired:

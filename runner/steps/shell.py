@@ -108,8 +108,13 @@ class RunningShell:
         kill_group(self.proc.pid, proc=self.proc)
         self.proc.wait()
         self.close_output()
-        return StepOutcome(ok=False, exit_code=self.proc.returncode, timed_out=True, log=self.log,
-                           error=f"timed out after {self.ctx.timeout:g}s; its process group was killed")
+        return StepOutcome(
+            ok=False,
+            exit_code=self.proc.returncode,
+            timed_out=True,
+            log=self.log,
+            error=f"timed out after {self.ctx.timeout:g}s; its process group was killed",
+        )
 
     def finished(self, code: int) -> StepOutcome:
         if self.ctx.cancelled.is_set():
@@ -159,4 +164,3 @@ def start(ctx: StepContext) -> RunningShell | StepOutcome:
     os.set_blocking(read_end, False)
     ctx.on_process(proc.pid)
     return RunningShell(ctx, proc, line, read_end)
-

@@ -14,10 +14,71 @@ if TYPE_CHECKING:
 # the command started with that file as its stdout. make runs a line without shell syntax itself for the
 # same reason: starting the shell as well costs as much as a small command does.
 _PLAIN_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./:=+@%,-")
-_SHELL_WORDS = frozenset("""! . : [ [[ alias bg break builtin case cd command continue do done echo elif else
-    esac eval exec exit export false fc fg fi for function getopts hash if in jobs kill let local printf pwd read
-    readonly return select set shift source test then time times trap true type typeset ulimit umask unalias unset
-    until wait while""".split())
+_SHELL_WORDS = frozenset(
+    [
+        "!",
+        ".",
+        ":",
+        "[",
+        "[[",
+        "alias",
+        "bg",
+        "break",
+        "builtin",
+        "case",
+        "cd",
+        "command",
+        "continue",
+        "do",
+        "done",
+        "echo",
+        "elif",
+        "else",
+        "esac",
+        "eval",
+        "exec",
+        "exit",
+        "export",
+        "false",
+        "fc",
+        "fg",
+        "fi",
+        "for",
+        "function",
+        "getopts",
+        "hash",
+        "if",
+        "in",
+        "jobs",
+        "kill",
+        "let",
+        "local",
+        "printf",
+        "pwd",
+        "read",
+        "readonly",
+        "return",
+        "select",
+        "set",
+        "shift",
+        "source",
+        "test",
+        "then",
+        "time",
+        "times",
+        "trap",
+        "true",
+        "type",
+        "typeset",
+        "ulimit",
+        "umask",
+        "unalias",
+        "unset",
+        "until",
+        "wait",
+        "while",
+    ]
+)
 
 
 def plain_command(line: str) -> tuple[list[str], str | None, bool] | None:
@@ -72,8 +133,9 @@ class SpawnedChild:
         return self.returncode
 
 
-def start_process(line: str, cwd: str, env, output_fd: int,
-                  ahead: CreatedAhead | None = None) -> SpawnedChild | subprocess.Popen:
+def start_process(
+    line: str, cwd: str, env, output_fd: int, ahead: CreatedAhead | None = None
+) -> SpawnedChild | subprocess.Popen:
     """The step's process in its own session, stdin from /dev/null, stdout and stderr to `output_fd`;
     `env` maps bytes to bytes."""
     plain = plain_command(line) if _may_skip_shell(cwd, env) else None
@@ -82,22 +144,36 @@ def start_process(line: str, cwd: str, env, output_fd: int,
     program = _program(plain[0][0]) if plain is not None else None
     if program is not None:
         argv, target, append = plain
-        actions = [(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
-                   (os.POSIX_SPAWN_DUP2, output_fd, 1), (os.POSIX_SPAWN_DUP2, output_fd, 2)]
+        actions = [
+            (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+            (os.POSIX_SPAWN_DUP2, output_fd, 1),
+            (os.POSIX_SPAWN_DUP2, output_fd, 2),
+        ]
         if target is not None:
             mode = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if append else os.O_TRUNC)
             actions.append((os.POSIX_SPAWN_OPEN, 1, target, mode, 0o666))
         try:
             # SIGPIPE and SIGXFSZ back to their defaults, as Popen's restore_signals does (Python ignores them)
-            return SpawnedChild(os.posix_spawn(program, argv, env, file_actions=actions, setsid=True,
-                                               setsigdef=(signal.SIGPIPE, signal.SIGXFSZ)))
+            return SpawnedChild(
+                os.posix_spawn(
+                    program, argv, env, file_actions=actions, setsid=True, setsigdef=(signal.SIGPIPE, signal.SIGXFSZ)
+                )
+            )
         except OSError:
             pass  # gone since it was looked up, the redirect's folder missing: the shell says so, as always
     import subprocess  # only for a line that needs the shell: a plain make never imports it
 
     # close_fds=False is safe (Python opens every fd non-inheritable) and skips a walk of /proc/self/fd
-    return subprocess.Popen(["/bin/sh", "-c", line], cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=output_fd,
-                            stderr=subprocess.STDOUT, start_new_session=True, close_fds=False)
+    return subprocess.Popen(
+        ["/bin/sh", "-c", line],
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=output_fd,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        close_fds=False,
+    )
 
 
 _programs: dict[tuple[str, str], str] = {}  # (PATH, name) -> the file it starts

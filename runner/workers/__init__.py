@@ -4,8 +4,18 @@ from __future__ import annotations
 
 import importlib
 
-from runner.workers.base import (CONFIG, FAILURES, PERMANENT, TIMEOUT, TRANSIENT, Usage, Worker, WorkerConfig,
-                                 WorkerRequest, WorkerResult)
+from runner.workers.base import (
+    CONFIG,
+    FAILURES,
+    PERMANENT,
+    TIMEOUT,
+    TRANSIENT,
+    Usage,
+    Worker,
+    WorkerConfig,
+    WorkerRequest,
+    WorkerResult,
+)
 
 # kind -> "module:Class". Imported lazily so that only workers/openai.py ever imports the openai SDK,
 # and a codex-only project never pays for it.
@@ -35,5 +45,18 @@ def get_worker(config: WorkerConfig | str) -> Worker:
     return _instances[kind]
 
 
-__all__ = ["WORKERS", "get_worker", "worker_class", "Worker", "WorkerConfig", "WorkerRequest", "WorkerResult",
-           "Usage", "TRANSIENT", "PERMANENT", "TIMEOUT", "CONFIG", "FAILURES"]
+__all__ = [
+    "WORKERS",
+    "get_worker",
+    "worker_class",
+    "Worker",
+    "WorkerConfig",
+    "WorkerRequest",
+    "WorkerResult",
+    "Usage",
+    "TRANSIENT",
+    "PERMANENT",
+    "TIMEOUT",
+    "CONFIG",
+    "FAILURES",
+]

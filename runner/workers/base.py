@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Mapping, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 # The failure classes a worker may report; the agent step decides what to do with each.
-TRANSIENT = "transient"    # retry the attempt (rate limit, overload, dropped stream, malformed answer once)
-PERMANENT = "permanent"    # retrying the same input will not help (auth, bad request, context window, ERR)
-TIMEOUT = "timeout"        # killed by the runner's wall-clock or idle timeout
-CONFIG = "config"          # the user's setup is wrong (binary missing, flag unknown, no recording)
+TRANSIENT = "transient"  # retry the attempt (rate limit, overload, dropped stream, malformed answer once)
+PERMANENT = "permanent"  # retrying the same input will not help (auth, bad request, context window, ERR)
+TIMEOUT = "timeout"  # killed by the runner's wall-clock or idle timeout
+CONFIG = "config"  # the user's setup is wrong (binary missing, flag unknown, no recording)
 FAILURES = (TRANSIENT, PERMANENT, TIMEOUT, CONFIG)
 
 _EMPTY: Mapping[str, str] = MappingProxyType({})
@@ -22,15 +23,15 @@ _EMPTY: Mapping[str, str] = MappingProxyType({})
 class WorkerConfig:
     """The `[worker]` table of intents.toml. Part of every agent step's key (with the worker's version)."""
 
-    kind: str = "codex"                      # codex | openai | replay
+    kind: str = "codex"  # codex | openai | replay
     model: str = "gpt-5.3-codex"
     fallback_models: tuple[str, ...] = ("gpt-5-codex",)
-    base_url: str | None = None              # a custom provider (e.g. the fake server) when set
-    env_key: str | None = None               # NAME of the env var holding the key; never the key itself
-    binary: str | None = None                # codex binary path
-    timeout: float = 900.0                   # wall-clock seconds per attempt
-    idle_timeout: float | None = 300.0       # no event for this many seconds -> killed
-    replays_dir: str = "replays"             # relative to the project root, or absolute
+    base_url: str | None = None  # a custom provider (e.g. the fake server) when set
+    env_key: str | None = None  # NAME of the env var holding the key; never the key itself
+    binary: str | None = None  # codex binary path
+    timeout: float = 900.0  # wall-clock seconds per attempt
+    idle_timeout: float | None = 300.0  # no event for this many seconds -> killed
+    replays_dir: str = "replays"  # relative to the project root, or absolute
     extra: Mapping[str, str] = field(default_factory=lambda: _EMPTY, hash=False)
     # extra keys understood today: codex: request_max_retries, stream_max_retries, stream_idle_timeout_ms
     # (provider), codex_home (a private CODEX_HOME for the child), sandbox (default workspace-write),
@@ -44,20 +45,24 @@ class WorkerConfig:
 
     def key_fields(self) -> dict:
         """The fields that change a worker's output, for the step key (timeouts and paths do not)."""
-        return {"kind": self.kind, "model": self.model, "fallback_models": list(self.fallback_models),
-                "base_url": self.base_url}
+        return {
+            "kind": self.kind,
+            "model": self.model,
+            "fallback_models": list(self.fallback_models),
+            "base_url": self.base_url,
+        }
 
 
 @dataclass(frozen=True)
 class WorkerRequest:
     prompt: str
-    workspace: Path                          # the attempt's isolated workspace; the worker's cwd
+    workspace: Path  # the attempt's isolated workspace; the worker's cwd
     intent: str
     step_key: str
     config: WorkerConfig = field(default_factory=WorkerConfig)
     attempt: int = 1
-    env: Mapping[str, str] | None = None     # the child's environment; None = os.environ
-    cancel: threading.Event | None = None    # set it to stop the attempt (returns failure="timeout", "cancelled…")
+    env: Mapping[str, str] | None = None  # the child's environment; None = os.environ
+    cancel: threading.Event | None = None  # set it to stop the attempt (returns failure="timeout", "cancelled…")
 
 
 @dataclass
@@ -71,43 +76,73 @@ class Usage:
         return self.input_tokens + self.output_tokens
 
     def to_json(self) -> dict:
-        return {"input_tokens": self.input_tokens, "cached_input_tokens": self.cached_input_tokens,
-                "output_tokens": self.output_tokens}
+        return {
+            "input_tokens": self.input_tokens,
+            "cached_input_tokens": self.cached_input_tokens,
+            "output_tokens": self.output_tokens,
+        }
 
     @classmethod
-    def from_json(cls, d: Mapping | None) -> "Usage":
+    def from_json(cls, d: Mapping | None) -> Usage:
         d = d or {}
-        return cls(int(d.get("input_tokens") or 0), int(d.get("cached_input_tokens") or 0),
-                   int(d.get("output_tokens") or 0))
+        return cls(
+            int(d.get("input_tokens") or 0), int(d.get("cached_input_tokens") or 0), int(d.get("output_tokens") or 0)
+        )
 
 
 @dataclass
 class WorkerResult:
     ok: bool
     final_message: str
-    events: list[dict]                       # parsed events (codex JSONL, SSE events), redacted
-    transcript: str                          # raw JSONL / SSE text, REDACTED
+    events: list[dict]  # parsed events (codex JSONL, SSE events), redacted
+    transcript: str  # raw JSONL / SSE text, REDACTED
     usage: Usage
     duration_s: float
-    model: str                               # the model that answered (may be a fallback)
-    failure: str | None = None               # None | transient | permanent | timeout | config
-    error: str | None = None                 # what happened and what to do about it
-    files: dict[str, str | None] | None = None   # openai/replay: path -> content (None = delete)
-    worker_version: str = ""                 # e.g. "codex-cli 0.163.0"; part of the step key
+    model: str  # the model that answered (may be a fallback)
+    failure: str | None = None  # None | transient | permanent | timeout | config
+    error: str | None = None  # what happened and what to do about it
+    files: dict[str, str | None] | None = None  # openai/replay: path -> content (None = delete)
+    worker_version: str = ""  # e.g. "codex-cli 0.163.0"; part of the step key
 
     def to_json(self) -> dict:
-        return {"ok": self.ok, "final_message": self.final_message, "usage": self.usage.to_json(),
-                "duration_s": round(self.duration_s, 3), "model": self.model, "failure": self.failure,
-                "error": self.error, "files": self.files, "worker_version": self.worker_version}
+        return {
+            "ok": self.ok,
+            "final_message": self.final_message,
+            "usage": self.usage.to_json(),
+            "duration_s": round(self.duration_s, 3),
+            "model": self.model,
+            "failure": self.failure,
+            "error": self.error,
+            "files": self.files,
+            "worker_version": self.worker_version,
+        }
 
 
-def failed(kind: str, error: str, *, model: str = "", duration_s: float = 0.0, transcript: str = "",
-           events: list[dict] | None = None, worker_version: str = "", usage: Usage | None = None) -> WorkerResult:
+def failed(
+    kind: str,
+    error: str,
+    *,
+    model: str = "",
+    duration_s: float = 0.0,
+    transcript: str = "",
+    events: list[dict] | None = None,
+    worker_version: str = "",
+    usage: Usage | None = None,
+) -> WorkerResult:
     """A failed WorkerResult with the few fields that matter filled in."""
     assert kind in FAILURES, kind
-    return WorkerResult(ok=False, final_message="", events=events or [], transcript=transcript,
-                        usage=usage or Usage(), duration_s=duration_s, model=model, failure=kind,
-                        error=error, worker_version=worker_version)
+    return WorkerResult(
+        ok=False,
+        final_message="",
+        events=events or [],
+        transcript=transcript,
+        usage=usage or Usage(),
+        duration_s=duration_s,
+        model=model,
+        failure=kind,
+        error=error,
+        worker_version=worker_version,
+    )
 
 
 @runtime_checkable

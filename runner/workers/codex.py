@@ -15,30 +15,55 @@ import time
 from pathlib import Path
 
 from runner.redact import redact, redact_obj, secret_values
-from runner.workers.base import (CONFIG, PERMANENT, TIMEOUT, TRANSIENT, Usage, WorkerConfig, WorkerRequest,
-                                 WorkerResult, failed)
+from runner.workers.base import (
+    CONFIG,
+    PERMANENT,
+    TIMEOUT,
+    TRANSIENT,
+    Usage,
+    WorkerConfig,
+    WorkerRequest,
+    WorkerResult,
+    failed,
+)
 
-PROVIDER = "runner"          # the id of our custom provider in codex's config
+PROVIDER = "runner"  # the id of our custom provider in codex's config
 PROVIDER_KEYS = ("request_max_retries", "stream_max_retries", "stream_idle_timeout_ms")
-STDERR_KEEP = 64 * 1024      # bytes of stderr kept for the error message
-ARGV_PROMPT_MAX = 100_000    # bytes; see prompt_via_stdin
+STDERR_KEEP = 64 * 1024  # bytes of stderr kept for the error message
+ARGV_PROMPT_MAX = 100_000  # bytes; see prompt_via_stdin
 _EOF = object()
 
 # Ordered: the first class whose pattern matches wins, so "exceeded retry limit, last status: 401" is permanent.
 # `codex exec` gives only English text (codex-cli.md §2, §6.3); URLs are blanked first so a port can't match.
 CLASSIFY: list[tuple[str, re.Pattern]] = [
-    (CONFIG, re.compile(r"no longer supported|Not inside a trusted directory|unexpected argument|"
-                        r"unrecognized subcommand|Error loading config|invalid value .* for|"
-                        r"error: the argument|Missing environment variable|config profile .* not found|"
-                        r"Error finding codex home|CODEX_HOME points to", re.I)),
-    (PERMANENT, re.compile(r"\b401\b|Unauthorized|\b403\b|Forbidden|ran out of room|context window|"
-                           r"context_length_exceeded|\b400\b|Bad Request|invalid_request_error|\b404\b|"
-                           r"model_not_found|does not exist|\b422\b|insufficient_quota|exceeded your current quota",
-                           re.I)),
-    (TRANSIENT, re.compile(r"\b429\b|Too Many Requests|rate.?limit|high demand|stream disconnected|"
-                           r"Connection failed|connection (refused|reset|closed)|error sending request|"
-                           r"Reconnecting|timed? ?out|\b5\d\d\b|overloaded|server_error|exceeded retry limit",
-                           re.I)),
+    (
+        CONFIG,
+        re.compile(
+            r"no longer supported|Not inside a trusted directory|unexpected argument|"
+            r"unrecognized subcommand|Error loading config|invalid value .* for|"
+            r"error: the argument|Missing environment variable|config profile .* not found|"
+            r"Error finding codex home|CODEX_HOME points to",
+            re.I,
+        ),
+    ),
+    (
+        PERMANENT,
+        re.compile(
+            r"\b401\b|Unauthorized|\b403\b|Forbidden|ran out of room|context window|"
+            r"context_length_exceeded|\b400\b|Bad Request|invalid_request_error|\b404\b|"
+            r"model_not_found|does not exist|\b422\b|insufficient_quota|exceeded your current quota",
+            re.I,
+        ),
+    ),
+    (
+        TRANSIENT,
+        re.compile(
+            r"\b429\b|Too Many Requests|rate.?limit|high demand|stream disconnected|"
+            r"Connection failed|connection (refused|reset|closed)|error sending request|"
+            r"Reconnecting|timed? ?out|\b5\d\d\b|overloaded|server_error|exceeded retry limit",
+            re.I,
+        ),
+    ),
 ]
 MODEL_MISSING = re.compile(r"model_not_found|model .* (does not exist|not found)|unknown model", re.I)
 
@@ -58,23 +83,29 @@ def resolve_binary(config: WorkerConfig) -> tuple[str | None, str]:
         p = shutil.which(config.binary) or (config.binary if os.access(config.binary, os.X_OK) else None)
         if p and os.path.isfile(p):
             return p, ""
-        return None, (f"worker.binary = {config.binary!r} is not an executable file; fix [worker] binary in "
-                      "intents.toml or remove it to use `codex` from PATH")
+        return None, (
+            f"worker.binary = {config.binary!r} is not an executable file; fix [worker] binary in "
+            "intents.toml or remove it to use `codex` from PATH"
+        )
     p = shutil.which("codex")
     if p:
         return p, ""
     try:
         import codex_cli_bin  # the PyPI wheel `openai-codex-cli-bin`, optional
+
         return str(codex_cli_bin.bundled_codex_path()), ""
     except (ImportError, OSError):
         pass
-    return None, ("the codex binary was not found: install it with `pip install openai-codex-cli-bin` (or "
-                  "`npm install -g @openai/codex`), put `codex` on PATH, or set [worker] binary in intents.toml")
+    return None, (
+        "the codex binary was not found: install it with `pip install openai-codex-cli-bin` (or "
+        "`npm install -g @openai/codex`), put `codex` on PATH, or set [worker] binary in intents.toml"
+    )
 
 
 def _bundled_path_dir() -> str | None:
     try:
         import codex_cli_bin
+
         d = codex_cli_bin.bundled_path_dir()
         return str(d) if d else None
     except (ImportError, OSError, AttributeError):
@@ -84,18 +115,38 @@ def _bundled_path_dir() -> str | None:
 def build_argv(binary: str, request: WorkerRequest, model: str) -> list[str]:
     """The codex command line. Never holds a key: the provider names the env var that carries it."""
     cfg = request.config
-    argv = [binary, "exec", "--json", "--ephemeral", "--skip-git-repo-check", "-C", str(request.workspace),
-            "-s", cfg.extra.get("sandbox", "workspace-write"),
-            # Without this a refused connection is retried forever ("waiting for network").
-            "--disable", "unbounded_connection_retries",
-            # The shell snapshot dumps the whole environment, keys included, to $CODEX_HOME/shell_snapshots/
-            # and is only deleted on a clean exit: a timeout kill would leave our secrets on disk.
-            "--disable", "shell_snapshot", "-m", model]
+    argv = [
+        binary,
+        "exec",
+        "--json",
+        "--ephemeral",
+        "--skip-git-repo-check",
+        "-C",
+        str(request.workspace),
+        "-s",
+        cfg.extra.get("sandbox", "workspace-write"),
+        # Without this a refused connection is retried forever ("waiting for network").
+        "--disable",
+        "unbounded_connection_retries",
+        # The shell snapshot dumps the whole environment, keys included, to $CODEX_HOME/shell_snapshots/
+        # and is only deleted on a clean exit: a timeout kill would leave our secrets on disk.
+        "--disable",
+        "shell_snapshot",
+        "-m",
+        model,
+    ]
     if cfg.base_url:
         p = f"model_providers.{PROVIDER}"
-        argv += ["-c", f"model_provider={PROVIDER}", "-c", f"{p}.name={PROVIDER}",
-                 "-c", f"{p}.base_url={json.dumps(cfg.base_url)}",   # a TOML basic string
-                 "-c", f"{p}.env_key={cfg.env_key or 'OPENAI_API_KEY'}"]
+        argv += [
+            "-c",
+            f"model_provider={PROVIDER}",
+            "-c",
+            f"{p}.name={PROVIDER}",
+            "-c",
+            f"{p}.base_url={json.dumps(cfg.base_url)}",  # a TOML basic string
+            "-c",
+            f"{p}.env_key={cfg.env_key or 'OPENAI_API_KEY'}",
+        ]
         for k in PROVIDER_KEYS:
             if k in cfg.extra:
                 argv += ["-c", f"{p}.{k}={int(cfg.extra[k])}"]
@@ -118,7 +169,7 @@ def child_env(request: WorkerRequest, binary: str) -> dict[str, str]:
         env["CODEX_HOME"] = str(home)
     extra_dir = _bundled_path_dir()
     if extra_dir and Path(binary).resolve().is_relative_to(Path(extra_dir).resolve().parent):
-        env["PATH"] = extra_dir + os.pathsep + env.get("PATH", "")   # the wheel's bundled rg
+        env["PATH"] = extra_dir + os.pathsep + env.get("PATH", "")  # the wheel's bundled rg
     return env
 
 
@@ -159,8 +210,9 @@ class CodexWorker:
         with self._lock:
             if binary not in self._versions:
                 try:
-                    out = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=30,
-                                         stdin=subprocess.DEVNULL)
+                    out = subprocess.run(
+                        [binary, "--version"], capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL
+                    )
                     self._versions[binary] = (out.stdout.strip().splitlines() or ["codex-unknown"])[0]
                 except (OSError, subprocess.SubprocessError):
                     self._versions[binary] = "codex-unknown"
@@ -175,9 +227,12 @@ class CodexWorker:
         env = child_env(request, binary)
         secrets = secret_values([cfg.env_key], environ=env)
         if cfg.base_url and not env.get(cfg.env_key or "OPENAI_API_KEY"):
-            return failed(CONFIG, f"the environment variable {cfg.env_key or 'OPENAI_API_KEY'} is not set: codex "
-                          f"needs it to authenticate to {cfg.base_url} ([worker] env_key names it)",
-                          model=cfg.model)
+            return failed(
+                CONFIG,
+                f"the environment variable {cfg.env_key or 'OPENAI_API_KEY'} is not set: codex "
+                f"needs it to authenticate to {cfg.base_url} ([worker] env_key names it)",
+                model=cfg.model,
+            )
         version = self.version(cfg)
         result = None
         for model in (cfg.model, *cfg.fallback_models):
@@ -195,23 +250,30 @@ class CodexWorker:
         via_stdin = prompt_via_stdin(request.prompt)
         try:
             # stdin is never left open: codex reads a non-TTY stdin to EOF even with a prompt argument.
-            proc = subprocess.Popen(build_argv(binary, request, model),
-                                    stdin=subprocess.PIPE if via_stdin else subprocess.DEVNULL,
-                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=request.workspace,
-                                    env=env, start_new_session=True)
+            proc = subprocess.Popen(
+                build_argv(binary, request, model),
+                stdin=subprocess.PIPE if via_stdin else subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                cwd=request.workspace,
+                env=env,
+                start_new_session=True,
+            )
         except OSError as e:
             return failed(CONFIG, f"could not start {binary}: {e}", model=model)
         if via_stdin:
+
             def feed():
                 try:
                     proc.stdin.write(request.prompt.encode("utf-8"))
                 except OSError:
-                    pass   # codex died early: its exit status tells the story
+                    pass  # codex died early: its exit status tells the story
                 finally:
                     try:
                         proc.stdin.close()
                     except OSError:
                         pass
+
             threading.Thread(target=feed, daemon=True).start()
         lines: queue.Queue = queue.Queue()
         err_buf = bytearray()
@@ -249,17 +311,15 @@ class CodexWorker:
         code = proc.wait()
         for t in readers:
             t.join(timeout=2)
-        while not lines.empty():   # lines that arrived after we stopped listening
+        while not lines.empty():  # lines that arrived after we stopped listening
             item = lines.get_nowait()
             if item is not _EOF:
                 raw_lines.append(item.decode("utf-8", "replace"))
         stderr = redact(err_buf.decode("utf-8", "replace"), secrets)
-        return self._result(request, model, raw_lines, code, killed, stderr, secrets, time.monotonic() - t0,
-                            proc.pid)
+        return self._result(request, model, raw_lines, code, killed, stderr, secrets, time.monotonic() - t0, proc.pid)
 
     @staticmethod
-    def _pump(proc, lines: queue.Queue, raw_lines: list[str], cfg: WorkerConfig, deadline: float,
-              cancel) -> str | None:
+    def _pump(proc, lines: queue.Queue, raw_lines: list[str], cfg: WorkerConfig, deadline: float, cancel) -> str | None:
         """Collect stdout lines until codex is done; returns None, or why it must be killed:
         "timeout" (wall clock), "idle" (no line for idle_timeout) or "cancelled" (request.cancel was set)."""
         last = time.monotonic()
@@ -332,16 +392,24 @@ class CodexWorker:
             limit = cfg.timeout if killed == "timeout" else cfg.idle_timeout
             what = "wall-clock timeout" if killed == "timeout" else "idle timeout (no event)"
             hint = f"; last codex message: {redact(errors[-1], secrets)}" if errors else ""
-            return failed(TIMEOUT, f"codex hit the {what} of {limit:g}s and was killed with its process group"
-                          f"{hint}. Raise [worker] {'timeout' if killed == 'timeout' else 'idle_timeout'} if the "
-                          "step needs longer, or check the provider is reachable.", **base)
+            return failed(
+                TIMEOUT,
+                f"codex hit the {what} of {limit:g}s and was killed with its process group"
+                f"{hint}. Raise [worker] {'timeout' if killed == 'timeout' else 'idle_timeout'} if the "
+                "step needs longer, or check the provider is reachable.",
+                **base,
+            )
         if code == 0 and completed:
             return WorkerResult(ok=True, final_message=redact(final, secrets), failure=None, error=None, **base)
         if turn_failed:
             text = turn_failed
         elif code == 2:
-            return failed(CONFIG, f"codex rejected its command line (exit 2): {tail[-800:]}. The installed codex "
-                          "may be too old or too new for runner; check `codex --version`.", **base)
+            return failed(
+                CONFIG,
+                f"codex rejected its command line (exit 2): {tail[-800:]}. The installed codex "
+                "may be too old or too new for runner; check `codex --version`.",
+                **base,
+            )
         elif code == 0:
             text = "codex exited 0 without a turn.completed event: the turn did not finish"
         elif code < 0:
@@ -351,11 +419,12 @@ class CodexWorker:
         if partial is not None:
             text += f"; its output stopped mid-line: {partial[:200]!r}"
         kind = classify(text) or (classify(tail) if code != 0 else None) or TRANSIENT
-        return failed(kind, f"codex failed ({kind}, exit {code}): {redact(text, secrets)}"
-                      + _advice(kind), **base)
+        return failed(kind, f"codex failed ({kind}, exit {code}): {redact(text, secrets)}" + _advice(kind), **base)
 
 
 def _advice(kind: str) -> str:
-    return {TRANSIENT: ". Retrying the step may succeed.",
-            PERMANENT: ". Retrying will not help: check the key, the model, the provider, or shrink the prompt.",
-            CONFIG: ". Fix the codex setup ([worker] in intents.toml) and run again."}.get(kind, "")
+    return {
+        TRANSIENT: ". Retrying the step may succeed.",
+        PERMANENT: ". Retrying will not help: check the key, the model, the provider, or shrink the prompt.",
+        CONFIG: ". Fix the codex setup ([worker] in intents.toml) and run again.",
+    }.get(kind, "")

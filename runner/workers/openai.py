@@ -17,10 +17,19 @@ from pathlib import PurePosixPath
 import openai
 
 from runner.redact import redact, redact_obj, secret_values
-from runner.workers.base import (CONFIG, PERMANENT, TIMEOUT, TRANSIENT, Usage, WorkerConfig, WorkerRequest,
-                                 WorkerResult, failed)
+from runner.workers.base import (
+    CONFIG,
+    PERMANENT,
+    TIMEOUT,
+    TRANSIENT,
+    Usage,
+    WorkerConfig,
+    WorkerRequest,
+    WorkerResult,
+    failed,
+)
 
-PROTOCOL_VERSION = "mis-1"   # bump when PROTOCOL_INSTRUCTIONS change: it is part of the worker version (step key)
+PROTOCOL_VERSION = "mis-1"  # bump when PROTOCOL_INSTRUCTIONS change: it is part of the worker version (step key)
 PROTOCOL_INSTRUCTIONS = """\
 Answer in this exact format and nothing else:
 <<MIS:START>>
@@ -40,6 +49,7 @@ def protocol_family():
     global _family
     if _family is None:
         from runner.parse import builtin_dir, load_library
+
         _family = load_library([builtin_dir()]).family("protocol")
     return _family
 
@@ -49,7 +59,7 @@ class Answer:
     files: dict[str, str | None] = field(default_factory=dict)
     json: list = field(default_factory=list)
     err: str | None = None
-    problem: str | None = None          # why the answer is malformed, or None
+    problem: str | None = None  # why the answer is malformed, or None
 
 
 def _bad_path(path: str) -> bool:
@@ -78,7 +88,7 @@ def parse_answer(text: str) -> Answer:
         ans.problem = "no <<MIS:END>> marker: the answer was cut off"
         return ans
     end = start + kinds[start:].index("END")
-    for m in matches[start + 1:end]:
+    for m in matches[start + 1 : end]:
         kind, body = m.fields.get("kind"), m.fields.get("body") or ""
         if kind == "ERR":
             ans.err = body.strip() or "(no reason given)"
@@ -128,7 +138,8 @@ def _status_failure(e: openai.APIStatusError) -> tuple[str, str]:
 
 def _is_model_missing(e: Exception) -> bool:
     return isinstance(e, openai.APIStatusError) and (
-        e.status_code == 404 or getattr(e, "code", None) == "model_not_found")
+        e.status_code == 404 or getattr(e, "code", None) == "model_not_found"
+    )
 
 
 class OpenAIWorker:
@@ -145,13 +156,22 @@ class OpenAIWorker:
         secrets = secret_values([cfg.env_key], environ=env)
         version = self.version(cfg)
         if not env.get(key_name):
-            return failed(CONFIG, f"the environment variable {key_name} is not set: the openai worker needs an API "
-                          "key ([worker] env_key names the variable)", model=cfg.model, worker_version=version)
-        timeout = openai.Timeout(cfg.timeout, connect=min(10.0, cfg.timeout),
-                                 read=min(cfg.idle_timeout or cfg.timeout, cfg.timeout))
-        client = openai.OpenAI(api_key=env[key_name], timeout=timeout,
-                               max_retries=int(cfg.extra.get("max_retries", 2)),
-                               **({"base_url": cfg.base_url} if cfg.base_url else {}))
+            return failed(
+                CONFIG,
+                f"the environment variable {key_name} is not set: the openai worker needs an API "
+                "key ([worker] env_key names the variable)",
+                model=cfg.model,
+                worker_version=version,
+            )
+        timeout = openai.Timeout(
+            cfg.timeout, connect=min(10.0, cfg.timeout), read=min(cfg.idle_timeout or cfg.timeout, cfg.timeout)
+        )
+        client = openai.OpenAI(
+            api_key=env[key_name],
+            timeout=timeout,
+            max_retries=int(cfg.extra.get("max_retries", 2)),
+            **({"base_url": cfg.base_url} if cfg.base_url else {}),
+        )
         tried: list[str] = []
         models = list(dict.fromkeys((cfg.model, *cfg.fallback_models)))
         try:
@@ -161,19 +181,33 @@ class OpenAIWorker:
                     result = self._call(client, request, model, t0, secrets)
                 except openai.APIStatusError as e:
                     if _is_model_missing(e) and i < len(models) - 1:
-                        continue   # try the next fallback model
+                        continue  # try the next fallback model
                     kind, advice = _status_failure(e)
-                    result = failed(kind, redact(f"{type(e).__name__} {e.status_code} from the Responses API "
-                                                 f"(model {model}; tried {', '.join(tried)}): {e.message}. "
-                                                 f"{advice}", secrets), model=model)
+                    result = failed(
+                        kind,
+                        redact(
+                            f"{type(e).__name__} {e.status_code} from the Responses API "
+                            f"(model {model}; tried {', '.join(tried)}): {e.message}. "
+                            f"{advice}",
+                            secrets,
+                        ),
+                        model=model,
+                    )
                 except openai.APITimeoutError:
-                    result = failed(TIMEOUT, f"the Responses API did not answer within {cfg.timeout:g}s (after "
-                                    f"{client.max_retries} retries); raise [worker] timeout or check the provider",
-                                    model=model)
+                    result = failed(
+                        TIMEOUT,
+                        f"the Responses API did not answer within {cfg.timeout:g}s (after "
+                        f"{client.max_retries} retries); raise [worker] timeout or check the provider",
+                        model=model,
+                    )
                 except openai.APIConnectionError as e:
-                    result = failed(TRANSIENT, redact(f"could not reach the Responses API at "
-                                                      f"{cfg.base_url or 'api.openai.com'}: {e}", secrets),
-                                    model=model)
+                    result = failed(
+                        TRANSIENT,
+                        redact(
+                            f"could not reach the Responses API at {cfg.base_url or 'api.openai.com'}: {e}", secrets
+                        ),
+                        model=model,
+                    )
                 break
         finally:
             client.close()
@@ -206,13 +240,21 @@ class OpenAIWorker:
                     elif ev.type in ("response.failed", "error", "response.incomplete"):
                         stream_error = d
                     if request.cancel is not None and request.cancel.is_set():
-                        return failed(TIMEOUT, "cancelled by the runner while the answer was streaming",
-                                      model=model, events=redact_obj(events, secrets),
-                                      transcript=_transcript(events, secrets))
+                        return failed(
+                            TIMEOUT,
+                            "cancelled by the runner while the answer was streaming",
+                            model=model,
+                            events=redact_obj(events, secrets),
+                            transcript=_transcript(events, secrets),
+                        )
                     if time.monotonic() - t0 > cfg.timeout:
-                        return failed(TIMEOUT, f"the answer was still streaming after the {cfg.timeout:g}s "
-                                      "wall-clock timeout", model=model, events=redact_obj(events, secrets),
-                                      transcript=_transcript(events, secrets))
+                        return failed(
+                            TIMEOUT,
+                            f"the answer was still streaming after the {cfg.timeout:g}s wall-clock timeout",
+                            model=model,
+                            events=redact_obj(events, secrets),
+                            transcript=_transcript(events, secrets),
+                        )
         transcript = _transcript(events, secrets)
         base = dict(model=model, events=redact_obj(events, secrets), transcript=transcript)
         if completed is None:
@@ -220,29 +262,49 @@ class OpenAIWorker:
             if stream_error:
                 err = (stream_error.get("response") or {}).get("error") or stream_error
                 code = err.get("code") or ""
-                kind = PERMANENT if code in ("context_length_exceeded", "invalid_prompt", "insufficient_quota") \
+                kind = (
+                    PERMANENT
+                    if code in ("context_length_exceeded", "invalid_prompt", "insufficient_quota")
                     else TRANSIENT
+                )
                 why = f"the provider reported {code or 'an error'}: {err.get('message', '')}"
             return failed(kind, redact(why, secrets), **base)
         u = completed.usage
-        usage = Usage(input_tokens=getattr(u, "input_tokens", 0) or 0,
-                      cached_input_tokens=getattr(getattr(u, "input_tokens_details", None), "cached_tokens", 0) or 0,
-                      output_tokens=getattr(u, "output_tokens", 0) or 0) if u else Usage()
+        usage = (
+            Usage(
+                input_tokens=getattr(u, "input_tokens", 0) or 0,
+                cached_input_tokens=getattr(getattr(u, "input_tokens_details", None), "cached_tokens", 0) or 0,
+                output_tokens=getattr(u, "output_tokens", 0) or 0,
+            )
+            if u
+            else Usage()
+        )
         text = "".join(text_parts) or (completed.output_text or "")
         ans = parse_answer(text)
         message = redact(text, secrets)
         if ans.problem:
-            r = failed(TRANSIENT, f"malformed answer from {model}: {ans.problem}. Retrying once with the same "
-                       "prompt usually fixes it.", usage=usage, **base)
+            r = failed(
+                TRANSIENT,
+                f"malformed answer from {model}: {ans.problem}. Retrying once with the same prompt usually fixes it.",
+                usage=usage,
+                **base,
+            )
             r.final_message = message
             return r
         if ans.err is not None:
-            r = failed(PERMANENT, redact(f"the model says it cannot do this: {ans.err}", secrets), usage=usage,
-                       **base)
+            r = failed(PERMANENT, redact(f"the model says it cannot do this: {ans.err}", secrets), usage=usage, **base)
             r.final_message = message
             return r
-        return WorkerResult(ok=True, final_message=message, usage=usage, duration_s=0.0, failure=None, error=None,
-                            files=redact_obj(ans.files, secrets), **base)
+        return WorkerResult(
+            ok=True,
+            final_message=message,
+            usage=usage,
+            duration_s=0.0,
+            failure=None,
+            error=None,
+            files=redact_obj(ans.files, secrets),
+            **base,
+        )
 
 
 def _transcript(events: list[dict], secrets) -> str:

@@ -7,7 +7,7 @@ import json
 import os
 import re
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 
 from runner.redact import redact_obj, secret_values
@@ -41,8 +41,9 @@ def resolve_replays_dir(config: WorkerConfig, workspace: Path | None = None) -> 
     return Path.cwd() / d
 
 
-def record_exchange(replays_dir: Path | str, request: WorkerRequest, result: WorkerResult,
-                    files_changed: dict[str, str | None]) -> Path:
+def record_exchange(
+    replays_dir: Path | str, request: WorkerRequest, result: WorkerResult, files_changed: dict[str, str | None]
+) -> Path:
     """Write one attempt's exchange (redacted) for the replay worker and the learning pass; returns its path.
     files_changed: what the attempt changed in its workspace (found by digests), path -> content (None: deleted)."""
     env = os.environ if request.env is None else request.env
@@ -52,7 +53,7 @@ def record_exchange(replays_dir: Path | str, request: WorkerRequest, result: Wor
         "intent": request.intent,
         "step_key": request.step_key,
         "attempt": request.attempt,
-        "recorded_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "recorded_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "worker": request.config.kind,
         "model": result.model,
         "worker_version": result.worker_version,
@@ -64,7 +65,7 @@ def record_exchange(replays_dir: Path | str, request: WorkerRequest, result: Wor
         "prompt": request.prompt,
         "final_message": result.final_message,
         "files": dict(sorted(files_changed.items())),
-        "transcript": result.transcript.splitlines(),   # a list of lines diffs far better than one string
+        "transcript": result.transcript.splitlines(),  # a list of lines diffs far better than one string
     }
     doc = redact_obj(doc, secrets)
     path = recording_path(Path(replays_dir), request.intent, request.step_key, request.attempt)
@@ -146,16 +147,28 @@ class ReplayWorker:
         replays = resolve_replays_dir(cfg, request.workspace)
         found = find_recording(replays, request)
         if found is None:
-            return failed(CONFIG, f"no recording for intent {request.intent} with key {request.step_key[:KEY_PREFIX]}… "
-                          f"(attempt {request.attempt}) in {replays}/: run once with a live worker and "
-                          "`runner make --record`", model=cfg.model, worker_version=self.version(cfg))
+            return failed(
+                CONFIG,
+                f"no recording for intent {request.intent} with key {request.step_key[:KEY_PREFIX]}… "
+                f"(attempt {request.attempt}) in {replays}/: run once with a live worker and "
+                "`runner make --record`",
+                model=cfg.model,
+                worker_version=self.version(cfg),
+            )
         path, doc = found
         transcript_lines = doc.get("transcript") or []
         if isinstance(transcript_lines, str):
             transcript_lines = transcript_lines.splitlines()
         transcript = "".join(line + "\n" for line in transcript_lines)
-        events: list[dict] = [{"type": "runner.replay", "file": str(path), "recorded_worker": doc.get("worker"),
-                               "recorded_worker_version": doc.get("worker_version"), "step_key": doc.get("step_key")}]
+        events: list[dict] = [
+            {
+                "type": "runner.replay",
+                "file": str(path),
+                "recorded_worker": doc.get("worker"),
+                "recorded_worker_version": doc.get("worker_version"),
+                "step_key": doc.get("step_key"),
+            }
+        ]
         for line in transcript_lines:
             try:
                 ev = json.loads(line)
@@ -166,10 +179,24 @@ class ReplayWorker:
         files = doc.get("files") or {}
         problem = apply_files(request.workspace, files)
         if problem:
-            return failed(PERMANENT, f"recording {path} is unsafe: {problem}", model=doc.get("model", ""),
-                          worker_version=self.version(cfg), events=events, transcript=transcript)
-        return WorkerResult(ok=bool(doc.get("ok")), final_message=doc.get("final_message") or "", events=events,
-                            transcript=transcript, usage=Usage.from_json(doc.get("usage")),
-                            duration_s=time.monotonic() - t0, model=doc.get("model", ""),
-                            failure=doc.get("failure"), error=doc.get("error"), files=files,
-                            worker_version=self.version(cfg))
+            return failed(
+                PERMANENT,
+                f"recording {path} is unsafe: {problem}",
+                model=doc.get("model", ""),
+                worker_version=self.version(cfg),
+                events=events,
+                transcript=transcript,
+            )
+        return WorkerResult(
+            ok=bool(doc.get("ok")),
+            final_message=doc.get("final_message") or "",
+            events=events,
+            transcript=transcript,
+            usage=Usage.from_json(doc.get("usage")),
+            duration_s=time.monotonic() - t0,
+            model=doc.get("model", ""),
+            failure=doc.get("failure"),
+            error=doc.get("error"),
+            files=files,
+            worker_version=self.version(cfg),
+        )

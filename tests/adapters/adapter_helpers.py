@@ -13,8 +13,17 @@ ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = Path(__file__).parent / "fixtures"
 PARSE_FIXTURES = ROOT / "tests" / "parse" / "fixtures"
 VENV_BIN = ROOT / ".venv" / "bin"
-_BUILD_LEFTOVERS = shutil.ignore_patterns("node_modules", "target", "build", ".gradle", "package-lock.json",
-                                          "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache")
+_BUILD_LEFTOVERS = shutil.ignore_patterns(
+    "node_modules",
+    "target",
+    "build",
+    ".gradle",
+    "package-lock.json",
+    "__pycache__",
+    ".pytest_cache",
+    ".mypy_cache",
+    ".ruff_cache",
+)
 
 
 def in_ci() -> bool:
@@ -36,8 +45,8 @@ def need_tools(*tools: str, how: str = "") -> None:
 
 
 def builtin_adapters():
-    from runner.load import BUILTIN_DIR, _Reader
     from runner.adapters import load_adapters
+    from runner.load import BUILTIN_DIR, _Reader
 
     reader = _Reader(ROOT)
     adapters = load_adapters([BUILTIN_DIR / "adapters"], reader.read_toml, reader.validate, reader.problem)
@@ -61,8 +70,9 @@ class Ran:
         return f"Ran({self.command!r}, exit {self.code}, findings={self.findings.to_json()}, output=...{self.output[-3000:]})"
 
 
-def run_adapter_command(project: Path, adapter, name: str, library, env: dict | None = None,
-                        timeout: float = 900) -> Ran:
+def run_adapter_command(
+    project: Path, adapter, name: str, library, env: dict | None = None, timeout: float = 900
+) -> Ran:
     """Run one of the adapter's commands (variants detected in the project) for real and parse its output."""
     from runner.adapters import resolve
     from runner.parse import parse_findings
@@ -72,7 +82,14 @@ def run_adapter_command(project: Path, adapter, name: str, library, env: dict | 
     full_env["PATH"] = f"{VENV_BIN}{os.pathsep}{full_env.get('PATH', '')}"  # as in an activated venv
     full_env.pop("PYTEST_ADDOPTS", None)
     full_env.update(env or {})
-    proc = subprocess.run(["/bin/sh", "-c", cmd.run], cwd=project, env=full_env, stdin=subprocess.DEVNULL,
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout)
+    proc = subprocess.run(
+        ["/bin/sh", "-c", cmd.run],
+        cwd=project,
+        env=full_env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        timeout=timeout,
+    )
     text = proc.stdout.decode("utf-8", errors="replace")
     return Ran(cmd.run, proc.returncode, text, parse_findings(text, [library.family(f) for f in cmd.parse]))

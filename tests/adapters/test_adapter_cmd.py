@@ -5,15 +5,22 @@ import json
 import sys
 
 import pytest
-
 from adapter_helpers import FIXTURES, ROOT, copy_fixture
+
 from runner.adapters_cmd import adapters_report, families_for, parse_report, read_log
 from runner.errors import EXIT_USER_ERROR, UsageError
 
 LOGS = ROOT / "tests" / "parse" / "logs"
 # corpus folder -> the adapter and variants whose `test` command produced such a log
-FOLDERS = {"pytest": ("python", ()), "jest": ("node", ()), "vitest": ("node", ("vitest",)), "gotest": ("go", ()),
-           "cargo": ("rust", ()), "surefire": ("maven", ()), "gradle": ("gradle", ())}
+FOLDERS = {
+    "pytest": ("python", ()),
+    "jest": ("node", ()),
+    "vitest": ("node", ("vitest",)),
+    "gotest": ("go", ()),
+    "cargo": ("rust", ()),
+    "surefire": ("maven", ()),
+    "gradle": ("gradle", ()),
+}
 CASES = sorted(p for p in LOGS.glob("*/*.log") if p.parent.name in FOLDERS)
 
 
@@ -42,15 +49,18 @@ def test_the_variant_detected_in_the_project_picks_the_family(tmp_path):
     assert families_for(tmp_path, adapter="node", command="test", variants=())[0][0] == "jest"
 
 
-@pytest.mark.parametrize("kwargs,message", [
-    ({"adapter": "pyton", "command": "test"}, "unknown adapter 'pyton' (did you mean 'python'?)"),
-    ({"adapter": "python", "command": "tset"}, "has no command 'tset' (did you mean 'test'?)"),
-    ({"families": ("pytset",)}, "unknown regex family 'pytset' (did you mean 'pytest'?)"),
-    ({"families": ("pytest",), "adapter": "python"}, "either --family or --adapter/--command"),
-    ({"adapter": "python"}, "--adapter NAME --command CMD"),
-    ({}, "--adapter NAME --command CMD"),
-    ({"adapter": "auto", "command": "test"}, "no toolchain detected"),
-])
+@pytest.mark.parametrize(
+    "kwargs,message",
+    [
+        ({"adapter": "pyton", "command": "test"}, "unknown adapter 'pyton' (did you mean 'python'?)"),
+        ({"adapter": "python", "command": "tset"}, "has no command 'tset' (did you mean 'test'?)"),
+        ({"families": ("pytset",)}, "unknown regex family 'pytset' (did you mean 'pytest'?)"),
+        ({"families": ("pytest",), "adapter": "python"}, "either --family or --adapter/--command"),
+        ({"adapter": "python"}, "--adapter NAME --command CMD"),
+        ({}, "--adapter NAME --command CMD"),
+        ({"adapter": "auto", "command": "test"}, "no toolchain detected"),
+    ],
+)
 def test_usage_mistakes_exit_2_with_a_hint(tmp_path, kwargs, message):
     with pytest.raises(UsageError) as info:
         parse_report(tmp_path, "text", **kwargs)

@@ -23,8 +23,12 @@ CASES = [
     ({"package.json": "{}", "yarn.lock": ""}, "node", ("yarn",), "yarn jest --ci"),
     ({"package.json": '{"devDependencies": {"vitest": "^4"}}'}, "node", ("vitest",), "npx --no -- vitest run"),
     ({"package.json": "{}", "vitest.config.ts": ""}, "node", ("vitest",), "npx --no -- vitest run"),
-    ({"package.json": '{"devDependencies": {"vitest": "^4"}}', "pnpm-lock.yaml": ""}, "node", ("pnpm", "vitest"),
-     "pnpm exec vitest run"),
+    (
+        {"package.json": '{"devDependencies": {"vitest": "^4"}}', "pnpm-lock.yaml": ""},
+        "node",
+        ("pnpm", "vitest"),
+        "pnpm exec vitest run",
+    ),
     ({"go.mod": "module x\n"}, "go", (), "go test -v ./..."),
     ({"Cargo.toml": "[package]\n"}, "rust", (), "cargo test"),
     ({"pom.xml": "<project/>"}, "maven", (), "mvn -B test"),
@@ -42,8 +46,9 @@ def make_tree(root: Path, files: dict) -> Path:
     return root
 
 
-@pytest.mark.parametrize("files,adapter,variants,test_run", CASES,
-                         ids=[f"{a}-{'+'.join(v) or 'base'}-{'+'.join(f)}" for f, a, v, _ in CASES])
+@pytest.mark.parametrize(
+    "files,adapter,variants,test_run", CASES, ids=[f"{a}-{'+'.join(v) or 'base'}-{'+'.join(f)}" for f, a, v, _ in CASES]
+)
 def test_detects_each_adapter_and_variant(tmp_path, adapters, files, adapter, variants, test_run):
     root = make_tree(tmp_path / "p", files)
     found = detect(root, adapters)
@@ -70,8 +75,13 @@ def test_evidence_names_the_files_and_the_variants_not_taken(tmp_path, adapters)
     )
     py = detect(make_tree(tmp_path / "q", {"pyproject.toml": ""}), adapters)[0]
     assert py.evidence[-1] == "manager: no evidence for uv, poetry, requirements: the base commands"
-    assert py.to_json() == {"adapter": "python", "variant": None, "variants": [], "confidence": 0.9,
-                            "evidence": list(py.evidence)}
+    assert py.to_json() == {
+        "adapter": "python",
+        "variant": None,
+        "variants": [],
+        "confidence": 0.9,
+        "evidence": list(py.evidence),
+    }
 
 
 def test_the_first_variant_of_a_group_wins(tmp_path, adapters):
@@ -112,20 +122,24 @@ def test_explicit_variants_override_detection_and_unknown_names_are_refused(tmp_
 def test_a_project_adapter_overrides_detection_and_adds_toolchains(tmp_path):
     root = make_tree(tmp_path / "p", {"pyproject.toml": "", "manage.py": "", "Makefile": "test:\n\ttrue\n"})
     (root / "adapters").mkdir()
-    (root / "adapters" / "python.toml").write_text(textwrap.dedent("""
+    (root / "adapters" / "python.toml").write_text(
+        textwrap.dedent("""
         name = "python"
         extends = "python"
         [detect]
         confidence = 0.5
-    """))
-    (root / "adapters" / "make.toml").write_text(textwrap.dedent("""
+    """)
+    )
+    (root / "adapters" / "make.toml").write_text(
+        textwrap.dedent("""
         name = "make"
         [detect]
         files = ["Makefile", "GNUmakefile"]
         confidence = 0.8
         [commands.test]
         run = "make test"
-    """))
+    """)
+    )
     adapters = load_project_adapters(root)
     found = detect(root, adapters)
     assert [(d.adapter, d.confidence) for d in found] == [("make", 0.8), ("python", 0.5)]
@@ -136,7 +150,8 @@ def test_a_project_adapter_overrides_detection_and_adds_toolchains(tmp_path):
 def test_glob_markers_match(tmp_path):
     root = make_tree(tmp_path / "p", {"App.csproj": "<Project/>"})
     (root / "adapters").mkdir()
-    (root / "adapters" / "dotnet.toml").write_text('name = "dotnet"\n[detect]\nfiles = ["*.csproj", "*.sln"]\n'
-                                                   '[commands.test]\nrun = "dotnet test"\n')
+    (root / "adapters" / "dotnet.toml").write_text(
+        'name = "dotnet"\n[detect]\nfiles = ["*.csproj", "*.sln"]\n[commands.test]\nrun = "dotnet test"\n'
+    )
     found = detect(root, load_project_adapters(root))
     assert found[0].adapter == "dotnet" and found[0].evidence[0] == "App.csproj found"

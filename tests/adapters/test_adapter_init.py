@@ -6,15 +6,21 @@ import sys
 from pathlib import Path
 
 import pytest
+from adapter_helpers import FIXTURES, ROOT, copy_fixture
 
 import runner.init as init_mod
-from adapter_helpers import FIXTURES, ROOT, copy_fixture
 from runner.errors import EXIT_USER_ERROR, UsageError
 from runner.init import init_project
 from runner.load import BUILTIN_DIR, load_spec
 
-MARKERS = {"python": {"pyproject.toml": ""}, "node": {"package.json": "{}"}, "go": {"go.mod": "module x\n"},
-           "rust": {"Cargo.toml": ""}, "maven": {"pom.xml": "<project/>"}, "gradle": {"build.gradle": ""}}
+MARKERS = {
+    "python": {"pyproject.toml": ""},
+    "node": {"package.json": "{}"},
+    "go": {"go.mod": "module x\n"},
+    "rust": {"Cargo.toml": ""},
+    "maven": {"pom.xml": "<project/>"},
+    "gradle": {"build.gradle": ""},
+}
 HAS_PROMPT = (BUILTIN_DIR / "prompts" / "write-tests.md").is_file()
 
 
@@ -28,8 +34,14 @@ def tree(root: Path, files: dict) -> Path:
 def validate_cli(root: Path) -> subprocess.CompletedProcess:
     """The real `runner validate`, as a user would run it after init."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "runner", "validate", "-C", str(root)], cwd=root, env=env,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "runner", "validate", "-C", str(root)],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_init_in_a_python_project_writes_intents_that_validate(tmp_path):
@@ -116,8 +128,9 @@ def test_the_agent_example_is_commented_out_when_it_would_not_validate(tmp_path,
 def test_a_project_adapter_is_used_by_init(tmp_path):
     root = tree(tmp_path / "p", {"Makefile": "test:\n\ttrue\n"})
     (root / "adapters").mkdir()
-    (root / "adapters" / "make.toml").write_text('name = "make"\n[detect]\nfiles = ["Makefile"]\n'
-                                                 '[commands.test]\nrun = "make test"\n')
+    (root / "adapters" / "make.toml").write_text(
+        'name = "make"\n[detect]\nfiles = ["Makefile"]\n[commands.test]\nrun = "make test"\n'
+    )
     _, obj = init_project(root)
     spec = load_spec(root)
     assert spec.intents["test"].adapter == "make" and "lint" not in spec.intents

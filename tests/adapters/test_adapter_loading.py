@@ -33,8 +33,17 @@ def test_the_six_builtin_adapters_load_without_problems(adapters):
         assert "causes" in a.command("test").parse and "diagnostics" in a.command("test").parse, a.name
 
 
-@pytest.mark.parametrize("name,family", [("python", "pytest"), ("node", "jest"), ("go", "gotest"), ("rust", "cargo"),
-                                         ("maven", "surefire"), ("gradle", "gradle")])
+@pytest.mark.parametrize(
+    "name,family",
+    [
+        ("python", "pytest"),
+        ("node", "jest"),
+        ("go", "gotest"),
+        ("rust", "cargo"),
+        ("maven", "surefire"),
+        ("gradle", "gradle"),
+    ],
+)
 def test_each_adapter_parses_its_test_output_with_its_runner_family(adapters, name, family):
     assert adapters[name].command("test").parse[0] == family
 
@@ -80,13 +89,16 @@ def test_adapters_are_frozen_picklable_and_have_a_stable_definition(adapters):
 
 
 def test_a_project_adapter_replaces_the_builtin_of_the_same_name(tmp_path):
-    write(tmp_path / "adapters" / "python.toml", """
+    write(
+        tmp_path / "adapters" / "python.toml",
+        """
         name = "python"
         [detect]
         files = ["setup.py"]
         [commands.test]
         run = "make test"
-    """)
+    """,
+    )
     adapters, problems = load(tmp_path, BUILTIN_DIR / "adapters", tmp_path / "adapters")
     assert problems == []
     assert adapters["python"].command("test").run == "make test"
@@ -96,22 +108,28 @@ def test_a_project_adapter_replaces_the_builtin_of_the_same_name(tmp_path):
 
 
 def test_extends_merges_over_the_builtin_table_by_table(tmp_path):
-    write(tmp_path / "adapters" / "python.toml", """
+    write(
+        tmp_path / "adapters" / "python.toml",
+        """
         name = "python"
         extends = "python"
         [commands.test]
         run = "{py} -m pytest -x -q"
         [variant.uv.commands.test]
         run = "uv run pytest -x"
-    """)
-    write(tmp_path / "adapters" / "django.toml", """
+    """,
+    )
+    write(
+        tmp_path / "adapters" / "django.toml",
+        """
         name = "django"
         extends = "python"
         [detect]
         files = ["manage.py"]
         [commands.test]
         run = "{py} manage.py test"
-    """)
+    """,
+    )
     adapters, problems = load(tmp_path, BUILTIN_DIR / "adapters", tmp_path / "adapters")
     assert problems == []
     py = adapters["python"]
@@ -127,20 +145,28 @@ def test_extends_merges_over_the_builtin_table_by_table(tmp_path):
 
 def test_problems_are_named_by_file_and_toml_path(tmp_path):
     folder = tmp_path / "adapters"
-    write(folder / "bad-schema.toml", """
+    write(
+        folder / "bad-schema.toml",
+        """
         name = "bad-schema"
         [detect]
         file = ["x"]
         [commands.test]
         run = "x"
-    """)
-    write(folder / "misnamed.toml", """
+    """,
+    )
+    write(
+        folder / "misnamed.toml",
+        """
         name = "other"
         [commands.test]
         run = "x"
-    """)
+    """,
+    )
     write(folder / "nocmds.toml", 'name = "nocmds"\n')
-    write(folder / "typo.toml", """
+    write(
+        folder / "typo.toml",
+        """
         name = "typo"
         [vars]
         exec = "npx"
@@ -149,11 +175,15 @@ def test_problems_are_named_by_file_and_toml_path(tmp_path):
         parse = ["jset"]
         [commands.lint]
         parse = ["diagnostics"]
-    """)
-    write(folder / "orphan.toml", """
+    """,
+    )
+    write(
+        folder / "orphan.toml",
+        """
         name = "orphan"
         extends = "pyhton"
-    """)
+    """,
+    )
     write(folder / "loop-a.toml", 'name = "loop-a"\nextends = "loop-b"\n')
     write(folder / "loop-b.toml", 'name = "loop-b"\nextends = "loop-a"\n')
     adapters, problems = load(tmp_path, BUILTIN_DIR / "adapters", folder)
@@ -172,21 +202,29 @@ def test_problems_are_named_by_file_and_toml_path(tmp_path):
 def test_with_broken_names_the_adapters_whose_file_failed(tmp_path):
     write(tmp_path / "adapters" / "python.toml", 'name = "python"\ncommands = 3\n')
     reader = _Reader(tmp_path)
-    adapters, broken = load_adapters([BUILTIN_DIR / "adapters", tmp_path / "adapters"], reader.read_toml,
-                                     reader.validate, reader.problem, with_broken=True)
+    adapters, broken = load_adapters(
+        [BUILTIN_DIR / "adapters", tmp_path / "adapters"],
+        reader.read_toml,
+        reader.validate,
+        reader.problem,
+        with_broken=True,
+    )
     assert broken == {"python"}
     assert isinstance(adapters["python"], Adapter)  # the builtin stays: the broken override is reported
     assert reader.problems
 
 
 def test_shell_braces_are_not_placeholders(adapters, tmp_path):
-    write(tmp_path / "adapters" / "sh.toml", """
+    write(
+        tmp_path / "adapters" / "sh.toml",
+        """
         name = "sh"
         [vars]
         dir = "src"
         [commands.test]
         run = "find {dir} -name '*.sh' -exec sh -n {} \\\\; && echo ${HOME} {a,b}"
-    """)
+    """,
+    )
     adapters, problems = load(tmp_path, tmp_path / "adapters")
     assert problems == []
     assert adapters["sh"].command("test").run == "find src -name '*.sh' -exec sh -n {} \\; && echo ${HOME} {a,b}"
@@ -196,15 +234,23 @@ def test_load_spec_with_this_loader_switched_in(tmp_path, monkeypatch):
     """The one-line change in load.py (its _load_adapters calling load_adapters) gives specs vars and variants."""
     import runner.load as load_mod
 
-    monkeypatch.setattr(load_mod, "_load_adapters", lambda reader, dirs: load_adapters(
-        dirs, reader.read_toml, reader.validate, reader.problem, with_broken=True))
-    write(tmp_path / "adapters" / "python.toml", """
+    monkeypatch.setattr(
+        load_mod,
+        "_load_adapters",
+        lambda reader, dirs: load_adapters(dirs, reader.read_toml, reader.validate, reader.problem, with_broken=True),
+    )
+    write(
+        tmp_path / "adapters" / "python.toml",
+        """
         name = "python"
         extends = "python"
         [commands.test]
         run = "{py} -m pytest -x"
-    """)
-    write(tmp_path / "intents.toml", """
+    """,
+    )
+    write(
+        tmp_path / "intents.toml",
+        """
         [project]
         name = "p"
         [intent.test]
@@ -214,7 +260,8 @@ def test_load_spec_with_this_loader_switched_in(tmp_path, monkeypatch):
         goal = "fix it"
         adapter = "python"
         verify = ["test", "lnt"]
-    """)
+    """,
+    )
     with pytest.raises(load_mod.SpecError) as info:
         load_mod.load_spec(tmp_path)
     assert "adapter 'python' has no command 'lnt' (did you mean 'lint'?)" in info.value.render()

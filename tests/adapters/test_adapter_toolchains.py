@@ -8,9 +8,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from adapter_helpers import FIXTURES, PARSE_FIXTURES, VENV_BIN, copy_fixture, need, need_tools, run_adapter_command
 
-from adapter_helpers import (FIXTURES, PARSE_FIXTURES, VENV_BIN, copy_fixture, need, need_tools,
-                             run_adapter_command)
 from runner.adapters import detect
 
 pytestmark = pytest.mark.toolchain
@@ -29,9 +28,12 @@ def _has_module(module: str) -> bool:
 
 # ---- python ----------------------------------------------------------------------------------
 
+
 @pytest.fixture
 def python_project(tmp_path, adapters):
-    need("the repository's .venv with pytest", _has_module("pytest"), "python3 -m venv .venv && pip install -e '.[test]'")
+    need(
+        "the repository's .venv with pytest", _has_module("pytest"), "python3 -m venv .venv && pip install -e '.[test]'"
+    )
     project = copy_fixture(FIXTURES / "python", tmp_path / "calc")
     _detected(project, adapters, "python")
     return project
@@ -70,7 +72,8 @@ def test_python_lint_runs_ruff_and_locates_the_problem(python_project, adapters,
     ran = run_adapter_command(python_project, adapters["python"], "lint", library)
     assert ran.code == 1, ran
     assert [(d["file"], d["line"], d["column"], d.get("code")) for d in ran.findings.diagnostics] == [
-        ("calc.py", 2, 8, "F401")], ran
+        ("calc.py", 2, 8, "F401")
+    ], ran
 
 
 def test_python_typecheck_runs_mypy_and_locates_the_error(python_project, adapters, library):
@@ -83,6 +86,7 @@ def test_python_typecheck_runs_mypy_and_locates_the_error(python_project, adapte
 
 
 # ---- node: npm + jest + eslint, npm + vitest + tsc -------------------------------------------
+
 
 def _npm_installed(factory, name: str, adapters, library):
     need_tools("node", "npm", how="apt-get install -y nodejs npm (Node 20)")
@@ -118,7 +122,8 @@ def test_node_eslint_lint_locates_the_unused_variable(jest_project, adapters, li
     ran = run_adapter_command(jest_project, adapters["node"], "lint", library)
     assert ran.code == 1, ran
     assert [(Path(d["file"]).name, d["line"], d["column"], d.get("code")) for d in ran.findings.diagnostics] == [
-        ("calc.js", 2, 9, "no-unused-vars")], ran
+        ("calc.js", 2, 9, "no-unused-vars")
+    ], ran
 
 
 def test_node_vitest_variant_is_detected_and_parsed(vitest_project, adapters, library):
@@ -136,7 +141,8 @@ def test_node_tsc_typecheck_locates_the_type_error(vitest_project, adapters, lib
     ran = run_adapter_command(vitest_project, adapters["node"], "typecheck", library)
     assert ran.code != 0, ran
     assert [(d["file"], d["line"], d["column"], d.get("code")) for d in ran.findings.diagnostics] == [
-        ("src/calc.ts", 5, 37, "TS2345")], ran
+        ("src/calc.ts", 5, 37, "TS2345")
+    ], ran
 
 
 def test_node_smoke_lists_the_installed_packages(jest_project, adapters, library):
@@ -159,8 +165,9 @@ def go_project(tmp_path, adapters):
 
 
 def test_go_test_counts_tests_and_subtests(go_project, adapters, library, tmp_path):
-    ran = run_adapter_command(go_project, adapters["go"], "test", library,
-                              env={**GO_ENV, "GOCACHE": str(tmp_path / "gocache")})
+    ran = run_adapter_command(
+        go_project, adapters["go"], "test", library, env={**GO_ENV, "GOCACHE": str(tmp_path / "gocache")}
+    )
     assert ran.code == 1, ran
     f = ran.findings
     assert (f.summary["passed"], f.summary["failed"], f.summary["skipped"]) == (2, 3, 1), ran
@@ -170,21 +177,25 @@ def test_go_test_counts_tests_and_subtests(go_project, adapters, library, tmp_pa
 
 
 def test_go_vet_lint_locates_the_unreachable_code(go_project, adapters, library, tmp_path):
-    ran = run_adapter_command(go_project, adapters["go"], "lint", library,
-                              env={**GO_ENV, "GOCACHE": str(tmp_path / "gocache")})
+    ran = run_adapter_command(
+        go_project, adapters["go"], "lint", library, env={**GO_ENV, "GOCACHE": str(tmp_path / "gocache")}
+    )
     assert ran.code != 0, ran
     assert [(d["file"], d["line"], d["column"], d["message"]) for d in ran.findings.diagnostics] == [
-        ("report/report.go", 8, 2, "unreachable code")], ran
+        ("report/report.go", 8, 2, "unreachable code")
+    ], ran
 
 
 def test_go_build_passes(go_project, adapters, library, tmp_path):
-    ran = run_adapter_command(go_project, adapters["go"], "build", library,
-                              env={**GO_ENV, "GOCACHE": str(tmp_path / "gocache")})
+    ran = run_adapter_command(
+        go_project, adapters["go"], "build", library, env={**GO_ENV, "GOCACHE": str(tmp_path / "gocache")}
+    )
     assert ran.code == 0, ran
     assert ran.findings.diagnostics == []
 
 
 # ---- rust ------------------------------------------------------------------------------------
+
 
 @pytest.fixture
 def rust_project(tmp_path, adapters):
@@ -198,8 +209,9 @@ RUST_ENV = {"CARGO_NET_OFFLINE": "true", "CARGO_TERM_COLOR": "never"}
 
 
 def test_rust_cargo_test_reads_libtest_results(rust_project, adapters, library, tmp_path):
-    ran = run_adapter_command(rust_project, adapters["rust"], "test", library,
-                              env={**RUST_ENV, "CARGO_TARGET_DIR": str(tmp_path / "target")})
+    ran = run_adapter_command(
+        rust_project, adapters["rust"], "test", library, env={**RUST_ENV, "CARGO_TARGET_DIR": str(tmp_path / "target")}
+    )
     assert ran.code == 101, ran
     f = ran.findings
     assert (f.summary["passed"], f.summary["failed"], f.summary["skipped"]) == (1, 2, 1), ran
@@ -210,11 +222,14 @@ def test_rust_cargo_test_reads_libtest_results(rust_project, adapters, library, 
 
 
 def test_rust_clippy_lint_locates_the_needless_return(rust_project, adapters, library, tmp_path):
-    has_clippy = shutil.which("cargo-clippy") is not None or subprocess.run(
-        ["cargo", "clippy", "--version"], capture_output=True).returncode == 0
+    has_clippy = (
+        shutil.which("cargo-clippy") is not None
+        or subprocess.run(["cargo", "clippy", "--version"], capture_output=True).returncode == 0
+    )
     need("cargo clippy", has_clippy, "rustup component add clippy")
-    ran = run_adapter_command(rust_project, adapters["rust"], "lint", library,
-                              env={**RUST_ENV, "CARGO_TARGET_DIR": str(tmp_path / "target")})
+    ran = run_adapter_command(
+        rust_project, adapters["rust"], "lint", library, env={**RUST_ENV, "CARGO_TARGET_DIR": str(tmp_path / "target")}
+    )
     assert ran.code != 0, ran
     assert ("src/lib.rs", 4) in [(d["file"], d["line"]) for d in ran.findings.diagnostics], ran
 
@@ -225,15 +240,19 @@ M2 = Path.home() / ".m2" / "repository"
 
 
 def _maven_offline_ready() -> bool:
-    return (M2 / "org/apache/maven/plugins/maven-surefire-plugin/3.2.5").is_dir() and \
-        (M2 / "org/junit/jupiter/junit-jupiter-api/5.10.2").is_dir()
+    return (M2 / "org/apache/maven/plugins/maven-surefire-plugin/3.2.5").is_dir() and (
+        M2 / "org/junit/jupiter/junit-jupiter-api/5.10.2"
+    ).is_dir()
 
 
 @pytest.fixture
 def maven_project(tmp_path, adapters):
     need_tools("mvn", "java", how="apt-get install -y maven openjdk-17-jdk-headless")
-    need("Surefire 3.2.5 and JUnit 5.10.2 in ~/.m2", _maven_offline_ready(),
-         "once, with network: mvn -B -f tests/parse/fixtures/surefire/pom.xml dependency:go-offline")
+    need(
+        "Surefire 3.2.5 and JUnit 5.10.2 in ~/.m2",
+        _maven_offline_ready(),
+        "once, with network: mvn -B -f tests/parse/fixtures/surefire/pom.xml dependency:go-offline",
+    )
     src = PARSE_FIXTURES / "surefire"
     project = tmp_path / "calc"
     project.mkdir()
@@ -251,18 +270,25 @@ def test_maven_surefire_totals_and_failing_methods(maven_project, adapters, libr
     assert ran.code == 1, ran
     f = ran.findings
     assert (f.summary["total"], f.summary["failed"], f.summary["errors"], f.summary["skipped"]) == (7, 2, 1, 1), ran
-    assert f.failed_tests == ["com.example.FailingTest.addsTable(int, int, int)[2]",
-                              "com.example.FailingTest.addsWrong", "com.example.FailingTest.dividesByZero"], ran
+    assert f.failed_tests == [
+        "com.example.FailingTest.addsTable(int, int, int)[2]",
+        "com.example.FailingTest.addsWrong",
+        "com.example.FailingTest.dividesByZero",
+    ], ran
     assert f.complete is True
 
 
 # ---- gradle ----------------------------------------------------------------------------------
 
+
 @pytest.fixture
 def gradle_project(tmp_path, adapters):
     need_tools("gradle", "java", how="apt-get install -y gradle junit4 (Debian's Gradle 4.4.1)")
-    need("JUnit 4 in Debian's Maven repository", Path("/usr/share/maven-repo/junit/junit/4.13.2").is_dir(),
-         "apt-get install -y junit4")
+    need(
+        "JUnit 4 in Debian's Maven repository",
+        Path("/usr/share/maven-repo/junit/junit/4.13.2").is_dir(),
+        "apt-get install -y junit4",
+    )
     project = copy_fixture(FIXTURES / "gradle", tmp_path / "calc")
     _detected(project, adapters, "gradle")
     return project

@@ -59,16 +59,20 @@ class AgentProject:
         (root / "src").mkdir()
         (root / "src/calc.py").write_text(CALC)
         (root / "adapters").mkdir()
-        (root / "adapters/local.toml").write_text(textwrap.dedent(f"""\
+        (root / "adapters/local.toml").write_text(
+            textwrap.dedent(f"""\
             name = "local"
             [commands.test]
             run = "{sys.executable} -m pytest -q -p no:cacheprovider"
             parse = ["pytest"]
-            """))
+            """)
+        )
 
-    def spec(self, worker: str, policy: str = "", intent_extra: str = "",
-             outputs: str = '["tests/test_calc.py"]') -> None:
-        (self.root / "intents.toml").write_text(textwrap.dedent(f"""\
+    def spec(
+        self, worker: str, policy: str = "", intent_extra: str = "", outputs: str = '["tests/test_calc.py"]'
+    ) -> None:
+        (self.root / "intents.toml").write_text(
+            textwrap.dedent(f"""\
             [project]
             name = "agentic"
             {worker}
@@ -82,7 +86,8 @@ class AgentProject:
             adapter = "local"
             verify = ["test"]
             {intent_extra}
-            """))
+            """)
+        )
 
     def fake_codex_worker(self, scenario: dict, extra: str = "") -> str:
         (self.home / "scenario.json").write_text(json.dumps(scenario))
@@ -96,9 +101,14 @@ class AgentProject:
             """)
 
     def env(self) -> dict:
-        return dict(os.environ, FAKE_CODEX_SCENARIO=str(self.home / "scenario.json"),
-                    FAKE_CODEX_RECORD=str(self.home / "calls.jsonl"), OPENAI_API_KEY=self.key,
-                    CODEX_API_KEY=self.key, FAKE_KEY=self.key)
+        return dict(
+            os.environ,
+            FAKE_CODEX_SCENARIO=str(self.home / "scenario.json"),
+            FAKE_CODEX_RECORD=str(self.home / "calls.jsonl"),
+            OPENAI_API_KEY=self.key,
+            CODEX_API_KEY=self.key,
+            FAKE_KEY=self.key,
+        )
 
     def calls(self) -> list[dict]:
         path = self.home / "calls.jsonl"
@@ -108,8 +118,15 @@ class AgentProject:
         return [c["argv"][-1] for c in self.calls() if "--version" not in c["argv"]]
 
     def run(self, *args: str, env: dict | None = None, timeout: float = 180) -> Run:
-        proc = subprocess.run([sys.executable, "-m", "runner", *args], cwd=self.root, capture_output=True,
-                              text=True, timeout=timeout, env=env or self.env(), stdin=subprocess.DEVNULL)
+        proc = subprocess.run(
+            [sys.executable, "-m", "runner", *args],
+            cwd=self.root,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=env or self.env(),
+            stdin=subprocess.DEVNULL,
+        )
         return Run(proc.returncode, proc.stdout, proc.stderr)
 
     def make(self, *args: str, **kw) -> Run:
@@ -163,8 +180,12 @@ def server(tmp_path):
         path = tmp_path / f"script{len(started)}.json"
         path.write_text(json.dumps(script))
         log = tmp_path / f"requests{len(started)}.jsonl"
-        proc = subprocess.Popen([sys.executable, str(FAKE_SERVER), "--port", "0", "--script", str(path),
-                                 "--log", str(log)], stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+        proc = subprocess.Popen(
+            [sys.executable, str(FAKE_SERVER), "--port", "0", "--script", str(path), "--log", str(log)],
+            stdout=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            text=True,
+        )
         line = proc.stdout.readline()
         assert line.startswith("listening "), line
         srv = Server(proc, int(line.split()[1]), log)

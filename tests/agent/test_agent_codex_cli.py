@@ -8,11 +8,15 @@ import pytest
 
 pytestmark = pytest.mark.codex_cli
 
-FIRST = ("*** Begin Patch\n*** Add File: tests/test_calc.py\n+import sys, pathlib\n"
-         "+sys.path.insert(0, str(pathlib.Path(__file__).parents[1] / 'src'))\n+from calc import mean\n+\n"
-         "+def test_mean():\n+    assert mean([1, 2]) == 2\n*** End Patch\n")
-FIX = ("*** Begin Patch\n*** Update File: tests/test_calc.py\n@@\n-    assert mean([1, 2]) == 2\n"
-       "+    assert mean([1, 3]) == 2\n*** End Patch\n")
+FIRST = (
+    "*** Begin Patch\n*** Add File: tests/test_calc.py\n+import sys, pathlib\n"
+    "+sys.path.insert(0, str(pathlib.Path(__file__).parents[1] / 'src'))\n+from calc import mean\n+\n"
+    "+def test_mean():\n+    assert mean([1, 2]) == 2\n*** End Patch\n"
+)
+FIX = (
+    "*** Begin Patch\n*** Update File: tests/test_calc.py\n@@\n-    assert mean([1, 2]) == 2\n"
+    "+    assert mean([1, 3]) == 2\n*** End Patch\n"
+)
 
 
 def _worker(srv, binary, home) -> str:
@@ -32,10 +36,12 @@ def _user_text(request: dict) -> str:
 
 
 def test_retry_apply_then_no_requests_for_a_hit_or_a_restore(agent, server, codex_binary):
-    srv = server([
-        {"match": "What the last attempt got wrong", "steps": [{"patch": FIX}, {"message": "Fixed."}]},
-        {"steps": [{"patch": FIRST}, {"message": "Wrote tests."}]},
-    ])
+    srv = server(
+        [
+            {"match": "What the last attempt got wrong", "steps": [{"patch": FIX}, {"message": "Fixed."}]},
+            {"steps": [{"patch": FIRST}, {"message": "Wrote tests."}]},
+        ]
+    )
     agent.spec(_worker(srv, codex_binary, agent.home))
     result = agent.make()
     assert result.code == 0, result.err + result.out
@@ -55,8 +61,16 @@ def test_retry_apply_then_no_requests_for_a_hit_or_a_restore(agent, server, code
 
 
 def test_a_symlink_made_by_the_real_agent_is_refused(agent, server, codex_binary):
-    srv = server([{"steps": [{"shell": "ln -s /etc tests_link && mkdir -p tests && echo x > tests/test_calc.py"},
-                             {"message": "done"}]}])
+    srv = server(
+        [
+            {
+                "steps": [
+                    {"shell": "ln -s /etc tests_link && mkdir -p tests && echo x > tests/test_calc.py"},
+                    {"message": "done"},
+                ]
+            }
+        ]
+    )
     agent.spec(_worker(srv, codex_binary, agent.home))
     before = agent.files()
     result = agent.make()

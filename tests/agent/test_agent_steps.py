@@ -8,15 +8,18 @@ import os
 import re
 
 import pytest
-
 from conftest import FAILING_TEST, PASSING_TEST
 
 FEEDBACK = "What the last attempt got wrong"
 
 
 def _retry_scenario(extra_fix: dict | None = None) -> dict:
-    return {"by_prompt": [{"match": FEEDBACK, "files": {"tests/test_calc.py": PASSING_TEST, **(extra_fix or {})}},
-                          {"files": {"tests/test_calc.py": FAILING_TEST}}]}
+    return {
+        "by_prompt": [
+            {"match": FEEDBACK, "files": {"tests/test_calc.py": PASSING_TEST, **(extra_fix or {})}},
+            {"files": {"tests/test_calc.py": FAILING_TEST}},
+        ]
+    }
 
 
 def test_failed_verification_is_retried_with_the_failing_test_named(agent):
@@ -49,17 +52,30 @@ def test_a_second_make_and_a_restore_call_no_model(agent):
 
 
 def _claim(path: str) -> list:
-    return [{"type": "thread.started", "thread_id": "t"}, {"type": "turn.started"},
-            {"type": "item.completed", "item": {"id": "i0", "type": "file_change", "status": "completed",
-                                                "changes": [{"path": path, "kind": "add"}]}},
-            {"type": "turn.completed", "usage": {"input_tokens": 5, "output_tokens": 1}}]
+    return [
+        {"type": "thread.started", "thread_id": "t"},
+        {"type": "turn.started"},
+        {
+            "type": "item.completed",
+            "item": {
+                "id": "i0",
+                "type": "file_change",
+                "status": "completed",
+                "changes": [{"path": path, "kind": "add"}],
+            },
+        },
+        {"type": "turn.completed", "usage": {"input_tokens": 5, "output_tokens": 1}},
+    ]
 
 
 @pytest.mark.parametrize("case", ["parent", "absolute", "symlink", "git"])
 def test_writes_outside_the_scope_are_refused_and_the_project_untouched(agent, tmp_path, case):
     outside = tmp_path / "outside.txt"
     scenario = {
-        "parent": {"files": {"../escape.txt": "x", "tests/test_calc.py": PASSING_TEST}, "lines": _claim("../escape.txt")},
+        "parent": {
+            "files": {"../escape.txt": "x", "tests/test_calc.py": PASSING_TEST},
+            "lines": _claim("../escape.txt"),
+        },
         "absolute": {"files": {str(outside): "x", "tests/test_calc.py": PASSING_TEST}, "lines": _claim(str(outside))},
         "symlink": {"symlinks": {"tests_link": "/etc"}, "files": {"tests/test_calc.py": PASSING_TEST}},
         "git": {"files": {".git/config": "[core]\n", "tests/test_calc.py": PASSING_TEST}},
@@ -73,7 +89,7 @@ def test_writes_outside_the_scope_are_refused_and_the_project_untouched(agent, t
         "parent": "refused: ../escape.txt: outside the project (policy 'default')",
         "absolute": f"refused: {outside}: outside the project (policy 'default')",
         "symlink": "refused: tests_link: a symlink (-> /etc) is never applied: it could point outside the project "
-                   "(policy 'default')",
+        "(policy 'default')",
         "git": "refused: .git/config: inside .git/, which no step may write (policy 'default')",
     }[case]
     assert error == expected
@@ -107,8 +123,10 @@ def test_a_crash_at_any_point_of_the_apply_leaves_all_or_nothing(agent, point):
 
 
 def test_ask_without_a_terminal_blocks_then_approve_applies_without_a_model(agent):
-    agent.spec(agent.fake_codex_worker({"files": {"tests/test_calc.py": PASSING_TEST}}),
-               policy='[policy.default]\nwrite_files = "ask"')
+    agent.spec(
+        agent.fake_codex_worker({"files": {"tests/test_calc.py": PASSING_TEST}}),
+        policy='[policy.default]\nwrite_files = "ask"',
+    )
     before = agent.files()
     blocked = agent.make()
     assert blocked.code == 3
@@ -122,8 +140,9 @@ def test_ask_without_a_terminal_blocks_then_approve_applies_without_a_model(agen
     assert again.code == 3 and again.step("tests")["status"] == "blocked"
     approved = agent.run("approve", "tests", "--json")
     assert approved.code == 0, approved.err
-    assert json.loads(approved.out)["done"] == [{"intent": "tests", "action": "applied",
-                                                 "files": ["tests/test_calc.py"]}]
+    assert json.loads(approved.out)["done"] == [
+        {"intent": "tests", "action": "applied", "files": ["tests/test_calc.py"]}
+    ]
     assert (agent.root / "tests/test_calc.py").read_text() == PASSING_TEST
     assert agent.make().step("tests")["status"] == "cached"
     assert len(agent.prompts()) == calls
@@ -139,14 +158,19 @@ def test_reject_drops_the_pending_change(agent):
 
 
 def test_token_budget_stops_with_exit_3_and_says_what_was_spent(agent):
-    agent.spec(agent.fake_codex_worker({"files": {"tests/test_calc.py": FAILING_TEST}}),
-               policy="[policy.default]\nbudget = { tokens = 5 }")
+    agent.spec(
+        agent.fake_codex_worker({"files": {"tests/test_calc.py": FAILING_TEST}}),
+        policy="[policy.default]\nbudget = { tokens = 5 }",
+    )
     result = agent.make()
     assert result.code == 3
     step = result.step("tests")
     assert step["status"] == "blocked"
-    assert re.fullmatch(r"stopped before attempt 2: the step's token budget \(5, policy 'default'\) is spent: "
-                        r"13 tokens, \d+s, 1 attempt", step["error"]), step["error"]
+    assert re.fullmatch(
+        r"stopped before attempt 2: the step's token budget \(5, policy 'default'\) is spent: "
+        r"13 tokens, \d+s, 1 attempt",
+        step["error"],
+    ), step["error"]
     assert len(agent.prompts()) == 1
 
 
@@ -163,8 +187,11 @@ def test_candidates_run_side_by_side_and_the_losers_are_kept(agent):
 
 
 def test_permanent_worker_failure_is_not_retried(agent):
-    lines = [{"type": "thread.started", "thread_id": "t"}, {"type": "turn.started"},
-             {"type": "turn.failed", "error": {"message": "unexpected status 401 Unauthorized: bad key"}}]
+    lines = [
+        {"type": "thread.started", "thread_id": "t"},
+        {"type": "turn.started"},
+        {"type": "turn.failed", "error": {"message": "unexpected status 401 Unauthorized: bad key"}},
+    ]
     agent.spec(agent.fake_codex_worker({"lines": lines, "exit": 1}))
     result = agent.make()
     assert result.code == 1
@@ -173,12 +200,16 @@ def test_permanent_worker_failure_is_not_retried(agent):
 
 
 def test_manual_approval_without_a_terminal_asks_before_the_call_and_before_the_apply(agent):
-    agent.spec(agent.fake_codex_worker({"files": {"tests/test_calc.py": PASSING_TEST}}),
-               policy='[policy.default]\napproval = "manual"')
+    agent.spec(
+        agent.fake_codex_worker({"files": {"tests/test_calc.py": PASSING_TEST}}),
+        policy='[policy.default]\napproval = "manual"',
+    )
     first = agent.make()
     assert first.code == 3
-    assert first.step("tests")["error"] == ("policy 'default' (approval = manual) asks before every agent step: "
-                                            "`runner approve tests` allows its next run (no terminal to ask here)")
+    assert first.step("tests")["error"] == (
+        "policy 'default' (approval = manual) asks before every agent step: "
+        "`runner approve tests` allows its next run (no terminal to ask here)"
+    )
     assert agent.prompts() == []  # nothing was asked of any model
     allowed = agent.run("approve", "tests")
     assert allowed.out.strip() == "allowed tests: its next `runner make` may call the model once"
@@ -191,12 +222,15 @@ def test_manual_approval_without_a_terminal_asks_before_the_call_and_before_the_
 
 
 def test_run_shell_ask_blocks_before_verification(agent):
-    agent.spec(agent.fake_codex_worker({"files": {"tests/test_calc.py": PASSING_TEST}}),
-               policy='[policy.default]\nrun_shell = "ask"')
+    agent.spec(
+        agent.fake_codex_worker({"files": {"tests/test_calc.py": PASSING_TEST}}),
+        policy='[policy.default]\nrun_shell = "ask"',
+    )
     result = agent.make()
     assert result.code == 3
     assert result.step("tests")["error"].startswith(
-        "policy 'default' asks before running shell commands (verify: test)")
+        "policy 'default' asks before running shell commands (verify: test)"
+    )
     assert agent.prompts() == []
 
 
@@ -204,9 +238,19 @@ def test_in_a_git_repository_the_attempt_is_a_worktree_with_uncommitted_changes(
     import subprocess
 
     def git(*args):
-        subprocess.run(["git", *args], cwd=agent.root, check=True, capture_output=True,
-                       env=dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t", GIT_COMMITTER_NAME="t",
-                                GIT_COMMITTER_EMAIL="t@t"))
+        subprocess.run(
+            ["git", *args],
+            cwd=agent.root,
+            check=True,
+            capture_output=True,
+            env=dict(
+                os.environ,
+                GIT_AUTHOR_NAME="t",
+                GIT_AUTHOR_EMAIL="t@t",
+                GIT_COMMITTER_NAME="t",
+                GIT_COMMITTER_EMAIL="t@t",
+            ),
+        )
 
     test = PASSING_TEST + "\nfrom calc import median\n\ndef test_median():\n    assert median([3, 1, 2]) == 2\n"
     agent.spec(agent.fake_codex_worker({"files": {"tests/test_calc.py": test}}))
@@ -218,8 +262,9 @@ def test_in_a_git_repository_the_attempt_is_a_worktree_with_uncommitted_changes(
     git("add", "-A")
     git("commit", "-qm", "start")
     # uncommitted: the attempt must see the working tree, not HEAD
-    (agent.root / "src/calc.py").write_text((agent.root / "src/calc.py").read_text()
-                                            + "\n\ndef median(v):\n    return sorted(v)[len(v) // 2]\n")
+    (agent.root / "src/calc.py").write_text(
+        (agent.root / "src/calc.py").read_text() + "\n\ndef median(v):\n    return sorted(v)[len(v) // 2]\n"
+    )
     result = agent.make()
     assert result.code == 0, result.err + json.dumps(result.events()[-3:])
     worktrees = subprocess.run(["git", "worktree", "list"], cwd=agent.root, capture_output=True, text=True).stdout

@@ -14,15 +14,22 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "quickstart"
 def _copy(tmp_path: Path) -> Path:
     dest = tmp_path / "quickstart"
     generated = {".runner", "build", "tests", "docs"}  # what a run makes at the top (not replays/tests)
-    shutil.copytree(EXAMPLE, dest, ignore=lambda folder, names: generated & set(names)
-                    if Path(folder) == EXAMPLE else set())
+    shutil.copytree(
+        EXAMPLE, dest, ignore=lambda folder, names: generated & set(names) if Path(folder) == EXAMPLE else set()
+    )
     return dest
 
 
 def _make(root: Path, *args: str) -> subprocess.CompletedProcess:
     env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(root)}  # no key anywhere: nothing can call a model
-    return subprocess.run([sys.executable, "-m", "runner", "make", "--json", *args], cwd=root, capture_output=True,
-                          text=True, env=env, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "runner", "make", "--json", *args],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
 
 
 def test_quickstart_runs_offline_from_recordings(tmp_path):
@@ -31,8 +38,12 @@ def test_quickstart_runs_offline_from_recordings(tmp_path):
     assert result.returncode == 0, result.stderr
     events = [json.loads(line) for line in result.stdout.splitlines()]
     finished = {e["intent"]: e for e in events if e["event"] == "step_finished"}
-    assert {n: e["status"] for n, e in finished.items()} == {"docs": "ran", "tests": "ran", "check": "ran",
-                                                             "all": "cached"}
+    assert {n: e["status"] for n, e in finished.items()} == {
+        "docs": "ran",
+        "tests": "ran",
+        "check": "ran",
+        "all": "cached",
+    }
     assert finished["tests"]["agent"]["attempts"] == 2  # the recorded retry: a failing test, then the fix
     attempts = [e for e in events if e["event"] == "attempt_finished" and e["intent"] == "tests"]
     assert "test_mean" in attempts[0]["error"]
@@ -54,8 +65,13 @@ def test_quickstart_recordings_still_match_the_example(tmp_path):
 
 
 def _replay(root: Path, run_id: str) -> tuple[int, dict]:
-    proc = subprocess.run([sys.executable, "-m", "runner", "replay", run_id, "--json"], cwd=root,
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "runner", "replay", run_id, "--json"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     return proc.returncode, json.loads(proc.stdout)
 
 

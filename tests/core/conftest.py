@@ -66,14 +66,23 @@ class Project:
     def run(self, *args: str, timeout: float = 120, env: dict | None = None) -> Result:
         """The real thing: `python -m runner ARGS` in the project folder."""
         full_env = dict(os.environ, **(env or {}))
-        proc = subprocess.run([sys.executable, "-m", "runner", *args], cwd=self.root, capture_output=True,
-                              text=True, timeout=timeout, env=full_env)
+        proc = subprocess.run(
+            [sys.executable, "-m", "runner", *args],
+            cwd=self.root,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=full_env,
+        )
         return Result(proc.returncode, proc.stdout, proc.stderr)
 
     def cli(self, *args: str) -> Result:
         """In-process through click's CliRunner (fast; same commands, no fast no-op path)."""
-        result = CliRunner().invoke(cli, [*args, "-C", str(self.root)] if args and args[0] != "cache"
-                                    else [*args, "-C", str(self.root)], catch_exceptions=False)
+        result = CliRunner().invoke(
+            cli,
+            [*args, "-C", str(self.root)] if args and args[0] != "cache" else [*args, "-C", str(self.root)],
+            catch_exceptions=False,
+        )
         return Result(result.exit_code, result.stdout, result.stderr)
 
     def make(self, *args: str, **kw) -> Result:

@@ -23,13 +23,17 @@ def _dag_spec() -> str:
     names = [f"s{i:03d}" for i in range(STEPS)]
     for i, name in enumerate(names):
         layer = i // 20
-        deps = sorted(rng.sample(names[(layer - 1) * 20: layer * 20], 2)) if layer else []
+        deps = sorted(rng.sample(names[(layer - 1) * 20 : layer * 20], 2)) if layer else []
         reads = " ".join(f"out/{d}.txt" for d in deps) or "src/seed.txt"
-        run = (f"cat {reads} | md5sum | cut -c1-8 > out/.{name}.part; printf '{name}:' > out/{name}.txt; "
-               f"sleep 0.08; cat out/.{name}.part >> out/{name}.txt; echo END >> out/{name}.txt")
+        run = (
+            f"cat {reads} | md5sum | cut -c1-8 > out/.{name}.part; printf '{name}:' > out/{name}.txt; "
+            f"sleep 0.08; cat out/.{name}.part >> out/{name}.txt; echo END >> out/{name}.txt"
+        )
         inputs = [f"out/{d}.txt" for d in deps] or ["src/seed.txt"]
-        lines.append(f'[intent.{name}]\nrun = "{run}"\ninputs = {json.dumps(inputs)}\n'
-                     f'outputs = ["out/{name}.txt"]\ndeps = {json.dumps(deps)}\n')
+        lines.append(
+            f'[intent.{name}]\nrun = "{run}"\ninputs = {json.dumps(inputs)}\n'
+            f'outputs = ["out/{name}.txt"]\ndeps = {json.dumps(deps)}\n'
+        )
     lines.append(f"[intent.all]\ndeps = {json.dumps(names)}\n")
     return "\n".join(lines)
 
@@ -44,8 +48,13 @@ def torture(project):
 
 def _start(project) -> tuple[subprocess.Popen, str]:
     """Start the build and return once it has begun running steps (its first event line)."""
-    proc = subprocess.Popen([sys.executable, "-m", "runner", "make", "--json", "-j", "4"], cwd=project.root,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "runner", "make", "--json", "-j", "4"],
+        cwd=project.root,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     return proc, proc.stdout.readline()
 
 
@@ -126,8 +135,13 @@ def test_interrupted_run_resumes_where_it_stopped(project):
         deps = ["fast"]
     """)
     project.write("x", "1")
-    proc = subprocess.Popen([sys.executable, "-m", "runner", "make", "--json", "-j", "1"], cwd=project.root,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "runner", "make", "--json", "-j", "1"],
+        cwd=project.root,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.time() + 20
     while not project.exists("slow.txt") and time.time() < deadline:
         time.sleep(0.05)
@@ -155,8 +169,13 @@ def test_ctrl_c_stops_a_command_started_without_the_shell(project):
         outputs = ["waited.txt"]
     """)
     project.write("x", "1")
-    proc = subprocess.Popen([sys.executable, "-m", "runner", "make", "--json"], cwd=project.root,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "runner", "make", "--json"],
+        cwd=project.root,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.time() + 20
     while not project.exists("waited.txt") and time.time() < deadline:
         time.sleep(0.05)

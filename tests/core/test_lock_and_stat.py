@@ -14,7 +14,6 @@ from runner.keys import StatCache
 from runner.plan import Planner, make_plan
 from runner.workspace import Layout
 
-
 SLOW = """
 [intent.slow]
 run = "sleep 2; echo done > slow.txt"
@@ -24,8 +23,13 @@ outputs = ["slow.txt"]
 
 
 def _start_slow(project) -> subprocess.Popen:
-    proc = subprocess.Popen([sys.executable, "-m", "runner", "make", "--json"], cwd=project.root,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "runner", "make", "--json"],
+        cwd=project.root,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert '"run_started"' in proc.stdout.readline()  # it holds the lock from before this line
     return proc
 
@@ -162,8 +166,9 @@ def test_an_edit_made_while_the_run_goes_on_is_built_by_the_next_run(project):
         deps = ["copy"]
     """)
     project.write("src/a.txt", "one\n", age=5)
-    run = subprocess.Popen([sys.executable, "-m", "runner", "make", "--json", "-j1"], cwd=project.root,
-                           stdout=subprocess.PIPE, text=True)
+    run = subprocess.Popen(
+        [sys.executable, "-m", "runner", "make", "--json", "-j1"], cwd=project.root, stdout=subprocess.PIPE, text=True
+    )
     for line in run.stdout:  # copy has run: slow is sleeping
         if '"step_started"' in line and '"slow"' in line:
             break

@@ -41,8 +41,11 @@ def test_touch_without_content_change_runs_nothing(chain):
 
 def test_early_cutoff_upstream_rewrites_same_bytes(chain):
     """a re-runs (its input changed) but writes the same bytes: b stays cached."""
-    chain.spec(chain.read("intents.toml").replace('run = "cat src/x.txt src/y.txt > out/a.txt"',
-                                                  'run = "cat src/x.txt src/y.txt | head -c 100 > out/a.txt"'))
+    chain.spec(
+        chain.read("intents.toml").replace(
+            'run = "cat src/x.txt src/y.txt > out/a.txt"', 'run = "cat src/x.txt src/y.txt | head -c 100 > out/a.txt"'
+        )
+    )
     chain.make()
     chain.spec(chain.read("intents.toml").replace("head -c 100", "head -c 200"))  # a's definition changes
     result = chain.make()
@@ -300,7 +303,11 @@ class _CompiledOfTheFirstLayout:
     def __reduce__(self):
         from runner.compiled import Compiled
 
-        return copyreg._reconstructor, (Compiled, object, None), {"order": ["a"], "deps": {"a": ()}, "static": {"a": "0"}}
+        return (
+            copyreg._reconstructor,
+            (Compiled, object, None),
+            {"order": ["a"], "deps": {"a": ()}, "static": {"a": "0"}},
+        )
 
 
 def test_a_spec_cache_in_an_older_layout_is_made_again(chain):
@@ -360,8 +367,9 @@ def test_json_events_reach_a_pipe_before_the_run_waits(project):
         run = "sleep 3"
     """)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
-    run = subprocess.Popen([sys.executable, "-m", "runner", "make", "--json"], cwd=project.root, env=env,
-                           stdout=subprocess.PIPE, text=True)
+    run = subprocess.Popen(
+        [sys.executable, "-m", "runner", "make", "--json"], cwd=project.root, env=env, stdout=subprocess.PIPE, text=True
+    )
     try:
         events = []
         for line in run.stdout:
@@ -384,8 +392,12 @@ def test_a_plain_make_runs_without_click_and_a_bad_option_still_gets_clicks_mess
 
     assert chain.make().code == 0
     chain.write("src/x.txt", "edited\n")
-    timed = subprocess.run([sys.executable, "-X", "importtime", "-m", "runner", "make", "--json", "-j", "2"],
-                           cwd=chain.root, capture_output=True, text=True)
+    timed = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "runner", "make", "--json", "-j", "2"],
+        cwd=chain.root,
+        capture_output=True,
+        text=True,
+    )
     assert timed.returncode == 0 and json.loads(timed.stdout.splitlines()[-1])["ran"] == 2
     assert not [line for line in timed.stderr.splitlines() if line.rstrip().endswith("| click")]
     assert chain.make().finished()["ran"] == 0

@@ -69,8 +69,9 @@ def test_make_dry_run_runs_nothing(chain):
 
 
 def _stable(text: str) -> str:
-    return re.sub(r"\d{8}-\d{6}-[0-9a-f]{6}", "<run-id>", re.sub(r"\(key ([0-9a-f]{12}), [0-9.]+s\)",
-                                                                    r"(key \1, <time>)", text))
+    return re.sub(
+        r"\d{8}-\d{6}-[0-9a-f]{6}", "<run-id>", re.sub(r"\(key ([0-9a-f]{12}), [0-9.]+s\)", r"(key \1, <time>)", text)
+    )
 
 
 def test_status_snapshot(chain, snapshot):
@@ -121,7 +122,9 @@ def test_the_order_without_networkx_is_networkx_lexicographic_order():
         rng = random.Random(seed)
         names = [f"n{rng.randint(0, 999)}_{i}" for i in range(rng.randint(1, 60))]
         rng.shuffle(names)
-        intents = {name: SimpleNamespace(deps=tuple(rng.choice(names[:i]) for _ in range(rng.randint(0, 3) if i else 0)))
-                   for i, name in enumerate(names)}
+        intents = {
+            name: SimpleNamespace(deps=tuple(rng.choice(names[:i]) for _ in range(rng.randint(0, 3) if i else 0)))
+            for i, name in enumerate(names)
+        }
         spec = SimpleNamespace(intents=dict(rng.sample(list(intents.items()), len(intents))))
         assert spec_order(spec) == topological_order(build_graph(spec)), f"seed {seed}"

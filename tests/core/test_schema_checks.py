@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_each_generated_check_was_made_from_its_schema_as_it_is(schema):
     module = importlib.import_module(f"runner.schemas.{schema.split('.')[0]}_check")
     digest = hashlib.sha256((SCHEMA_DIR / schema).read_bytes()).hexdigest()
-    assert module.SCHEMA_SHA256 == digest, "run: .venv/bin/python tools/generate_schema_checks.py"
+    assert digest == module.SCHEMA_SHA256, "run: .venv/bin/python tools/generate_schema_checks.py"
     assert _generated_check(schema) is module.validate
 
 

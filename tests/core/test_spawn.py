@@ -10,32 +10,38 @@ import pytest
 from runner.steps.spawn import plain_command
 
 
-@pytest.mark.parametrize("line, expected", [
-    ("md5sum src/a.txt src/b.txt > out/c.md5", (["md5sum", "src/a.txt", "src/b.txt"], "out/c.md5", False)),
-    ("cat a >> log.txt", (["cat", "a"], "log.txt", True)),
-    ("python3 -m pytest -q tests/unit", (["python3", "-m", "pytest", "-q", "tests/unit"], None, False)),
-    ("gcc -O2 -o build/app src/main.c", (["gcc", "-O2", "-o", "build/app", "src/main.c"], None, False)),
-])
+@pytest.mark.parametrize(
+    "line, expected",
+    [
+        ("md5sum src/a.txt src/b.txt > out/c.md5", (["md5sum", "src/a.txt", "src/b.txt"], "out/c.md5", False)),
+        ("cat a >> log.txt", (["cat", "a"], "log.txt", True)),
+        ("python3 -m pytest -q tests/unit", (["python3", "-m", "pytest", "-q", "tests/unit"], None, False)),
+        ("gcc -O2 -o build/app src/main.c", (["gcc", "-O2", "-o", "build/app", "src/main.c"], None, False)),
+    ],
+)
 def test_plain_lines(line, expected):
     assert plain_command(line) == expected
 
 
-@pytest.mark.parametrize("line", [
-    "echo hi > out.txt",             # a builtin: the shell's echo is not /bin/echo
-    "cd sub && make",                # a builtin, and &&
-    "X=1 make",                      # an assignment
-    "cat *.txt > all.txt",           # a glob
-    "cat a | wc -l > n.txt",         # a pipe
-    "cat 'a b' > c",                 # quotes
-    "echo $HOME",                    # expansion
-    "cat a > b > c",                 # two redirects
-    "cat a 2> err.txt",              # a redirect of another stream
-    "cat a >out.txt",                # a redirect without its space: left to the shell
-    "cat a\ncat b",                  # two commands
-    "cat ~/x > y",                   # tilde expansion
-    "if true; then :; fi",
-    "cat a > ",
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "echo hi > out.txt",  # a builtin: the shell's echo is not /bin/echo
+        "cd sub && make",  # a builtin, and &&
+        "X=1 make",  # an assignment
+        "cat *.txt > all.txt",  # a glob
+        "cat a | wc -l > n.txt",  # a pipe
+        "cat 'a b' > c",  # quotes
+        "echo $HOME",  # expansion
+        "cat a > b > c",  # two redirects
+        "cat a 2> err.txt",  # a redirect of another stream
+        "cat a >out.txt",  # a redirect without its space: left to the shell
+        "cat a\ncat b",  # two commands
+        "cat ~/x > y",  # tilde expansion
+        "if true; then :; fi",
+        "cat a > ",
+    ],
+)
 def test_lines_that_need_the_shell(line):
     assert plain_command(line) is None
 
@@ -55,10 +61,13 @@ def test_redirect_truncates_and_appends_as_the_shell_does(project):
     assert project.read("out.txt") == "hello\nhello\nhello\n"
 
 
-@pytest.mark.parametrize("line, output, exit_code, message", [
-    ("no-such-program-here in.txt > out.txt", "out.txt", 127, "no-such-program-here: not found"),
-    ("cat in.txt > nowhere/out.txt", "nowhere/out.txt", 2, "cannot create nowhere/out.txt"),
-])
+@pytest.mark.parametrize(
+    "line, output, exit_code, message",
+    [
+        ("no-such-program-here in.txt > out.txt", "out.txt", 127, "no-such-program-here: not found"),
+        ("cat in.txt > nowhere/out.txt", "nowhere/out.txt", 2, "cannot create nowhere/out.txt"),
+    ],
+)
 def test_a_spawn_error_fails_as_in_the_shell(project, line, output, exit_code, message):
     project.write("in.txt", "x\n")
     project.spec(_spec(line, [output]))
@@ -69,8 +78,10 @@ def test_a_spawn_error_fails_as_in_the_shell(project, line, output, exit_code, m
 
 def test_the_command_gets_default_signals_and_the_project_root_as_its_folder(project):
     project.write("in.txt", "x\n")
-    project.spec(_spec("cat /proc/self/status > status.txt", ["status.txt"]) +
-                 '\n[intent.where]\nrun = "pwd"\ninputs = ["in.txt"]\n')
+    project.spec(
+        _spec("cat /proc/self/status > status.txt", ["status.txt"])
+        + '\n[intent.where]\nrun = "pwd"\ninputs = ["in.txt"]\n'
+    )
     here = os.getcwd()
     result = project.cli("make", "--json")  # in this process, started from elsewhere: -C the project
     assert result.code == 0, result.err
@@ -112,7 +123,7 @@ def test_the_program_is_the_first_executable_on_path_as_in_the_shell(project, tm
     (second / "greet").mkdir()  # a folder of that name is not a program either
     third = tmp_path / "third"
     third.mkdir()
-    (third / "greet").write_text("#!/bin/sh\necho from third \"$@\"\n")
+    (third / "greet").write_text('#!/bin/sh\necho from third "$@"\n')
     (third / "greet").chmod(0o755)
     project.write("in.txt", "x\n")
     project.spec(_spec("greet in.txt > out.txt", ["out.txt"]))
@@ -133,16 +144,20 @@ def test_a_step_that_never_starts_leaves_no_file_and_no_truncated_file(project):
     # `first` fails, the run stops, and neither a new empty file nor a truncated old one may remain
     project.write("in.txt", "new\n")
     project.write("kept.txt", "from the last run\n")
-    project.spec('[intent.first]\nrun = "sleep 0.5 && exit 1"\ninputs = ["in.txt"]\n'
-                 '[intent.second]\nrun = "cat in.txt > fresh.txt"\ninputs = ["in.txt"]\noutputs = ["fresh.txt"]\n'
-                 '[intent.third]\nrun = "cat in.txt > kept.txt"\ninputs = ["in.txt"]\noutputs = ["kept.txt"]\n')
+    project.spec(
+        '[intent.first]\nrun = "sleep 0.5 && exit 1"\ninputs = ["in.txt"]\n'
+        '[intent.second]\nrun = "cat in.txt > fresh.txt"\ninputs = ["in.txt"]\noutputs = ["fresh.txt"]\n'
+        '[intent.third]\nrun = "cat in.txt > kept.txt"\ninputs = ["in.txt"]\noutputs = ["kept.txt"]\n'
+    )
     result = project.make("-j1")
     assert result.code == 1
     assert result.statuses() == {"first": "failed", "second": "skipped", "third": "skipped"}
     assert not project.exists("fresh.txt")
     assert project.read("kept.txt") == "from the last run\n"
-    project.spec('[intent.second]\nrun = "cat in.txt > fresh.txt"\ninputs = ["in.txt"]\noutputs = ["fresh.txt"]\n'
-                 '[intent.third]\nrun = "cat in.txt > kept.txt"\ninputs = ["in.txt"]\noutputs = ["kept.txt"]\n')
+    project.spec(
+        '[intent.second]\nrun = "cat in.txt > fresh.txt"\ninputs = ["in.txt"]\noutputs = ["fresh.txt"]\n'
+        '[intent.third]\nrun = "cat in.txt > kept.txt"\ninputs = ["in.txt"]\noutputs = ["kept.txt"]\n'
+    )
     assert project.make("-j1").code == 0
     assert project.read("fresh.txt") == project.read("kept.txt") == "new\n"
 

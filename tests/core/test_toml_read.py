@@ -11,25 +11,26 @@ import tomli
 from runner import toml_read
 
 ROOT = Path(__file__).resolve().parents[2]
-DOCUMENTS = sorted(p for p in ROOT.rglob("*.toml")
-                   if not {".venv", "bench", ".git", "node_modules"} & set(p.relative_to(ROOT).parts))
+DOCUMENTS = sorted(
+    p for p in ROOT.rglob("*.toml") if not {".venv", "bench", ".git", "node_modules"} & set(p.relative_to(ROOT).parts)
+)
 
 # documents tomllib refuses for reasons rtoml might overlook: each must still be an error
 INVALID = [
-    'a = 1\na = 2\n',
-    '[t]\nx = 1\n[t]\ny = 2\n',
+    "a = 1\na = 2\n",
+    "[t]\nx = 1\n[t]\ny = 2\n",
     'a = "unterminated\n',
     'a = "\\q"\n',
-    'a = 1979-05-27T25:00:00\n',
-    'a = 0x\n',
-    'a = [1, 2,,]\n',
-    'a.b = 1\na = 2\n',
+    "a = 1979-05-27T25:00:00\n",
+    "a = 0x\n",
+    "a = [1, 2,,]\n",
+    "a.b = 1\na = 2\n",
 ]
 
 # TOML 1.1 (tomli >= 2.5, rtoml, and the stdlib's tomllib from Python 3.15): read alike by both
 TOML_1_1 = {
-    'a = { b = 1, }\n': {"a": {"b": 1}},
-    'a = {\n  b = 1,\n  c = 2\n}\n': {"a": {"b": 1, "c": 2}},
+    "a = { b = 1, }\n": {"a": {"b": 1}},
+    "a = {\n  b = 1,\n  c = 2\n}\n": {"a": {"b": 1, "c": 2}},
     'a = "\\x41\\e"\n': {"a": "A\x1b"},
 }
 

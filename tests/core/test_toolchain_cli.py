@@ -20,12 +20,18 @@ def test_adapters_init_parse(project):
     assert project.run("validate").code == 0
     second = project.run("init")
     assert second.code == 2
-    assert second.err.startswith(f"error: {project.root / 'intents.toml'} already exists; runner init never "
-                                 "overwrites it.")
+    assert second.err.startswith(
+        f"error: {project.root / 'intents.toml'} already exists; runner init never overwrites it."
+    )
 
     log = "tests/test_a.py::test_a FAILED\n==== 1 failed, 2 passed in 0.10s ====\n"
-    parsed = subprocess.run([sys.executable, "-m", "runner", "parse", "--adapter", "python", "--command", "test",
-                             "--json", "-"], input=log, cwd=project.root, capture_output=True, text=True)
+    parsed = subprocess.run(
+        [sys.executable, "-m", "runner", "parse", "--adapter", "python", "--command", "test", "--json", "-"],
+        input=log,
+        cwd=project.root,
+        capture_output=True,
+        text=True,
+    )
     assert parsed.returncode == 0, parsed.stderr
     found = json.loads(parsed.stdout)
     assert found["summary"]["failed"] == 1 and found["summary"]["passed"] == 2

@@ -29,14 +29,18 @@ import subprocess
 import sys
 import time
 
-DEFAULT = {"lines": [{"type": "thread.started", "thread_id": "fake-thread"}, {"type": "turn.started"},
-                     {"type": "item.completed", "item": {"id": "item_0", "type": "agent_message", "text": "done"}},
-                     {"type": "turn.completed", "usage": {"input_tokens": 10, "cached_input_tokens": 2,
-                                                          "output_tokens": 3}}]}
+DEFAULT = {
+    "lines": [
+        {"type": "thread.started", "thread_id": "fake-thread"},
+        {"type": "turn.started"},
+        {"type": "item.completed", "item": {"id": "item_0", "type": "agent_message", "text": "done"}},
+        {"type": "turn.completed", "usage": {"input_tokens": 10, "cached_input_tokens": 2, "output_tokens": 3}},
+    ]
+}
 
 
 def stdin_state() -> str:
-    """"eof" when stdin is closed or /dev/null, "data" when something was piped, "open" when a read would block."""
+    """ "eof" when stdin is closed or /dev/null, "data" when something was piped, "open" when a read would block."""
     try:
         ready, _, _ = select.select([sys.stdin], [], [], 0.3)
     except (ValueError, OSError):
@@ -68,20 +72,38 @@ def main() -> int:
     child = None
     if scenario.get("spawn_child"):
         # A grandchild in our process group, as a shell command run by the agent would be.
-        child = subprocess.Popen([sys.executable, "-c", "import signal,time\n"
-                                  + ("signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
-                                     if scenario.get("ignore_sigterm") else "")
-                                  + "while True: time.sleep(1)"], stdin=subprocess.DEVNULL)
+        child = subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                "import signal,time\n"
+                + ("signal.signal(signal.SIGTERM, signal.SIG_IGN)\n" if scenario.get("ignore_sigterm") else "")
+                + "while True: time.sleep(1)",
+            ],
+            stdin=subprocess.DEVNULL,
+        )
     prompt_len = None
-    if argv[-1:] == ["-"]:   # the prompt comes on stdin, which must then be closed
+    if argv[-1:] == ["-"]:  # the prompt comes on stdin, which must then be closed
         prompt_len = len(sys.stdin.buffer.read())
     record = os.environ.get("FAKE_CODEX_RECORD")
     if record:
         with open(record, "a", encoding="utf-8") as f:
-            f.write(json.dumps({"argv": argv, "env_names": sorted(os.environ), "cwd": os.getcwd(),
-                                "pid": os.getpid(), "pgid": os.getpgid(0), "sid": os.getsid(0),
-                                "child_pid": child.pid if child else None, "stdin": stdin_state(),
-                                "stdin_prompt_len": prompt_len}) + "\n")
+            f.write(
+                json.dumps(
+                    {
+                        "argv": argv,
+                        "env_names": sorted(os.environ),
+                        "cwd": os.getcwd(),
+                        "pid": os.getpid(),
+                        "pgid": os.getpgid(0),
+                        "sid": os.getsid(0),
+                        "child_pid": child.pid if child else None,
+                        "stdin": stdin_state(),
+                        "stdin_prompt_len": prompt_len,
+                    }
+                )
+                + "\n"
+            )
     root = workdir(argv)
     for entry in scenario.get("by_prompt", []):
         if entry.get("match", "") in (argv[-1] if argv else ""):

@@ -36,8 +36,7 @@ import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-DEFAULT_SCRIPT = [{"steps": [{"shell": "printf 'hi\\n' > hello.txt"},
-                             {"message": "Created hello.txt containing hi."}]}]
+DEFAULT_SCRIPT = [{"steps": [{"shell": "printf 'hi\\n' > hello.txt"}, {"message": "Created hello.txt containing hi."}]}]
 SHELL_TOOLS = ("exec_command", "shell_command", "shell")
 
 
@@ -103,8 +102,11 @@ def tool_outputs(body: dict) -> list[dict]:
     inp = body.get("input")
     if not isinstance(inp, list):
         return []
-    return [{"call_id": i.get("call_id"), "output": i.get("output")} for i in inp
-            if isinstance(i, dict) and i.get("type") in ("function_call_output", "custom_tool_call_output")]
+    return [
+        {"call_id": i.get("call_id"), "output": i.get("output")}
+        for i in inp
+        if isinstance(i, dict) and i.get("type") in ("function_call_output", "custom_tool_call_output")
+    ]
 
 
 def offered_tools(body: dict) -> dict[str, str]:
@@ -125,8 +127,14 @@ def shell_call(cmd: str, tools: dict[str, str]) -> dict:
         args = {"command": cmd}
     else:
         args = {"command": ["bash", "-lc", cmd]}
-    return {"type": "function_call", "id": "fc_" + uuid.uuid4().hex[:12], "call_id": "call_" + uuid.uuid4().hex[:12],
-            "name": name, "arguments": json.dumps(args), "status": "completed"}
+    return {
+        "type": "function_call",
+        "id": "fc_" + uuid.uuid4().hex[:12],
+        "call_id": "call_" + uuid.uuid4().hex[:12],
+        "name": name,
+        "arguments": json.dumps(args),
+        "status": "completed",
+    }
 
 
 def patch_as_shell(patch: str) -> str:
@@ -162,17 +170,34 @@ def patch_as_shell(patch: str) -> str:
 def patch_call(patch: str, tools: dict[str, str]) -> dict:
     call_id = "call_" + uuid.uuid4().hex[:12]
     if tools.get("apply_patch") == "custom":
-        return {"type": "custom_tool_call", "id": "ctc_" + uuid.uuid4().hex[:12], "call_id": call_id,
-                "name": "apply_patch", "input": patch, "status": "completed"}
+        return {
+            "type": "custom_tool_call",
+            "id": "ctc_" + uuid.uuid4().hex[:12],
+            "call_id": call_id,
+            "name": "apply_patch",
+            "input": patch,
+            "status": "completed",
+        }
     if "apply_patch" in tools:
-        return {"type": "function_call", "id": "fc_" + uuid.uuid4().hex[:12], "call_id": call_id,
-                "name": "apply_patch", "arguments": json.dumps({"input": patch}), "status": "completed"}
+        return {
+            "type": "function_call",
+            "id": "fc_" + uuid.uuid4().hex[:12],
+            "call_id": call_id,
+            "name": "apply_patch",
+            "arguments": json.dumps({"input": patch}),
+            "status": "completed",
+        }
     return shell_call(patch_as_shell(patch), tools)
 
 
 def message_item(text: str) -> dict:
-    return {"type": "message", "id": "msg_" + uuid.uuid4().hex[:12], "role": "assistant", "status": "completed",
-            "content": [{"type": "output_text", "text": text, "annotations": []}]}
+    return {
+        "type": "message",
+        "id": "msg_" + uuid.uuid4().hex[:12],
+        "role": "assistant",
+        "status": "completed",
+        "content": [{"type": "output_text", "text": text, "annotations": []}],
+    }
 
 
 def build_output(step: dict, tools: dict[str, str]) -> list[dict]:
@@ -191,15 +216,35 @@ def usage_for(step: dict, body_len: int, items: list[dict]) -> dict:
     inp = int(u.get("input_tokens", body_len // 4))
     out = int(u.get("output_tokens", max(1, len(json.dumps(items)) // 4)))
     cached = int(u.get("cached_tokens", u.get("cached_input_tokens", 0)))
-    return {"input_tokens": inp, "input_tokens_details": {"cached_tokens": cached}, "output_tokens": out,
-            "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": inp + out}
+    return {
+        "input_tokens": inp,
+        "input_tokens_details": {"cached_tokens": cached},
+        "output_tokens": out,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": inp + out,
+    }
 
 
 def response_obj(rid: str, model: str, status: str, output: list, usage: dict | None, error=None) -> dict:
-    return {"id": rid, "object": "response", "created_at": int(time.time()), "status": status, "model": model,
-            "output": output, "usage": usage, "error": error, "incomplete_details": None, "instructions": None,
-            "metadata": {}, "parallel_tool_calls": True, "temperature": None, "tool_choice": "auto",
-            "tools": [], "top_p": None, "text": {"format": {"type": "text"}}}
+    return {
+        "id": rid,
+        "object": "response",
+        "created_at": int(time.time()),
+        "status": status,
+        "model": model,
+        "output": output,
+        "usage": usage,
+        "error": error,
+        "incomplete_details": None,
+        "instructions": None,
+        "metadata": {},
+        "parallel_tool_calls": True,
+        "temperature": None,
+        "tool_choice": "auto",
+        "tools": [],
+        "top_p": None,
+        "text": {"format": {"type": "text"}},
+    }
 
 
 def make_handler(state: State):
@@ -264,26 +309,44 @@ def make_handler(state: State):
                 return self._json(400, {"error": {"message": "body is not JSON", "type": "invalid_request_error"}})
             model = body.get("model", "")
             texts = user_texts(body)
-            conv_id = (self.headers.get("session-id") or self.headers.get("thread-id")
-                       or (texts[0] if texts else ""))
-            headers = {k.lower(): ("[REDACTED]" if k.lower() == "authorization" else v)
-                       for k, v in self.headers.items()}
-            entry = {"ts": time.time(), "path": self.path, "model": model, "stream": bool(body.get("stream")),
-                     "conversation": conv_id[:200], "headers": headers,
-                     "auth": bool(self.headers.get("Authorization")), "prompt": texts[-1] if texts else "",
-                     "tools": sorted(offered_tools(body)), "tool_outputs": tool_outputs(body), "body": body}
+            conv_id = self.headers.get("session-id") or self.headers.get("thread-id") or (texts[0] if texts else "")
+            headers = {
+                k.lower(): ("[REDACTED]" if k.lower() == "authorization" else v) for k, v in self.headers.items()
+            }
+            entry = {
+                "ts": time.time(),
+                "path": self.path,
+                "model": model,
+                "stream": bool(body.get("stream")),
+                "conversation": conv_id[:200],
+                "headers": headers,
+                "auth": bool(self.headers.get("Authorization")),
+                "prompt": texts[-1] if texts else "",
+                "tools": sorted(offered_tools(body)),
+                "tool_outputs": tool_outputs(body),
+                "body": body,
+            }
             with state.lock:
                 if model in state.reject_models:
-                    step, index = {"error": 404, "code": "model_not_found", "type": "invalid_request_error",
-                                   "message": f"The model `{model}` does not exist or you do not have access to it."}, -1
+                    step, index = (
+                        {
+                            "error": 404,
+                            "code": "model_not_found",
+                            "type": "invalid_request_error",
+                            "message": f"The model `{model}` does not exist or you do not have access to it.",
+                        },
+                        -1,
+                    )
                 else:
                     conv = state.conversations.get(conv_id)
                     if conv is None:
                         joined = "\n".join(texts)
                         script = next((s for s in state.scripts if s.get("match", "") in joined), None)
-                        conv = state.conversations[conv_id] = {"steps": (script or {}).get("steps") or
-                                                               [{"error": 500, "message": "fake server: no script "
-                                                                 "matches this prompt"}], "next": 0}
+                        conv = state.conversations[conv_id] = {
+                            "steps": (script or {}).get("steps")
+                            or [{"error": 500, "message": "fake server: no script matches this prompt"}],
+                            "next": 0,
+                        }
                     index = min(conv["next"], len(conv["steps"]) - 1)
                     conv["next"] += 1
                     step = conv["steps"][index]
@@ -301,9 +364,12 @@ def make_handler(state: State):
                 hdrs = dict(step.get("headers", {}))
                 if "retry_after" in step:
                     hdrs["Retry-After"] = step["retry_after"]
-                err = {"message": step.get("message", f"fake server error {status}"),
-                       "type": step.get("type", "server_error" if status >= 500 else "invalid_request_error"),
-                       "param": None, "code": step.get("code")}
+                err = {
+                    "message": step.get("message", f"fake server error {status}"),
+                    "type": step.get("type", "server_error" if status >= 500 else "invalid_request_error"),
+                    "param": None,
+                    "code": step.get("code"),
+                }
                 return self._json(status, {"error": err}, hdrs)
             tools = offered_tools(body)
             items = build_output(step, tools)
@@ -312,8 +378,17 @@ def make_handler(state: State):
             if not body.get("stream"):
                 if "stream_error" in step:
                     e = step["stream_error"]
-                    return self._json(500, {"error": {"message": e.get("message", ""), "type": "server_error",
-                                                      "param": None, "code": e.get("code")}})
+                    return self._json(
+                        500,
+                        {
+                            "error": {
+                                "message": e.get("message", ""),
+                                "type": "server_error",
+                                "param": None,
+                                "code": e.get("code"),
+                            }
+                        },
+                    )
                 return self._json(200, response_obj(rid, model, "completed", items, usage))
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
@@ -322,8 +397,9 @@ def make_handler(state: State):
             self.end_headers()
             seq = [0]
             try:
-                self._sse(seq, {"type": "response.created",
-                                "response": response_obj(rid, model, "in_progress", [], None)})
+                self._sse(
+                    seq, {"type": "response.created", "response": response_obj(rid, model, "in_progress", [], None)}
+                )
                 if step.get("hang"):
                     state.stopping.wait()
                     self.close_connection = True
@@ -334,14 +410,17 @@ def make_handler(state: State):
                 if "stream_error" in step:
                     e = step["stream_error"]
                     error = {"code": e.get("code", "server_error"), "message": e.get("message", "failed")}
-                    self._sse(seq, {"type": "response.failed",
-                                    "response": response_obj(rid, model, "failed", [], None, error)})
+                    self._sse(
+                        seq,
+                        {"type": "response.failed", "response": response_obj(rid, model, "failed", [], None, error)},
+                    )
                     self._chunk(b"")
                     return
                 for i, item in enumerate(items):
                     self.stream_item(seq, i, item)
-                self._sse(seq, {"type": "response.completed",
-                                "response": response_obj(rid, model, "completed", items, usage)})
+                self._sse(
+                    seq, {"type": "response.completed", "response": response_obj(rid, model, "completed", items, usage)}
+                )
                 self._chunk(b"")
             except (BrokenPipeError, ConnectionResetError):
                 self.close_connection = True
@@ -358,7 +437,7 @@ def make_handler(state: State):
             self._sse(seq, {"type": "response.output_item.added", "output_index": i, "item": empty})
             self._sse(seq, dict(base, type="response.content_part.added", part=part))
             for k in range(0, max(len(text), 1), 64):  # several deltas, as a real stream has
-                self._sse(seq, dict(base, type="response.output_text.delta", delta=text[k:k + 64], logprobs=[]))
+                self._sse(seq, dict(base, type="response.output_text.delta", delta=text[k : k + 64], logprobs=[]))
             self._sse(seq, dict(base, type="response.output_text.done", text=text, logprobs=[]))
             self._sse(seq, dict(base, type="response.content_part.done", part=dict(part, text=text)))
             self._sse(seq, {"type": "response.output_item.done", "output_index": i, "item": item})

@@ -6,12 +6,32 @@ import pytest
 import re2
 
 from runner.errors import SpecError, UserError
-from runner.parse import (Family, Pattern, builtin_dir, check_examples, check_redos, clean_log, load_library,
-                          parse_findings, render_findings)
+from runner.parse import (
+    Family,
+    Pattern,
+    builtin_dir,
+    check_examples,
+    check_redos,
+    clean_log,
+    load_library,
+    parse_findings,
+    render_findings,
+)
 
 LIB = load_library([builtin_dir()])
-SHIPPED = ["protocol", "pytest", "gotest", "cargo", "jest", "vitest", "surefire", "gradle", "codex", "diagnostics",
-           "causes"]
+SHIPPED = [
+    "protocol",
+    "pytest",
+    "gotest",
+    "cargo",
+    "jest",
+    "vitest",
+    "surefire",
+    "gradle",
+    "codex",
+    "diagnostics",
+    "causes",
+]
 
 
 def write(dir_, name, body):
@@ -39,13 +59,17 @@ def test_every_shipped_pattern_compiles_under_re2_and_has_examples():
 
 
 def test_catastrophic_pattern_is_refused_with_file_pattern_and_reason(tmp_path):
-    d = write(tmp_path / "regexes", "mine", """\
+    d = write(
+        tmp_path / "regexes",
+        "mine",
+        """\
         family = "mine"
         [[pattern]]
         name = "words-then-colon"
         regex = '^(\\w+\\s?)+:'
         kind = "event"
-        """)
+        """,
+    )
     with pytest.raises(SpecError) as err:
         load_library([d])
     [problem] = err.value.problems
@@ -55,23 +79,39 @@ def test_catastrophic_pattern_is_refused_with_file_pattern_and_reason(tmp_path):
         "pattern 'words-then-colon' refused: the group '(\\\\w+\\\\s?)+' repeats without bound a part that itself "
         "repeats without bound (star height 2); that backtracks catastrophically in any backtracking engine "
         "(exponential time on a line that almost matches). Rewrite it without nested repetition, "
-        "e.g. (\\w+\\s?)+ as [\\w\\s]+")
+        "e.g. (\\w+\\s?)+ as [\\w\\s]+"
+    )
     assert "mine.toml:4: pattern[0].regex: pattern 'words-then-colon' refused" in str(err.value)
 
 
-@pytest.mark.parametrize("regex", ["(a+)+$", "^(\\s*\\S+\\s*)+ERROR$", "(x+x+)+y", "(?:a*b?)*c", "((ab)+c)+", "(a+){2,}"])
+@pytest.mark.parametrize(
+    "regex", ["(a+)+$", "^(\\s*\\S+\\s*)+ERROR$", "(x+x+)+y", "(?:a*b?)*c", "((ab)+c)+", "(a+){2,}"]
+)
 def test_nested_unbounded_repetition_is_detected(regex):
     assert check_redos(regex)
 
 
-@pytest.mark.parametrize("regex", ["(\\d|\\d\\d)+x", "(?:\\d{1,3}\\.){3}\\d{1,3}", "[a+]+", "(?:[^\"\\\\]|\\\\.)*",
-                                   "\\(a+\\)+", "(?P<n>\\w+) (?i:x)+", "a{2}+"])
+@pytest.mark.parametrize(
+    "regex",
+    [
+        "(\\d|\\d\\d)+x",
+        "(?:\\d{1,3}\\.){3}\\d{1,3}",
+        "[a+]+",
+        '(?:[^"\\\\]|\\\\.)*',
+        "\\(a+\\)+",
+        "(?P<n>\\w+) (?i:x)+",
+        "a{2}+",
+    ],
+)
 def test_linear_or_bounded_patterns_are_allowed(regex):
     assert check_redos(regex) is None
 
 
 def test_re2_rejections_carry_re2s_error_and_a_hint(tmp_path):
-    d = write(tmp_path / "r", "bad", """\
+    d = write(
+        tmp_path / "r",
+        "bad",
+        """\
         family = "bad"
         [[pattern]]
         name = "lookahead"
@@ -81,7 +121,8 @@ def test_re2_rejections_carry_re2s_error_and_a_hint(tmp_path):
         name = "backref"
         regex = '(a)\\1'
         kind = "event"
-        """)
+        """,
+    )
     with pytest.raises(SpecError) as err:
         load_library([d])
     msgs = [p.message for p in err.value.problems]
@@ -90,7 +131,10 @@ def test_re2_rejections_carry_re2s_error_and_a_hint(tmp_path):
 
 
 def test_schema_errors_and_field_mismatches_are_all_reported(tmp_path):
-    d = write(tmp_path / "r", "x", """\
+    d = write(
+        tmp_path / "r",
+        "x",
+        """\
         family = "x"
         [[pattern]]
         name = "a"
@@ -98,14 +142,18 @@ def test_schema_errors_and_field_mismatches_are_all_reported(tmp_path):
         fields = ["count"]
         kind = "summary"
         stage = "live"
-        """)
+        """,
+    )
     with pytest.raises(SpecError) as err:
         load_library([d])
     assert any("'live' is not one of" in p.message and p.path == "pattern[0].stage" for p in err.value.problems)
 
 
 def test_project_overrides_a_builtin_pattern_in_place_and_adds_its_own_first(tmp_path):
-    project = write(tmp_path / "regexes", "pytest", """\
+    project = write(
+        tmp_path / "regexes",
+        "pytest",
+        """\
         family = "pytest"
         [[pattern]]
         name = "failed-summary-line"
@@ -120,7 +168,8 @@ def test_project_overrides_a_builtin_pattern_in_place_and_adds_its_own_first(tmp
         regex = '^TOTAL (?P<total>\\d+)$'
         fields = ["total"]
         kind = "summary"
-        """)
+        """,
+    )
     lib = load_library([builtin_dir(), project])
     names = [p.name for p in lib.family("pytest").patterns]
     builtin_names = [p.name for p in LIB.family("pytest").patterns]
@@ -133,14 +182,18 @@ def test_project_overrides_a_builtin_pattern_in_place_and_adds_its_own_first(tmp
 
 
 def test_replace_true_drops_the_builtin_family(tmp_path):
-    project = write(tmp_path / "regexes", "jest", """\
+    project = write(
+        tmp_path / "regexes",
+        "jest",
+        """\
         family = "jest"
         replace = true
         [[pattern]]
         name = "only"
         regex = '^ok$'
         kind = "complete"
-        """)
+        """,
+    )
     assert [p.name for p in load_library([builtin_dir(), project]).family("jest").patterns] == ["only"]
 
 
@@ -155,9 +208,11 @@ def test_digest_is_stable_and_order_free():
 
 
 def test_stages_shadow_runs_only_when_asked_and_replaces_its_target():
-    pats = [Pattern("f", "cur", r"^x (?P<n>\d+)$", "summary", fields=("n",)),
-            Pattern("f", "cand", r"^x (?P<n>\d+)", "summary", fields=("n",), stage="shadow", replaces="cur"),
-            Pattern("f", "old", r"^x", "summary", count="old", stage="retired")]
+    pats = [
+        Pattern("f", "cur", r"^x (?P<n>\d+)$", "summary", fields=("n",)),
+        Pattern("f", "cand", r"^x (?P<n>\d+)", "summary", fields=("n",), stage="shadow", replaces="cur"),
+        Pattern("f", "old", r"^x", "summary", count="old", stage="retired"),
+    ]
     fam = Family("f", pats)
     assert [m.pattern for m in fam.finditer("x 1 \n")] == []
     assert [m.pattern for m in fam.finditer("x 1 \n", stages=("active", "shadow"))] == ["cand"]
@@ -171,18 +226,29 @@ def test_clean_log_strips_colour_and_keeps_the_last_progress_frame():
 
 def test_counts_are_null_unless_the_log_says_them_and_summaries_sum_across_binaries():
     cargo = [LIB.family("cargo")]
-    text = ("test result: ok. 2 passed; 0 failed; 1 ignored; 0 measured; 0 filtered out; finished in 0.00s\n"
-            "test result: FAILED. 1 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.1s\n")
+    text = (
+        "test result: ok. 2 passed; 0 failed; 1 ignored; 0 measured; 0 filtered out; finished in 0.00s\n"
+        "test result: FAILED. 1 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.1s\n"
+    )
     assert parse_findings(text, cargo).summary["passed"] == 3
-    assert parse_findings("running 2 tests\n", cargo).summary == {"passed": None, "failed": None, "skipped": None,
-                                                                   "errors": None}
+    assert parse_findings("running 2 tests\n", cargo).summary == {
+        "passed": None,
+        "failed": None,
+        "skipped": None,
+        "errors": None,
+    }
 
 
 def test_render_findings_for_humans():
     text = "FAILED t.py::a - boom\nt.py:3: AssertionError\n==== 1 failed in 0.1s ====\n"
     out = render_findings(parse_findings(text, [LIB.family("pytest")]))
-    assert out.splitlines() == ["summary: 1 failed", "failed tests (1):", "  t.py::a", "diagnostics (1):",
-                                "  t.py:3: AssertionError"]
+    assert out.splitlines() == [
+        "summary: 1 failed",
+        "failed tests (1):",
+        "  t.py::a",
+        "diagnostics (1):",
+        "  t.py:3: AssertionError",
+    ]
 
 
 def test_first_cause_pattern_wins_regardless_of_position():
@@ -191,12 +257,18 @@ def test_first_cause_pattern_wins_regardless_of_position():
 
 
 def test_codex_events():
-    events = ('{"type":"thread.started","thread_id":"t1"}\n{"type":"turn.started"}\n'
-              '{"type":"item.completed","item":{"id":"item_2","type":"agent_message","text":"Done."}}\n'
-              '{"type":"turn.completed","usage":{"input_tokens":1}}\n')
+    events = (
+        '{"type":"thread.started","thread_id":"t1"}\n{"type":"turn.started"}\n'
+        '{"type":"item.completed","item":{"id":"item_2","type":"agent_message","text":"Done."}}\n'
+        '{"type":"turn.completed","usage":{"input_tokens":1}}\n'
+    )
     ms = list(LIB.family("codex").finditer(events))
     assert [(m.pattern, m.fields) for m in ms] == [
-        ("event", {"type": "thread.started"}), ("event", {"type": "turn.started"}),
-        ("item", {"type": "item.completed", "item_type": "agent_message"}), ("agent-message", {"message": "Done."}),
-        ("event", {"type": "turn.completed"}), ("turn-completed", {})]
+        ("event", {"type": "thread.started"}),
+        ("event", {"type": "turn.started"}),
+        ("item", {"type": "item.completed", "item_type": "agent_message"}),
+        ("agent-message", {"message": "Done."}),
+        ("event", {"type": "turn.completed"}),
+        ("turn-completed", {}),
+    ]
     assert parse_findings(events, [LIB.family("codex")]).complete is True

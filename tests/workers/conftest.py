@@ -3,17 +3,17 @@ the fake codex executable, and the real codex binary (a skip when absent, a fail
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
 import sys
 import uuid
-import json
 
 import pytest
+from worker_helpers import FAKE_CODEX, FAKE_SERVER, FakeCodex, FakeServer, files_containing
 
 from runner.workers.base import WorkerConfig
-from worker_helpers import FAKE_CODEX, FAKE_SERVER, FakeCodex, FakeServer, files_containing
 
 
 @pytest.fixture(autouse=True)
@@ -72,7 +72,7 @@ def closed_port() -> int:
 def fake_codex(tmp_path) -> FakeCodex:
     os.chmod(FAKE_CODEX, 0o755)
     fc = FakeCodex(str(FAKE_CODEX), tmp_path / "scenario.json", tmp_path / "codex-calls.jsonl")
-    fc.scenario()   # {} = the default successful turn
+    fc.scenario()  # {} = the default successful turn
     return fc
 
 
@@ -87,6 +87,7 @@ def workspace(tmp_path):
 def codex_binary() -> str:
     """The real codex binary; skips when absent, but FAILS under CI=true (CI must install it)."""
     from runner.workers.codex import resolve_binary
+
     path, why = resolve_binary(WorkerConfig())
     if path:
         return path

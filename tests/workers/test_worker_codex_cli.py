@@ -7,10 +7,10 @@ from __future__ import annotations
 import time
 
 import pytest
+from worker_helpers import group_members, make_request, wait_gone
 
 from runner.workers import get_worker
 from runner.workers.base import PERMANENT, TIMEOUT, TRANSIENT, WorkerConfig
-from worker_helpers import group_members, make_request, wait_gone
 
 pytestmark = pytest.mark.codex_cli
 
@@ -19,11 +19,23 @@ PATCH_UPDATE = "*** Begin Patch\n*** Update File: hello.txt\n@@\n-hi\n+hello the
 
 
 def cfg(codex_binary, tmp_path, base_url, **kw) -> WorkerConfig:
-    extra = {"codex_home": str(tmp_path / "codex-home"), "request_max_retries": "2", "stream_max_retries": "2",
-             "kill_grace": "2"}
+    extra = {
+        "codex_home": str(tmp_path / "codex-home"),
+        "request_max_retries": "2",
+        "stream_max_retries": "2",
+        "kill_grace": "2",
+    }
     extra.update(kw.pop("extra", {}))
-    base = dict(kind="codex", model="gpt-5.5", fallback_models=(), binary=codex_binary, base_url=base_url,
-                timeout=60, idle_timeout=30, extra=extra)
+    base = dict(
+        kind="codex",
+        model="gpt-5.5",
+        fallback_models=(),
+        binary=codex_binary,
+        base_url=base_url,
+        timeout=60,
+        idle_timeout=30,
+        extra=extra,
+    )
     base.update(kw)
     return WorkerConfig(**base)
 
@@ -44,9 +56,15 @@ def assert_group_gone(r) -> None:
 
 
 def test_apply_patch_edits_land(codex_binary, fake_server, tmp_path, workspace):
-    srv = fake_server({"steps": [{"patch": PATCH_ADD}, {"patch": PATCH_UPDATE},
-                                 {"message": "Created hello.txt", "usage": {"input_tokens": 1000,
-                                                                             "output_tokens": 30}}]})
+    srv = fake_server(
+        {
+            "steps": [
+                {"patch": PATCH_ADD},
+                {"patch": PATCH_UPDATE},
+                {"message": "Created hello.txt", "usage": {"input_tokens": 1000, "output_tokens": 30}},
+            ]
+        }
+    )
     r = run(codex_binary, tmp_path, workspace, srv.base_url)
     assert r.ok, r.error
     assert (workspace / "hello.txt").read_text() == "hello there\n"
@@ -80,8 +98,9 @@ def test_transient_http_error_then_200_recovers(codex_binary, fake_server, tmp_p
 def test_401_is_permanent_and_bounded(codex_binary, fake_server, tmp_path, workspace):
     srv = fake_server({"steps": [{"error": 401, "code": "invalid_api_key", "message": "Incorrect API key"}]})
     t0 = time.monotonic()
-    r = run(codex_binary, tmp_path, workspace, srv.base_url,
-            extra={"request_max_retries": "1", "stream_max_retries": "1"})
+    r = run(
+        codex_binary, tmp_path, workspace, srv.base_url, extra={"request_max_retries": "1", "stream_max_retries": "1"}
+    )
     assert not r.ok and r.failure == PERMANENT, r.error
     assert "401" in r.error
     assert time.monotonic() - t0 < 30 and len(srv.requests()) <= 6
@@ -89,25 +108,44 @@ def test_401_is_permanent_and_bounded(codex_binary, fake_server, tmp_path, works
 
 
 def test_context_window_is_permanent(codex_binary, fake_server, tmp_path, workspace):
-    srv = fake_server({"steps": [{"stream_error": {"code": "context_length_exceeded",
-                                                   "message": "Your input exceeds the context window."}}]})
-    r = run(codex_binary, tmp_path, workspace, srv.base_url,
-            extra={"request_max_retries": "1", "stream_max_retries": "1"})
+    srv = fake_server(
+        {
+            "steps": [
+                {
+                    "stream_error": {
+                        "code": "context_length_exceeded",
+                        "message": "Your input exceeds the context window.",
+                    }
+                }
+            ]
+        }
+    )
+    r = run(
+        codex_binary, tmp_path, workspace, srv.base_url, extra={"request_max_retries": "1", "stream_max_retries": "1"}
+    )
     assert not r.ok and r.failure == PERMANENT, r.error
     assert len(srv.requests()) == 1
 
 
 def test_exhausted_500_is_transient(codex_binary, fake_server, tmp_path, workspace):
     srv = fake_server({"steps": [{"error": 500}]})
-    r = run(codex_binary, tmp_path, workspace, srv.base_url,
-            extra={"request_max_retries": "1", "stream_max_retries": "1"})
+    r = run(
+        codex_binary, tmp_path, workspace, srv.base_url, extra={"request_max_retries": "1", "stream_max_retries": "1"}
+    )
     assert not r.ok and r.failure == TRANSIENT, r.error
 
 
 def test_refused_connection_ends_at_the_runner_timeout(codex_binary, closed_port, tmp_path, workspace):
     t0 = time.monotonic()
-    r = run(codex_binary, tmp_path, workspace, f"http://127.0.0.1:{closed_port}/v1", timeout=4, idle_timeout=None,
-            extra={"request_max_retries": "4", "stream_max_retries": "5"})
+    r = run(
+        codex_binary,
+        tmp_path,
+        workspace,
+        f"http://127.0.0.1:{closed_port}/v1",
+        timeout=4,
+        idle_timeout=None,
+        extra={"request_max_retries": "4", "stream_max_retries": "5"},
+    )
     took = time.monotonic() - t0
     assert not r.ok and r.failure == TIMEOUT, r.error
     assert 3.5 < took < 12
@@ -125,14 +163,21 @@ def test_hung_stream_ends_at_the_idle_timeout(codex_binary, fake_server, tmp_pat
 
 
 def test_refused_connection_without_retries_is_transient(codex_binary, closed_port, tmp_path, workspace):
-    r = run(codex_binary, tmp_path, workspace, f"http://127.0.0.1:{closed_port}/v1", timeout=30,
-            extra={"request_max_retries": "0", "stream_max_retries": "0"})
+    r = run(
+        codex_binary,
+        tmp_path,
+        workspace,
+        f"http://127.0.0.1:{closed_port}/v1",
+        timeout=30,
+        extra={"request_max_retries": "0", "stream_max_retries": "0"},
+    )
     assert not r.ok and r.failure == TRANSIENT and "Connection failed" in r.error, r.error
     assert_group_gone(r)
 
 
 def test_record_then_replay_a_codex_exchange(codex_binary, fake_server, tmp_path, workspace):
     from runner.workers.replay import record_exchange
+
     srv = fake_server({"steps": [{"patch": PATCH_ADD}, {"message": "Created hello.txt"}]})
     config = cfg(codex_binary, tmp_path, srv.base_url)
     req = make_request(workspace, config, intent="hello", step_key="c0ffee" * 6)
@@ -150,9 +195,8 @@ def test_record_then_replay_a_codex_exchange(codex_binary, fake_server, tmp_path
 
 
 def test_a_prompt_over_the_argv_limit_goes_through_stdin(codex_binary, fake_server, tmp_path, workspace):
-    srv = fake_server([{"match": "BIGPROMPT", "steps": [{"shell": "printf 'hi\\n' > hello.txt"},
-                                                        {"message": "done"}]}])
-    prompt = "BIGPROMPT create hello.txt\n" + "context line\n" * 12_000    # ~156 KB
+    srv = fake_server([{"match": "BIGPROMPT", "steps": [{"shell": "printf 'hi\\n' > hello.txt"}, {"message": "done"}]}])
+    prompt = "BIGPROMPT create hello.txt\n" + "context line\n" * 12_000  # ~156 KB
     r = run(codex_binary, tmp_path, workspace, srv.base_url, prompt=prompt)
     assert r.ok, r.error
     assert (workspace / "hello.txt").read_text() == "hi\n"

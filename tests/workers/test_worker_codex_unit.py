@@ -6,11 +6,11 @@ import dataclasses
 import time
 
 import pytest
+from worker_helpers import alive, group_members, make_request, wait_gone
 
 from runner.workers import get_worker
 from runner.workers.base import CONFIG, PERMANENT, TIMEOUT, TRANSIENT, WorkerConfig
 from runner.workers.codex import build_argv, classify
-from worker_helpers import alive, group_members, make_request, wait_gone
 
 STARTED = [{"type": "thread.started", "thread_id": "t1"}, {"type": "turn.started"}]
 DONE = {"type": "turn.completed", "usage": {"input_tokens": 120, "cached_input_tokens": 20, "output_tokens": 7}}
@@ -48,16 +48,24 @@ def test_success_parses_message_usage_and_files(fake_codex, workspace, assert_no
 
 
 def test_stdin_closed_own_session_and_no_key_in_argv(fake_codex, workspace, assert_no_leak):
-    r = run(fake_codex, workspace, cfg(fake_codex, base_url="http://127.0.0.1:9/v1", env_key="CODEX_API_KEY",
-                                       extra={"request_max_retries": "1", "stream_max_retries": "2"}))
+    r = run(
+        fake_codex,
+        workspace,
+        cfg(
+            fake_codex,
+            base_url="http://127.0.0.1:9/v1",
+            env_key="CODEX_API_KEY",
+            extra={"request_max_retries": "1", "stream_max_retries": "2"},
+        ),
+    )
     assert r.ok, r.error
     (call,) = fake_codex.records()
-    assert call["stdin"] == "eof"                      # never an inherited, never-closed stdin
+    assert call["stdin"] == "eof"  # never an inherited, never-closed stdin
     assert call["sid"] == call["pid"] == call["pgid"]  # start_new_session=True
     assert call["cwd"] == str(workspace)
     argv = " ".join(call["argv"])
     assert assert_no_leak not in argv
-    assert "CODEX_API_KEY" in call["env_names"]        # the key travels in the env, by name
+    assert "CODEX_API_KEY" in call["env_names"]  # the key travels in the env, by name
     assert "model_providers.runner.env_key=CODEX_API_KEY" in call["argv"]
     assert 'model_providers.runner.base_url="http://127.0.0.1:9/v1"' in call["argv"]
     assert "model_providers.runner.request_max_retries=1" in call["argv"]
@@ -67,8 +75,9 @@ def test_stdin_closed_own_session_and_no_key_in_argv(fake_codex, workspace, asse
 
 
 def test_argv_without_provider_uses_builtin():
-    argv = build_argv("codex", make_request(__import__("pathlib").Path("/w"), WorkerConfig(model="m1"),
-                                            "-starts-with-dash"), "m1")
+    argv = build_argv(
+        "codex", make_request(__import__("pathlib").Path("/w"), WorkerConfig(model="m1"), "-starts-with-dash"), "m1"
+    )
     assert "model_provider=runner" not in argv
     assert argv[argv.index("-m") + 1] == "m1" and argv[-2:] == ["--", "-starts-with-dash"]
 
@@ -162,8 +171,9 @@ def test_missing_binary_is_config(workspace, tmp_path):
 
 def test_missing_binary_everywhere_says_how_to_install(workspace, monkeypatch):
     import runner.workers.codex as codex
+
     monkeypatch.setattr(codex.shutil, "which", lambda name: None)
-    monkeypatch.setitem(__import__("sys").modules, "codex_cli_bin", None)   # import fails
+    monkeypatch.setitem(__import__("sys").modules, "codex_cli_bin", None)  # import fails
     config = WorkerConfig()
     r = get_worker(config).run(make_request(workspace, config))
     assert r.failure == CONFIG and "pip install openai-codex-cli-bin" in r.error
@@ -176,29 +186,35 @@ def test_usage_error_exit_2_is_config(fake_codex, workspace):
 
 
 def test_untrusted_directory_is_config(fake_codex, workspace):
-    fake_codex.scenario(lines=[], stderr="Not inside a trusted directory and --skip-git-repo-check was not "
-                                         "specified.\n", exit=1)
+    fake_codex.scenario(
+        lines=[], stderr="Not inside a trusted directory and --skip-git-repo-check was not specified.\n", exit=1
+    )
     assert run(fake_codex, workspace).failure == CONFIG
 
 
-@pytest.mark.parametrize("text,kind", [
-    ("exceeded retry limit, last status: 429 Too Many Requests", TRANSIENT),
-    ("We're currently experiencing high demand, which may cause temporary errors.", TRANSIENT),
-    ("stream disconnected before completion: error sending request", TRANSIENT),
-    ("Connection failed: error sending request for url (http://127.0.0.1:40123/v1/responses)", TRANSIENT),
-    ("Reconnecting... 2/5 (stream disconnected before completion)", TRANSIENT),
-    ("unexpected status 401 Unauthorized: bad key, url: http://127.0.0.1:42911/v1/responses", PERMANENT),
-    ("exceeded retry limit, last status: 401 Unauthorized", PERMANENT),
-    ("unexpected status 403 Forbidden", PERMANENT),
-    ("Codex ran out of room in the model's context window. Start a new thread or clear earlier history.",
-     PERMANENT),
-    ('unexpected status 400 Bad Request: {"error":{"type":"invalid_request_error"}}', PERMANENT),
-    ("`wire_api = \"chat\"` is no longer supported", CONFIG),
-    ("Not inside a trusted directory and --skip-git-repo-check was not specified.", CONFIG),
-    ("error: unexpected argument '--full-auto' found", CONFIG),
-    ('Error finding codex home: CODEX_HOME points to "/x", but that path does not exist', CONFIG),
-    ("something nobody has seen before", None),
-])
+@pytest.mark.parametrize(
+    "text,kind",
+    [
+        ("exceeded retry limit, last status: 429 Too Many Requests", TRANSIENT),
+        ("We're currently experiencing high demand, which may cause temporary errors.", TRANSIENT),
+        ("stream disconnected before completion: error sending request", TRANSIENT),
+        ("Connection failed: error sending request for url (http://127.0.0.1:40123/v1/responses)", TRANSIENT),
+        ("Reconnecting... 2/5 (stream disconnected before completion)", TRANSIENT),
+        ("unexpected status 401 Unauthorized: bad key, url: http://127.0.0.1:42911/v1/responses", PERMANENT),
+        ("exceeded retry limit, last status: 401 Unauthorized", PERMANENT),
+        ("unexpected status 403 Forbidden", PERMANENT),
+        (
+            "Codex ran out of room in the model's context window. Start a new thread or clear earlier history.",
+            PERMANENT,
+        ),
+        ('unexpected status 400 Bad Request: {"error":{"type":"invalid_request_error"}}', PERMANENT),
+        ('`wire_api = "chat"` is no longer supported', CONFIG),
+        ("Not inside a trusted directory and --skip-git-repo-check was not specified.", CONFIG),
+        ("error: unexpected argument '--full-auto' found", CONFIG),
+        ('Error finding codex home: CODEX_HOME points to "/x", but that path does not exist', CONFIG),
+        ("something nobody has seen before", None),
+    ],
+)
 def test_classify_error_texts(text, kind):
     assert classify(text) == kind
 
@@ -207,11 +223,14 @@ def test_url_ports_do_not_classify():
     assert classify("stream error at http://127.0.0.1:40100/v1/responses") is None
 
 
-@pytest.mark.parametrize("text,kind", [
-    ("exceeded retry limit, last status: 429 Too Many Requests", TRANSIENT),
-    ("unexpected status 401 Unauthorized: Incorrect API key", PERMANENT),
-    ("Codex ran out of room in the model's context window.", PERMANENT),
-])
+@pytest.mark.parametrize(
+    "text,kind",
+    [
+        ("exceeded retry limit, last status: 429 Too Many Requests", TRANSIENT),
+        ("unexpected status 401 Unauthorized: Incorrect API key", PERMANENT),
+        ("Codex ran out of room in the model's context window.", PERMANENT),
+    ],
+)
 def test_turn_failed_is_classified(fake_codex, workspace, text, kind):
     fake_codex.scenario(lines=failed_turn(text), exit=1)
     r = run(fake_codex, workspace)
@@ -229,8 +248,11 @@ def test_model_not_found_falls_back(fake_codex, workspace, tmp_path):
 
 def test_secrets_are_redacted_from_transcript_and_error(fake_codex, workspace, assert_no_leak):
     key = assert_no_leak
-    fake_codex.scenario(lines=failed_turn("401 Unauthorized: Incorrect API key provided: ${ENV:CODEX_API_KEY}"),
-                        stderr="debug: key=" + "${ENV:OPENAI_API_KEY}", exit=1)
+    fake_codex.scenario(
+        lines=failed_turn("401 Unauthorized: Incorrect API key provided: ${ENV:CODEX_API_KEY}"),
+        stderr="debug: key=" + "${ENV:OPENAI_API_KEY}",
+        exit=1,
+    )
     r = run(fake_codex, workspace)
     blob = r.transcript + r.error + repr(r.events)
     assert key not in blob and "[REDACTED:OPENAI_API_KEY]" in blob
@@ -245,7 +267,7 @@ def test_version_is_cached(fake_codex):
 
 def test_a_huge_prompt_goes_through_a_closed_stdin(fake_codex, workspace):
     config = cfg(fake_codex)
-    prompt = "x" * 300_000   # over Linux's 128 KiB limit for one argv string
+    prompt = "x" * 300_000  # over Linux's 128 KiB limit for one argv string
     r = get_worker(config).run(make_request(workspace, config, prompt, env=fake_codex.env()))
     assert r.ok, r.error
     (call,) = fake_codex.records()
@@ -254,6 +276,7 @@ def test_a_huge_prompt_goes_through_a_closed_stdin(fake_codex, workspace):
 
 def test_cancel_event_stops_the_group(fake_codex, workspace):
     import threading
+
     fake_codex.scenario(lines=STARTED, spawn_child=True, hang=True)
     config = cfg(fake_codex, timeout=30, idle_timeout=None)
     cancel = threading.Event()
@@ -267,6 +290,7 @@ def test_cancel_event_stops_the_group(fake_codex, workspace):
 
 def test_interrupt_in_the_runner_kills_the_group_and_propagates(fake_codex, workspace, monkeypatch):
     from runner.workers.codex import CodexWorker
+
     fake_codex.scenario(lines=STARTED, spawn_child=True, hang=True)
 
     def interrupted(proc, lines, raw_lines, cfg, deadline, cancel):

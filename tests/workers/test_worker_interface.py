@@ -26,9 +26,11 @@ def test_unknown_kind_names_the_choices():
 
 
 def test_openai_sdk_is_imported_only_by_the_openai_worker():
-    code = ("import sys; from runner.workers import get_worker; get_worker('codex'); get_worker('replay'); "
-            "assert 'openai' not in sys.modules, 'openai imported'; get_worker('openai'); "
-            "assert 'openai' in sys.modules")
+    code = (
+        "import sys; from runner.workers import get_worker; get_worker('codex'); get_worker('replay'); "
+        "assert 'openai' not in sys.modules, 'openai imported'; get_worker('openai'); "
+        "assert 'openai' in sys.modules"
+    )
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
@@ -54,13 +56,14 @@ def test_secret_values_and_redact(monkeypatch):
     monkeypatch.setenv("MY_TOKEN", "tok-bbbbbbbbbbbbbbbb")
     monkeypatch.setenv("SHORT", "abc")
     values = secret_values(["MY_TOKEN", "SHORT", None, "UNSET_VAR"])
-    assert values == ["tok-bbbbbbbbbbbbbbbb", "sk-aaaaaaaaaaaa"]          # longest first, short/empty ignored
+    assert values == ["tok-bbbbbbbbbbbbbbbb", "sk-aaaaaaaaaaaa"]  # longest first, short/empty ignored
     text = "key sk-aaaaaaaaaaaa and tok-bbbbbbbbbbbbbbbb and abc"
     assert redact(text, values) == "key [REDACTED:OPENAI_API_KEY] and [REDACTED:MY_TOKEN] and abc"
     assert redact(text, {"X": "sk-aaaaaaaaaaaa"}) == "key [REDACTED:X] and tok-bbbbbbbbbbbbbbbb and abc"
     obj = {"sk-aaaaaaaaaaaa": ["tok-bbbbbbbbbbbbbbbb", 3, None, {"k": "sk-aaaaaaaaaaaa!"}]}
-    assert redact_obj(obj, values) == {"[REDACTED:OPENAI_API_KEY]": ["[REDACTED:MY_TOKEN]", 3, None,
-                                                                   {"k": "[REDACTED:OPENAI_API_KEY]!"}]}
+    assert redact_obj(obj, values) == {
+        "[REDACTED:OPENAI_API_KEY]": ["[REDACTED:MY_TOKEN]", 3, None, {"k": "[REDACTED:OPENAI_API_KEY]!"}]
+    }
     assert redact_obj(obj, []) is obj
 
 

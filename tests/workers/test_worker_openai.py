@@ -6,20 +6,29 @@ from __future__ import annotations
 import time
 
 import pytest
+from worker_helpers import make_request
 
 from runner.workers import get_worker
 from runner.workers.base import CONFIG, PERMANENT, TIMEOUT, TRANSIENT, WorkerConfig
 from runner.workers.openai import parse_answer
-from worker_helpers import make_request
 
-GOOD = ("Here you go.\n<<MIS:START>>\n<<MIS:FILE path=src/app.py>>\nprint('hi')\n"
-        "<<MIS:FILE path=\"docs/read me.md\">>\n# Title\n<<MIS:JSON>>\n{\"summary\": \"added app\", "
-        "\"delete\": [\"old.txt\"]}\n<<MIS:END>>\n")
+GOOD = (
+    "Here you go.\n<<MIS:START>>\n<<MIS:FILE path=src/app.py>>\nprint('hi')\n"
+    '<<MIS:FILE path="docs/read me.md">>\n# Title\n<<MIS:JSON>>\n{"summary": "added app", '
+    '"delete": ["old.txt"]}\n<<MIS:END>>\n'
+)
 
 
 def cfg(server, **kw) -> WorkerConfig:
-    base = dict(kind="openai", model="gpt-5.5", fallback_models=(), base_url=server.base_url, timeout=10,
-                idle_timeout=10, extra={"max_retries": "2"})
+    base = dict(
+        kind="openai",
+        model="gpt-5.5",
+        fallback_models=(),
+        base_url=server.base_url,
+        timeout=10,
+        idle_timeout=10,
+        extra={"max_retries": "2"},
+    )
     base.update(kw)
     return WorkerConfig(**base)
 
@@ -30,8 +39,9 @@ def run(server, workspace, prompt="write the app", **kw):
 
 
 def test_success_parses_files_json_and_usage(fake_server, workspace, assert_no_leak):
-    srv = fake_server({"steps": [{"message": GOOD, "usage": {"input_tokens": 50, "output_tokens": 20,
-                                                             "cached_tokens": 5}}]})
+    srv = fake_server(
+        {"steps": [{"message": GOOD, "usage": {"input_tokens": 50, "output_tokens": 20, "cached_tokens": 5}}]}
+    )
     r = run(srv, workspace)
     assert r.ok, r.error
     assert r.files == {"src/app.py": "print('hi')\n", "docs/read me.md": "# Title\n", "old.txt": None}
@@ -52,8 +62,7 @@ def test_non_streaming_mode(fake_server, workspace):
 
 
 def test_429_then_200_is_retried(fake_server, workspace):
-    srv = fake_server({"steps": [{"error": 429, "retry_after": 0, "code": "rate_limit_exceeded"},
-                                 {"message": GOOD}]})
+    srv = fake_server({"steps": [{"error": 429, "retry_after": 0, "code": "rate_limit_exceeded"}, {"message": GOOD}]})
     r = run(srv, workspace)
     assert r.ok, r.error
     reqs = srv.requests()
@@ -103,26 +112,37 @@ def test_hung_stream_times_out(fake_server, workspace):
 
 
 def test_refused_connection_is_transient(closed_port, workspace, tmp_path):
-    config = WorkerConfig(kind="openai", base_url=f"http://127.0.0.1:{closed_port}/v1", timeout=5,
-                          extra={"max_retries": "0"})
+    config = WorkerConfig(
+        kind="openai", base_url=f"http://127.0.0.1:{closed_port}/v1", timeout=5, extra={"max_retries": "0"}
+    )
     import os
+
     r = get_worker(config).run(make_request(workspace, config, env={**os.environ, "OPENAI_API_KEY": "sk-x" * 4}))
     assert r.failure == TRANSIENT and "could not reach" in r.error
 
 
-@pytest.mark.parametrize("step,kind,text", [
-    ({"error": 401, "code": "invalid_api_key", "message": "Incorrect API key"}, PERMANENT, "AuthenticationError"),
-    ({"error": 400, "code": "invalid_value", "message": "bad field"}, PERMANENT, "BadRequestError"),
-    ({"error": 403}, PERMANENT, "PermissionDeniedError"),
-    ({"error": 422}, PERMANENT, "UnprocessableEntityError"),
-    ({"error": 429, "code": "insufficient_quota", "type": "insufficient_quota", "retry_after": 0}, PERMANENT,
-     "out of quota"),
-    ({"error": 409}, TRANSIENT, "ConflictError"),
-    ({"stream_error": {"code": "context_length_exceeded", "message": "too long"}}, PERMANENT,
-     "context_length_exceeded"),
-    ({"stream_error": {"code": "server_error", "message": "oops"}}, TRANSIENT, "server_error"),
-    ({"drop_stream": True}, TRANSIENT, ""),
-])
+@pytest.mark.parametrize(
+    "step,kind,text",
+    [
+        ({"error": 401, "code": "invalid_api_key", "message": "Incorrect API key"}, PERMANENT, "AuthenticationError"),
+        ({"error": 400, "code": "invalid_value", "message": "bad field"}, PERMANENT, "BadRequestError"),
+        ({"error": 403}, PERMANENT, "PermissionDeniedError"),
+        ({"error": 422}, PERMANENT, "UnprocessableEntityError"),
+        (
+            {"error": 429, "code": "insufficient_quota", "type": "insufficient_quota", "retry_after": 0},
+            PERMANENT,
+            "out of quota",
+        ),
+        ({"error": 409}, TRANSIENT, "ConflictError"),
+        (
+            {"stream_error": {"code": "context_length_exceeded", "message": "too long"}},
+            PERMANENT,
+            "context_length_exceeded",
+        ),
+        ({"stream_error": {"code": "server_error", "message": "oops"}}, TRANSIENT, "server_error"),
+        ({"drop_stream": True}, TRANSIENT, ""),
+    ],
+)
 def test_classification(fake_server, workspace, step, kind, text):
     srv = fake_server({"steps": [step]})
     r = run(srv, workspace, extra={"max_retries": "0"})
@@ -150,14 +170,17 @@ def test_err_block_is_permanent(fake_server, workspace):
     assert r.failure == PERMANENT and "the file does not exist" in r.error
 
 
-@pytest.mark.parametrize("answer,problem", [
-    ("<<MIS:START>>\n<<MIS:FILE path=a.py>>\nx = 1\n", "cut off"),
-    ("<<MIS:START>>\n<<MIS:FILE>>\nx = 1\n<<MIS:END>>", "FILE needs path"),
-    ("I made the change.", "not in the protocol"),
-    ("<<MIS:START>>\n<<MIS:FILE path=../../etc/passwd>>\nx\n<<MIS:END>>", "not a relative path"),
-    ("<<MIS:START>>\n<<MIS:FILE path=/etc/passwd>>\nx\n<<MIS:END>>", "not a relative path"),
-    ("<<MIS:START>>\n<<MIS:JSON>>\n{not json\n<<MIS:END>>", "not valid JSON"),
-])
+@pytest.mark.parametrize(
+    "answer,problem",
+    [
+        ("<<MIS:START>>\n<<MIS:FILE path=a.py>>\nx = 1\n", "cut off"),
+        ("<<MIS:START>>\n<<MIS:FILE>>\nx = 1\n<<MIS:END>>", "FILE needs path"),
+        ("I made the change.", "not in the protocol"),
+        ("<<MIS:START>>\n<<MIS:FILE path=../../etc/passwd>>\nx\n<<MIS:END>>", "not a relative path"),
+        ("<<MIS:START>>\n<<MIS:FILE path=/etc/passwd>>\nx\n<<MIS:END>>", "not a relative path"),
+        ("<<MIS:START>>\n<<MIS:JSON>>\n{not json\n<<MIS:END>>", "not valid JSON"),
+    ],
+)
 def test_malformed_answers_are_transient(fake_server, workspace, answer, problem):
     srv = fake_server({"steps": [{"message": answer}]})
     r = run(srv, workspace)
@@ -180,7 +203,7 @@ def test_parse_answer_keeps_content_exactly():
 
 
 def test_key_never_reaches_disk(fake_server, workspace, assert_no_leak, tmp_path):
-    srv = fake_server()   # the script holds the key, so it goes over HTTP rather than into tmp_path
+    srv = fake_server()  # the script holds the key, so it goes over HTTP rather than into tmp_path
     srv.script({"steps": [{"message": GOOD.replace("print('hi')", "KEY = '" + assert_no_leak + "'")}]})
     r = run(srv, workspace)
     assert r.ok

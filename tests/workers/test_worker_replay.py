@@ -6,13 +6,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from worker_helpers import make_request
+
 from runner.workers import get_worker
 from runner.workers.base import CONFIG, PERMANENT, Usage, WorkerConfig, WorkerResult
 from runner.workers.replay import record_exchange, recording_path, resolve_replays_dir
-from worker_helpers import make_request
 
-ANSWER = ("<<MIS:START>>\n<<MIS:FILE path=src/app.py>>\nprint('hi')\n<<MIS:JSON>>\n"
-          "{\"summary\": \"ok\", \"delete\": [\"old.txt\"]}\n<<MIS:END>>\n")
+ANSWER = (
+    "<<MIS:START>>\n<<MIS:FILE path=src/app.py>>\nprint('hi')\n<<MIS:JSON>>\n"
+    '{"summary": "ok", "delete": ["old.txt"]}\n<<MIS:END>>\n'
+)
 KEY = "a1b2c3d4e5f60718293a4b5c6d7e8f90"
 
 
@@ -47,14 +50,23 @@ def test_record_then_replay_makes_no_request(fake_server, tmp_path, assert_no_le
     assert r.final_message == result.final_message and r.usage == Usage(9, 0, 4)
     assert r.duration_s < 0.5 and r.worker_version == "replay-1"
     assert r.events[0]["type"] == "runner.replay" and r.events[0]["recorded_worker"] == "openai"
-    assert len(srv.requests()) == seen and srv.log.stat().st_size == log_size   # nothing reached the server
+    assert len(srv.requests()) == seen and srv.log.stat().st_size == log_size  # nothing reached the server
 
 
 def test_recording_is_redacted(tmp_path, assert_no_leak, workspace):
     key = assert_no_leak
     req = make_request(workspace, WorkerConfig(kind="codex"), f"use key {key}", intent="x", step_key=KEY)
-    res = WorkerResult(ok=True, final_message=f"done with {key}", events=[], transcript=f'{{"k": "{key}"}}\n',
-                       usage=Usage(), duration_s=1.0, model="m", failure=None, error=None)
+    res = WorkerResult(
+        ok=True,
+        final_message=f"done with {key}",
+        events=[],
+        transcript=f'{{"k": "{key}"}}\n',
+        usage=Usage(),
+        duration_s=1.0,
+        model="m",
+        failure=None,
+        error=None,
+    )
     path = record_exchange(tmp_path / "replays", req, res, {"cfg.env": f"KEY={key}\n"})
     text = path.read_text()
     assert key not in text and "[REDACTED:OPENAI_API_KEY]" in text
@@ -62,9 +74,18 @@ def test_recording_is_redacted(tmp_path, assert_no_leak, workspace):
 
 def _record(replays, workspace, intent="demo", step_key=KEY, attempt=1, files=None, **kw):
     req = make_request(workspace, WorkerConfig(kind="codex"), intent=intent, step_key=step_key, attempt=attempt)
-    res = WorkerResult(ok=kw.get("ok", True), final_message=kw.get("msg", "done"), events=[],
-                       transcript='{"type":"turn.completed"}\n', usage=Usage(1, 0, 1), duration_s=2.0, model="m",
-                       failure=kw.get("failure"), error=kw.get("error"), worker_version="codex-cli 0.163.0")
+    res = WorkerResult(
+        ok=kw.get("ok", True),
+        final_message=kw.get("msg", "done"),
+        events=[],
+        transcript='{"type":"turn.completed"}\n',
+        usage=Usage(1, 0, 1),
+        duration_s=2.0,
+        model="m",
+        failure=kw.get("failure"),
+        error=kw.get("error"),
+        worker_version="codex-cli 0.163.0",
+    )
     return record_exchange(replays, req, res, files or {})
 
 

@@ -72,8 +72,9 @@ class FakeCodex:
         self.scenario_path.write_text(json.dumps(data))
 
     def env(self, **more) -> dict[str, str]:
-        return dict(os.environ, FAKE_CODEX_SCENARIO=str(self.scenario_path),
-                    FAKE_CODEX_RECORD=str(self.record_path), **more)
+        return dict(
+            os.environ, FAKE_CODEX_SCENARIO=str(self.scenario_path), FAKE_CODEX_RECORD=str(self.record_path), **more
+        )
 
     def records(self) -> list[dict]:
         if not self.record_path.exists():
@@ -81,10 +82,19 @@ class FakeCodex:
         return [json.loads(line) for line in self.record_path.read_text().splitlines()]
 
 
-def make_request(workspace: Path, config: WorkerConfig, prompt: str = "create hello.txt containing hi", *,
-                 env=None, intent: str = "demo", step_key: str = "0123456789abcdef0123", attempt: int = 1):
-    return WorkerRequest(prompt=prompt, workspace=workspace, intent=intent, step_key=step_key, config=config,
-                         attempt=attempt, env=env)
+def make_request(
+    workspace: Path,
+    config: WorkerConfig,
+    prompt: str = "create hello.txt containing hi",
+    *,
+    env=None,
+    intent: str = "demo",
+    step_key: str = "0123456789abcdef0123",
+    attempt: int = 1,
+):
+    return WorkerRequest(
+        prompt=prompt, workspace=workspace, intent=intent, step_key=step_key, config=config, attempt=attempt, env=env
+    )
 
 
 def alive(pid: int) -> bool:
