@@ -1,4 +1,4 @@
-"""Benchmark: the whole regex library's parse (re2.Set candidates) vs a plain Python `re` loop over the same patterns."""
+"""Benchmark: the regex library's whole parse (re2.Set candidates) vs a plain `re` loop over the same patterns."""
 
 from __future__ import annotations
 

@@ -22,7 +22,7 @@ from pathlib import Path
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 sys.path.insert(0, str(BENCH))
-import dag as dagmod
+import dag as dagmod  # noqa: E402 - dag.py sits beside this script, on the path set just above
 
 VENV_BIN = BENCH / ".venv" / "bin"
 RUNNER_BIN = ROOT / ".venv" / "bin" / "runner"

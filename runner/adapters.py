@@ -116,6 +116,47 @@ def _passed(verdict) -> bool:
     return verdict is True or (isinstance(verdict, list) and not verdict)
 
 
+def _merge_extends(
+    here: dict[str, tuple[str, dict]], earlier: dict[str, dict], problem: Callable
+) -> dict[str, dict | None]:
+    """Each adapter of one folder (`here`) merged over the one it extends, from this folder or an earlier one;
+    None for one whose chain is broken (a cycle or an unknown parent, already reported)."""
+    merged: dict[str, dict | None] = {}
+
+    def merge(name: str, chain: tuple[str, ...] = ()) -> dict | None:
+        if name not in merged:
+            merged[name] = None  # a cycle back here finds None and stops
+            shown, data = here[name]
+            parent = data.get("extends")
+            if not parent:
+                merged[name] = data
+                return data
+            if parent in chain + (name,) and parent != name:
+                problem(
+                    shown,
+                    "extends",
+                    "adapters extend each other in a cycle: " + " -> ".join(chain + (name, parent)),
+                )
+                return None
+            base = merge(parent, chain + (name,)) if parent in here and parent != name else earlier.get(parent)
+            if base is None:
+                if parent not in here:
+                    problem(
+                        shown,
+                        "extends",
+                        f"adapter '{name}' extends unknown adapter '{parent}'"
+                        f"{_did_you_mean(parent, set(earlier) | set(here))}",
+                    )
+                return None
+            over = {k: v for k, v in data.items() if k != "extends"}
+            merged[name] = _deep_merge({k: v for k, v in base.items() if k != "extends"}, over)
+        return merged[name]
+
+    for name in here:
+        merge(name)
+    return merged
+
+
 def load_adapters(
     dirs: list[Path], read_toml: Callable, validate: Callable, problem: Callable, with_broken: bool = False
 ):
@@ -150,40 +191,10 @@ def load_adapters(
                 broken.add(path.stem)
                 continue
             here[data["name"]] = (shown, data)
-        earlier = dict(raw)
-        merged: dict[str, dict | None] = {}
-
-        def merge(name: str, chain: tuple[str, ...] = ()) -> dict | None:
-            if name not in merged:
-                merged[name] = None  # a cycle back here finds None and stops
-                shown, data = here[name]
-                parent = data.get("extends")
-                if not parent:
-                    merged[name] = data
-                    return data
-                if parent in chain + (name,) and parent != name:
-                    problem(
-                        shown,
-                        "extends",
-                        "adapters extend each other in a cycle: " + " -> ".join(chain + (name, parent)),
-                    )
-                    return None
-                base = merge(parent, chain + (name,)) if parent in here and parent != name else earlier.get(parent)
-                if base is None:
-                    if parent not in here:
-                        problem(
-                            shown,
-                            "extends",
-                            f"adapter '{name}' extends unknown adapter '{parent}'"
-                            f"{_did_you_mean(parent, set(earlier) | set(here))}",
-                        )
-                    return None
-                over = {k: v for k, v in data.items() if k != "extends"}
-                merged[name] = _deep_merge({k: v for k, v in base.items() if k != "extends"}, over)
-            return merged[name]
+        merged = _merge_extends(here, dict(raw), problem)
 
         for name, (shown, _) in here.items():
-            data = merge(name)
+            data = merged[name]
             if data is None or not _check(data, shown, families, problem):
                 broken.add(name)
                 continue

@@ -1,4 +1,4 @@
-"""What `runner adapters` and `runner parse` print: plain functions returning (text, JSON object); click stays in cli.py."""
+"""What `runner adapters` and `runner parse` print: functions returning (text, JSON object); click stays in cli.py."""
 
 from __future__ import annotations
 
@@ -105,7 +105,7 @@ def parse_report(
     variants: tuple[str, ...] | None = None,
     source: str | Path | None = None,
 ) -> tuple[str, dict]:
-    """The findings of the regex library for a log (its text, or its file or '-' as `source`): what the runner understood.
+    """The regex library's findings for a log (its text, or its file or '-' as `source`): what the runner understood.
 
     The options are checked before the log is read, so a wrong --adapter is reported as such even when reading
     stdin would block.

@@ -101,7 +101,7 @@ def record_and_apply(
 ) -> dict:
     root = Path(planner.spec.root)
     outputs = _outputs_after(root, intent, change, planner)
-    for rel, data in change.files.items():
+    for data in change.files.values():
         if data is not None:
             planner.cache.put_blob(hashlib.sha256(data).hexdigest(), data)
     for rel, digest in outputs.items():  # unchanged outputs too, so a restore never misses one

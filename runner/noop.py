@@ -137,11 +137,12 @@ def first_look(root: str, target: str | None, token: str, sources: list[str]) ->
         or detail[0] != entry[1]
         or detail[1] != len(sources)
         or entry[0][: len(sources)] != sources
+        or len(detail[2]) != len(entry[0])  # a damaged file: no proof, rather than a shorter one
     ):
         return look
     paths, _digest, order, racy_digests, _token = entry
     stats = checked if checked_paths == paths else _each_stat(root, paths)[0]
-    changed = {rel for rel, a, b in zip(paths, detail[2], stats) if a != b}
+    changed = {rel for rel, a, b in zip(paths, detail[2], stats, strict=True) if a != b}
     changed.update(
         rel for rel, want in racy_digests.items() if rel not in changed and content_digest(root, rel) != want
     )
@@ -177,7 +178,7 @@ def save_snapshot(
         return
     racy_after = time.time_ns() - RACY_NS
     stats = list(look.stats)
-    position = dict(zip(paths, range(len(paths)))) if observed else {}
+    position = {rel: i for i, rel in enumerate(paths)} if observed else {}
     racy_digests = {}
     for rel, seen in observed.items():
         i = position.get(rel)
@@ -185,7 +186,7 @@ def save_snapshot(
             stats[i] = seen[:3]
             if seen[1] > racy_after:
                 racy_digests[rel] = seen[4]
-    for rel, st in zip(paths, stats):
+    for rel, st in zip(paths, stats, strict=True):
         if st is not None and st[1] > racy_after and rel not in racy_digests:
             racy_digests[rel] = look.racy_digests.get(rel) or content_digest(root, rel)
     digest = _stats_digest(stats)

@@ -514,7 +514,7 @@ def _load_file(path: Path, shown: str, problems: list[Problem]) -> Family | None
             problem(f'summary pattern {pname!r} needs fields (the counts it captures) or count = "FIELD"', at, line)
         patterns.append(pat)
     names = {p.name for p in patterns}
-    for i, p in enumerate(patterns):
+    for p in patterns:
         if p.replaces and p.replaces not in names:
             problem(
                 f"pattern {p.name!r} replaces {p.replaces!r}, which is not in family {name!r}"

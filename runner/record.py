@@ -22,7 +22,7 @@ class RunRecord:
         self.run_id = run_id or new_run_id()
         self.dir = runs_dir / self.run_id
         (self.dir / "logs").mkdir(parents=True, exist_ok=True)
-        self._events = open(self.dir / "events.jsonl", "a", encoding="utf-8")
+        self._events = open(self.dir / "events.jsonl", "a", encoding="utf-8")  # noqa: SIM115 - open for the run; close() ends it
 
     def emit(self, event: dict, line: str | None = None) -> str:
         """Append the event (`line`: its JSON, if known); returns the JSON line for whoever prints it too.

@@ -87,7 +87,7 @@ class ProjectLock:
                 raise LockHeldError(
                     f"error: {self.layout.root} is locked by {holder}; wait for it, or run "
                     f"again without --no-wait to queue behind it"
-                )
+                ) from None
             if on_wait:
                 on_wait(holder)
             deadline = None if timeout is None else time.monotonic() + timeout
@@ -204,7 +204,7 @@ def recover_inflight(layout: Layout) -> list[str]:
                     started.pop(entry.get("end"), None)
     except FileNotFoundError:
         return []
-    for name, entry in started.items():
+    for entry in started.values():
         pgid, spawned = entry.get("pgid"), entry.get("started")
         alive_since = _proc_started(pgid) if pgid else None
         if alive_since is not None and spawned is not None and abs(alive_since - spawned) < SAME_PROCESS_WINDOW:

@@ -92,7 +92,7 @@ def validated(tmp_path_factory) -> dict[str, tuple[Path, dict, subprocess.Comple
     projects = {case: _project(case, tmp_path_factory.mktemp(case)) for case in CASES}
     before = {case: _snapshot(project) for case, project in projects.items()}
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-        results = dict(zip(CASES, pool.map(lambda case: _subprocess(projects[case], "validate"), CASES)))
+        results = dict(zip(CASES, pool.map(lambda case: _subprocess(projects[case], "validate"), CASES), strict=True))
     return {case: (projects[case], before[case], results[case]) for case in CASES}
 
 

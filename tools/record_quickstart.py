@@ -86,7 +86,8 @@ SCRIPT = [
         "match": "What the last attempt got wrong",
         "steps": [
             {
-                "patch": "*** Begin Patch\n*** Update File: tests/test_calc.py\n@@\n-        self.assertEqual(mean([1, 2]), 2)\n"
+                "patch": "*** Begin Patch\n*** Update File: tests/test_calc.py\n@@\n"
+                "-        self.assertEqual(mean([1, 2]), 2)\n"
                 "+        self.assertEqual(mean([1, 2]), 1.5)\n*** End Patch\n"
             },
             {"message": "The mean of [1, 2] is 1.5; fixed the expectation."},

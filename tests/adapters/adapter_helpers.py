@@ -67,7 +67,8 @@ class Ran:
     findings: object
 
     def __repr__(self) -> str:  # what a failing assert shows: the command and the tail of its output
-        return f"Ran({self.command!r}, exit {self.code}, findings={self.findings.to_json()}, output=...{self.output[-3000:]})"
+        findings = self.findings.to_json()
+        return f"Ran({self.command!r}, exit {self.code}, findings={findings}, output=...{self.output[-3000:]})"
 
 
 def run_adapter_command(

@@ -84,7 +84,7 @@ def test_adapters_are_frozen_picklable_and_have_a_stable_definition(adapters):
     again = pickle.loads(pickle.dumps(node))
     assert again == node and hash(again) == hash(node)
     assert again.definition() == node.definition()
-    with pytest.raises(Exception):
+    with pytest.raises(AttributeError):
         node.name = "x"  # type: ignore[misc]
 
 

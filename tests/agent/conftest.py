@@ -112,7 +112,7 @@ class AgentProject:
 
     def calls(self) -> list[dict]:
         path = self.home / "calls.jsonl"
-        return [json.loads(l) for l in path.read_text().splitlines()] if path.exists() else []
+        return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
     def prompts(self) -> list[str]:
         return [c["argv"][-1] for c in self.calls() if "--version" not in c["argv"]]
@@ -169,7 +169,7 @@ class Server:
         return f"http://127.0.0.1:{self.port}/v1"
 
     def requests(self) -> list[dict]:
-        return [json.loads(l) for l in self.log.read_text().splitlines()] if self.log.exists() else []
+        return [json.loads(line) for line in self.log.read_text().splitlines()] if self.log.exists() else []
 
 
 @pytest.fixture

@@ -60,7 +60,7 @@ def test_quickstart_recordings_still_match_the_example(tmp_path):
     (root / "src/calc/__init__.py").write_text((root / "src/calc/__init__.py").read_text() + "\n# edited\n")
     result = _make(root, "tests")
     assert result.returncode == 1
-    error = [json.loads(l) for l in result.stdout.splitlines()][-2]["error"]
+    error = [json.loads(line) for line in result.stdout.splitlines()][-2]["error"]
     assert "no recording" in error and "runner make --record" in error
 
 

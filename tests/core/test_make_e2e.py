@@ -220,7 +220,7 @@ def test_timeout_kills_the_whole_process_group(project):
     assert failed["timed_out"] is True
     assert failed["error"] == "timed out after 1s; its process group was killed"
     child = int(project.read("child.pid"))
-    assert not os.path.exists(f"/proc/{child}") or open(f"/proc/{child}/stat").read().split()[2] == "Z"
+    assert not os.path.exists(f"/proc/{child}") or Path(f"/proc/{child}/stat").read_text().split()[2] == "Z"
 
 
 def test_timeout_stops_a_command_started_without_the_shell(project):

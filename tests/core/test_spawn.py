@@ -86,7 +86,9 @@ def test_the_command_gets_default_signals_and_the_project_root_as_its_folder(pro
     result = project.cli("make", "--json")  # in this process, started from elsewhere: -C the project
     assert result.code == 0, result.err
     assert os.getcwd() == here, "the caller's folder is restored"
-    ignored = int(next(l for l in project.read("status.txt").splitlines() if l.startswith("SigIgn:")).split()[1], 16)
+    ignored = int(
+        next(line for line in project.read("status.txt").splitlines() if line.startswith("SigIgn:")).split()[1], 16
+    )
     assert not ignored & (1 << (13 - 1)), "SIGPIPE must not be ignored in the step"  # 13 = SIGPIPE
     log = next(e for e in result.events() if e.get("intent") == "where" and e["event"] == "step_finished")["log"]
     assert Path(log).read_text().splitlines()[-1] == str(project.root.resolve())
