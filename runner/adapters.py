@@ -367,7 +367,7 @@ def resolve(
                     f"it has: {', '.join(known) or 'none'}"
                 )
     variants = tuple(variants)
-    commands = {n: adapter.command(n, variants) for n in adapter.command_names(variants)}
+    commands = {n: c for n in adapter.command_names(variants) if (c := adapter.command(n, variants)) is not None}
     return Resolved(adapter, variants, detection, commands)
 
 

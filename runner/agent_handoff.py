@@ -14,7 +14,7 @@ from .steps import StepContext, StepOutcome, step_for
 from .workspace import Layout
 
 if TYPE_CHECKING:
-    from concurrent.futures import Future
+    from concurrent.futures import Future, ThreadPoolExecutor
 
     from .approve import ApplyContext
     from .policy import RunBudget
@@ -37,7 +37,7 @@ class AgentHandoff:
         self.phase_confirmed = False  # confirm-phase: one question before the first agent step of the run
         self._budget: RunBudget | None = None  # the run's purse for agent steps, made by the first one
         self._budget_lock = threading.Lock()
-        self._pool = None
+        self._pool: ThreadPoolExecutor | None = None
 
     def held(self, name: str, decision: Decision) -> str | None:
         """Why an agent step that must run does not start now (a change waiting for approval, a question
@@ -96,6 +96,7 @@ class AgentHandoff:
     def _agent_run(self, name: str, decision: Decision) -> AgentRun:
         from .steps.agent import AgentRun
 
+        assert decision.key is not None  # an agent step starts once its dependencies ran: its key is known
         return AgentRun(
             root=Path(self.spec.root),
             attempts_dir=self.record.dir / "attempts",
@@ -120,7 +121,7 @@ class AgentHandoff:
                 self._budget = RunBudget(tokens=b.tokens, seconds=b.seconds, attempts=b.attempts)
             return self._budget
 
-    def finish(self, name: str, decision: Decision, change) -> tuple[str, dict, str]:
+    def finish(self, name: str, decision: Decision, change) -> tuple[str, dict, str | None]:
         """Apply a verified change as the step's policy says: (status, outputs, message)."""
         from .approve import finish
 

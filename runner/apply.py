@@ -36,7 +36,7 @@ def apply_change(root: Path, state_dir: Path, change: Change, txid: str) -> list
     tx = state_dir / "apply" / txid
     shutil.rmtree(tx, ignore_errors=True)
     (tx / "new").mkdir(parents=True)
-    entries = []
+    entries: list[dict[str, str | None]] = []
     for i, (rel, data) in enumerate(sorted(change.files.items())):
         staged = None
         if data is not None:
@@ -52,7 +52,7 @@ def apply_change(root: Path, state_dir: Path, change: Change, txid: str) -> list
     os.replace(tmp, tx / "journal.json")  # the commit point
     _crash_point("journaled")
     _roll_forward(root, tx, entries)
-    return [e["path"] for e in entries]
+    return sorted(change.files)
 
 
 def _roll_forward(root: Path, tx: Path, entries: list[dict]) -> None:
@@ -76,7 +76,7 @@ def _roll_forward(root: Path, tx: Path, entries: list[dict]) -> None:
 def recover(root: Path, state_dir: Path) -> list[str]:
     """Finish or discard applies a crash interrupted; returns what was done, for the log."""
     folder = state_dir / "apply"
-    done = []
+    done: list[str] = []
     if not folder.is_dir():
         return done
     for tx in sorted(folder.iterdir()):

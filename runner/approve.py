@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,7 +29,7 @@ class ApplyContext:
     state_dir: Path
     run_id: str
     halt_on: frozenset = frozenset()
-    ask: object = None  # callable(question: str, detail: str) -> bool, only on a terminal
+    ask: Callable[[str, str], bool] | None = None  # only on a terminal
     apply_confirmed: bool = False  # confirm-phase: asked once per run
 
 
@@ -39,11 +40,11 @@ def _outputs_after(root: Path, intent: Intent, change: Change, planner: Planner)
     for rel in change.files:
         if any(path_matches(rel, pattern) for pattern in intent.outputs):
             paths.add(rel)
-    out = {}
+    out: dict[str, str] = {}
     for rel in sorted(paths):
         if rel in digests:
-            if digests[rel] is not None:
-                out[rel] = digests[rel]
+            if (digest := digests[rel]) is not None:
+                out[rel] = digest
         else:
             value = planner.stat.digest(str(root), rel)
             if value is not None:
@@ -76,6 +77,7 @@ def finish(ctx: ApplyContext, intent: Intent, decision: Decision, change: Change
             return FAILED, {}, "you rejected the change; nothing was applied"
         if policy.approval == "confirm-phase":
             ctx.apply_confirmed = True
+    assert decision.key is not None  # a step that ran had every dependency's outputs, so a key
     outputs = record_and_apply(
         ctx.planner,
         ctx.state_dir,
@@ -122,7 +124,7 @@ def record_and_apply(
 
 
 def pending_payload(ctx: ApplyContext, intent: Intent, decision: Decision, change: Change) -> dict:
-    blobs = {}
+    blobs: dict[str, str | None] = {}
     for rel, data in change.files.items():
         if data is None:
             blobs[rel] = None

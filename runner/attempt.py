@@ -29,7 +29,7 @@ class Change:
 
     def diff(self, root: Path) -> str:
         """A unified diff against the project as it is now (for approvals and the record)."""
-        out = []
+        out: list[str] = []
         for rel, new in sorted(self.files.items()):
             old_path = root / rel
             old = old_path.read_bytes() if old_path.is_file() else None
@@ -123,8 +123,10 @@ def make_workspace(project: Path, home: Path, writable: tuple[str, ...] = ()) ->
                 shutil.copy2(src, ws / entry, follow_symlinks=False)
         return ws, snapshot(ws), []
     files, ignored = visible
-    ws = _worktree(project, home)
-    if ws is None:  # no commit yet, or git refused: copy what git would commit
+    tree = _worktree(project, home)
+    if tree is not None:
+        ws = tree
+    else:  # no commit yet, or git refused: copy what git would commit
         ws = home / "ws"
         for rel in files:
             _copy_file(project, ws, rel)
@@ -223,8 +225,8 @@ def undo_side_effects(ws: Path, before_step: dict[str, str], project: Path, chan
         target = ws / rel
         if rel not in before_step:
             target.unlink()
-        elif rel in change.files and change.files[rel] is not None:
-            target.write_bytes(change.files[rel])
+        elif (data := change.files.get(rel)) is not None:
+            target.write_bytes(data)
         elif (project / rel).is_file():
             shutil.copy2(project / rel, target)
     for rel in before_step:

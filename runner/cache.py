@@ -5,6 +5,7 @@ from __future__ import annotations
 import marshal
 import os
 import time
+from collections.abc import Mapping
 
 from .keys import read_encoded, write_marshal
 
@@ -16,7 +17,7 @@ class StepRecord:
         self,
         intent: str,
         key: str,
-        outputs: dict[str, str | None],
+        outputs: Mapping[str, str | None],
         ingredients: dict | None = None,
         created: float = 0.0,
         duration: float = 0.0,
@@ -54,7 +55,7 @@ class State:
 
     def keys(self) -> set[str]:
         """The key of every intent's last good result (what `runner cache gc` keeps)."""
-        return {self.get(intent)[0] for intent in self._encoded}
+        return {entry[0] for intent in self._encoded if (entry := self.get(intent)) is not None}
 
     def get(self, intent: str) -> tuple | None:
         entry = self._decoded.get(intent)

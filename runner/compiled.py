@@ -185,7 +185,7 @@ def _watched(root: Path, sources) -> list[str]:
 
 
 def _fingerprint(root: Path, sources) -> tuple:
-    stats = []
+    stats: list[tuple] = []
     for path in _watched(root, sources):
         try:
             st = os.stat(path)

@@ -35,6 +35,7 @@ def console() -> None:
     """`runner` and `python -m runner`: main(), then exit without the interpreter's teardown, since freeing
     a 10,000-step graph object by object takes longer than an incremental build. Everything the run
     writes is closed by then; only the standard streams are flushed here."""
+    code: str | int | None
     try:
         main()
         code = 0

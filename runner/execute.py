@@ -74,7 +74,7 @@ class _Active:
         self.name = name
         self.decision = decision
         self.started = started
-        self.shell = None  # steps.shell.RunningShell
+        self.shell: shell.RunningShell | None = None
         self.future: Future | None = None
         self.pidfd: int | None = None
         self.watching_output = False  # a shell step's output pipe is in the selector
@@ -145,8 +145,8 @@ class Executor:
             todo = [n for n in order if n in doubtful]
             selected = doubtful
         self.position = {name: i for i, name in enumerate(todo)}
-        self.dependants = {n: [] for n in todo}
-        self.waiting = {}
+        self.dependants: dict[str, list[str]] = {n: [] for n in todo}
+        self.waiting: dict[str, int] = {}
         state = self.planner.state
         for n in todo:
             waiting = 0
@@ -155,7 +155,7 @@ class Executor:
                     self.dependants[d].append(n)
                     waiting += 1
                 elif doubtful is not None and d not in self.produced:  # up to date: what it last produced
-                    self.produced[d] = outputs_digest(state.get(d)[1])
+                    self.produced[d] = outputs_digest(state.get(d)[1])  # type: ignore[index]  # proven: has one
             self.waiting[n] = waiting
         self.active: dict[str, _Active] = {}
         self.exited: list[tuple[_Active, StepOutcome]] = []  # shell steps that exited well, not yet completed
@@ -326,7 +326,7 @@ class Executor:
             selector.unregister(active.pidfd)
             os.close(active.pidfd)
             active.pidfd = None
-        if active.watching_output:
+        if active.watching_output and active.shell is not None:
             selector.unregister(active.shell.output_fd)  # closed by the step as it finishes
             active.watching_output = False
 
@@ -530,26 +530,26 @@ class Executor:
         # closing the connection rolls it back, and the next write opens a fresh one
         self.planner.cache.close()
         self._complete_exited()  # they finished before the interrupt: kept
-        shells = [a for a in self.active.values() if a.shell]
-        for a in shells:
+        shells = [(a, a.shell) for a in self.active.values() if a.shell is not None]
+        for _a, running in shells:
             try:
-                os.killpg(a.shell.pid, signal.SIGTERM)
+                os.killpg(running.pid, signal.SIGTERM)
             except ProcessLookupError:
                 pass
         import subprocess  # only here: a plain make, edit or no-op never imports it
 
         deadline = time.monotonic() + 3.0
-        for a in shells:
+        for a, running in shells:
             try:
-                code = a.shell.proc.wait(max(0.0, deadline - time.monotonic()))
+                code = running.proc.wait(max(0.0, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
-                os.killpg(a.shell.pid, signal.SIGKILL)
-                code = a.shell.proc.wait()
+                os.killpg(running.pid, signal.SIGKILL)
+                code = running.proc.wait()
             self._unwatch(selector, a)
-            outcome = a.shell.finished(code)
+            outcome = running.finished(code)
             outcome.interrupted = not outcome.ok  # one that finished just before the interrupt is kept
             self._complete(a, outcome)
-        for a in [a for a in self.active.values() if a.future]:
-            outcome = a.future.result()  # the agent step stops its worker on `cancelled`
+        for a, future in [(a, a.future) for a in self.active.values() if a.future is not None]:
+            outcome = future.result()  # the agent step stops its worker on `cancelled`
             outcome.interrupted = outcome.interrupted or not outcome.ok
             self._complete(a, outcome)

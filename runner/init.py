@@ -32,9 +32,10 @@ def _inputs(root: Path, adapter: Adapter) -> list[str]:
 
 def _step(name: str, adapter: Adapter, command: str, d: Detection, inputs: list[str]) -> list[str]:
     cmd = adapter.command(command, d.variants)
+    line = cmd.run if cmd is not None else command
     return [
         f"[intent.{name}]",
-        f"description = {_q(f'{command} with the {adapter.name} adapter: {cmd.run}')}",
+        f"description = {_q(f'{command} with the {adapter.name} adapter: {line}')}",
         f"adapter = {_q(adapter.name)}",
         f"run = {_q(command)}",
         f"inputs = {_list(inputs)}",

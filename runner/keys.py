@@ -155,7 +155,7 @@ def outputs_digest(outputs: dict[str, str | None]) -> str:
     return hashlib.sha256("\0".join(f"{p}\0{d}" for p, d in sorted(outputs.items())).encode()).hexdigest()
 
 
-def step_key(static_digest: str, inputs: dict[str, str | None], deps: dict[str, str]) -> str:
+def step_key(static_digest: str, inputs: dict[str, str | None], deps: dict[str, str | None]) -> str:
     parts = [static_digest]
     parts += [f"i\0{p}\0{d}" for p, d in inputs.items()]  # inputs come sorted from expand()
     parts += [f"d\0{n}\0{d}" for n, d in deps.items()]  # in declaration order: part of the definition

@@ -223,7 +223,7 @@ def _syntax_problem(shown: str, text: str, locator: Locator) -> Problem:
         col = opened + 1 if opened is not None else col
         msg = "unterminated string: close the quote on the same line, or use triple quotes for several lines"
     elif msg == "Unescaped '\\' in a string":
-        slash = source.rfind("\\", 0, max(col - 1, 0)) if source else -1
+        slash = source.rfind("\\", 0, max((col or 1) - 1, 0)) if source else -1
         if slash >= 0:
             col = slash + 1
             msg = (
@@ -307,7 +307,7 @@ def _describe(error) -> list[tuple[list, str, object]]:
         return [(parts, f"missing required field '{name}'", None) for name in missing]
     if kind == "type":
         want = arg if isinstance(arg, list) else [arg]
-        wanted = " or ".join(_JSON_TYPES.get(w, w) for w in want)
+        wanted = " or ".join(_JSON_TYPES.get(str(w), str(w)) for w in want)
         hint = f"; write {json.dumps([inst])}" if want == ["array"] and isinstance(inst, str) else ""
         if want == ["object"] and len(parts) == 2 and parts[0] == "intent":
             hint = f"; declare it as [{toml_path(parts)}] with 'run', 'goal' or 'deps'"
@@ -492,14 +492,14 @@ def _cross_check(
                     f"unknown adapter '{intent.adapter}'{did_you_mean(intent.adapter, adapters)}; {known}",
                 )
         if adapter:
-            known = adapter.command_names(tuple(v.name for v in adapter.variants))
+            commands = adapter.command_names(tuple(v.name for v in adapter.variants))
             for i, cmd in enumerate(intent.verify):
-                if cmd not in known:
+                if cmd not in commands:
                     reader.problem(
                         shown,
                         f"{where}.verify[{i}]",
                         f"adapter '{adapter.name}' has no command "
-                        f"'{cmd}'{did_you_mean(cmd, known)}; it has: {', '.join(known)}",
+                        f"'{cmd}'{did_you_mean(cmd, commands)}; it has: {', '.join(commands)}",
                         cmd,
                     )
         if intent.kind == STEP_AGENT and intent.prompt and intent.prompt not in prompts:
@@ -597,6 +597,7 @@ def _cycles(deps: dict[str, tuple[str, ...]]) -> list[list[str]]:
                     queue.append(dep)
             if last is not None:
                 break
+        assert last is not None  # a strongly connected component has a cycle through each of its members
         cycle = [last]
         while cycle[-1] != start:
             cycle.append(came_from[cycle[-1]])
@@ -669,7 +670,7 @@ def load_spec(root: Path) -> Spec:
         for name, d in data["intent"].items()
         if name not in broken["intent"] and isinstance(d, dict)
     }
-    declared = data.get("policy") if isinstance(data.get("policy"), dict) else {}
+    declared: dict = data["policy"] if isinstance(data.get("policy"), dict) else {}
     policies = _policies(declared, broken["policy"])
     _cross_check(
         reader,

@@ -18,6 +18,10 @@ import time
 from . import __version__
 from .keys import RACY_NS, write_marshal
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on the no-op path; mypy reads it as True
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
 SNAPSHOT = os.path.join(".runner", "noop")
 SNAPSHOT_PATHS = os.path.join(".runner", "noop-paths")  # per-path stats: read only when the proof fails
 # the options of a plain `runner make`, as the names runner.make_command.run takes them
@@ -31,7 +35,8 @@ _checked: dict[str, tuple] = {}  # root -> (paths, their stats) as a failed no-o
 def _each_stat(root: str, paths: list[str]) -> tuple[list, list[str]]:
     """(the stats of `paths`, the paths modified too recently for their mtime to be trusted)."""
     racy_after = time.time_ns() - RACY_NS
-    stats, racy = [], []
+    stats: list[tuple[int, int, int] | None] = []
+    racy: list[str] = []
     stat = os.stat
     prefix = root + "/"
     for rel in paths:
@@ -85,7 +90,7 @@ def _load(root: str, name: str = SNAPSHOT) -> dict:
 
 
 def snapshot_paths(
-    sources: list[str], order: list[str], declared: dict[str, tuple[str, ...]], unprovable: frozenset[str]
+    sources: list[str], order: list[str], declared: Mapping[str, tuple[str, ...]], unprovable: frozenset[str]
 ) -> list[str] | None:
     """The files a no-op proof of the steps `order` stats, spec files first; None when no proof can hold
     (a step runs every time, or a glob could match a new file without any stat changing)."""

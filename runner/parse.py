@@ -202,7 +202,8 @@ class _Plan:
         for order in self.text_idx:
             p = self.patterns[order]
             hits += [(m.start(), order, p, m, 0) for m in p.finditer(text)]
-        if self.line_set is not None and self.chunk_set.Match(text):
+        line_set, chunk_set = self.line_set, self.chunk_set  # both None, or both compiled
+        if line_set is not None and chunk_set is not None and chunk_set.Match(text):
             lines = text.split("\n")
             starts = [0] * (len(lines) + 1)
             pos = 0
@@ -212,10 +213,10 @@ class _Plan:
             starts[len(lines)] = pos
             for c in range(0, len(lines), _CHUNK_LINES):
                 stop = min(c + _CHUNK_LINES, len(lines))
-                if not self.chunk_set.Match(text[starts[c] : starts[stop] - 1]):
+                if not chunk_set.Match(text[starts[c] : starts[stop] - 1]):
                     continue
                 for i in range(c, stop):
-                    found = self.line_set.Match(lines[i])
+                    found = line_set.Match(lines[i])
                     if not found:
                         continue
                     for k in sorted(found):
@@ -410,8 +411,8 @@ def _load_file(path: Path, shown: str, problems: list[Problem]) -> Family | None
         problem(f"cannot read the regexes file: {exc}")
         return None
     except toml_read.TOMLDecodeError as exc:
-        line = re.search(r"line (\d+)", str(exc))
-        problem(f"not valid TOML: {exc}", line=int(line.group(1)) if line else None)
+        at_line = re.search(r"line (\d+)", str(exc))
+        problem(f"not valid TOML: {exc}", line=int(at_line.group(1)) if at_line else None)
         return None
     where = _locate(text)
     from runner.load import schema_errors
@@ -683,12 +684,13 @@ def parse_findings(
             if m.kind == "summary":
                 if p.count:
                     counted[p.count] = counted.get(p.count, 0) + 1
-                for key, value in m.fields.items():
-                    if value is None:
+                for key, raw in m.fields.items():
+                    if raw is None:
                         continue
-                    value = _number(value.strip())
-                    if p.aggregate == "sum" and isinstance(value, int) and isinstance(explicit.get(key), int):
-                        explicit[key] += value
+                    value = _number(raw.strip())
+                    before = explicit.get(key)
+                    if p.aggregate == "sum" and isinstance(value, int) and isinstance(before, int):
+                        explicit[key] = before + value
                     else:
                         explicit[key] = value
             elif m.kind == "failed_test":
@@ -696,22 +698,26 @@ def parse_findings(
                 if name and name not in found.failed_tests:
                     found.failed_tests.append(name)
             elif m.kind == "diagnostic":
-                d = {"file": m.fields.get("file"), "line": None, "column": None, "message": m.fields.get("message")}
+                message = m.fields.get("message")
+                d: dict[str, str | int | None] = {
+                    "file": m.fields.get("file"),
+                    "line": None,
+                    "column": None,
+                    "message": message.strip() if message is not None else None,
+                }
                 for key in ("line", "column"):
                     v = m.fields.get(key)
                     d[key] = int(v) if v and v.isdigit() else v
                 for key, v in m.fields.items():
                     if key not in d and v is not None:
                         d[key] = v
-                if d["message"] is not None:
-                    d["message"] = d["message"].strip()
                 # at one position the first pattern wins (ruff's line is also gcc-shaped); repeats are dropped
                 if (fi, m.start) not in diag_at and d not in found.diagnostics:
                     found.diagnostics.append(d)
                 diag_at.add((fi, m.start))
             elif m.kind == "cause":
                 rank = (fi, order[m.pattern])  # earlier family, then earlier pattern, wins
-                if cause_rank is None or rank < cause_rank:
+                if p.cause is not None and (cause_rank is None or rank < cause_rank):
                     cause_rank = rank
                     found.cause = p.cause.format_map({k: (v or "").strip() for k, v in m.fields.items()})
             elif m.kind == "complete":

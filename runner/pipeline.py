@@ -119,39 +119,39 @@ def _terminate_as_interrupt(signum, frame):
     raise KeyboardInterrupt
 
 
-def _sink(record: RunRecord, emit):
+class _Sink:
     """Where the executor's events go: the run log first, then the reporter (with the JSON line the log
-    already made, when the reporter takes lines). `sink.cached` reports proven steps in bulk; `sink.flush`
-    writes out both before the scheduler waits."""
-    write_line = getattr(emit, "write_line", None)
+    already made, when the reporter takes lines). `cached` reports proven steps in bulk; `flush` writes
+    out both before the scheduler waits."""
 
-    def sink(event: dict, line: str | None = None) -> None:
-        line = record.emit(event, line)
-        if write_line is not None:
-            write_line(line)
+    def __init__(self, record: RunRecord, emit):
+        self.record = record
+        self.emit = emit
+        self.write_line = getattr(emit, "write_line", None)
+
+    def __call__(self, event: dict, line: str | None = None) -> None:
+        line = self.record.emit(event, line)
+        if self.write_line is not None:
+            self.write_line(line)
         else:
-            emit(event)
+            self.emit(event)
 
-    def cached(names: list[str], lines: list[str]) -> None:
+    def cached(self, names: list[str], lines: list[str]) -> None:
         if not lines:
             return
         text = "\n".join(lines)
-        record.write_lines(text)
-        if write_line is not None:
-            write_line(text)
+        self.record.write_lines(text)
+        if self.write_line is not None:
+            self.write_line(text)
         else:
             for name in names:
-                emit({"event": "step_finished", "intent": name, "status": "cached", "reasons": ["up to date"]})
+                self.emit({"event": "step_finished", "intent": name, "status": "cached", "reasons": ["up to date"]})
 
-    def flush() -> None:
-        record.flush()
-        flush_reporter = getattr(emit, "flush", None)
+    def flush(self) -> None:
+        self.record.flush()
+        flush_reporter = getattr(self.emit, "flush", None)
         if flush_reporter is not None:
             flush_reporter()
-
-    sink.cached = cached
-    sink.flush = flush
-    return sink
 
 
 def make(
@@ -190,7 +190,7 @@ def make(
             else _doubtful_steps(compiled, order, look.changed, planner.state.intents())
         )
 
-        sink = _sink(record, emit)
+        sink = _Sink(record, emit)
 
         started = time.monotonic()
         # steps run from the project root, as make -C runs from its folder (a plain command then needs no
@@ -210,7 +210,7 @@ def make(
             if summary.blocked
             else "ok"
         )
-        finished = {
+        finished: dict[str, object] = {
             "event": "run_finished",
             "run_id": record.run_id,
             "target": target,

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Set
+from typing import TYPE_CHECKING, Any
+
 from .cache import Cache, State, StepRecord
 from .compiled import Compiled
 from .keys import StatCache, digest_value, input_digests, outputs_digest, step_key
 from .spec import STEP_AGENT, STEP_AGGREGATE, runs_always
+
+if TYPE_CHECKING:
+    from .workers.base import WorkerConfig
 
 RUN, SKIP = "run", "skip"
 ALWAYS = "no inputs or dependencies declared: runs every time (declare inputs to cache it)"
@@ -33,7 +39,7 @@ class Decision:
         self.outputs: dict[str, str | None] = {} if outputs is None else outputs  # known outputs (SKIP)
         self.restore: dict[str, str] = {} if restore is None else restore  # output path -> blob to restore
         self.inputs: dict[str, str | None] = {} if inputs is None else inputs
-        self.dep_digests: dict[str, str] = {} if dep_digests is None else dep_digests
+        self.dep_digests: dict[str, str | None] = {} if dep_digests is None else dep_digests
         self.inplace: dict[str, str | None] = {} if inplace is None else inplace  # pre-run digests of in-place inputs
 
     def __repr__(self) -> str:
@@ -63,7 +69,7 @@ class Planner:
         self.state = state
         self.cache = cache
         self.force = force
-        self._worker_config = None
+        self._worker_config: WorkerConfig | None = None
         self.worker_kind = worker_kind  # `--worker replay`: the same steps, served from recordings
         self._agent_static: dict[str, str] = {}
 
@@ -104,7 +110,7 @@ class Planner:
         """The key without the worker: recordings made by one worker are served to the replay worker."""
         return step_key(self.compiled.static_replay[name], decision.inputs, decision.dep_digests)
 
-    def decide(self, name: str, dep_outputs: dict[str, str | None], pending: set[str] = frozenset()) -> Decision:
+    def decide(self, name: str, dep_outputs: Mapping[str, str | None], pending: Set[str] = frozenset()) -> Decision:
         """`dep_outputs[dep]` is the digest of the dep's outputs, or None if the dep has yet to run."""
         intent = self.spec.intents[name]
         waiting = [d for d in intent.deps if dep_outputs.get(d) is None]
@@ -113,8 +119,7 @@ class Planner:
             if waiting:
                 return Decision(name, SKIP, reasons)
             # an aggregate "produces" its dependencies' outputs, so a step depending on it sees them
-            outputs = {d: dep_outputs[d] for d in intent.deps}
-            return Decision(name, SKIP, reasons, key="aggregate", outputs=outputs)
+            return Decision(name, SKIP, reasons, key="aggregate", outputs={d: dep_outputs[d] for d in intent.deps})
         last = self.state.get(name)
         inputs = input_digests(self.stat, self.root, intent.inputs)
         inplace = {}
@@ -132,12 +137,13 @@ class Planner:
             return Decision(name, RUN, reasons, inputs=inputs, inplace=inplace)
         deps = {d: dep_outputs[d] for d in intent.deps}
         key = step_key(self.static_digest(name), inputs, deps)
-        base = dict(key=key, inputs=inputs, dep_digests=deps, inplace=inplace)
+        base: dict[str, Any] = dict(key=key, inputs=inputs, dep_digests=deps, inplace=inplace)
         if self.force:
             return Decision(name, RUN, ["forced"], **base)
         if runs_always(intent):
             # nothing declared can tell whether it is up to date: like a phony make rule, it runs
             return Decision(name, RUN, [ALWAYS], **base)
+        outputs: Mapping[str, str | None]
         if last and last[0] == key:
             outputs = last[1]
         else:
@@ -147,7 +153,7 @@ class Planner:
             outputs = record.outputs
         return self._check_outputs(name, outputs, base, from_state=bool(last and last[0] == key))
 
-    def _check_outputs(self, name: str, outputs: dict, base: dict, from_state: bool) -> Decision:
+    def _check_outputs(self, name: str, outputs: Mapping[str, str | None], base: dict, from_state: bool) -> Decision:
         restore, reasons = {}, []
         for path, want in outputs.items():
             have = self.stat.digest(self.root, path)

@@ -74,7 +74,7 @@ def prune(runs_dir: Path, keep: int = KEEP_RUNS) -> None:
             shutil.rmtree(runs_dir / run_id, ignore_errors=True)
 
 
-def tail(path: Path, lines: int = 20) -> str:
+def tail(path: str | Path, lines: int = 20) -> str:
     try:
         with open(path, "rb") as f:
             f.seek(0, os.SEEK_END)

@@ -100,7 +100,7 @@ class LiveReporter(PlainReporter):
         from rich.text import Text
 
         elapsed = time.monotonic() - self.started
-        names = sorted(self.running, key=self.running.get)
+        names = sorted(self.running, key=self.running.__getitem__)
         shown = ", ".join(names[:4]) + (f" +{len(names) - 4}" if len(names) > 4 else "")
         return Text(f"[{self.done}/{self.total}] {elapsed:5.1f}s  running: {shown or '-'}", style="bold")
 
@@ -134,7 +134,7 @@ def summary_line(event: dict) -> str:
         f"{event.get(k, 0)} {k}" for k in ("ran", "cached", "restored", "failed", "blocked", "skipped") if event.get(k)
     ]
     what = ", ".join(parts) or "nothing selected"
-    status = event.get("status")
+    status = event.get("status", "")
     head = {
         "ok": "runner:",
         "failed": "runner: FAILED:",

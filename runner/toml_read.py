@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from types import ModuleType
+
 import tomli
 
+_rtoml: ModuleType | None
 try:  # a wheel exists for every platform CI uses; without one the pure-Python parser does the same job
-    import rtoml
+    import rtoml as _rtoml
 except ImportError:  # pragma: no cover
-    rtoml = None
+    _rtoml = None
 
 TOMLDecodeError = tomli.TOMLDecodeError
 
@@ -16,9 +19,9 @@ def loads(text: str) -> dict:
     """The document as plain dicts and lists. A text rtoml refuses goes to tomli (the stdlib's tomllib,
     TOML 1.1 edition), whose error names the line and column; a text one reads and the other refuses
     would be read by tomli."""
-    if rtoml is not None:
+    if _rtoml is not None:
         try:
-            return rtoml.loads(text)
+            return _rtoml.loads(text)
         except Exception:  # rtoml.TomlParsingError, or anything else it could raise: tomli decides
             pass
     return tomli.loads(text)

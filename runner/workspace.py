@@ -207,7 +207,8 @@ def recover_inflight(layout: Layout) -> list[str]:
     for entry in started.values():
         pgid, spawned = entry.get("pgid"), entry.get("started")
         alive_since = _proc_started(pgid) if pgid else None
-        if alive_since is not None and spawned is not None and abs(alive_since - spawned) < SAME_PROCESS_WINDOW:
+        same = alive_since is not None and spawned is not None and abs(alive_since - spawned) < SAME_PROCESS_WINDOW
+        if pgid and same:
             try:
                 os.killpg(pgid, signal.SIGKILL)
             except ProcessLookupError:

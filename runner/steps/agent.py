@@ -8,8 +8,10 @@ import os
 import subprocess
 import tempfile
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..attempt import Change, find_change, make_workspace, remove_workspace, snapshot, undo_side_effects
 from ..errors import UserError
@@ -18,6 +20,9 @@ from ..policy import RunBudget, Spent, check_change, step_budget_exhausted
 from ..prompts import render
 from . import StepContext, StepOutcome
 from .shell import adapter_commands, kill_group
+
+if TYPE_CHECKING:
+    from ..workers.base import WorkerConfig
 
 BACKOFF = (1.0, 4.0, 10.0)
 VERIFY_TIMEOUT = 1800.0
@@ -29,15 +34,15 @@ class AgentRun:
 
     root: Path
     attempts_dir: Path  # under the run's record: prompts, transcripts, diffs, verify logs
-    worker_config: object  # runner.workers.base.WorkerConfig
+    worker_config: WorkerConfig
     step_key: str
     replay_key: str  # the key without the worker: what recordings are filed under
     input_files: list[str]
     budget: RunBudget
     record: bool = False
     halt_on: frozenset = frozenset()
-    emit: object = None
-    ask: object = None  # callable(question) -> bool on a terminal, else None
+    emit: Callable[[dict], object] | None = None
+    ask: Callable[[str], bool] | None = None  # on a terminal, else None
 
 
 @dataclass

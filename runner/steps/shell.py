@@ -29,8 +29,10 @@ def adapter_commands(ctx: StepContext) -> dict:
 
 def command_line(ctx: StepContext) -> str:
     """`run` is a shell line, or the name of one of the intent's adapter commands."""
-    cmd = adapter_commands(ctx).get(ctx.intent.run) if ctx.intent.adapter else None
-    return cmd.run if cmd else ctx.intent.run
+    line = ctx.intent.run
+    assert line is not None  # a shell step is one with `run` (spec.Intent.kind)
+    cmd = adapter_commands(ctx).get(line) if ctx.intent.adapter else None
+    return cmd.run if cmd else line
 
 
 def kill_group(pgid: int, grace: float = KILL_GRACE, proc: subprocess.Popen | SpawnedChild | None = None) -> None:
@@ -78,9 +80,12 @@ class RunningShell:
 
         At most 1 MB a call: a step that prints without pause must not keep the scheduler from the others
         (nor, once it exited, a background process it left writing to the pipe)."""
-        for _chunk in range(16 if self.output_fd is not None else 0):
+        fd = self.output_fd
+        if fd is None:
+            return False
+        for _chunk in range(16):
             try:
-                data = os.read(self.output_fd, 1 << 16)
+                data = os.read(fd, 1 << 16)
             except BlockingIOError:
                 return True
             if not data:
@@ -90,7 +95,7 @@ class RunningShell:
                 self._log_fd = os.open(self.log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
                 os.write(self._log_fd, f"$ {self.line}\n".encode())
             os.write(self._log_fd, data)
-        return self.output_fd is not None
+        return True
 
     def close_output(self) -> None:
         """The child has exited: take what is left in the pipe. A background grandchild that still holds

@@ -142,7 +142,7 @@ def start_process(
     if plain is not None and plain[1] is not None and ahead is not None:
         ahead.claim(plain[1])  # started here or by the shell, the step owns the file from now on
     program = _program(plain[0][0]) if plain is not None else None
-    if program is not None:
+    if plain is not None and program is not None:
         argv, target, append = plain
         actions = [
             (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),

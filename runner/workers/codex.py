@@ -234,7 +234,6 @@ class CodexWorker:
                 model=cfg.model,
             )
         version = self.version(cfg)
-        result = None
         for model in (cfg.model, *cfg.fallback_models):
             result = self._attempt(request, binary, env, model, secrets)
             result.worker_version = version
@@ -261,16 +260,19 @@ class CodexWorker:
             )
         except OSError as e:
             return failed(CONFIG, f"could not start {binary}: {e}", model=model)
-        if via_stdin:
+        stdin, stdout, stderr = proc.stdin, proc.stdout, proc.stderr  # pipes as asked: stdin only with via_stdin
+        assert stdout is not None and stderr is not None
+        err_fd = stderr.fileno()
+        if stdin is not None:
 
             def feed():
                 try:
-                    proc.stdin.write(request.prompt.encode("utf-8"))
+                    stdin.write(request.prompt.encode("utf-8"))
                 except OSError:
                     pass  # codex died early: its exit status tells the story
                 finally:
                     try:
-                        proc.stdin.close()
+                        stdin.close()
                     except OSError:
                         pass
 
@@ -279,12 +281,12 @@ class CodexWorker:
         err_buf = bytearray()
 
         def read_out():
-            for raw in iter(proc.stdout.readline, b""):
+            for raw in iter(stdout.readline, b""):
                 lines.put(raw)
             lines.put(_EOF)
 
         def read_err():
-            for chunk in iter(lambda: proc.stderr.read1(4096), b""):
+            for chunk in iter(lambda: os.read(err_fd, 4096), b""):
                 err_buf.extend(chunk)
                 del err_buf[:-STDERR_KEEP]
 
@@ -315,8 +317,8 @@ class CodexWorker:
             item = lines.get_nowait()
             if item is not _EOF:
                 raw_lines.append(item.decode("utf-8", "replace"))
-        stderr = redact(err_buf.decode("utf-8", "replace"), secrets)
-        return self._result(request, model, raw_lines, code, killed, stderr, secrets, time.monotonic() - t0, proc.pid)
+        err_text = redact(err_buf.decode("utf-8", "replace"), secrets)
+        return self._result(request, model, raw_lines, code, killed, err_text, secrets, time.monotonic() - t0, proc.pid)
 
     @staticmethod
     def _pump(proc, lines: queue.Queue, raw_lines: list[str], cfg: WorkerConfig, deadline: float, cancel) -> str | None:

@@ -170,7 +170,7 @@ class OpenAIWorker:
             api_key=env[key_name],
             timeout=timeout,
             max_retries=int(cfg.extra.get("max_retries", 2)),
-            **({"base_url": cfg.base_url} if cfg.base_url else {}),
+            base_url=cfg.base_url or None,  # None: the SDK's own default (OPENAI_BASE_URL, then api.openai.com)
         )
         tried: list[str] = []
         models = list(dict.fromkeys((cfg.model, *cfg.fallback_models)))
@@ -217,7 +217,7 @@ class OpenAIWorker:
 
     def _call(self, client, request: WorkerRequest, model: str, t0: float, secrets) -> WorkerResult:
         cfg = request.config
-        kwargs = {"model": model, "input": request.prompt, "instructions": PROTOCOL_INSTRUCTIONS}
+        kwargs: dict[str, object] = {"model": model, "input": request.prompt, "instructions": PROTOCOL_INSTRUCTIONS}
         if cfg.extra.get("reasoning_effort"):
             kwargs["reasoning"] = {"effort": cfg.extra["reasoning_effort"]}
         events: list[dict] = []
