@@ -20,11 +20,11 @@ _STAGES = {
     "runner.pipeline": [
         "load_project",
         "planner_for",
-        "_doubtful_steps",
+        "doubtful_steps",
         "first_look",
         "selected_order",
         "snapshot_paths",
-        "save_snapshot",
+        "record_proof",
         "make",
     ],
     "runner.execute:Executor": [
@@ -45,8 +45,8 @@ _STAGES = {
     "runner.steps.spawn": ["start_process"],
     "runner.cache:State": ["__init__", "save"],
     "runner.cache:Cache": ["close", "get_record"],
-    "runner.plan:Planner": ["decide", "_why"],
-    "runner.keys:StatCache": ["__init__", "save"],
+    "runner.plan:Planner": ["decide", "why_missed"],
+    "runner.freshness:StatCache": ["__init__", "save"],
     "runner.compiled": ["load_compiled"],
 }
 

@@ -46,7 +46,7 @@ def _outputs_after(root: Path, intent: Intent, change: Change, planner: Planner)
             if (digest := digests[rel]) is not None:
                 out[rel] = digest
         else:
-            value = planner.stat.digest(str(root), rel)
+            value = planner.stat.digest(str(root), rel, intent.name)
             if value is not None:
                 out[rel] = value
     return out
@@ -119,7 +119,7 @@ def record_and_apply(
     planner.state.save()
     apply_change(root, state_dir, change, f"{run_id}-{intent.name}")
     for rel in change.files:
-        planner.stat.digest(str(root), rel)
+        planner.stat.written(str(root), rel, intent.name)
     return outputs
 
 

@@ -332,7 +332,7 @@ def cache_gc(directory: Path, as_json: bool) -> None:
 def cache_clear(directory: Path, as_json: bool) -> None:
     """Empty the cache: every step runs again next time."""
     from .cache import Cache
-    from .noop import forget
+    from .freshness import forget
     from .workspace import Layout, ProjectLock, find_root
 
     layout = Layout(find_root(directory))

@@ -1,7 +1,8 @@
 """The compiled project: spec, topological order and each step's static digest, cached between runs.
 
 A warm command checks the stat of every file the spec came from and reuses the file, so an unchanged
-project is neither re-parsed nor re-validated (and jsonschema and networkx stay unimported). Each step's
+project is neither re-parsed nor re-validated (and jsonschema and networkx stay unimported): shortcut 2
+of runner.freshness, whose docstring states the rule it keeps. Each step's
 record (its intent, dependencies, dependants, declared files, static digests) is marshal bytes in one blob
 after the pickled header, and the file is mapped: a run decodes the records of the steps it looks at, so
 an edit in a 10,000-step project reads its few hundred steps, not the whole table.
@@ -13,17 +14,19 @@ import marshal
 import mmap
 import os
 import pickle
+import time
 from array import array
 from collections.abc import Mapping
 from itertools import accumulate
 from pathlib import Path
 
 from . import __version__
+from .freshness import content_digest, stat_of, vouches
 from .keys import GLOB_CHARS, digest_bytes, digest_value
 from .spec import BUILTIN_DIR, STEP_AGENT, Intent, Spec, runs_always
 from .workspace import Layout
 
-_FORMAT = 10  # 10: the spec's classes are named tuples
+_FORMAT = 11  # 11: stats with ctime, and the time the compile began
 _WATCHED_DIRS = ("adapters", "prompts", "regexes")
 
 
@@ -137,6 +140,10 @@ class Compiled:
         # steps no stat snapshot can prove up to date: they run every time, or a glob could match a new file
         self.unprovable = unprovable
         self.token = token  # names this compilation: a no-op snapshot made from it may reuse its order and paths
+        # the stats of `sources` the spec was compiled from, and the digests of those too fresh for their
+        # stats to vouch for the bytes read: what the target's proof records for them
+        self.spec_stats: list = []
+        self.spec_kept: dict[str, str | None] = {}
 
     def packed(self) -> tuple[tuple, list[bytes]]:
         """(a picklable header, the blobs to write after it): what `unpacked` reads back."""
@@ -184,15 +191,21 @@ def _watched(root: Path, sources) -> list[str]:
     return list(sources) + [str(root / d) for d in _WATCHED_DIRS] + [str(BUILTIN_DIR / d) for d in _WATCHED_DIRS]
 
 
-def _fingerprint(root: Path, sources) -> tuple:
-    stats: list[tuple] = []
-    for path in _watched(root, sources):
+def _stats(paths: list[str]) -> list:
+    stats: list = []
+    for path in paths:
         try:
-            st = os.stat(path)
-            stats.append((path, st.st_size, st.st_mtime_ns, st.st_ino))
+            stats.append(stat_of(os.stat(path)))
         except OSError:
-            stats.append((path, None))
-    return (_FORMAT, __version__, tuple(stats))
+            stats.append(None)
+    return stats
+
+
+def _racy(paths: list[str], stats: list, taken_ns: int) -> dict[str, str | None]:
+    """path -> content digest of each file modified within the racy window of `taken_ns`, whose stats do
+    not vouch for what was read (taken just after the compile: only a rewrite during the compile itself,
+    in the clock tick of an earlier write, could differ from the bytes read)."""
+    return {p: content_digest("/", p) for p, s in zip(paths, stats, strict=True) if s and not vouches(s, taken_ns)}
 
 
 def _file_digest(path: str | None) -> str | None:
@@ -308,25 +321,35 @@ def compile_spec(spec: Spec) -> tuple[Compiled, list[str]]:
 
 
 def load_compiled(root: Path, use_cache: bool = True) -> Compiled:
+    """The compiled spec: reused while every file it came from holds the stats it was compiled from, each
+    of them older than the compile by more than the racy window; else compiled again (and kept only if
+    its files are that old: a file edited within the window could change again without a stat moving)."""
     layout = Layout(root)
     if use_cache:
         try:
             with open(layout.spec_cache, "rb") as f:
                 fingerprint = pickle.load(f)  # first and alone: a stale spec is not unpickled at all
-                if fingerprint[:2] == (_FORMAT, __version__) and fingerprint == _fingerprint(
-                    root, fingerprint_sources(fingerprint)
-                ):
-                    header = pickle.load(f)
-                    start = f.tell()
-                    mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-                    return Compiled.unpacked(header, memoryview(mapped)[start:])
+                if fingerprint[:2] == (_FORMAT, __version__):
+                    _format, _version, paths, stats = fingerprint
+                    if stats == _stats(paths):
+                        header = pickle.load(f)
+                        start = f.tell()
+                        mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+                        compiled = Compiled.unpacked(header, memoryview(mapped)[start:])
+                        compiled.spec_stats = stats
+                        return compiled
         except (OSError, EOFError, pickle.UnpicklingError, ValueError, TypeError, AttributeError, KeyError):
             pass  # an older runner's file (another layout) is made again
     from .load import load_spec  # the cold path only: a warm run unpickles what it made
 
+    began = time.time_ns()  # before the first read: an edit while the spec is read is inside the window
     spec = load_spec(root)
-    compiled, sources = compile_spec(spec)
-    fingerprint = _fingerprint(root, sources)
+    compiled, _sources = compile_spec(spec)
+    compiled.spec_stats = _stats(compiled.sources)
+    compiled.spec_kept = _racy(compiled.sources, compiled.spec_stats, began)
+    if compiled.spec_kept:
+        return compiled  # used for this run, kept for none: the next one reads the files again
+    fingerprint = (_FORMAT, __version__, compiled.sources, compiled.spec_stats)
     if layout.state_dir.is_dir():
         _save(layout, fingerprint, compiled)
     else:  # a command that only reads leaves no .runner behind; `runner make` saves it once it made one
@@ -342,11 +365,6 @@ def save_unsaved(root: Path) -> None:
     pending = _unsaved.pop(str(root), None)
     if pending is not None:
         _save(Layout(root), *pending)
-
-
-def fingerprint_sources(fingerprint: tuple) -> list[str]:
-    n = len(_WATCHED_DIRS) * 2
-    return [entry[0] for entry in fingerprint[2][:-n]] if len(fingerprint[2]) >= n else []
 
 
 def _save(layout: Layout, fingerprint: tuple, compiled: Compiled) -> None:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from .agent_handoff import AgentHandoff
 from .cache import StepRecord
+from .freshness import produced_by_proven
 from .interrupts import Interrupts
 from .keys import digest_bytes, expand, outputs_digest
 from .noop import cached_lines
@@ -91,7 +92,7 @@ class Executor:
         doubtful: set[str] | None = None,
     ):
         self.planner = planner
-        # the steps to decide (pipeline._doubtful_steps); the others are known to be up to date. None: all
+        # the steps to decide (freshness.doubtful_steps); the others are known to be up to date. None: all
         self.doubtful = doubtful
         self.spec = planner.spec
         self.layout = layout
@@ -155,7 +156,7 @@ class Executor:
                     self.dependants[d].append(n)
                     waiting += 1
                 elif doubtful is not None and d not in self.produced:  # up to date: what it last produced
-                    self.produced[d] = outputs_digest(state.get(d)[1])  # type: ignore[index]  # proven: has one
+                    self.produced[d] = produced_by_proven(state, d)
             self.waiting[n] = waiting
         self.active: dict[str, _Active] = {}
         self.exited: list[tuple[_Active, StepOutcome]] = []  # shell steps that exited well, not yet completed
@@ -476,7 +477,7 @@ class Executor:
             except (FileNotFoundError, IsADirectoryError):
                 return {}, {}, rel
             digest = digest_bytes(data)
-            self.planner.stat.remember(rel, st, digest)
+            self.planner.stat.remember(rel, st, digest, name)
             outputs[rel] = digest
             datas[digest] = data
         return outputs, datas, None
@@ -484,7 +485,7 @@ class Executor:
     def _report_proven(self, names: list[str]) -> None:
         """Report the steps known to be up to date as cached from the state index alone, before anything
         starts: a 10,000-step graph with one edited file is mostly these. Each has a last good result and none
-        depends on a step still to decide (pipeline._doubtful_steps), so no report precedes a dependency's."""
+        depends on a step still to decide (freshness.doubtful_steps), so no report precedes a dependency's."""
         self.summary.counts[CACHED] += len(names)
         with self._emit_lock:
             self._emit.cached(names, cached_lines(names))
@@ -494,7 +495,7 @@ class Executor:
         if decision.restore:
             for rel, digest in decision.restore.items():
                 self.planner.cache.restore(digest, os.path.join(self.spec.root, rel))
-                self.planner.stat.digest(self.spec.root, rel)
+                self.planner.stat.written(self.spec.root, rel, name)
             status = RESTORED
         if self.spec.intents[name].kind != STEP_AGGREGATE and decision.key:
             self.planner.state.set(name, decision.key, decision.outputs, decision.inplace)

@@ -11,9 +11,8 @@ from pathlib import Path
 from .cache import Cache, State
 from .compiled import Compiled, load_compiled, save_unsaved
 from .execute import Executor, RunOptions, Summary
+from .freshness import StatCache, doubtful_steps, drop_proof, first_look, record_proof, snapshot_paths
 from .graph import resolve_target, selected_order
-from .keys import StatCache
-from .noop import drop_snapshot, first_look, save_snapshot, snapshot_paths
 from .plan import Decision, Planner, make_plan
 from .record import RunRecord, prune
 from .workspace import Layout, ProjectLock, find_root, recover_inflight
@@ -64,28 +63,6 @@ def plan(project: Project, target: str | None, force: bool = False) -> tuple[str
     finally:
         planner.stat.save()
         planner.cache.close()
-
-
-def _doubtful_steps(compiled: Compiled, order: list[str], changed: set[str] | None, has_state) -> set[str] | None:
-    """The steps to decide (None: all of them), given the paths `changed` since the last good run of this
-    target (None if unknown): those that declare a changed path, agent steps (their key also holds the
-    worker's version, which no file here shows), steps with no last result to report (aggregates), and
-    everything downstream of these. Every other step is up to date, so an edit to one source file costs
-    its downstream cone, not a decision for every step of the graph; found from the changed paths out,
-    it costs the cone too."""
-    if changed is None:
-        return None
-    declared_by, dependants = compiled.declared_by, compiled.dependants
-    pending = [name for path in changed for name in declared_by.get(path, ())]
-    pending += compiled.agents.intersection(order)
-    pending += [name for name in order if name not in has_state]
-    doubtful: set[str] = set()
-    while pending:
-        name = pending.pop()
-        if name not in doubtful:
-            doubtful.add(name)
-            pending += dependants[name]
-    return doubtful
 
 
 def _worker_files(planner: Planner) -> list[str]:
@@ -179,7 +156,8 @@ def make(
         compiled = project.compiled
         root = str(layout.root)
         sources = compiled.sources + (_worker_files(planner) if compiled.agents else [])
-        look = first_look(root, requested, compiled.token, sources)
+        # what a no-op proof read before the lock stands only if no other runner held it meanwhile
+        look = first_look(root, requested, compiled.token, sources, reuse=not lock.waited)
         order = look.order if look.order is not None else selected_order(compiled.order, compiled.deps, target)
         if look.paths is None:
             look.stat_paths(root, snapshot_paths(sources, order, compiled.declared, compiled.unprovable))
@@ -187,7 +165,7 @@ def make(
         doubtful = (
             None
             if options.force or options.worker
-            else _doubtful_steps(compiled, order, look.changed, planner.state.intents())
+            else doubtful_steps(compiled, order, look.changed, planner.state.intents())
         )
 
         sink = _Sink(record, emit)
@@ -224,9 +202,21 @@ def make(
         planner.state.save()
         planner.cache.close()
         if agent_steps and options.worker:
-            drop_snapshot(root, requested)  # keys made by another worker prove nothing for a plain run
+            drop_proof(root, requested)  # keys made by another worker prove nothing for a plain run
         elif status == "ok":
-            save_snapshot(root, requested, compiled.token, len(sources), order, look, planner.stat.observed())
+            record_proof(
+                root,
+                requested,
+                compiled.token,
+                len(sources),
+                compiled.spec_stats,
+                compiled.spec_kept,
+                order,
+                look,
+                planner.stat,
+                doubtful,
+                compiled.declared_by,
+            )
         planner.stat.save()
         prune(layout.runs_dir)
         return summary

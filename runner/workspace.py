@@ -64,6 +64,7 @@ class ProjectLock:
         self.layout = layout
         self.command = command
         self.fd: int | None = None
+        self.waited = False  # another runner held the lock first: what was read before it is stale
 
     def holder(self) -> str:
         try:
@@ -88,6 +89,7 @@ class ProjectLock:
                     f"error: {self.layout.root} is locked by {holder}; wait for it, or run "
                     f"again without --no-wait to queue behind it"
                 ) from None
+            self.waited = True
             if on_wait:
                 on_wait(holder)
             deadline = None if timeout is None else time.monotonic() + timeout

@@ -15,6 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from runner.cli import cli
+from runner.freshness import RACY_NS
 
 
 @dataclass
@@ -57,11 +58,14 @@ class Project:
         return (self.root / rel).exists()
 
     def age_all(self, seconds: float = 5.0) -> None:
-        """Push every project file's mtime into the past, as if edited long ago."""
+        """Push every project file's mtime into the past, as if edited long ago. Setting an mtime moves the
+        file's ctime to now, and the racy rule (runner.freshness.vouches) trusts no stat of a file changed
+        within a second: wait that second out, so the stats vouch for the bytes."""
         t = time.time() - seconds
         for path in self.root.rglob("*"):
             if ".runner" not in path.parts and path.is_file():
                 os.utime(path, (t, t))
+        time.sleep(RACY_NS / 1e9 + 0.05)
 
     def run(self, *args: str, timeout: float = 120, env: dict | None = None) -> Result:
         """The real thing: `python -m runner ARGS` in the project folder."""

@@ -10,7 +10,7 @@ import time
 
 from runner.cache import Cache, State
 from runner.compiled import load_compiled
-from runner.keys import StatCache
+from runner.freshness import StatCache
 from runner.plan import Planner, make_plan
 from runner.workspace import Layout
 

@@ -1,0 +1,562 @@
+"""Whether a step is up to date: the one rule, and the shortcuts that give its answer faster.
+
+The rule (`decide`)
+    A step is up to date when its key matches a recorded success and its declared outputs hold the
+    recorded bytes. The key digests the step's definition, prompt, adapter, regexes, worker and policy
+    (the compiled spec's static digest; an agent step's also holds the worker's version), the contents of
+    its inputs, and its dependencies' output digests, so a dependency that ran again and wrote the same
+    bytes changes nothing (early cutoff). An input that is also the step's output counts as the bytes it
+    had before the step ran, for as long as it holds what the step produced: a step never chases its own
+    tail. A recorded success is the step's last good result (the state index) or any cache record of the
+    key. An output that lost its bytes is restored from the blob store; the step runs only if the blob is
+    gone. An aggregate is up to date when its dependencies are; a step that declares nothing to key on
+    runs every time, like a phony make rule; `-B` runs everything.
+
+The shortcuts, each answering as the rule does, and the invariant each rests on
+    1. Digests from stats (`StatCache`, as git's index). A file's digest is reused while its stats (size,
+       mtime, ctime, inode) equal those taken when it was hashed and its mtime and ctime are older than the
+       hashing by more than RACY_NS. Invariant: a write changes ctime, which no user can set back, and
+       mtime; only a write within one clock tick of the hashing could leave every stat as it was, and the
+       racy window refuses to vouch for that tick (git's "racily clean" rule).
+    2. The compiled spec (`compiled.load_compiled`). Reused while each spec file's stats equal those taken
+       when it was compiled, none of them modified within RACY_NS before the compile began (a spec whose
+       files were that fresh is used once and not kept). Invariant: as 1, with the clock started before
+       the first read, so an edit made while the spec was read falls inside the window.
+    3. The target's proof (`prove_target`: the warm no-op). A good run records, for each spec file and
+       declared path of its target, the stats its verdicts rested on: for a step the rule decided, the
+       stats its decision read, and those of its outputs once it wrote or restored them; for a step that
+       shortcut 4 proved, the stats as the run began; for a spec file, those the compiled spec was made
+       from. A path seen in two states by two verdicts, a spec file changed between the compile and the
+       run, and a path too fresh for its stats to vouch for bytes nobody hashed, are recorded as a stat
+       no file has. Where the stats could not vouch for the bytes the run used, their digest is kept and
+       checked. A run that finds every recorded stat (and kept digest) again would decide each step as
+       the recorded run did: nothing to do. Invariant: 1, and every file a step reads is a declared path
+       (a glob, or a step that runs every time, leaves its target without a proof).
+    4. The edit's cone (`first_look`, `doubtful_steps`). Against that proof, a path whose stats differ is
+       changed; a step that declares no changed path, is no agent step, has a last good result, and
+       depends on no step left to decide, is up to date as the recorded run found it. Only the cone
+       downstream of the changed paths is decided by the rule. Invariant: 3, path by path.
+
+Everything here is imported by the warm no-op before anything heavy: keep the imports to the standard
+library's cheapest and `keys`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import marshal
+import os
+import time
+
+from . import __version__
+from .keys import digest_file, expand, outputs_digest, read_encoded, step_key, write_marshal
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on the no-op path; mypy reads it as True
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Set
+    from typing import Any
+
+    from .plan import Planner
+
+RUN, SKIP = "run", "skip"
+ALWAYS = "no inputs or dependencies declared: runs every time (declare inputs to cache it)"
+
+# A file modified within this window of being hashed may share every stat with the hashed version (coarse
+# filesystem clocks), so its stats do not vouch for its bytes: git's "racily clean" rule.
+RACY_NS = 1_000_000_000
+NEVER = (-1, -1, -1, -1)  # a stat no file has: a proof holding it for a path never holds
+
+PROOF = os.path.join(".runner", "noop")
+_OLD_PROOF_FILES = (os.path.join(".runner", "noop-paths"),)  # runner 0.1's second proof file, removed by forget()
+
+
+def stat_of(st: os.stat_result) -> tuple[int, int, int, int]:
+    """What a stat proof compares: size, mtime, ctime and inode."""
+    return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+
+
+def vouches(stat: tuple[int, int, int, int], taken_ns: int) -> bool:
+    """A file's stats (stat_of) taken at `taken_ns` vouch for its bytes: neither its mtime nor its ctime
+    (a write that put the mtime back moves it) is within the racy window of that moment."""
+    return max(stat[1], stat[2]) + RACY_NS < taken_ns
+
+
+# ---- shortcut 1: digests from stats ---------------------------------------------------------------------------
+
+
+class StatCache:
+    """path -> (size, mtime_ns, ctime_ns, inode, hashed_at_ns, digest), as git's index: a no-op reads no file.
+
+    Each entry is kept as its own marshal bytes and decoded when its path is asked for: a run that looks at a
+    few hundred of a 10,000-file project's paths does not build 10,000 tuples to write them back.
+
+    It also keeps what the run's verdicts saw (`views`) for the target's proof: each digest asked `by` a step
+    is a view of that path; a step's own write (`written`, `remember`) replaces its own view. Two different
+    views of one path by two verdicts make it SEEN_TWICE.
+    """
+
+    SEEN_TWICE = "seen twice"
+
+    def __init__(self, path: str):
+        self.path = path
+        self.dirty = False
+        self.reads = 0  # how many files had to be hashed (for tests and the benchmark)
+        # paths hashed by this process: within one run, a file hashed and not written since (its stats
+        # unchanged) is not read again; its view keeps the hashing time, so the proof checks its bytes
+        self.fresh: set[str] = set()
+        self._encoded = read_encoded(path)
+        # path -> ((stat, digest, hashed_at) as a verdict saw it, the step that first saw it, seen by
+        # another step too) or SEEN_TWICE
+        self.views: dict[str, tuple | str] = {}
+
+    def entry(self, rel: str) -> tuple | None:
+        encoded = self._encoded.get(rel)
+        if encoded is None:
+            return None
+        entry = marshal.loads(encoded)
+        return entry if len(entry) == 6 else None  # runner 0.1's entries had no ctime: hashed again
+
+    def _set(self, rel: str, entry: tuple) -> None:
+        self._encoded[rel] = marshal.dumps(entry)
+        self.fresh.add(rel)
+        self.dirty = True
+
+    def digest(self, root: str, rel: str, by: str | None = None) -> str | None:
+        """The content digest of root/rel, or None if it does not exist (or is not a regular file). `by`: the
+        step whose verdict rests on it (a view for the proof)."""
+        full = root + "/" + rel
+        try:
+            st = os.stat(full)
+        except (FileNotFoundError, NotADirectoryError):
+            if self._encoded.pop(rel, None) is not None:
+                self.dirty = True
+            if by is not None:
+                self._view(rel, (None, None, 0), by, False)
+            return None
+        stat = stat_of(st)
+        entry = self.entry(rel)
+        if entry is not None and entry[:4] == stat and (vouches(stat, entry[4]) or rel in self.fresh):
+            value, hashed_at = entry[5], entry[4]
+        elif not os.path.isfile(full):
+            return None
+        else:
+            hashed_at = time.time_ns()
+            value = digest_file(full)
+            self.reads += 1
+            self._set(rel, (*stat, hashed_at, value))
+        if by is not None:
+            self._view(rel, (stat, value, hashed_at), by, False)
+        return value
+
+    def written(self, root: str, rel: str, by: str) -> str | None:
+        """The digest of a file step `by` just wrote or had restored: its view of the path from now on."""
+        self._encoded.pop(rel, None)  # its stats may not have moved within the tick: hash it
+        self.fresh.discard(rel)
+        value = self.digest(root, rel)
+        entry = self.entry(rel)
+        self._view(rel, (None, None, 0) if entry is None else (entry[:4], value, entry[4]), by, True)
+        return value
+
+    def remember(self, rel: str, st: os.stat_result, value: str, by: str) -> None:
+        """A digest computed elsewhere (the executor hashes outputs as it stores them), of what `by` wrote;
+        `st` was taken before the bytes were read."""
+        hashed_at = time.time_ns()
+        self._set(rel, (*stat_of(st), hashed_at, value))
+        self._view(rel, (stat_of(st), value, hashed_at), by, True)
+
+    def _view(self, rel: str, view: tuple, by: str, wrote: bool) -> None:
+        old = self.views.get(rel)
+        if old is None or (wrote and not isinstance(old, str) and old[1] == by and not old[2]):
+            self.views[rel] = (view, by, False)
+        elif isinstance(old, str):
+            return
+        elif old[0][:2] != view[:2]:  # another stat or digest: two verdicts rest on two states of the file
+            self.views[rel] = self.SEEN_TWICE
+        elif old[1] != by and not old[2]:
+            self.views[rel] = (old[0], old[1], True)
+
+    def save(self) -> None:
+        if self.dirty:
+            write_marshal(self.path, self._encoded)
+            self.dirty = False
+
+
+def input_digests(stat: StatCache, root: str, patterns: tuple[str, ...], by: str) -> dict[str, str | None]:
+    return {rel: stat.digest(root, rel, by) for rel in expand(root, patterns)}
+
+
+# ---- the rule ---------------------------------------------------------------------------------------------
+
+
+class Decision:
+    """RUN or SKIP for one step, with the reasons and what its key was made of."""
+
+    def __init__(
+        self,
+        intent: str,
+        action: str,
+        reasons: list[str],
+        key: str | None = None,
+        outputs: dict | None = None,
+        restore: dict | None = None,
+        inputs: dict | None = None,
+        dep_digests: dict | None = None,
+        inplace: dict | None = None,
+    ):
+        self.intent = intent
+        self.action = action  # RUN | SKIP
+        self.reasons = reasons
+        self.key = key  # None when it depends on a step that has not run yet
+        self.outputs: dict[str, str | None] = {} if outputs is None else outputs  # known outputs (SKIP)
+        self.restore: dict[str, str] = {} if restore is None else restore  # output path -> blob to restore
+        self.inputs: dict[str, str | None] = {} if inputs is None else inputs
+        self.dep_digests: dict[str, str | None] = {} if dep_digests is None else dep_digests
+        self.inplace: dict[str, str | None] = {} if inplace is None else inplace  # pre-run digests of in-place inputs
+
+    def __repr__(self) -> str:
+        return f"Decision({self.intent!r}, {self.action!r}, {self.reasons!r})"
+
+    def to_json(self) -> dict:
+        return {"intent": self.intent, "action": self.action, "reasons": self.reasons}
+
+
+def decide(
+    planner: Planner, name: str, dep_outputs: Mapping[str, str | None], pending: Set[str] = frozenset()
+) -> Decision:
+    """The rule, for one step. `dep_outputs[dep]` is the digest of the dep's outputs, or None if the dep has
+    yet to run (`pending`: those that will)."""
+    from .spec import STEP_AGGREGATE, runs_always  # not on the no-op path, which never decides a step
+
+    intent = planner.spec.intents[name]
+    waiting = [d for d in intent.deps if dep_outputs.get(d) is None]
+    if intent.kind == STEP_AGGREGATE:
+        reasons = [f"aggregate of {len(intent.deps)} step{'s' if len(intent.deps) != 1 else ''}"]
+        if waiting:
+            return Decision(name, SKIP, reasons)
+        # an aggregate "produces" its dependencies' outputs, so a step depending on it sees them
+        return Decision(name, SKIP, reasons, key="aggregate", outputs={d: dep_outputs[d] for d in intent.deps})
+    last = planner.state.get(name)
+    inputs = input_digests(planner.stat, planner.root, intent.inputs, name)
+    inplace = {}
+    if last and last[2]:
+        # an input the step edits in place counts as the bytes it had before the step ran, while it holds
+        # exactly what the step produced
+        for path, before in last[2].items():
+            if path in inputs and inputs[path] == last[1].get(path):
+                inputs[path] = before
+                inplace[path] = before
+    if waiting:
+        reasons = [f"dependency {d} will run" for d in waiting if d in pending] or [
+            f"dependency {d} has not run" for d in waiting
+        ]
+        return Decision(name, RUN, reasons, inputs=inputs, inplace=inplace)
+    deps = {d: dep_outputs[d] for d in intent.deps}
+    key = step_key(planner.static_digest(name), inputs, deps)
+    made: dict[str, Any] = {"key": key, "inputs": inputs, "dep_digests": deps, "inplace": inplace}
+    if planner.force:
+        return Decision(name, RUN, ["forced"], **made)
+    if runs_always(intent):
+        return Decision(name, RUN, [ALWAYS], **made)
+    if last and last[0] == key:
+        return _check_outputs(planner, name, last[1], made, ["up to date"])
+    record = planner.cache.get_record(key)
+    if record is None:
+        return Decision(name, RUN, planner.why_missed(name, last, inputs, deps), **made)
+    return _check_outputs(planner, name, record.outputs, made, ["inputs match an earlier cached run"])
+
+
+def _check_outputs(planner: Planner, name: str, outputs: Mapping, made: dict, why: list[str]) -> Decision:
+    """SKIP if each recorded output holds its bytes or can get them back from the blob store, else RUN."""
+    restore, reasons = {}, []
+    for path, want in outputs.items():
+        have = planner.stat.digest(planner.root, path, name)
+        if have == want or want is None:
+            continue
+        state = "missing" if have is None else "changed"
+        if not planner.cache.has_blob(want):
+            return Decision(name, RUN, [f"output {path} {state} and its cached copy is gone"], **made)
+        restore[path] = want
+        reasons.append(f"output {path} {state}: restore from cache")
+    if reasons and why[0] == "up to date":
+        why = []
+    return Decision(name, SKIP, why + reasons, outputs=dict(outputs), restore=restore, **made)
+
+
+# ---- shortcut 3: the target's proof ------------------------------------------------------------------------
+
+
+def _each_stat(root: str, paths: list[str]) -> list[tuple[int, int, int, int] | None]:
+    stats: list[tuple[int, int, int, int] | None] = []
+    append = stats.append
+    stat = os.stat
+    prefix = root + "/"
+    for rel in paths:
+        try:
+            st = stat(rel if rel[0] == "/" else prefix + rel)
+        except OSError:
+            append(None)
+            continue
+        append((st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino))
+    return stats
+
+
+def _stats_bytes(stats: list) -> bytes:
+    # marshal version 2 writes no back-references, so equal stats give equal bytes whichever objects hold them
+    return marshal.dumps(stats, 2)
+
+
+def content_digest(root: str, rel: str) -> str | None:
+    """What a path holds: a file's bytes, a folder's names (an entry added within the same mtime tick)."""
+    full = rel if rel[0] == "/" else root + "/" + rel
+    try:
+        if os.path.isdir(full):
+            return hashlib.sha256("\0".join(sorted(os.listdir(full))).encode()).hexdigest()
+        with open(full, "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest()
+    except OSError:
+        return None
+
+
+def _slot(target: str | None) -> str:
+    """A target's entry in the proof file (another runner version's entries are never read)."""
+    return f"{__version__}\0{target or ''}"
+
+
+_loaded: dict[str, dict] = {}  # root -> the proof file as this process read it (the no-op, then the pipeline)
+_checked: dict[str, tuple] = {}  # root -> (paths, their stats, when) as a failed no-op proof just took them
+
+
+def _load(root: str) -> dict:
+    proofs = _loaded.pop(root, None)
+    if proofs is not None:
+        return proofs
+    try:
+        with open(os.path.join(root, PROOF), "rb") as f:
+            proofs = marshal.loads(f.read())
+    except (OSError, EOFError, ValueError, TypeError):
+        return {}
+    return proofs if isinstance(proofs, dict) else {}
+
+
+def _entry(proofs: dict, target: str | None) -> tuple | None:
+    """(paths, digest of their stats, order, kept digests, token, number of spec files, stats as bytes)."""
+    entry = proofs.get(_slot(target))
+    return entry if isinstance(entry, tuple) and len(entry) == 7 else None
+
+
+def prove_target(root: str, target: str | None) -> list[str] | None:
+    """The steps of `target` in order, if its last good run's proof holds now (nothing to do); else None."""
+    proofs = _load(root)
+    entry = _entry(proofs, target)
+    if entry is None:
+        return None
+    paths, digest, order, kept, token, n_sources, stats_bytes = entry
+    taken = time.time_ns()
+    stats = _each_stat(root, paths)
+    if hashlib.sha256(_stats_bytes(stats)).hexdigest() != digest:
+        _checked[root] = paths, stats, taken  # the pipeline, next in this process, asks which paths changed
+        _loaded[root] = proofs
+        return None
+    for rel, want in kept.items():  # the stats did not vouch for these bytes: check them
+        if content_digest(root, rel) != want:
+            _loaded[root] = proofs
+            return None
+    if kept:
+        # a kept digest whose file is now past the racy window is vouched for by its stats alone
+        now = time.time_ns()
+        position = {rel: i for i, rel in enumerate(paths)}
+        still = {rel: d for rel, d in kept.items() if (s := stats[position[rel]]) is None or not vouches(s, now)}
+        if still != kept:
+            proofs[_slot(target)] = (paths, digest, order, still, token, n_sources, stats_bytes)
+            _write(root, proofs)
+    return order
+
+
+def snapshot_paths(
+    sources: list[str], order: list[str], declared: Mapping[str, tuple[str, ...]], unprovable: frozenset[str]
+) -> list[str] | None:
+    """The files a proof of the steps `order` stats, spec files first; None when no proof can hold (a step
+    runs every time, or a glob could match a new file without any stat changing)."""
+    if not unprovable.isdisjoint(order):
+        return None
+    paths = list(sources)
+    for name in order:
+        paths += declared[name]
+    return list(dict.fromkeys(paths))  # a dependency's output is usually also a declared input
+
+
+# ---- shortcut 4: the edit's cone ------------------------------------------------------------------------
+
+
+class FirstLook:
+    """What the declared files looked like as a run began, against the last good run of its target."""
+
+    __slots__ = ("changed", "differ", "order", "paths", "stats", "taken", "kept", "proofs")  # no typing import
+
+    def __init__(self, proofs: dict):
+        self.proofs = proofs  # the proof file as read under the project lock, for record_proof
+        self.changed: set[str] | None = None  # paths that differ from the proof; None: all (a spec file did)
+        self.differ: set[str] | None = None  # paths that differ from the proof; None: there was none to compare
+        self.order: list[str] | None = None  # the target's steps, as the last good run had them
+        self.paths: list[str] | None = None  # the files the target's proof stats (snapshot_paths)
+        self.stats: list = []  # the stat of each of `paths` as the run began
+        self.taken = 0  # when those stats were taken
+        self.kept: dict[str, str] = {}  # the last proof's digests of bytes its stats could not vouch for
+
+    def stat_paths(self, root: str, paths: list[str] | None) -> None:
+        """No usable proof: take the stats of the target's files as the run begins, for the next proof."""
+        self.paths = paths
+        self.taken = time.time_ns()
+        self.stats = [] if paths is None else _each_stat(root, paths)
+
+
+def first_look(root: str, target: str | None, token: str, sources: list[str], reuse: bool) -> FirstLook:
+    """Compare the declared files of `target` with its last good run's proof, made from the same compiled
+    spec (`token`) and spec files (`sources`): that run's order and paths hold, and `changed` says which
+    paths differ. `reuse`: the proof and stats a failed no-op proof read in this process still stand (no
+    other runner held the lock since). Without such a proof, `order` and `paths` stay None, for the caller
+    to work out."""
+    checked_paths, checked, checked_at = _checked.pop(root, (None, None, 0))
+    if not reuse:
+        _loaded.pop(root, None)
+        checked_paths = None
+    look = FirstLook(_load(root))
+    entry = _entry(look.proofs, target)
+    if entry is None:
+        return look
+    paths, _digest, order, kept, entry_token, n_sources, stats_bytes = entry
+    if entry_token != token or n_sources != len(sources) or paths[:n_sources] != sources:
+        return look
+    try:
+        recorded = marshal.loads(stats_bytes)
+    except (EOFError, ValueError, TypeError):
+        return look
+    if not isinstance(recorded, list) or len(recorded) != len(paths):  # damaged: no proof, rather than half of one
+        return look
+    if checked_paths == paths:
+        stats, look.taken = checked, checked_at
+    else:
+        look.taken = time.time_ns()
+        stats = _each_stat(root, paths)
+    differ = {rel for rel, a, b in zip(paths, recorded, stats, strict=True) if a != b}
+    differ.update(rel for rel, want in kept.items() if rel not in differ and content_digest(root, rel) != want)
+    look.order, look.paths, look.stats, look.kept, look.differ = order, paths, stats, kept, differ
+    look.changed = None if any(rel in differ for rel in sources) else differ
+    return look
+
+
+def doubtful_steps(compiled, order: list[str], changed: set[str] | None, has_state) -> set[str] | None:
+    """The steps the rule must decide (None: all of them), given the paths `changed` since the last good run
+    of this target (None if unknown): those that declare a changed path, agent steps (their key also holds
+    the worker's version, which no file here shows), steps with no last result to report (aggregates), and
+    everything downstream of these. Found from the changed paths out, it costs the cone, not the graph."""
+    if changed is None:
+        return None
+    declared_by, dependants = compiled.declared_by, compiled.dependants
+    pending = [name for path in changed for name in declared_by.get(path, ())]
+    pending += compiled.agents.intersection(order)
+    pending += [name for name in order if name not in has_state]
+    doubtful: set[str] = set()
+    while pending:
+        name = pending.pop()
+        if name not in doubtful:
+            doubtful.add(name)
+            pending += dependants[name]
+    return doubtful
+
+
+def record_proof(
+    root: str,
+    target: str | None,
+    token: str,
+    n_sources: int,
+    spec_stats: list,
+    spec_kept: Mapping[str, str | None],
+    order: list[str],
+    look: FirstLook,
+    stat: StatCache,
+    doubtful: set[str] | None,
+    declared_by: Mapping[str, tuple[str, ...]],
+) -> None:
+    """After a good run of the steps `order`, record the proof of `target` (see shortcut 3 above).
+
+    `spec_stats`: the stats the compiled spec was made from, one per compiled spec file (the first paths),
+    `spec_kept` the digests of those whose stats could not vouch for the bytes read; `doubtful`: the steps
+    the rule decided (None: all), the others were proved as the run began; `stat.views`: what the decided
+    steps' verdicts saw.
+    """
+    proofs = look.proofs
+    slot = _slot(target)
+    paths = look.paths
+    if paths is None:
+        if proofs.pop(slot, None) is not None:
+            _write(root, proofs)
+        return
+    stats = list(look.stats)
+    kept: dict[str, str] = {}
+    differ = look.differ
+    proven = None if doubtful is None else set(order).difference(doubtful)
+    views = stat.views
+    for i, rel in enumerate(paths):
+        if i < len(spec_stats):
+            if spec_stats[i] != stats[i]:
+                stats[i] = NEVER  # the spec changed after it was compiled
+            elif rel in spec_kept:
+                digest = spec_kept[rel]
+                if digest is None:
+                    stats[i] = NEVER
+                else:
+                    kept[rel] = digest
+            continue
+        if i < n_sources:
+            if stats[i] is not None and not vouches(stats[i], look.taken):
+                stats[i] = NEVER  # a worker file too fresh to vouch for the version the run read
+            continue
+        view = views.get(rel)
+        if view is None:  # only proved steps rest on it: as the run began, vouched for by the last proof
+            if differ is not None and rel not in differ:
+                if rel in look.kept:
+                    kept[rel] = look.kept[rel]
+            elif stats[i] is not None and not vouches(stats[i], look.taken):
+                stats[i] = NEVER
+            continue
+        if isinstance(view, str) or (
+            proven and view[0][0] != stats[i] and not proven.isdisjoint(declared_by.get(rel, ()))
+        ):
+            stats[i] = NEVER  # two verdicts rest on two states of the file
+            continue
+        seen, digest, hashed_at = view[0]
+        stats[i] = seen
+        if seen is not None and not vouches(seen, hashed_at):
+            kept[rel] = digest
+    stats_bytes = _stats_bytes(stats)
+    proofs[slot] = (paths, hashlib.sha256(stats_bytes).hexdigest(), order, kept, token, n_sources, stats_bytes)
+    _write(root, proofs)
+
+
+def drop_proof(root: str, target: str | None) -> None:
+    """No proof for `target` until its next good run."""
+    proofs = _load(root)
+    if proofs.pop(_slot(target), None) is not None:
+        _write(root, proofs)
+
+
+def forget(root: str) -> None:
+    for name in (PROOF, *_OLD_PROOF_FILES):
+        try:
+            os.unlink(os.path.join(root, name))
+        except FileNotFoundError:
+            pass
+
+
+def _write(root: str, proofs: dict) -> None:
+    try:
+        write_marshal(os.path.join(root, PROOF), proofs)
+    except OSError:
+        pass  # a read-only state folder only costs the fast path
+
+
+def produced_by_proven(state, name: str) -> str:
+    """The output digest a proved step's dependants see: its last good result's."""
+    last = state.get(name)
+    return outputs_digest(last[1] if last else {})

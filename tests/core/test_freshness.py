@@ -1,0 +1,245 @@
+"""Never wrong about what is up to date: the fast no-op, the edit's cone and the compiled spec answer as the
+rule (runner status) does, whatever happened to the files while a run went on."""
+
+from __future__ import annotations
+
+import json
+import marshal
+import os
+import subprocess
+import sys
+import time
+
+from runner.freshness import StatCache, stat_of
+
+WAIT_FOR_GO = "touch started; while [ ! -e go ]; do sleep 0.01; done"
+
+
+def _status(project) -> dict[str, str]:
+    result = project.run("status", "--json")
+    assert result.code == 0, result.err
+    return {s["intent"]: s["action"] for s in json.loads(result.out)["steps"]}
+
+
+def _ran(result) -> set[str]:
+    return {name for name, status in result.statuses().items() if status in ("ran", "restored")}
+
+
+def _during_a_run(project, edit, *args: str) -> None:
+    """Start `runner make`, wait until a step says it started (a file `started`), call `edit`, let the step go
+    on (a file `go`) and wait for the run to end well."""
+    for flag in ("started", "go"):
+        (project.root / flag).unlink(missing_ok=True)
+    run = subprocess.Popen(
+        [sys.executable, "-m", "runner", "make", "--json", *args],
+        cwd=project.root,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 30
+    while not (project.root / "started").exists():
+        assert run.poll() is None, run.communicate()
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    edit()
+    (project.root / "go").touch()
+    out, err = run.communicate(timeout=60)
+    assert run.returncode == 0, err
+
+
+def _settled(project) -> None:
+    """The rule and the fast no-op agree there is nothing to do."""
+    assert set(_status(project).values()) == {"skip"}
+    again = project.make()
+    assert _ran(again) == set(), again.out
+
+
+RACE = f"""
+[project]
+name = "race"
+default = "u"
+
+[intent.t]
+run = "cat a.txt > out.txt; {WAIT_FOR_GO}"
+inputs = ["a.txt"]
+outputs = ["out.txt"]
+
+[intent.u]
+run = "cat a.txt out.txt > both.txt"
+inputs = ["a.txt"]
+outputs = ["both.txt"]
+deps = ["t"]
+"""
+
+
+def test_an_input_changed_while_its_step_runs_is_built_by_the_next_run(project):
+    """t read a.txt, then a.txt changed before u read it: the run's proof cannot hold t up to date."""
+    project.spec(RACE)
+    project.write("a.txt", "v1\n", age=5)
+    _during_a_run(project, lambda: project.write("a.txt", "v2\n", age=5))  # same size, an mtime long past
+    assert project.read("both.txt") == "v2\nv1\n"  # u read the new a.txt and t's old output
+    assert _status(project)["t"] == "run"
+    after = project.make()
+    assert _ran(after) == {"t", "u"}, after.out
+    assert project.read("out.txt") == "v2\n" and project.read("both.txt") == "v2\nv2\n"
+    _settled(project)
+
+
+def test_a_step_that_rewrites_its_own_input_is_checked_again_and_settles(project):
+    """A formatter changes the file its key was made from: the next run decides it again by the rule."""
+    project.spec("""
+        [project]
+        name = "fmt"
+        default = "use"
+
+        [intent.fmt]
+        run = "sed -i s/bad/good/ src.txt && cp src.txt fmt.out"
+        inputs = ["src.txt"]
+        outputs = ["fmt.out"]
+
+        [intent.use]
+        run = "cat src.txt > use.out"
+        inputs = ["src.txt"]
+        outputs = ["use.out"]
+        deps = ["fmt"]
+    """)
+    project.write("src.txt", "bad\n", age=5)
+    assert project.make().code == 0
+    assert _status(project)["fmt"] == "run"  # its key saw "bad"; the file holds "good"
+    assert "fmt" in _ran(project.make())  # formats again: nothing to change this time
+    assert project.read("use.out") == "good\n"
+    _settled(project)
+
+
+def test_a_file_changed_during_an_edit_run_dirties_the_steps_proved_before_it(project):
+    """p is proved up to date as the run begins; shared.txt then changes and q reads the new bytes: the
+    next run must not take p as built from them."""
+    project.spec(f"""
+        [project]
+        name = "cone"
+        default = "all"
+
+        [intent.p]
+        run = "cp shared.txt p.out"
+        inputs = ["shared.txt"]
+        outputs = ["p.out"]
+
+        [intent.w]
+        run = "cat x.txt > w.out; {WAIT_FOR_GO}"
+        inputs = ["x.txt"]
+        outputs = ["w.out"]
+
+        [intent.q]
+        run = "cat shared.txt w.out > q.out"
+        inputs = ["shared.txt", "w.out"]
+        outputs = ["q.out"]
+        deps = ["w"]
+
+        [intent.all]
+        deps = ["p", "q"]
+    """)
+    project.write("shared.txt", "one\n", age=5)
+    project.write("x.txt", "x1\n", age=5)
+    project.write("go", "")
+    assert project.make().code == 0
+    project.age_all()
+    assert project.make().code == 0  # a proof made of stats older than the racy window
+    project.write("x.txt", "x2\n", age=5)  # only w's cone is decided next
+    _during_a_run(project, lambda: project.write("shared.txt", "two\n", age=5))
+    assert project.read("q.out") == "two\nx2\n" and project.read("p.out") == "one\n"
+    after = project.make()
+    assert "p" in _ran(after), after.out
+    assert project.read("p.out") == "two\n"
+    _settled(project)
+
+
+def _edit_keeping_stats(path, text: str) -> None:
+    """Rewrite in place (same inode) with the same size, and put the old mtime back: only ctime moves."""
+    st = os.stat(path)
+    assert len(text.encode()) == st.st_size
+    with open(path, "r+") as f:
+        f.write(text)
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    after = os.stat(path)
+    assert (after.st_size, after.st_mtime_ns, after.st_ino) == (st.st_size, st.st_mtime_ns, st.st_ino)
+
+
+SPEC = """
+[project]
+name = "spec"
+default = "say"
+
+[intent.say]
+run = "echo {word} > said.txt"
+inputs = ["in.txt"]
+outputs = ["said.txt"]
+"""
+
+
+def test_an_edit_to_intents_toml_that_keeps_size_mtime_and_inode_is_seen(project):
+    """A checkout or a tool that puts the mtime back: the compiled spec and the no-op proof see ctime move."""
+    project.spec(SPEC.format(word="aaa"))
+    project.write("in.txt", "x\n")
+    project.age_all()
+    assert project.make().code == 0
+    assert project.exists(".runner/spec.pickle")
+    assert project.make().events()[0].get("fast") is True
+    _edit_keeping_stats(project.root / "intents.toml", SPEC.format(word="bbb"))
+    result = project.make()
+    assert result.statuses() == {"say": "ran"}, result.out
+    assert project.read("said.txt") == "bbb\n"
+    _settled(project)
+
+
+def test_an_input_edit_that_keeps_size_mtime_and_inode_is_seen(project):
+    project.spec(SPEC.format(word="aaa").replace("echo aaa", "cat in.txt"))
+    project.write("in.txt", "one\n")
+    project.age_all()
+    assert project.make().code == 0
+    assert project.make().events()[0].get("fast") is True
+    _edit_keeping_stats(project.root / "in.txt", "two\n")
+    assert _status(project) == {"say": "run"}
+    result = project.make()
+    assert result.statuses() == {"say": "ran"}
+    assert project.read("said.txt") == "two\n"
+    _settled(project)
+
+
+def test_a_digest_taken_in_the_clock_tick_of_a_write_is_not_trusted(project):
+    """The racy rule: a stat cache entry whose file was modified within a second of its hashing does not
+    vouch for the bytes (a second write in that tick could keep every stat). The entry here is what such
+    a run leaves: the file's stats, a hashing time 1 ms after its mtime, the digest of other bytes."""
+    project.spec(SPEC.format(word="aaa").replace("echo aaa", "cat in.txt"))
+    project.write("in.txt", "one\n", age=5)
+    assert project.make().code == 0
+    project.age_all()
+    assert project.make().code == 0
+    stat_file = str(project.root / ".runner/stat")
+    st = os.stat(project.root / "in.txt")
+    cache = StatCache(stat_file)
+    cache._set("in.txt", (*stat_of(st), st.st_mtime_ns + 1_000_000, "0" * 64))
+    cache.save()
+    (project.root / ".runner/noop").unlink()  # past the no-op proof, to the rule and its stat cache
+    assert _status(project) == {"say": "skip"}  # hashed again; trusting the entry would make it "run"
+    assert StatCache(stat_file).entry("in.txt")[5] != "0" * 64
+
+
+def test_the_no_op_proof_checks_the_bytes_its_stats_could_not_vouch_for(project):
+    """A proof made right after a build keeps the digests of the fresh outputs; bytes other than those
+    (a write in the tick the run hashed them, here put in the proof's place) make it fail."""
+    project.spec(SPEC.format(word="aaa").replace("echo aaa", "cat in.txt"))
+    project.write("in.txt", "one\n", age=5)
+    assert project.make().code == 0
+    assert project.make().events()[0].get("fast") is True
+    proof_file = project.root / ".runner/noop"
+    proofs = marshal.loads(proof_file.read_bytes())
+    (slot,) = proofs
+    entry = list(proofs[slot])
+    assert "said.txt" in entry[3]  # kept: the output is younger than the racy window
+    entry[3] = {**entry[3], "said.txt": "0" * 64}
+    proofs[slot] = tuple(entry)
+    proof_file.write_bytes(marshal.dumps(proofs))
+    result = project.make()
+    assert result.events()[0].get("fast") is None
+    assert result.statuses() == {"say": "cached"}  # the rule finds the output as recorded
