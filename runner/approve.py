@@ -15,9 +15,9 @@ from pathlib import Path
 from .apply import apply_change, drop_pending, load_pending, save_pending
 from .attempt import Change
 from .cache import StepRecord
-from .keys import expand
+from .globs import expand, matches_any
 from .plan import Decision, Planner
-from .policy import WRITE_FILES, needs_approval, path_matches
+from .policy import WRITE_FILES, needs_approval
 from .spec import Intent
 
 RAN, BLOCKED, FAILED = "ran", "blocked", "failed"
@@ -38,7 +38,7 @@ def _outputs_after(root: Path, intent: Intent, change: Change, planner: Planner)
     digests = change.digests()
     paths = set(expand(str(root), intent.outputs))
     for rel in change.files:
-        if any(path_matches(rel, pattern) for pattern in intent.outputs):
+        if matches_any(rel, intent.outputs):
             paths.add(rel)
     out: dict[str, str] = {}
     for rel in sorted(paths):

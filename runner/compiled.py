@@ -22,7 +22,8 @@ from pathlib import Path
 
 from . import __version__
 from .freshness import content_digest, stat_of, vouches
-from .keys import GLOB_CHARS, digest_bytes, digest_value
+from .globs import GLOB_CHARS
+from .keys import digest_bytes, digest_value
 from .spec import BUILTIN_DIR, STEP_AGENT, Intent, Spec, runs_always
 from .workspace import Layout
 

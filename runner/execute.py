@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING
 from .agent_handoff import AgentHandoff
 from .cache import StepRecord
 from .freshness import produced_by_proven
+from .globs import expand
 from .interrupts import Interrupts
-from .keys import digest_bytes, expand, outputs_digest
+from .keys import digest_bytes, outputs_digest
 from .noop import cached_lines
 from .plan import RUN, Decision, Planner
 from .record import RunRecord, tail

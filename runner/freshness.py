@@ -49,7 +49,8 @@ import os
 import time
 
 from . import __version__
-from .keys import digest_file, expand, outputs_digest, read_encoded, step_key, write_marshal
+from .globs import expand
+from .keys import digest_file, outputs_digest, read_encoded, step_key, write_marshal
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on the no-op path; mypy reads it as True
 if TYPE_CHECKING:

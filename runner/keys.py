@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import glob as _glob
 import hashlib
 import json
 import marshal
 import os
-
-GLOB_CHARS = frozenset("*?[")
 
 
 def canonical(value) -> bytes:
@@ -55,19 +52,6 @@ def write_marshal(path: str, value, durable: bool = False) -> None:
     os.replace(tmp, path)
 
 
-def expand(root: str, patterns: tuple[str, ...]) -> list[str]:
-    """Project-relative files matched by the patterns, sorted. Literal paths skip globbing entirely."""
-    out: set[str] = set()
-    for pattern in patterns:
-        if GLOB_CHARS.isdisjoint(pattern):
-            out.add(pattern)
-            continue
-        for match in _glob.glob(pattern, root_dir=root, recursive=True):
-            if os.path.isfile(os.path.join(root, match)):
-                out.add(match)
-    return sorted(out)
-
-
 # The two functions below run once per step on every command, so they hash a joined string rather
 # than canonical JSON (10x cheaper). Paths and intent names never contain NUL, so the join is unambiguous.
 
@@ -79,6 +63,6 @@ def outputs_digest(outputs: dict[str, str | None]) -> str:
 
 def step_key(static_digest: str, inputs: dict[str, str | None], deps: dict[str, str | None]) -> str:
     parts = [static_digest]
-    parts += [f"i\0{p}\0{d}" for p, d in inputs.items()]  # inputs come sorted from expand()
+    parts += [f"i\0{p}\0{d}" for p, d in inputs.items()]  # inputs come sorted from globs.expand()
     parts += [f"d\0{n}\0{d}" for n, d in deps.items()]  # in declaration order: part of the definition
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()

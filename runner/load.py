@@ -672,6 +672,12 @@ def load_spec(root: Path) -> Spec:
     }
     declared: dict = data["policy"] if isinstance(data.get("policy"), dict) else {}
     policies = _policies(declared, broken["policy"])
+    for policy in policies.values():  # a scope is a glob as inputs and outputs are (runner/globs.py)
+        for i, pattern in enumerate(policy.scope):
+            why = check_glob(pattern)
+            if why:
+                where = f"{toml_path(['policy', policy.name])}.scope[{i}]"
+                reader.problem(shown, where, f"path '{pattern}' {why}", pattern)
     _cross_check(
         reader,
         shown,

@@ -2,26 +2,15 @@
 
 from __future__ import annotations
 
-import fnmatch
 import threading
 from dataclasses import dataclass, field
 
 from .attempt import PRIVATE, Change
+from .globs import matches_any
 from .spec import Intent, Policy
 
 WRITE_FILES, RUN_SHELL, NETWORK = "write_files", "run_shell", "network"
 BOUNDARIES = (WRITE_FILES, RUN_SHELL, NETWORK)
-
-
-def path_matches(path: str, pattern: str) -> bool:
-    """A project path against a scope or output glob (** spans folders, as in the intents)."""
-    if fnmatch.fnmatchcase(path, pattern):
-        return True
-    if pattern.endswith("/**"):
-        return path.startswith(pattern[:-3] + "/")
-    if "/**/" in pattern:  # src/**/x.py also matches src/x.py
-        return fnmatch.fnmatchcase(path, pattern.replace("/**/", "/"))
-    return False
 
 
 def check_change(change: Change, policy: Policy, intent: Intent) -> list[str]:
@@ -39,7 +28,7 @@ def check_change(change: Change, policy: Policy, intent: Intent) -> list[str]:
             problems.append(f"{rel}: outside the project ({where})")
         elif parts[0] in PRIVATE:
             problems.append(f"{rel}: inside {parts[0]}/, which no step may write ({where})")
-        elif not any(path_matches(rel, p) for p in allowed):
+        elif not matches_any(rel, allowed):
             scope = ", ".join(allowed) or "nothing: declare outputs or a scope"
             problems.append(f"{rel}: outside the scope of {where} and the intent's outputs ({scope})")
     if change.files and policy.write_files == "never":

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from ..attempt import Change, find_change, make_workspace, remove_workspace, snapshot, undo_side_effects
 from ..errors import UserError
-from ..keys import expand
+from ..globs import expand
 from ..policy import RunBudget, Spent, check_change, step_budget_exhausted
 from ..prompts import render
 from . import StepContext, StepOutcome

@@ -105,6 +105,66 @@ def test_scope_allows_more_than_the_outputs(agent):
     assert (agent.root / "notes/why.md").read_text() == "because\n"
 
 
+def _refused_in_project(agent, scope: str, written: str) -> str:
+    """Run an attempt that writes its output and `written`; assert nothing was applied; return the error."""
+    scenario = {"files": {"tests/test_calc.py": PASSING_TEST, written: "x = 1\n"}}
+    agent.spec(agent.fake_codex_worker(scenario), policy=f"[policy.default]\nscope = ['{scope}']")
+    before = agent.files()
+    result = agent.make()
+    assert result.code == 1
+    assert agent.files() == before
+    assert not (agent.root / written).exists()
+    assert len(agent.prompts()) == 1  # a policy refusal is not retried
+    return result.step("tests")["error"]
+
+
+def test_a_write_inside_the_project_outside_scope_and_outputs_is_refused(agent):
+    error = _refused_in_project(agent, "tests/**", "src/other.py")
+    assert error == (
+        "refused: src/other.py: outside the scope of policy 'default' and the intent's outputs "
+        "(tests/**, tests/test_calc.py)"
+    )
+
+
+def test_a_scope_star_does_not_reach_into_subfolders(agent):
+    error = _refused_in_project(agent, "notes/*.md", "notes/deep/er/evil.md")
+    assert error == (
+        "refused: notes/deep/er/evil.md: outside the scope of policy 'default' and the intent's outputs "
+        "(notes/*.md, tests/test_calc.py)"
+    )
+
+
+def test_write_files_never_refuses_even_a_change_to_the_declared_outputs(agent):
+    agent.spec(
+        agent.fake_codex_worker({"files": {"tests/test_calc.py": PASSING_TEST}}),
+        policy='[policy.default]\nwrite_files = "never"',
+    )
+    before = agent.files()
+    result = agent.make()
+    assert result.code == 1
+    assert result.step("tests")["error"] == "refused: policy 'default' forbids writing files (write_files = \"never\")"
+    assert agent.files() == before
+
+
+def test_a_committed_apply_is_rolled_forward_including_files_in_scope_that_are_not_outputs(agent):
+    # the cache restores a declared output whatever the journal's fate; a file the scope allowed is in the
+    # journal alone, so only rolling the journal forward brings it back (into folders that do not exist yet)
+    scenario = {"files": {"tests/test_calc.py": PASSING_TEST, "notes/drafts/why.md": "because\n"}}
+    agent.spec(agent.fake_codex_worker(scenario), policy="[policy.default]\nscope = ['notes/**']")
+    crashed = agent.make(env=dict(agent.env(), RUNNER_TEST_CRASH_AT="journaled"))
+    assert crashed.code == -9  # SIGKILL right after the commit point, before any file was moved
+    assert not (agent.root / "notes/drafts/why.md").exists()
+    calls = len(agent.prompts())
+    result = agent.make()
+    assert result.code == 0, result.err
+    assert (agent.root / "notes/drafts/why.md").read_text() == "because\n"
+    assert (agent.root / "tests/test_calc.py").read_text() == PASSING_TEST
+    recovered = [e["message"] for e in result.events() if e.get("event") == "recovered"]
+    assert len(recovered) == 1 and recovered[0].startswith("completed the interrupted apply "), recovered
+    assert recovered[0].endswith(" (2 files)")
+    assert len(agent.prompts()) == calls
+
+
 @pytest.mark.parametrize("point", ["staged", "journaled", "file:1", "file:2", "replaced"])
 def test_a_crash_at_any_point_of_the_apply_leaves_all_or_nothing(agent, point):
     second = "def test_more():\n    assert True\n"

@@ -4,6 +4,7 @@ next run finishes only what was left."""
 from __future__ import annotations
 
 import json
+import os
 import random
 import signal
 import subprocess
@@ -186,3 +187,49 @@ def test_ctrl_c_stops_a_command_started_without_the_shell(project):
     step = [json.loads(line) for line in out.splitlines() if '"step_finished"' in line][-1]
     assert step["status"] == "failed" and step["interrupted"] is True
     assert not project.exists("waited.txt"), "the interrupted step's output is removed"
+
+
+def test_a_killed_runners_orphan_is_stopped_before_it_writes_into_the_next_run(project):
+    # What SIGKILL leaves: the runner is gone, its step's process group lives on; here a background child
+    # (the shell's `&` keeps it in the step's group) that writes the output once `go` exists: after the next
+    # run has made the output afresh, so a late write would replace the next run's result
+    orphan = "(while [ ! -e go ]; do sleep 0.05; done; echo late > out.txt) &"
+    project.spec(f"""
+        [intent.step]
+        run = "{orphan} echo $$ > group.txt; sleep 30"
+        inputs = ["x"]
+        outputs = ["out.txt"]
+    """)
+    project.write("x", "1")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "runner", "make", "--json"],
+        cwd=project.root,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    group = None
+    try:
+        deadline = time.time() + 20
+        while not (project.exists("group.txt") and project.read("group.txt").endswith("\n")):
+            assert time.time() < deadline, "the step never started"
+            time.sleep(0.05)
+        group = int(project.read("group.txt"))
+        proc.kill()
+        proc.wait(10)
+        project.spec(
+            project.read("intents.toml").replace(f"{orphan} echo $$ > group.txt; sleep 30", "echo fresh > out.txt")
+        )
+        result = project.make()
+        assert result.code == 0, result.err
+        assert result.statuses() == {"step": "ran"}
+        project.write("go", "")
+        time.sleep(1.0)  # an orphan still alive sees `go` within 0.05s
+        assert project.read("out.txt") == "fresh\n"
+    finally:
+        proc.kill()
+        if group is not None:
+            try:
+                os.killpg(group, signal.SIGKILL)  # what a failing run leaves must not outlive the test
+            except ProcessLookupError:
+                pass
