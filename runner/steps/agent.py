@@ -17,9 +17,10 @@ from ..attempt import Change, find_change, make_workspace, remove_workspace, sna
 from ..errors import UserError
 from ..keys import expand
 from ..policy import RunBudget, Spent, check_change, step_budget_exhausted
+from ..process import kill_groups
 from ..prompts import render
 from . import StepContext, StepOutcome
-from .shell import adapter_commands, kill_group
+from .shell import adapter_commands
 
 if TYPE_CHECKING:
     from ..workers.base import WorkerConfig
@@ -303,7 +304,7 @@ class AgentStep:
                 try:
                     code = proc.wait(intent.timeout or VERIFY_TIMEOUT)
                 except subprocess.TimeoutExpired:
-                    kill_group(proc.pid, proc=proc)
+                    kill_groups([proc.pid])  # wait(timeout) has not reaped it: the group is still its own
                     proc.wait()
                     code = None
             if code == 0:
