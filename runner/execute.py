@@ -427,6 +427,7 @@ class Executor:
             timeout=intent.timeout or self.options.timeout,
             cancelled=self.cancelled,
             on_process=on_process,
+            journal=self.inflight,
             environ=self.environ,
             created_ahead=self.created_ahead,
         )

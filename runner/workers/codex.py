@@ -230,7 +230,7 @@ class CodexWorker:
                 env=env,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
-                journal=None,  # journaled from the next commit on
+                journal=request.journal,
                 label=f"{request.intent} codex",
                 stdin_pipe=via_stdin,
             )
