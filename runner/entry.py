@@ -9,6 +9,8 @@ import sys
 
 def main() -> None:
     """The whole command; ends with SystemExit like any click program (tests call it in-process)."""
+    if sys.platform != "linux":  # a string compare: the no-op pays nothing for saying so up front
+        unsupported_platform()
     argv = sys.argv[1:]
     from .noop import try_noop
 
@@ -29,6 +31,19 @@ def main() -> None:
     from .cli import main as cli_main
 
     cli_main(argv)
+
+
+def unsupported_platform() -> None:
+    """One line instead of a traceback from deep in a run: steps are watched through pidfds, recovered through
+    /proc and identified by CLOCK_BOOTTIME start times. Exit 2, the user's mistake: running it here is a choice
+    the user can change, not a bug in runner (4) nor something an approval or budget would release (3)."""
+    from .errors import EXIT_USER_ERROR
+
+    print(
+        f"error: runner runs on Linux only (it needs pidfd, /proc and CLOCK_BOOTTIME); this is {sys.platform}",
+        file=sys.stderr,
+    )
+    sys.exit(EXIT_USER_ERROR)
 
 
 def console() -> None:

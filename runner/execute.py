@@ -5,7 +5,6 @@ from __future__ import annotations
 import heapq
 import os
 import selectors
-import signal
 import threading
 import time
 from typing import TYPE_CHECKING
@@ -18,6 +17,7 @@ from .interrupts import Interrupts
 from .keys import digest_bytes, outputs_digest
 from .noop import cached_lines
 from .plan import RUN, Decision, Planner
+from .process import kill_groups
 from .record import RunRecord, tail
 from .spec import STEP_AGENT, STEP_AGGREGATE
 from .steps import StepContext, StepOutcome, shell
@@ -428,6 +428,7 @@ class Executor:
             timeout=intent.timeout or self.options.timeout,
             cancelled=self.cancelled,
             on_process=on_process,
+            journal=self.inflight,
             environ=self.environ,
             created_ahead=self.created_ahead,
         )
@@ -533,20 +534,11 @@ class Executor:
         self.planner.cache.close()
         self._complete_exited()  # they finished before the interrupt: kept
         shells = [(a, a.shell) for a in self.active.values() if a.shell is not None]
-        for _a, running in shells:
-            try:
-                os.killpg(running.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-        import subprocess  # only here: a plain make, edit or no-op never imports it
-
-        deadline = time.monotonic() + 3.0
+        # every group at once, each leader not yet reaped (so its group id is still the step's); a step
+        # whose leader was reaped just before the interrupt had ended by itself, as one that ended earlier
+        kill_groups([running.pid for _a, running in shells if running.proc.returncode is None])
         for a, running in shells:
-            try:
-                code = running.proc.wait(max(0.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                os.killpg(running.pid, signal.SIGKILL)
-                code = running.proc.wait()
+            code = running.proc.wait()
             self._unwatch(selector, a)
             outcome = running.finished(code)
             outcome.interrupted = not outcome.ok  # one that finished just before the interrupt is kept

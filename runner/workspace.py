@@ -6,13 +6,13 @@ import errno
 import fcntl
 import json
 import os
-import signal
 import sys
 import time
 from pathlib import Path
 from typing import NamedTuple
 
 from .errors import LockHeldError
+from .process import boot_time, kill_groups, same_process
 
 STATE_DIR = ".runner"
 
@@ -138,12 +138,16 @@ def find_root(start: Path) -> Path:
     return Path(find_root_str(str(start)))
 
 
-# ---- steps in flight -------------------------------------------------------------------------
-# One append-only file: a "start" line (the step's process group and declared outputs) before a step runs,
-# an "end" line once its result is stored. A step with a start and no end was cut off by a crash or SIGKILL:
-# at the next start its process group is killed if still alive and its outputs removed, so no half-written
-# file is ever taken for a result. Appends of a line each, no fsync: a lost line can only make recovery
-# remove an output that is then rebuilt or restored.
+# ---- processes in flight ----------------------------------------------------------------------
+# One append-only file: a "start" line (a key, the process group, when it started, the declared outputs) before
+# a process runs, an "end" line once it is settled. A shell step's key is its intent, its outputs its declared
+# ones, and its end comes once its result is stored; a verify command's or the Codex worker's key is its intent,
+# what it is and its pid ("tests verify 4242"), with no outputs (it works in the attempt's own copy), and its
+# end comes once it is reaped. A start with no end was cut off by a crash or SIGKILL: at the next start its
+# process group is killed if still alive and its outputs removed, so no half-written file is ever taken for a
+# result and no verify or agent outlives the runner that started it. Appends of a line each (one write(2) with
+# O_APPEND, so lines from the scheduler and from agent threads never interleave), no fsync: a lost line can
+# only make recovery remove an output that is then rebuilt or restored.
 
 
 class InflightJournal:
@@ -151,20 +155,15 @@ class InflightJournal:
         self.path = layout.state_dir / "inflight"
         self.fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_TRUNC, 0o644)
 
-    def start(self, intent: str, pid: int, outputs: list[str]) -> str:
-        # when the child was started, on the clock /proc/PID/stat counts from: recovery kills the group only
-        # if the process now holding that pid started then (reading /proc here would cost more than the step)
-        entry = {
-            "start": intent,
-            "pgid": pid,
-            "started": round(time.clock_gettime(time.CLOCK_BOOTTIME), 3),
-            "outputs": outputs,
-        }
+    def start(self, key: str, pid: int, outputs: list[str]) -> str:
+        # when the child was started: recovery kills the group only if the process now holding that pid
+        # started then (process.same_process)
+        entry = {"start": key, "pgid": pid, "started": boot_time(), "outputs": outputs}
         os.write(self.fd, (json.dumps(entry) + "\n").encode())
-        return intent
+        return key
 
-    def end(self, intent: str) -> None:
-        os.write(self.fd, (json.dumps({"end": intent}) + "\n").encode())
+    def end(self, key: str) -> None:
+        os.write(self.fd, (json.dumps({"end": key}) + "\n").encode())
 
     def close(self, settled: bool) -> None:
         """`settled`: every child the run started was waited for and its step ended, so nothing here is
@@ -174,24 +173,8 @@ class InflightJournal:
         os.close(self.fd)
 
 
-_CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
-SAME_PROCESS_WINDOW = 1.0  # seconds between our clock reading at spawn and the kernel's start time
-
-
-def _proc_started(pid: int) -> float | None:
-    """When process `pid` started, in seconds on CLOCK_BOOTTIME, or None if there is no such process."""
-    try:
-        fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY | os.O_CLOEXEC)
-        try:
-            return int(os.read(fd, 4096).rsplit(b")", 1)[1].split()[19]) / _CLOCK_TICKS
-        finally:
-            os.close(fd)
-    except (OSError, IndexError, ValueError):
-        return None
-
-
 def recover_inflight(layout: Layout) -> list[str]:
-    """Clean up after steps a crashed runner left running; returns the intents recovered."""
+    """Clean up after the processes a crashed runner left running; returns the journal keys recovered."""
     started: dict[str, dict] = {}
     try:
         with open(layout.state_dir / "inflight", encoding="utf-8") as f:
@@ -206,15 +189,13 @@ def recover_inflight(layout: Layout) -> list[str]:
                     started.pop(entry.get("end"), None)
     except FileNotFoundError:
         return []
+    alive = [
+        e["pgid"]
+        for e in started.values()
+        if e.get("pgid") and e.get("started") is not None and same_process(e["pgid"], e["started"])
+    ]
+    kill_groups(alive)  # all at once: one grace for all of them
     for entry in started.values():
-        pgid, spawned = entry.get("pgid"), entry.get("started")
-        alive_since = _proc_started(pgid) if pgid else None
-        same = alive_since is not None and spawned is not None and abs(alive_since - spawned) < SAME_PROCESS_WINDOW
-        if pgid and same:
-            try:
-                os.killpg(pgid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
         for rel in entry.get("outputs", []):
             try:
                 os.unlink(layout.root / rel)

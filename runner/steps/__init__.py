@@ -5,9 +5,12 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from ..spec import Intent, Spec
+
+if TYPE_CHECKING:
+    from ..process import Journal
 
 
 class StepContext:
@@ -21,6 +24,7 @@ class StepContext:
         timeout: float | None,
         cancelled: threading.Event,
         on_process: Callable[[int], None] = lambda pid: None,
+        journal: Journal | None = None,
         extra: dict | None = None,
         environ: dict[bytes, bytes] | None = None,
         created_ahead=None,
@@ -30,7 +34,9 @@ class StepContext:
         self.log_path = log_path
         self.timeout = timeout
         self.cancelled = cancelled
-        self.on_process = on_process  # told the process group of each child
+        self.on_process = on_process  # told the process group of a shell step's child
+        # where an agent step's processes (verify commands, the Codex worker) are recorded while they run
+        self.journal = journal
         self.extra = {} if extra is None else extra
         # the environment shell steps inherit, as the run found it (bytes: posix_spawn converts a plain dict
         # of bytes at C speed, while reading os.environ decodes every variable on every start); None: os.environ

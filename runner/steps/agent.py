@@ -13,13 +13,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .. import process
 from ..attempt import Change, find_change, make_workspace, remove_workspace, snapshot, undo_side_effects
 from ..errors import UserError
 from ..globs import expand
 from ..policy import RunBudget, Spent, check_change, step_budget_exhausted
 from ..prompts import render
 from . import StepContext, StepOutcome
-from .shell import adapter_commands, kill_group
+from .shell import adapter_commands
 
 if TYPE_CHECKING:
     from ..workers.base import WorkerConfig
@@ -188,6 +189,7 @@ class AgentStep:
             config=run.worker_config,
             attempt=index,
             cancel=ctx.cancelled,
+            journal=ctx.journal,
         )
         answer = worker.run(request)
         attempt.tokens, attempt.seconds = answer.usage.total, answer.duration_s
@@ -269,7 +271,8 @@ class AgentStep:
         failure = self._verify(ctx, run, ws, folder)
         undo_side_effects(ws, pre_verify, run.root, change)
         if failure:
-            attempt.kind, attempt.error = "logic", failure
+            # a verify cut short by Ctrl-C says nothing about the change: not a retry with feedback
+            attempt.kind, attempt.error = ("interrupted" if ctx.cancelled.is_set() else "logic"), failure
             return
         attempt.ok, attempt.change = True, change
 
@@ -291,27 +294,31 @@ class AgentStep:
                 log.write(f"$ {line}\n".encode())
                 log.flush()
                 start = log.tell()
-                proc = subprocess.Popen(
-                    ["/bin/sh", "-c", line],
-                    cwd=ws,
-                    stdin=subprocess.DEVNULL,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    start_new_session=True,
-                    env=dict(os.environ, RUNNER_ATTEMPT="1"),
-                )
                 try:
-                    code = proc.wait(intent.timeout or VERIFY_TIMEOUT)
-                except subprocess.TimeoutExpired:
-                    kill_group(proc.pid, proc=proc)
-                    proc.wait()
-                    code = None
+                    group = process.start(
+                        ["/bin/sh", "-c", line],
+                        cwd=ws,
+                        env=dict(os.environ, RUNNER_ATTEMPT="1"),
+                        stdout=log,
+                        stderr=subprocess.STDOUT,
+                        journal=ctx.journal,
+                        label=f"{intent.name} verify",
+                    )
+                except OSError as exc:
+                    return f"verification `{name}` ({line}) could not start: {exc.strerror}"
+                # Ctrl-C sets `cancelled`: the run stops now, not when the verify is done
+                stopped = group.wait(intent.timeout or VERIFY_TIMEOUT, ctx.cancelled)
+                if stopped:
+                    group.kill()
+                code = group.reap()
+            if stopped == "cancelled":
+                return "interrupted"
             if code == 0:
                 continue
             with open(log_path, "rb") as f:
                 f.seek(start)
                 output = f.read().decode("utf-8", "replace")
-            how = "timed out" if code is None else f"failed (exit {code})"
+            how = "timed out" if stopped else f"failed (exit {code})"
             return f"verification `{name}` ({line}) {how}.\n" + _findings_text(ctx, run, cmd, output)
         return None
 

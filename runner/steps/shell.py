@@ -3,19 +3,17 @@
 from __future__ import annotations
 
 import os
-import signal
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import UserError
+from ..process import kill_groups
 from . import StepContext, StepOutcome
 from .spawn import CreatedAhead, SpawnedChild, start_process
 
 if TYPE_CHECKING:
     import subprocess
-
-KILL_GRACE = 2.0
 
 
 def adapter_commands(ctx: StepContext) -> dict:
@@ -33,25 +31,6 @@ def command_line(ctx: StepContext) -> str:
     assert line is not None  # a shell step is one with `run` (spec.Intent.kind)
     cmd = adapter_commands(ctx).get(line) if ctx.intent.adapter else None
     return cmd.run if cmd else line
-
-
-def kill_group(pgid: int, grace: float = KILL_GRACE, proc: subprocess.Popen | SpawnedChild | None = None) -> None:
-    """SIGTERM the whole group, then SIGKILL what is left after the grace period."""
-    try:
-        os.killpg(pgid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    if proc is not None:
-        import subprocess  # a plain line starts without it (spawn.start_process)
-
-        try:
-            proc.wait(grace)
-        except subprocess.TimeoutExpired:
-            pass
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
 
 
 class RunningShell:
@@ -110,7 +89,7 @@ class RunningShell:
             self._log_fd = None
 
     def timed_out(self) -> StepOutcome:
-        kill_group(self.proc.pid, proc=self.proc)
+        kill_groups([self.proc.pid])  # not reaped yet: the group is still the step's own
         self.proc.wait()
         self.close_output()
         return StepOutcome(
@@ -122,8 +101,7 @@ class RunningShell:
         )
 
     def finished(self, code: int) -> StepOutcome:
-        if self.ctx.cancelled.is_set():
-            kill_group(self.proc.pid, grace=0.2)
+        if self.ctx.cancelled.is_set():  # the scheduler's interrupt stopped the group before reaping it
             self.close_output()
             return StepOutcome(ok=False, exit_code=code, interrupted=True, error="interrupted", log=self.log)
         self.close_output()

@@ -7,7 +7,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from runner.process import Journal
 
 # The failure classes a worker may report; the agent step decides what to do with each.
 TRANSIENT = "transient"  # retry the attempt (rate limit, overload, dropped stream, malformed answer once)
@@ -63,6 +66,8 @@ class WorkerRequest:
     attempt: int = 1
     env: Mapping[str, str] | None = None  # the child's environment; None = os.environ
     cancel: threading.Event | None = None  # set it to stop the attempt (returns failure="timeout", "cancelled…")
+    # where a worker that starts a process records it while it runs, so a crashed runner's next start kills it
+    journal: Journal | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass

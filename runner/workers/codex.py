@@ -8,12 +8,12 @@ import os
 import queue
 import re
 import shutil
-import signal
 import subprocess
 import threading
 import time
 from pathlib import Path
 
+from runner import process
 from runner.redact import redact, redact_obj, secret_values
 from runner.workers.base import (
     CONFIG,
@@ -173,31 +173,6 @@ def child_env(request: WorkerRequest, binary: str) -> dict[str, str]:
     return env
 
 
-def _exited(pid: int) -> bool:
-    """Has the child exited? Leaves it a zombie (WNOWAIT) so its pid, hence its group id, can't be reused
-    before we have killed the rest of the group."""
-    try:
-        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
-    except ChildProcessError:
-        return True
-
-
-def _killpg(pgid: int, sig: int) -> None:
-    try:
-        os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def _stop_group(pgid: int, grace: float) -> None:
-    """SIGTERM the group, give its leader `grace` seconds to exit, then SIGKILL whatever is left."""
-    _killpg(pgid, signal.SIGTERM)
-    end = time.monotonic() + grace
-    while not _exited(pgid) and time.monotonic() < end:
-        time.sleep(0.02)
-    _killpg(pgid, signal.SIGKILL)
-
-
 class CodexWorker:
     kind = "codex"
     _versions: dict[str, str] = {}
@@ -249,17 +224,19 @@ class CodexWorker:
         via_stdin = prompt_via_stdin(request.prompt)
         try:
             # stdin is never left open: codex reads a non-TTY stdin to EOF even with a prompt argument.
-            proc = subprocess.Popen(
+            group = process.start(
                 build_argv(binary, request, model),
-                stdin=subprocess.PIPE if via_stdin else subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
                 cwd=request.workspace,
                 env=env,
-                start_new_session=True,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                journal=request.journal,
+                label=f"{request.intent} codex",
+                stdin_pipe=via_stdin,
             )
         except OSError as e:
             return failed(CONFIG, f"could not start {binary}: {e}", model=model)
+        proc = group.proc
         stdin, stdout, stderr = proc.stdin, proc.stdout, proc.stderr  # pipes as asked: stdin only with via_stdin
         assert stdout is not None and stderr is not None
         err_fd = stderr.fileno()
@@ -296,21 +273,17 @@ class CodexWorker:
         deadline = t0 + cfg.timeout
         raw_lines: list[str] = []
         try:
-            killed = self._pump(proc, lines, raw_lines, cfg, deadline, request.cancel)
+            killed = self._pump(group, lines, raw_lines, cfg, deadline, request.cancel)
         except BaseException:
             # Ctrl-C or an error in the runner: codex is in its own session, so no terminal signal reaches
             # it; stop its group before letting the exception go on.
-            _stop_group(proc.pid, min(grace, 2.0))
-            try:
-                proc.wait(5)
-            except subprocess.TimeoutExpired:
-                pass
+            group.kill(min(grace, 2.0))
+            group.reap(5)
             raise
-        if killed:
-            _stop_group(proc.pid, grace)
-        # Always SIGKILL what is left of the group (commands the agent left running), before reaping the leader.
-        _killpg(proc.pid, signal.SIGKILL)
-        code = proc.wait()
+        # Whatever is left of the group (commands the agent left running) goes too, before the leader is
+        # reaped; a codex that is still running gets its grace first.
+        group.kill(grace if killed else 0)
+        code = group.reap()
         for t in readers:
             t.join(timeout=2)
         while not lines.empty():  # lines that arrived after we stopped listening
@@ -321,9 +294,13 @@ class CodexWorker:
         return self._result(request, model, raw_lines, code, killed, err_text, secrets, time.monotonic() - t0, proc.pid)
 
     @staticmethod
-    def _pump(proc, lines: queue.Queue, raw_lines: list[str], cfg: WorkerConfig, deadline: float, cancel) -> str | None:
+    def _pump(
+        group: process.Group, lines: queue.Queue, raw_lines: list[str], cfg: WorkerConfig, deadline: float, cancel
+    ) -> str | None:
         """Collect stdout lines until codex is done; returns None, or why it must be killed:
-        "timeout" (wall clock), "idle" (no line for idle_timeout) or "cancelled" (request.cancel was set)."""
+        "timeout" (wall clock), "idle" (no line for idle_timeout) or "cancelled" (request.cancel was set).
+        The idle clock runs on codex's output lines, which only this loop sees: process.Group.wait watches
+        the exit alone."""
         last = time.monotonic()
         exited_at = None
         while True:
@@ -340,7 +317,7 @@ class CodexWorker:
             except queue.Empty:
                 # A command the agent left running may hold stdout open after codex exits: stop reading
                 # once codex is gone and the pipe has been quiet for a moment.
-                if exited_at is None and _exited(proc.pid):
+                if exited_at is None and group.exited():
                     exited_at = time.monotonic()
                 if exited_at is not None and time.monotonic() - exited_at > 0.3:
                     break
@@ -350,13 +327,7 @@ class CodexWorker:
             last = time.monotonic()
             raw_lines.append(item.decode("utf-8", "replace"))
         # stdout is closed: wait for the exit within what is left of the wall clock.
-        while not _exited(proc.pid):
-            if time.monotonic() >= deadline:
-                return "timeout"
-            if cancel is not None and cancel.is_set():
-                return "cancelled"
-            time.sleep(0.02)
-        return None
+        return group.wait(max(0.0, deadline - time.monotonic()), cancel)
 
     def _result(self, request, model, raw_lines, code, killed, stderr, secrets, duration, pid) -> WorkerResult:
         cfg = request.config

@@ -1,0 +1,199 @@
+"""A child process group's life, for every process runner starts (shell steps, verify commands, the Codex worker):
+started as the leader of its own session with stdin closed, journaled while it runs so that a crashed runner's
+next start kills it, waited for against a wall-clock timeout and a cancel event, and killed as a whole group
+(SIGTERM, a grace, SIGKILL) by one function, `kill_groups`. Linux only: pidfd, /proc and CLOCK_BOOTTIME.
+
+Shell steps start through steps/spawn.py (posix_spawn: a 10,000-step build starts 10,000 of them, and Popen
+costs more than the step) and are journaled by the scheduler with their outputs; they share the kill and the
+recovery. Verify commands and the Codex worker start here (`start`), as a `Group`.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import time
+from typing import IO, TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    import subprocess
+    import threading
+    from collections.abc import Iterable, Sequence
+
+KILL_GRACE = 2.0  # seconds between SIGTERM and SIGKILL: enough to flush and exit, short enough for Ctrl-C
+CANCEL_POLL = 0.1  # seconds: how late a wait notices its cancel event (an Event has no fd to select on)
+SAME_PROCESS_WINDOW = 1.0  # seconds between our clock reading at the start and the kernel's start time
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+class Journal(Protocol):
+    """Where a started process is recorded until it is reaped (workspace.InflightJournal)."""
+
+    def start(self, key: str, pid: int, outputs: list[str]) -> str: ...
+
+    def end(self, key: str) -> None: ...
+
+
+def kill_groups(pgids: Iterable[int], grace: float = KILL_GRACE) -> None:
+    """Stop whole process groups: SIGTERM to each, up to `grace` seconds (shared) for their leaders to exit,
+    then SIGKILL to each group, so nothing a leader leaves behind survives it. Every process runner kills
+    goes through here: a step's timeout, Ctrl-C, a verify or Codex attempt cut short, recovery after a crash.
+
+    Each pgid is its leader's pid, and the caller vouches that it is still the group it started: the leader
+    is the caller's child and not yet reaped (until then its pid, hence the group id, cannot go to anyone
+    else), or `same_process` has just matched it to a journal entry. Leaders are not reaped here.
+    """
+    waiting: list[int] = []  # pidfds of the leaders signalled, readable once they have exited
+    signalled: list[int] = []
+    try:
+        for pgid in pgids:
+            try:
+                # before the signal: a leader that exits at once would leave no pid to open
+                pidfd = os.pidfd_open(pgid)
+            except OSError:
+                pidfd = None  # the leader is reaped; its group may still have members
+            try:
+                os.killpg(pgid, signal.SIGTERM)
+            except (ProcessLookupError, PermissionError):
+                if pidfd is not None:
+                    os.close(pidfd)
+                continue
+            signalled.append(pgid)
+            if pidfd is not None:
+                waiting.append(pidfd)
+        deadline = time.monotonic() + grace
+        while waiting:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            ready, _, _ = select.select(waiting, [], [], left)
+            for pidfd in ready:
+                waiting.remove(pidfd)
+                os.close(pidfd)
+    finally:
+        for pidfd in waiting:
+            os.close(pidfd)
+    for pgid in signalled:
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def boot_time() -> float:
+    """Now on the clock /proc/PID/stat's start times count from, as a journal entry records it (reading
+    /proc at a shell step's start would cost more than the step)."""
+    return round(time.clock_gettime(time.CLOCK_BOOTTIME), 3)
+
+
+def started_at(pid: int) -> float | None:
+    """When process `pid` started, in seconds on CLOCK_BOOTTIME, or None if there is no such process."""
+    try:
+        fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            return int(os.read(fd, 4096).rsplit(b")", 1)[1].split()[19]) / _CLOCK_TICKS
+        finally:
+            os.close(fd)
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def same_process(pid: int, started: float) -> bool:
+    """Is `pid` still the process a journal saw start at `started` (boot_time), not a later one given its pid?"""
+    alive_since = started_at(pid)
+    return alive_since is not None and abs(alive_since - started) < SAME_PROCESS_WINDOW
+
+
+class Group:
+    """A child started by `start`: the leader of its own process group, journaled until it is reaped.
+
+    A pidfd on the leader, opened while it cannot have been reaped, is what `wait` watches; `wait` and
+    `exited` never reap, so the group id stays the leader's until `reap`, and `kill` cannot reach a
+    stranger that was given the same pid."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], journal: Journal | None, label: str):
+        self.proc = proc
+        self.pid = proc.pid
+        self._pidfd: int | None = os.pidfd_open(proc.pid)
+        self._journal = journal
+        self._key = journal.start(f"{label} {proc.pid}", proc.pid, []) if journal is not None else None
+
+    def exited(self) -> bool:
+        """Has the leader exited? (It stays a zombie, holding its pid, until `reap`.)"""
+        if self._pidfd is None:
+            return True
+        ready, _, _ = select.select([self._pidfd], [], [], 0)
+        return bool(ready)
+
+    def wait(self, timeout: float | None, cancel: threading.Event | None = None) -> str | None:
+        """Block until the leader exits (None), `timeout` seconds pass ("timeout") or `cancel` is set
+        ("cancelled"). The leader is not reaped: `kill` may follow."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self._pidfd is not None:
+            step = None if cancel is None else CANCEL_POLL
+            if deadline is not None:
+                left = max(0.0, deadline - time.monotonic())
+                step = left if step is None else min(step, left)
+            ready, _, _ = select.select([self._pidfd], [], [], step)
+            if ready:
+                return None
+            if cancel is not None and cancel.is_set():
+                return "cancelled"
+            if deadline is not None and time.monotonic() >= deadline:
+                return "timeout"
+        return None
+
+    def kill(self, grace: float = KILL_GRACE) -> None:
+        """Stop the whole group (kill_groups); then `reap`."""
+        if self._pidfd is not None:
+            kill_groups([self.pid], grace)
+
+    def reap(self, timeout: float | None = None) -> int | None:
+        """Collect the leader's exit status and end its journal entry (None: still running after `timeout`)."""
+        import subprocess
+
+        try:
+            code = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None
+        if self._pidfd is not None:
+            os.close(self._pidfd)
+            self._pidfd = None
+        if self._key is not None and self._journal is not None:
+            self._journal.end(self._key)
+            self._key = None
+        return code
+
+
+def start(
+    argv: Sequence[str],
+    *,
+    cwd: str | os.PathLike,
+    env: dict[str, str],
+    stdout: int | IO,
+    stderr: int | IO,
+    journal: Journal | None,
+    label: str,
+    stdin_pipe: bool = False,
+) -> Group:
+    """Start `argv` as the leader of a new session (no terminal signal reaches it: runner stops it itself),
+    stdin /dev/null, or a pipe the caller writes and closes (`stdin_pipe`), recorded in `journal` under
+    `label` and its pid. Raises OSError when it cannot start."""
+    import subprocess
+
+    proc = subprocess.Popen(
+        list(argv),
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.PIPE if stdin_pipe else subprocess.DEVNULL,
+        stdout=stdout,
+        stderr=stderr,
+        start_new_session=True,
+    )
+    try:
+        return Group(proc, journal, label)
+    except BaseException:
+        kill_groups([proc.pid], grace=0)  # an error between the start and the journal must not leave it running
+        proc.wait()
+        raise
