@@ -204,20 +204,6 @@ def load_adapters(
     return (adapters, broken) if with_broken else adapters
 
 
-def load_project_adapters(root: Path) -> dict[str, Adapter]:
-    """The built-in adapters and the project's own, for commands that need no intents.toml (adapters, init)."""
-    from .errors import SpecError
-    from .load import BUILTIN_DIR, _Reader
-
-    reader = _Reader(root.resolve())
-    adapters = load_adapters(
-        [BUILTIN_DIR / "adapters", reader.root / "adapters"], reader.read_toml, reader.validate, reader.problem
-    )
-    if reader.problems:
-        raise SpecError(problems=reader.problems)
-    return adapters
-
-
 # ---- detection -------------------------------------------------------------------------------
 
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from .adapters import Resolved, detect, load_project_adapters, resolve
+from .adapters import Resolved, detect, resolve
 from .errors import UsageError, UserError
+from .load import load_project_adapters
 
 
 def adapters_report(root: Path) -> tuple[str, dict]:

@@ -7,8 +7,9 @@ import os
 import tempfile
 from pathlib import Path
 
-from .adapters import Detection, detect, load_project_adapters
+from .adapters import Detection, detect
 from .errors import InternalError, SpecError, UsageError
+from .load import load_project_adapters
 from .spec import Adapter
 
 SPEC_FILE = "intents.toml"

@@ -636,6 +636,15 @@ def _in_file_order(problems: list[Problem]) -> list[Problem]:
     return sorted(problems, key=lambda p: (p.file != SPEC_FILE, p.file, p.line or 0, p.column or 0))
 
 
+def load_project_adapters(root: Path) -> dict[str, Adapter]:
+    """The built-in adapters and the project's own, for commands that need no intents.toml (adapters, init)."""
+    reader = _Reader(root.resolve())
+    adapters, _broken = _load_adapters(reader, [BUILTIN_DIR / "adapters", reader.root / "adapters"])
+    if reader.problems:
+        raise SpecError(problems=reader.problems)
+    return adapters
+
+
 def load_spec(root: Path) -> Spec:
     """Load and validate a project; raise SpecError with every problem found."""
     root = root.resolve()

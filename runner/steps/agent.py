@@ -19,7 +19,7 @@ from ..errors import UserError
 from ..globs import expand
 from ..policy import RunBudget, Spent, check_change, step_budget_exhausted
 from ..prompts import render
-from . import StepContext, StepOutcome
+from .base import StepContext, StepOutcome
 from .shell import adapter_commands
 
 if TYPE_CHECKING:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import UserError
 from ..process import kill_groups
-from . import StepContext, StepOutcome
+from .base import StepContext, StepOutcome
 from .spawn import CreatedAhead, SpawnedChild, start_process
 
 if TYPE_CHECKING:

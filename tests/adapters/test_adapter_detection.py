@@ -5,8 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from runner.adapters import detect, load_project_adapters, resolve, resolve_command
+from runner.adapters import detect, resolve, resolve_command
 from runner.errors import UsageError
+from runner.load import load_project_adapters
 
 # (files in the project, adapter, variants, the run line of `test`)
 CASES = [
