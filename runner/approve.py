@@ -73,7 +73,8 @@ def finish(ctx: ApplyContext, intent: Intent, decision: Decision, change: Change
                     f"`runner approve {intent.name} --reject` drops it"
                 ),
             )
-        if not ctx.ask(f"Apply the change of {intent.name} to {len(change.files)} file(s)?", change.diff(root)):
+        question = f"Apply the change of {intent.name} to {len(change.files)} file(s)?"
+        if not ctx.ask(question, planner.cache.mask.text(change.diff(root))):
             return FAILED, {}, "you rejected the change; nothing was applied"
         if policy.approval == "confirm-phase":
             ctx.apply_confirmed = True
@@ -139,7 +140,7 @@ def pending_payload(ctx: ApplyContext, intent: Intent, decision: Decision, chang
         "inputs": decision.inputs,
         "ingredients": ctx.planner.ingredients(intent.name, decision),
         "files": blobs,
-        "diff": change.diff(Path(ctx.planner.spec.root)),
+        "diff": ctx.planner.cache.mask.text(change.diff(Path(ctx.planner.spec.root))),  # the blobs stay as they are
         "saved": time.strftime("%Y-%m-%d %H:%M:%S"),
     }
 

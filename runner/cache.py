@@ -8,6 +8,7 @@ import time
 from collections.abc import Mapping
 
 from .keys import read_encoded, write_marshal
+from .redact import Mask
 
 
 class StepRecord:
@@ -78,10 +79,12 @@ class State:
 
 
 class Cache:
-    """The diskcache database under .runner/cache, opened only when something needs it."""
+    """The diskcache database under .runner/cache, opened only when something needs it. Step records are
+    masked (`mask`); output blobs are the user's own bytes and are stored as they are."""
 
-    def __init__(self, directory: str):
+    def __init__(self, directory: str, mask: Mask | None = None):
         self.directory = directory
+        self.mask = Mask() if mask is None else mask
         self._db = None
         # A first build asks for thousands of keys that cannot be there: when the database held nothing at
         # the first question, a key this process did not write is known absent without a query. (The
@@ -115,7 +118,8 @@ class Cache:
         return StepRecord(**value) if value else None
 
     def put_record(self, record: StepRecord) -> None:
-        self.db.set("step:" + record.key, record.to_dict())
+        value = record.to_dict()
+        self.db.set("step:" + record.key, self.mask.obj(value) if self.mask else value)
         self._written.add("step:" + record.key)
 
     # blobs

@@ -463,8 +463,11 @@ def main(argv: list[str] | None = None) -> None:
 def exit_for(exc: BaseException, directory: Path | None = None) -> int:
     """Say what went wrong on stderr and return the exit code (called inside the except block: an internal
     error's traceback is saved from there). `directory` is the command's -C, when click did not read it."""
+    from .redact import current_mask
+
+    mask = current_mask()  # a message may quote a value from the environment, a log or a worker's answer
     if isinstance(exc, RunnerError):
-        message = exc.render()
+        message = mask.text(exc.render())
         click.echo(message if message.startswith("error") else f"error: {message}", err=True)
         return exc.exit_code
     if isinstance(exc, KeyboardInterrupt):
@@ -475,20 +478,21 @@ def exit_for(exc: BaseException, directory: Path | None = None) -> int:
     if directory is not None:
         _directory[0] = directory
     path = _save_traceback()  # a bug of ours: keep the traceback for the report, show one line
-    click.echo(f"runner: internal error: {exc!r}; the traceback is in {path}. Please report it.", err=True)
+    click.echo(mask.text(f"runner: internal error: {exc!r}; the traceback is in {path}. Please report it."), err=True)
     return EXIT_INTERNAL
 
 
 def _save_traceback() -> str:
     import traceback
 
+    from .redact import current_mask
     from .workspace import find_root
 
     folder = find_root(_directory[0]) / ".runner"
     try:
         folder.mkdir(exist_ok=True)
         path = folder / "last-error.log"
-        path.write_text(traceback.format_exc())
+        path.write_text(current_mask().text(traceback.format_exc()))
         return str(path)
     except OSError:
         return "(could not write .runner/last-error.log)"

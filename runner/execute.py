@@ -19,6 +19,7 @@ from .noop import cached_lines
 from .plan import RUN, Decision, Planner
 from .process import kill_groups
 from .record import RunRecord, tail
+from .redact import Mask
 from .spec import STEP_AGENT, STEP_AGGREGATE
 from .steps import StepContext, StepOutcome, shell
 from .workspace import InflightJournal, Layout
@@ -91,8 +92,10 @@ class Executor:
         emit,
         options: RunOptions,
         doubtful: set[str] | None = None,
+        mask: Mask | None = None,
     ):
         self.planner = planner
+        self.mask = Mask() if mask is None else mask  # the run's secrets: hidden in step logs
         # the steps to decide (freshness.doubtful_steps); the others are known to be up to date. None: all
         self.doubtful = doubtful
         self.spec = planner.spec
@@ -431,6 +434,7 @@ class Executor:
             journal=self.inflight,
             environ=self.environ,
             created_ahead=self.created_ahead,
+            mask=self.mask,
         )
 
     def _report_run(

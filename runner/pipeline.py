@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sys
@@ -15,6 +16,7 @@ from .freshness import StatCache, doubtful_steps, drop_proof, first_look, record
 from .graph import resolve_target, selected_order
 from .plan import Decision, Planner, make_plan
 from .record import RunRecord, prune
+from .redact import Mask, mask_for_run
 from .workspace import Layout, ProjectLock, find_root, recover_inflight
 
 
@@ -41,14 +43,16 @@ def select(project: Project, target: str | None) -> tuple[str | None, list[str]]
     return target, selected_order(project.compiled.order, project.compiled.deps, target)
 
 
-def planner_for(project: Project, force: bool = False, worker_kind: str | None = None) -> Planner:
+def planner_for(
+    project: Project, force: bool = False, worker_kind: str | None = None, mask: Mask | None = None
+) -> Planner:
     layout = project.layout
     layout.ensure()
     return Planner(
         project.compiled,
         StatCache(layout.stat_file),
         State(layout.state_file),
-        Cache(layout.cache_dir),
+        Cache(layout.cache_dir, mask=mask_for_run(project.spec) if mask is None else mask),
         force=force,
         worker_kind=worker_kind,
     )
@@ -99,14 +103,21 @@ def _terminate_as_interrupt(signum, frame):
 class _Sink:
     """Where the executor's events go: the run log first, then the reporter (with the JSON line the log
     already made, when the reporter takes lines). `cached` reports proven steps in bulk; `flush` writes
-    out both before the scheduler waits."""
+    out both before the scheduler waits. Every event is masked here, once, for both: the JSON line is
+    searched for the secrets, and only an event that held one is parsed back for a reporter of dicts."""
 
-    def __init__(self, record: RunRecord, emit):
+    def __init__(self, record: RunRecord, emit, mask: Mask):
         self.record = record
         self.emit = emit
+        self.mask = mask
         self.write_line = getattr(emit, "write_line", None)
 
     def __call__(self, event: dict, line: str | None = None) -> None:
+        if self.mask:
+            line = line or json.dumps(event)
+            masked = self.mask.text(line)
+            if masked is not line:
+                line, event = masked, json.loads(masked)
         line = self.record.emit(event, line)
         if self.write_line is not None:
             self.write_line(line)
@@ -117,6 +128,8 @@ class _Sink:
         if not lines:
             return
         text = "\n".join(lines)
+        if self.mask:
+            text = self.mask.text(text)
         self.record.write_lines(text)
         if self.write_line is not None:
             self.write_line(text)
@@ -140,6 +153,7 @@ def make(
     save_unsaved(layout.root)
     lock = ProjectLock(layout, "runner make " + " ".join(sys.argv[2:]))
     lock.acquire(wait=wait_for_lock, on_wait=on_wait)
+    mask = mask_for_run(project.spec)
     previous = signal.signal(signal.SIGTERM, _terminate_as_interrupt)
     record = None
     try:
@@ -148,10 +162,10 @@ def make(
             from .apply import recover as recover_applies
 
             for line in recover_applies(layout.root, layout.state_dir):
-                emit({"event": "recovered", "message": line})
+                emit({"event": "recovered", "message": mask.text(line)})
         requested = target
         target = resolve_target(project.spec, target)
-        planner = planner_for(project, options.force, options.worker)
+        planner = planner_for(project, options.force, options.worker, mask=mask)
         record = RunRecord(layout.runs_dir)
         compiled = project.compiled
         root = str(layout.root)
@@ -168,14 +182,14 @@ def make(
             else doubtful_steps(compiled, order, look.changed, planner.state.intents())
         )
 
-        sink = _Sink(record, emit)
+        sink = _Sink(record, emit, mask)
 
         started = time.monotonic()
         # steps run from the project root, as make -C runs from its folder (a plain command then needs no
         # shell to get there); the caller's folder is restored after the run
         caller_cwd = _chdir(str(layout.root))
         try:
-            summary = Executor(planner, layout, record, sink, options, doubtful=doubtful).run(order)
+            summary = Executor(planner, layout, record, sink, options, doubtful=doubtful, mask=mask).run(order)
         finally:
             if caller_cwd:
                 _chdir(caller_cwd)

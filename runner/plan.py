@@ -60,6 +60,7 @@ class Planner:
                 idle_timeout=w.idle_timeout,
                 replays_dir=w.replays_dir,
                 extra=extra,
+                secret_names=tuple(name for p in self.spec.policies.values() for name in p.secrets),
             )
         return self._worker_config
 

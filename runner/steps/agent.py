@@ -171,7 +171,8 @@ class AgentStep:
         home, ws, before, linked = workspace
         attempt.workspace = home
         prompt = render(template, intent, run.root, run.input_files, feedback)
-        (folder / "prompt.md").write_text(prompt)
+        mask = ctx.mask  # every artefact of the attempt is masked as it is written; the change itself is not
+        (folder / "prompt.md").write_text(mask.text(prompt))
         _emit(
             run,
             {
@@ -197,7 +198,7 @@ class AgentStep:
         result.spent.seconds += answer.duration_s
         result.spent.attempts += 1
         run.budget.charge(answer.usage.total, answer.duration_s)
-        (folder / "transcript.jsonl").write_text(answer.transcript)
+        (folder / "transcript.jsonl").write_text(mask.text(answer.transcript))
         if answer.ok and answer.files and run.worker_config.kind == "openai":
             refused = apply_files(ws, answer.files)
             if refused:
@@ -206,19 +207,21 @@ class AgentStep:
         if run.record:
             files = {p: (b.decode("utf-8", "replace") if b is not None else None) for p, b in change.files.items()}
             record_exchange(resolve_replays_dir(run.worker_config, run.root), request, answer, files)
-        (folder / "diff.patch").write_text(change.diff(run.root))
+        (folder / "diff.patch").write_text(mask.text(change.diff(run.root)))
         self._judge(ctx, run, attempt, answer, change, ws, folder)
         (folder / "result.json").write_text(
-            json.dumps(
-                {
-                    "ok": attempt.ok,
-                    "kind": attempt.kind,
-                    "error": attempt.error,
-                    "tokens": attempt.tokens,
-                    "seconds": round(attempt.seconds, 3),
-                    "worker": answer.to_json() | {"files": None},
-                },
-                indent=2,
+            mask.text(
+                json.dumps(
+                    {
+                        "ok": attempt.ok,
+                        "kind": attempt.kind,
+                        "error": attempt.error,
+                        "tokens": attempt.tokens,
+                        "seconds": round(attempt.seconds, 3),
+                        "worker": answer.to_json() | {"files": None},
+                    },
+                    indent=2,
+                )
             )
         )
         _emit(
@@ -291,7 +294,7 @@ class AgentStep:
             if ctx.cancelled.is_set():
                 return "interrupted"
             with open(log_path, "ab") as log:
-                log.write(f"$ {line}\n".encode())
+                log.write(ctx.mask.text(f"$ {line}\n").encode())
                 log.flush()
                 start = log.tell()
                 try:
@@ -311,6 +314,10 @@ class AgentStep:
                 if stopped:
                     group.kill()
                 code = group.reap()
+            # the command wrote the log itself: mask it now, before its output is read back (so the feedback,
+            # the next prompt, the events and result.json never carry a secret it printed); only bytes past
+            # `start` can change, the earlier commands' output having been masked the same way
+            ctx.mask.file(log_path)
             if stopped == "cancelled":
                 return "interrupted"
             if code == 0:

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from ..redact import Mask
 from ..spec import Intent, Spec
 
 if TYPE_CHECKING:
@@ -28,6 +29,7 @@ class StepContext:
         extra: dict | None = None,
         environ: dict[bytes, bytes] | None = None,
         created_ahead=None,
+        mask: Mask | None = None,
     ):
         self.spec = spec
         self.intent = intent
@@ -42,6 +44,7 @@ class StepContext:
         # of bytes at C speed, while reading os.environ decodes every variable on every start); None: os.environ
         self.environ = environ
         self.created_ahead = created_ahead  # steps.spawn.CreatedAhead: redirect files made before the start
+        self.mask = Mask() if mask is None else mask  # the run's secrets, hidden in what the step's logs hold
 
 
 class StepOutcome:

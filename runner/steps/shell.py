@@ -38,6 +38,9 @@ class RunningShell:
 
     What the child prints comes through a pipe and goes to the step's log, which is created on the first
     byte: most steps of a big build print nothing, and creating a file costs more than starting the step.
+    With secrets in the run's environment, each chunk is masked on its way to the log, so a secret the child
+    prints never reaches the disk: the last `longest - 1` bytes are held back until the next chunk (or the
+    end), since a secret cut by a chunk boundary starts within them.
     """
 
     def __init__(self, ctx: StepContext, proc: subprocess.Popen | SpawnedChild, line: str, output_fd: int):
@@ -47,6 +50,7 @@ class RunningShell:
         self.output_fd: int | None = output_fd
         self.log: str | None = None  # the log's path, once the child printed something
         self._log_fd: int | None = None
+        self._held = b""  # masked output not yet written: it may end with the start of a secret
         self.started = time.monotonic()
         self.deadline = self.started + ctx.timeout if ctx.timeout else None
 
@@ -72,9 +76,22 @@ class RunningShell:
             if self._log_fd is None:
                 self.log = str(self.ctx.log_path)
                 self._log_fd = os.open(self.log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
-                os.write(self._log_fd, f"$ {self.line}\n".encode())
+                data = f"$ {self.line}\n".encode() + data
+            if self.ctx.mask:
+                data = self._mask(data)
             os.write(self._log_fd, data)
         return True
+
+    def _mask(self, data: bytes) -> bytes:
+        """What of the output so far can be written masked; the rest waits in _held for what follows."""
+        mask = self.ctx.mask
+        data = mask.data(self._held + data)
+        keep = mask.longest - 1
+        if len(data) <= keep:
+            self._held = data
+            return b""
+        self._held = data[len(data) - keep :] if keep else b""
+        return data[: len(data) - keep]
 
     def close_output(self) -> None:
         """The child has exited: take what is left in the pipe. A background grandchild that still holds
@@ -85,6 +102,9 @@ class RunningShell:
         os.close(self.output_fd)
         self.output_fd = None
         if self._log_fd is not None:
+            if self._held:
+                os.write(self._log_fd, self._held)
+                self._held = b""
             os.close(self._log_fd)
             self._log_fd = None
 

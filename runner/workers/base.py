@@ -40,10 +40,14 @@ class WorkerConfig:
     # (provider), codex_home (a private CODEX_HOME for the child), sandbox (default workspace-write),
     # kill_grace (seconds between SIGTERM and SIGKILL); openai: max_retries, stream ("false"),
     # reasoning_effort; replay: match = "intent", project_root.
+    # the names the policies list in `secrets`: their values are masked in what the worker records (not
+    # in key_fields: which values are hidden in a record does not change what the worker produces)
+    secret_names: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         # TOML gives lists and dicts: normalise so the config stays immutable and hashable.
         object.__setattr__(self, "fallback_models", tuple(self.fallback_models or ()))
+        object.__setattr__(self, "secret_names", tuple(self.secret_names or ()))
         object.__setattr__(self, "extra", MappingProxyType({str(k): str(v) for k, v in (self.extra or {}).items()}))
 
     def key_fields(self) -> dict:

@@ -200,7 +200,7 @@ class CodexWorker:
         if not binary:
             return failed(CONFIG, why, model=cfg.model)
         env = child_env(request, binary)
-        secrets = secret_values([cfg.env_key], environ=env)
+        secrets = secret_values([cfg.env_key, *cfg.secret_names], environ=env)
         if cfg.base_url and not env.get(cfg.env_key or "OPENAI_API_KEY"):
             return failed(
                 CONFIG,

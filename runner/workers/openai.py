@@ -153,7 +153,7 @@ class OpenAIWorker:
         t0 = time.monotonic()
         env = os.environ if request.env is None else request.env
         key_name = cfg.env_key or "OPENAI_API_KEY"
-        secrets = secret_values([cfg.env_key], environ=env)
+        secrets = secret_values([cfg.env_key, *cfg.secret_names], environ=env)
         version = self.version(cfg)
         if not env.get(key_name):
             return failed(

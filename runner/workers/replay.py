@@ -47,7 +47,7 @@ def record_exchange(
     """Write one attempt's exchange (redacted) for the replay worker and the learning pass; returns its path.
     files_changed: what the attempt changed in its workspace (found by digests), path -> content (None: deleted)."""
     env = os.environ if request.env is None else request.env
-    secrets = secret_values([request.config.env_key], environ=env)
+    secrets = secret_values([request.config.env_key, *request.config.secret_names], environ=env)
     doc = {
         "format": REPLAY_FORMAT,
         "intent": request.intent,

@@ -1,0 +1,132 @@
+"""Secret values never reach what the runner writes (step logs, events, the cache database, the terminal), while
+a step's declared outputs keep the user's bytes exactly. Each secret here is this test's own value, not the
+session's key, so a declared output that holds it on purpose does not trip the session's leak check."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+LINES = 3000  # ~200 KB through the pipe: the scheduler reads it in chunks, and some cut a secret in two
+
+
+def _files_holding(folder: Path, needle: bytes) -> list[str]:
+    """Every file under folder (the sqlite database's bytes included) that holds needle."""
+    return sorted(str(p) for p in folder.rglob("*") if p.is_file() and needle in p.read_bytes())
+
+
+@pytest.mark.parametrize(
+    ("name", "policy"),
+    [
+        ("OPENAI_API_KEY", ""),  # a default name
+        ("MY_SERVICE_TOKEN", ""),  # a name that looks like a key (*_TOKEN)
+        ("DEPLOY_CREDENTIAL", 'secrets = ["DEPLOY_CREDENTIAL"]'),  # a name the policy lists
+    ],
+)
+def test_a_secret_a_step_prints_is_masked_in_logs_events_cache_and_terminal(project, name, policy):
+    secret = "s3cr3t-" + uuid.uuid4().hex
+    project.spec(f"""
+        [policy.default]
+        {policy}
+
+        [intent.leak]
+        run = "echo \\"key=${name}\\"; exit 1"
+
+        [intent.chatty]
+        run = "yes \\"${name}\\" | head -n {LINES}; echo done > chatty.txt"
+        inputs = ["x"]
+        outputs = ["chatty.txt"]
+    """)
+    project.write("x", "1")
+    marker = f"[REDACTED:{name}]"
+
+    as_json = project.make("-k", "-j1", env={name: secret})
+    plain = project.run("make", "-k", "-j1", env={name: secret})
+
+    assert as_json.code == 1 and plain.code == 1
+    for result in (as_json, plain):
+        assert secret not in result.out and secret not in result.err
+    failed = next(e for e in as_json.events() if e.get("status") == "failed")
+    assert failed["log_tail"].splitlines()[-1] == f"key={marker}"
+    assert f"key={marker}" in plain.err  # the failure's tail on the terminal
+    chatty = next(e for e in as_json.events() if e.get("intent") == "chatty" and e.get("status") == "ran")
+    lines = Path(chatty["log"]).read_text().splitlines()
+    assert lines[1:] == [marker] * LINES  # masked whole wherever a chunk boundary cut it, nothing lost
+    assert _files_holding(project.root / ".runner", secret.encode()) == []
+    assert (project.root / ".runner/cache/cache.db").is_file()  # the walk above did read the database
+
+
+def test_a_declared_output_keeps_the_secret_byte_for_byte_and_its_restore_too(project):
+    secret = "s3cr3t-" + uuid.uuid4().hex
+    project.spec("""
+        [intent.keep]
+        run = "printf 'token=%s\\\\n' \\"$MY_SERVICE_TOKEN\\" > kept.txt; echo \\"wrote $MY_SERVICE_TOKEN\\""
+        inputs = ["x"]
+        outputs = ["kept.txt"]
+    """)
+    project.write("x", "1")
+    env = {"MY_SERVICE_TOKEN": secret}
+    first = project.make(env=env)
+    assert first.code == 0, first.err
+    assert (project.root / "kept.txt").read_bytes() == f"token={secret}\n".encode()
+    log = Path(next(e["log"] for e in first.events() if e.get("intent") == "keep" and "log" in e))
+    assert log.read_text().splitlines()[1:] == ["wrote [REDACTED:MY_SERVICE_TOKEN]"]
+    assert secret not in first.out
+
+    (project.root / "kept.txt").unlink()
+    again = project.make(env=env)
+    assert again.statuses() == {"keep": "restored"}
+    assert (project.root / "kept.txt").read_bytes() == f"token={secret}\n".encode()
+
+
+def test_short_values_and_ordinary_names_mask_nothing(project):
+    """A value under 8 characters ("true", "1") would mask ordinary words; a name that does not look like a key
+    is not a secret."""
+    project.spec("""
+        [intent.say]
+        run = "echo \\"$FEATURE_TOKEN $GREETING_TEXT\\"; exit 1"
+    """)
+    result = project.make(env={"FEATURE_TOKEN": "true", "GREETING_TEXT": "hello-world-of-ours"})
+    failed = next(e for e in result.events() if e.get("status") == "failed")
+    assert failed["log_tail"].splitlines()[-1] == "true hello-world-of-ours"
+
+
+def test_an_internal_error_masks_the_secret_in_its_message_and_last_error_log(tmp_path):
+    """The error boundary's line and .runner/last-error.log, when what failed quotes a secret (here the
+    project's folder is named after it, and a file stands where the run records go)."""
+    secret = "s3cr3t-" + uuid.uuid4().hex
+    folder = tmp_path / f"proj-{secret}"
+    (folder / ".runner").mkdir(parents=True)
+    (folder / "intents.toml").write_text('[intent.a]\nrun = "true"\n')
+    (folder / ".runner/runs").write_text("not a folder")
+    result = subprocess.run(
+        [sys.executable, "-m", "runner", "make", "--json"],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=dict(os.environ, MY_SERVICE_TOKEN=secret),
+    )
+    assert result.returncode == 4, result.stderr
+    assert "[REDACTED:MY_SERVICE_TOKEN]" in result.stderr and secret not in result.stderr
+    log = (folder / ".runner/last-error.log").read_text()
+    assert "[REDACTED:MY_SERVICE_TOKEN]" in log and secret not in log
+
+
+def test_events_of_the_json_stream_parse_after_masking(project):
+    """A secret holding JSON's special characters is masked in its escaped form, and the line stays JSON."""
+    secret = 'quo"te\\back-' + uuid.uuid4().hex[:8]
+    project.spec("""
+        [intent.leak]
+        run = "printf '%s\\\\n' \\"$MY_SERVICE_TOKEN\\"; exit 1"
+    """)
+    result = project.make(env={"MY_SERVICE_TOKEN": secret})
+    assert json.dumps(secret)[1:-1] not in result.out
+    failed = next(e for e in result.events() if e.get("status") == "failed")
+    assert failed["log_tail"].splitlines()[-1] == "[REDACTED:MY_SERVICE_TOKEN]"
