@@ -177,16 +177,18 @@ def recover_inflight(layout: Layout) -> list[str]:
     """Clean up after the processes a crashed runner left running; returns the journal keys recovered."""
     started: dict[str, dict] = {}
     try:
-        with open(layout.state_dir / "inflight", encoding="utf-8") as f:
+        with open(layout.state_dir / "inflight", "rb") as f:  # bytes: a damaged line must not stop the rest
             for line in f:
                 try:
                     entry = json.loads(line)
                 except ValueError:
-                    continue  # a line torn by the crash
+                    continue  # a line torn by the crash, or damaged (not UTF-8, not JSON)
+                if not isinstance(entry, dict):
+                    continue
                 if "start" in entry:
                     started[entry["start"]] = entry
-                else:
-                    started.pop(entry.get("end"), None)
+                elif isinstance(end := entry.get("end"), str):
+                    started.pop(end, None)
     except FileNotFoundError:
         return []
     alive = [
