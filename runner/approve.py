@@ -161,9 +161,7 @@ def approve(planner: Planner, state_dir: Path, names: list[str] | None, reject: 
             drop_pending(state_dir, name)
             done.append({"intent": name, "action": "rejected", "files": sorted(entry["files"])})
             continue
-        change = Change(
-            files={rel: (planner.cache.db.get("blob:" + d) if d else None) for rel, d in entry["files"].items()}
-        )
+        change = Change(files={rel: (planner.cache.get_blob(d) if d else None) for rel, d in entry["files"].items()})
         missing = [rel for rel, d in entry["files"].items() if d and change.files[rel] is None]
         if missing:
             done.append(

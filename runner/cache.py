@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import marshal
 import os
+import sys
 import time
 from collections.abc import Mapping
 
-from .keys import read_encoded, write_marshal
+from .keys import digest_bytes, read_encoded, write_marshal
 from .redact import Mask
 
 
@@ -79,18 +80,27 @@ class State:
 
 
 class Cache:
-    """The diskcache database under .runner/cache, opened only when something needs it. Step records are
-    masked (`mask`); output blobs are the user's own bytes and are stored as they are."""
+    """The diskcache database under .runner/cache, opened only when something needs it.
 
-    def __init__(self, directory: str, mask: Mask | None = None):
+    A cache is only a cache: a database found damaged (a full disk or a bad copy leaves one cut short or
+    overwritten) is set aside, kept for a report, and the run goes on as if the cache were cold, rather
+    than every `runner make` ending in an internal error. Only the holder of the project lock (`owner`) moves
+    it; a reader without the lock (`runner status`) reads it as empty and leaves it for the next make.
+    Step records are masked (`mask`); output blobs are the user's own bytes and are stored as they are.
+    """
+
+    def __init__(self, directory: str, mask: Mask | None = None, owner: bool = False):
         self.directory = directory
         self.mask = Mask() if mask is None else mask
+        self.owner = owner
+        self.set_aside: str | None = None  # where a damaged database was moved to
         self._db = None
         # A first build asks for thousands of keys that cannot be there: when the database held nothing at
         # the first question, a key this process did not write is known absent without a query. (The
         # project lock keeps any other process from writing meanwhile.)
         self._started_empty: bool | None = None
         self._written: set[str] = set()
+        self._unreadable = False  # damaged, and not ours to set aside: read as empty
 
     @property
     def db(self):
@@ -110,31 +120,93 @@ class Cache:
             self._started_empty = len(self.db) == 0
         return self._started_empty and key not in self._written
 
+    # a damaged database
+    def _recover(self, exc: Exception) -> bool:
+        """If `exc` says the database is damaged, set it aside (or, without the lock, stop reading it) and
+        say so in one line: from then on the cache is empty. False for any other error (a locked database,
+        a full disk), which the caller raises."""
+        if not _damage(exc, self.directory) or self._unreadable or self.set_aside:
+            return False  # not damage; or the fresh database failed too, which is no longer the cache's fault
+        self.close()
+        self._started_empty, self._written = True, set()
+        dot_runner, cache = _shown(self.directory)
+        if self.owner:
+            self.set_aside = _aside(self.directory)
+            _say(
+                f"runner: the cache database {dot_runner}/{cache}/cache.db is damaged ({exc}); moved it to "
+                f"{dot_runner}/{os.path.basename(self.set_aside)} and going on without it"
+            )
+        else:
+            self._unreadable = True
+            _say(
+                f"runner: the cache database {dot_runner}/{cache}/cache.db is damaged ({exc}); "
+                "read as empty until `runner make` sets it aside"
+            )
+        return True
+
     # records
     def get_record(self, key: str) -> StepRecord | None:
-        if self._absent("step:" + key):
+        try:
+            if self._absent("step:" + key):
+                return None
+            value = self.db.get("step:" + key)
+        except Exception as exc:  # noqa: BLE001 - _recover tells damage from anything else, raised
+            if not self._recover(exc):
+                raise
             return None
-        value = self.db.get("step:" + key)
         return StepRecord(**value) if value else None
 
     def put_record(self, record: StepRecord) -> None:
-        value = record.to_dict()
-        self.db.set("step:" + record.key, self.mask.obj(value) if self.mask else value)
-        self._written.add("step:" + record.key)
+        self.put_many({}, [record])
 
     # blobs
     def has_blob(self, digest: str) -> bool:
-        return not self._absent("blob:" + digest) and "blob:" + digest in self.db
+        try:
+            return not self._absent("blob:" + digest) and "blob:" + digest in self.db
+        except Exception as exc:  # noqa: BLE001 - _recover tells damage from anything else, raised
+            if not self._recover(exc):
+                raise
+            return False
+
+    def get_blob(self, digest: str) -> bytes | None:
+        """The blob's bytes, or None if it is gone or is not what its digest says (a damaged copy)."""
+        try:
+            data = None if self._absent("blob:" + digest) else self.db.get("blob:" + digest)
+        except Exception as exc:  # noqa: BLE001 - _recover tells damage from anything else, raised
+            if not self._recover(exc):
+                raise
+            return None
+        return data if data is not None and digest_bytes(data) == digest else None
 
     def put_blob(self, digest: str, data: bytes) -> None:
-        key = "blob:" + digest
-        if self._absent(key) or key not in self.db:
-            self.db.set(key, data)
-            self._written.add(key)
+        self.put_many({digest: data}, [])
+
+    def put_many(self, blobs: dict[str, bytes], records: list[StepRecord]) -> None:
+        """Blobs and step records in one transaction (a commit per step costs more than the step's own
+        process). On a damaged database, set aside, they go into a fresh one."""
+        try:
+            self._put_many(blobs, records)
+        except Exception as exc:  # noqa: BLE001 - _recover tells damage from anything else, raised
+            if not self._recover(exc) or not self.owner:
+                raise
+            self._put_many(blobs, records)
+
+    def _put_many(self, blobs: dict[str, bytes], records: list[StepRecord]) -> None:
+        mask = self.mask
+        with self.db.transact():
+            for digest, data in blobs.items():
+                key = "blob:" + digest
+                if self._absent(key) or key not in self.db:
+                    self.db.set(key, data)
+                    self._written.add(key)
+            for record in records:
+                value = record.to_dict()
+                self.db.set("step:" + record.key, mask.obj(value) if mask else value)
+                self._written.add("step:" + record.key)
 
     def restore(self, digest: str, dest: str) -> bool:
-        """Write blob `digest` to dest atomically (temp file + rename); False if the blob is gone."""
-        data = self.db.get("blob:" + digest)
+        """Write blob `digest` to dest atomically (temp file + rename); False if the blob is gone or damaged."""
+        data = self.get_blob(digest)
         if data is None:
             return False
         atomic_write(dest, data)
@@ -143,7 +215,13 @@ class Cache:
     # maintenance
     def stats(self) -> dict:
         steps = blobs = blob_bytes = 0
-        for key in self.db.iterkeys():
+        try:
+            keys = [] if self._unreadable else list(self.db.iterkeys())
+        except Exception as exc:  # noqa: BLE001 - _recover tells damage from anything else, raised
+            if not self._recover(exc):
+                raise
+            keys = []
+        for key in keys:
             if key.startswith("step:"):
                 steps += 1
             elif key.startswith("blob:"):
@@ -155,6 +233,14 @@ class Cache:
 
     def gc(self, live_keys: set[str]) -> dict:
         """Keep the records named by `live_keys` and the blobs they reference; drop the rest."""
+        try:
+            return self._gc(live_keys)
+        except Exception as exc:  # noqa: BLE001 - _recover tells damage from anything else, raised
+            if not self._recover(exc) or not self.owner:
+                raise
+            return self._gc(live_keys)
+
+    def _gc(self, live_keys: set[str]) -> dict:
         keep_blobs: set[str] = set()
         dropped_records = dropped_blobs = 0
         for key in list(self.db.iterkeys()):
@@ -173,7 +259,54 @@ class Cache:
         return {"records_removed": dropped_records, "blobs_removed": dropped_blobs}
 
     def clear(self) -> int:
-        return self.db.clear()
+        try:
+            return self.db.clear()
+        except Exception as exc:  # noqa: BLE001 - _recover tells damage from anything else, raised
+            if not self._recover(exc) or not self.owner:
+                raise
+            return self.db.clear()
+
+
+# sqlite's result codes for a file that is not a sound database (an extended code keeps its primary code in
+# its low byte); SQLITE_CANTOPEN counts only when something other than a folder and a file stands there
+_CORRUPT, _CANTOPEN, _NOTADB = 11, 14, 26
+
+
+def _damage(exc: Exception, directory: str) -> bool:
+    """Whether `exc`, raised by the database, says the database is damaged."""
+    # loaded already when the database raised: importing them at the top would cost a run that never opens it
+    import pickle
+    import sqlite3
+
+    if isinstance(exc, (pickle.UnpicklingError, EOFError)):  # a record's bytes overwritten, its page intact
+        return True
+    if not isinstance(exc, sqlite3.Error):
+        return False
+    code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
+    if code == _CANTOPEN:
+        return not os.path.isdir(directory) or os.path.isdir(os.path.join(directory, "cache.db"))
+    return code in (_CORRUPT, _NOTADB)
+
+
+def _shown(directory: str) -> tuple[str, str]:
+    """(.runner, cache): the cache folder as the user knows it, from the project root."""
+    return os.path.basename(os.path.dirname(directory)), os.path.basename(directory)
+
+
+def _aside(directory: str) -> str:
+    """Move the damaged cache folder to cache.damaged-<time> beside it (kept for a report); its new path."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    dest = f"{directory}.damaged-{stamp}"
+    n = 1
+    while os.path.lexists(dest):
+        n += 1
+        dest = f"{directory}.damaged-{stamp}-{n}"
+    os.rename(directory, dest)
+    return dest
+
+
+def _say(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
 
 
 def atomic_write(dest: str, data: bytes, mode: int | None = None) -> None:

@@ -269,7 +269,7 @@ def approve(intents, reject: bool, directory: Path, as_json: bool) -> None:
             click.echo("nothing waits for approval")
         return
     with ProjectLock(layout, "runner approve"):
-        planner = planner_for(project)
+        planner = planner_for(project, owner=True)
         done = granted + approve_pending(planner, layout.state_dir, list(intents) or None, reject, new_run_id())
         planner.stat.save()
         planner.cache.close()
@@ -320,7 +320,7 @@ def cache_gc(directory: Path, as_json: bool) -> None:
     layout = Layout(find_root(directory))
     with ProjectLock(layout, "runner cache gc"):
         live = State(layout.state_file).keys()
-        result = Cache(layout.cache_dir).gc(live)
+        result = Cache(layout.cache_dir, owner=True).gc(live)
     if as_json:
         _print_json(result)
     else:
@@ -337,7 +337,7 @@ def cache_clear(directory: Path, as_json: bool) -> None:
 
     layout = Layout(find_root(directory))
     with ProjectLock(layout, "runner cache clear"):
-        removed = Cache(layout.cache_dir).clear()
+        removed = Cache(layout.cache_dir, owner=True).clear()
         for path in (layout.state_file, layout.stat_file):
             Path(path).unlink(missing_ok=True)
         forget(str(layout.root))

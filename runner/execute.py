@@ -225,6 +225,14 @@ class Executor:
             if self._deferred and not self._deferred_names.isdisjoint(self.planner.compiled.deps[name]):
                 self._store_deferred()  # a step's report never comes before its dependencies' reports
             decision = self._decided.pop(name, None) or self.planner.decide(name, self.produced)
+            if decision.action != RUN:
+                status = self._finish_skip(name, decision)
+                if status is not None:
+                    summary.counts[status] += 1
+                    self.produced[name] = outputs_digest(decision.outputs)
+                    self._release(name)
+                    continue
+                decision = self._damaged_copy(decision)  # so it runs, an agent step through its gate
             held = self.agents.held(name, decision) if self.spec.intents[name].kind == STEP_AGENT else None
             if held:
                 status = FAILED if held.startswith("you declined") else BLOCKED
@@ -233,11 +241,6 @@ class Executor:
                 self.emit(
                     {"event": "step_finished", "intent": name, "status": status, "error": held, "reasons": [held]}
                 )
-                continue
-            if decision.action != RUN:
-                summary.counts[self._finish_skip(name, decision)] += 1
-                self.produced[name] = outputs_digest(decision.outputs)
-                self._release(name)
                 continue
             self.emit({"event": "step_started", "intent": name, "reasons": decision.reasons})
             active = _Active(name, decision, time.monotonic())
@@ -389,21 +392,22 @@ class Executor:
             self._store_batch(batch)
 
     def _store_batch(self, batch: list[tuple]) -> None:
-        with self.planner.cache.db.transact():
-            for name, decision, _outcome, outputs, datas, duration, _journal in batch:
-                for digest, data in datas.items():
-                    self.planner.cache.put_blob(digest, data)
-                self.planner.cache.put_record(
-                    StepRecord(
-                        intent=name,
-                        key=decision.key,
-                        outputs=outputs,
-                        created=time.time(),
-                        ingredients=self.planner.ingredients(name, decision),
-                        duration=duration,
-                        run_id=self.record.run_id,
-                    )
+        blobs: dict[str, bytes] = {}
+        records = []
+        for name, decision, _outcome, outputs, datas, duration, _journal in batch:
+            blobs.update(datas)
+            records.append(
+                StepRecord(
+                    intent=name,
+                    key=decision.key,
+                    outputs=outputs,
+                    created=time.time(),
+                    ingredients=self.planner.ingredients(name, decision),
+                    duration=duration,
+                    run_id=self.record.run_id,
                 )
+            )
+        self.planner.cache.put_many(blobs, records)
         # committed: only now may the steps be reported as ran (an interrupt before this point leaves
         # them on the list, and the final store of the run tries again)
         for name, decision, outcome, outputs, _datas, duration, journal in batch:
@@ -496,17 +500,34 @@ class Executor:
         with self._emit_lock:
             self._emit.cached(names, cached_lines(names))
 
-    def _finish_skip(self, name: str, decision: Decision) -> str:
+    def _finish_skip(self, name: str, decision: Decision) -> str | None:
+        """Report a step that need not run, restoring its outputs first; None if a cached copy turned out
+        gone or damaged (its digest does not match), in which case the step must run after all."""
         status = CACHED
         if decision.restore:
             for rel, digest in decision.restore.items():
-                self.planner.cache.restore(digest, os.path.join(self.spec.root, rel))
+                if not self.planner.cache.restore(digest, os.path.join(self.spec.root, rel)):
+                    return None
                 self.planner.stat.written(self.spec.root, rel, name)
             status = RESTORED
         if self.spec.intents[name].kind != STEP_AGGREGATE and decision.key:
             self.planner.state.set(name, decision.key, decision.outputs, decision.inplace)
         self.emit({"event": "step_finished", "intent": name, "status": status, "reasons": decision.reasons})
         return status
+
+    @staticmethod
+    def _damaged_copy(decision: Decision) -> Decision:
+        """The RUN decision for a step whose cached outputs could not be restored."""
+        paths = ", ".join(decision.restore)
+        return Decision(
+            decision.intent,
+            RUN,
+            [f"the cached copy of {paths} is gone or damaged"],
+            key=decision.key,
+            inputs=decision.inputs,
+            dep_digests=decision.dep_digests,
+            inplace=decision.inplace,
+        )
 
     def _skip(self, name: str, why: str) -> None:
         self.summary.counts[SKIPPED] += 1

@@ -44,15 +44,16 @@ def select(project: Project, target: str | None) -> tuple[str | None, list[str]]
 
 
 def planner_for(
-    project: Project, force: bool = False, worker_kind: str | None = None, mask: Mask | None = None
+    project: Project, force: bool = False, worker_kind: str | None = None, owner: bool = False, mask: Mask | None = None
 ) -> Planner:
+    """owner: the caller holds the project lock, so a damaged cache database may be set aside (cache.Cache)."""
     layout = project.layout
     layout.ensure()
     return Planner(
         project.compiled,
         StatCache(layout.stat_file),
         State(layout.state_file),
-        Cache(layout.cache_dir, mask=mask_for_run(project.spec) if mask is None else mask),
+        Cache(layout.cache_dir, mask=mask_for_run(project.spec) if mask is None else mask, owner=owner),
         force=force,
         worker_kind=worker_kind,
     )
@@ -165,7 +166,7 @@ def make(
                 emit({"event": "recovered", "message": mask.text(line)})
         requested = target
         target = resolve_target(project.spec, target)
-        planner = planner_for(project, options.force, options.worker, mask=mask)
+        planner = planner_for(project, options.force, options.worker, owner=True, mask=mask)
         record = RunRecord(layout.runs_dir)
         compiled = project.compiled
         root = str(layout.root)
