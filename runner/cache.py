@@ -201,7 +201,9 @@ class Cache:
                     self._written.add(key)
             for record in records:
                 value = record.to_dict()
-                self.db.set("step:" + record.key, mask.obj(value) if mask else value)
+                if mask:  # the outputs map stays as it is: it says where the user's own bytes are restored to
+                    value = mask.obj(value) | {"outputs": record.outputs}
+                self.db.set("step:" + record.key, value)
                 self._written.add("step:" + record.key)
 
     def restore(self, digest: str, dest: str) -> bool:

@@ -62,6 +62,41 @@ def test_a_secret_a_step_prints_is_masked_in_logs_events_cache_and_terminal(proj
     assert (project.root / ".runner/cache/cache.db").is_file()  # the walk above did read the database
 
 
+def test_a_secret_in_an_event_or_a_record_that_no_log_holds_is_masked(project):
+    """An error naming a declared output, and a step record naming an input: here the secret is in the file
+    names (the freshness files keep the project's file names as they are, and are not looked at)."""
+    secret = "s3cr3t-" + uuid.uuid4().hex
+    project.spec(f"""
+        [intent.names]
+        run = "cat in-*.txt > out.txt"
+        inputs = ["in-*.txt"]
+        outputs = ["out.txt"]
+
+        [intent.missing]
+        run = "true"
+        inputs = ["out.txt"]
+        outputs = ["never-{secret}.txt"]
+        deps = ["names"]
+    """)
+    project.write(f"in-{secret}.txt", "1")
+    env = {"MY_SERVICE_TOKEN": secret}
+    as_json = project.make(env=env)
+    plain = project.run("make", env=env)
+    assert as_json.code == 1 and plain.code == 1
+    failed = next(e for e in as_json.events() if e.get("status") == "failed")
+    assert failed["error"] == "declared output never-[REDACTED:MY_SERVICE_TOKEN].txt was not produced"
+    assert "FAILED missing: declared output never-[REDACTED:MY_SERVICE_TOKEN].txt was not produced" in plain.err
+    for result in (as_json, plain):
+        assert secret not in result.out and secret not in result.err
+    records = project.root / ".runner/runs"
+    assert _files_holding(records, secret.encode()) == []
+    assert _files_holding(project.root / ".runner/cache", secret.encode()) == []
+    (project.root / "out.txt").unlink()  # the masked record still says where the output goes back to
+    (project.root / ".runner/state").unlink()
+    (project.root / ".runner/noop").unlink(missing_ok=True)
+    assert project.make("names", env=env).statuses() == {"names": "restored"}
+
+
 def test_a_declared_output_keeps_the_secret_byte_for_byte_and_its_restore_too(project):
     secret = "s3cr3t-" + uuid.uuid4().hex
     project.spec("""
