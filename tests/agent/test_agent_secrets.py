@@ -39,6 +39,8 @@ def test_attempt_artefacts_recordings_and_feedback_are_masked_and_the_applied_ch
             {"files": {"tests/test_calc.py": FAILING_TEST}, "lines": turn},
         ]
     }
+    # an input holding the secret: the model is shown the user's file as it is, the prompt's record is masked
+    (agent.root / "src/calc.py").write_text(f"# deployed with {secret}\n" + (agent.root / "src/calc.py").read_text())
     agent.spec(agent.fake_codex_worker(scenario))
     result = agent.make("--record", env=dict(agent.env(), MY_SERVICE_TOKEN=secret))
     assert result.code == 0, result.err
@@ -46,11 +48,13 @@ def test_attempt_artefacts_recordings_and_feedback_are_masked_and_the_applied_ch
 
     assert (agent.root / "tests/test_calc.py").read_text() == kept  # the applied change: the user's bytes
     first, second = agent.prompts()
-    assert "verify sees [REDACTED:MY_SERVICE_TOKEN]" in second and secret not in second
+    assert "verify sees [REDACTED:MY_SERVICE_TOKEN]" in second  # the feedback sent to the model
+    assert f"# deployed with {secret}" in first  # the input, as the user wrote it
     attempts = agent.root / ".runner/runs" / result.events()[-1]["run_id"] / "attempts/tests"
     assert "verify sees [REDACTED:MY_SERVICE_TOKEN]" in (attempts / "c1-a1/verify.log").read_text()
     assert "[REDACTED:MY_SERVICE_TOKEN]" in (attempts / "c1-a2/diff.patch").read_text()
     assert "using [REDACTED:MY_SERVICE_TOKEN]" in (attempts / "c1-a2/transcript.jsonl").read_text()
+    assert "# deployed with [REDACTED:MY_SERVICE_TOKEN]" in (attempts / "c1-a1/prompt.md").read_text()
     assert secret not in result.out and secret not in result.err
     holding = [
         str(p)
