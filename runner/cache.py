@@ -201,7 +201,7 @@ class Cache:
                     self._written.add(key)
             for record in records:
                 value = record.to_dict()
-                if mask:  # the outputs map stays as it is: it says where the user's own bytes are restored to
+                if mask and mask.holds(value):  # the outputs map stays: it says where the user's bytes go back to
                     value = mask.obj(value) | {"outputs": record.outputs}
                 self.db.set("step:" + record.key, value)
                 self._written.add("step:" + record.key)

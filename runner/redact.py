@@ -8,6 +8,7 @@ never masked.
 from __future__ import annotations
 
 import json
+import marshal
 import os
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -110,6 +111,16 @@ class Mask:
             if value in data:
                 data = data.replace(value, marker)
         return data
+
+    def holds(self, obj: Any) -> bool:
+        """Whether a secret occurs in any string of a structure of dicts, lists, strings and numbers. Checked in
+        its marshal bytes, where every string stands as its UTF-8 bytes: a few microseconds at C speed, where
+        walking a step record in Python costs twice that (a 10,000-step build stores 10,000 records)."""
+        try:
+            flat = marshal.dumps(obj)
+        except ValueError:  # something marshal does not take: walk it
+            return self.obj(obj) != obj
+        return any(value in flat for value, _marker in self._bytes)
 
     def obj(self, obj: Any) -> Any:
         """A copy of a JSON-able structure with every string (keys included) masked; obj itself if no secrets."""
