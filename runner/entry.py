@@ -17,12 +17,12 @@ def main() -> None:
     code = try_noop(argv)
     if code is not None:
         sys.exit(code)
-    from .make_command import plain, run
+    from .commands.make import make, plain
 
     args = plain(argv)
     if args is not None:  # a plain `runner make`: no click to import (~20 ms), the same run and messages
         try:
-            code = run(**args)
+            code = make(**args)
         except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 - the boundary, as in cli.main
             from .cli import exit_for
 

@@ -13,7 +13,7 @@ import time
 
 from .freshness import prove_target
 
-# the options of a plain `runner make`, as the names runner.make_command.run takes them
+# the options of a plain `runner make`, as the names runner.commands.make.make takes them
 _FLAGS = {"-k": "keep_going", "--keep-going": "keep_going", "--no-wait": "no_wait", "--json": "as_json"}
 _WITH_VALUE = {"-C": "directory", "--directory": "directory", "-j": "jobs", "--jobs": "jobs", "--timeout": "timeout"}
 
@@ -28,7 +28,7 @@ def cached_lines(names: list[str]) -> list[str]:
 
 def parse_plain_make(argv: list[str]) -> dict | None:
     """The options of a plain `runner make` (`-C DIR`, `-j N`, `-k`, `--no-wait`, `--timeout S`, `--json`, a
-    target) as runner.make_command.run's arguments; None for anything else, and for a value click would refuse
+    target) as runner.commands.make.make's arguments; None for anything else, and for a value click would refuse
     (click says what is wrong with it)."""
     if not argv or argv[0] != "make":
         return None

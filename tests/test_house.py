@@ -150,3 +150,15 @@ def test_the_walk_finds_a_circle_when_there_is_one(tmp_path):
     graph = import_graph(pkg)
     assert [sorted(cycle) for cycle in nx.simple_cycles(graph)] == [["runner.steps", "runner.steps.agent"]]
     assert list(graph.successors("runner.typed")) == []
+
+
+def test_each_command_is_one_module_named_for_its_verb():
+    from runner.commands import NAMES, load
+
+    modules = sorted(p.stem for p in (PACKAGE / "commands").glob("*.py") if p.stem != "__init__")
+    assert modules == sorted(NAMES), "a module in runner/commands/ is a command named in NAMES, and only that"
+    assert [load(name).name for name in NAMES] == list(NAMES)
+
+
+def test_the_command_line_module_keeps_only_the_group_the_shared_options_and_the_boundary():
+    assert len((PACKAGE / "cli.py").read_text(encoding="utf-8").splitlines()) < 200

@@ -7,7 +7,8 @@ import sys
 import pytest
 from adapter_helpers import FIXTURES, ROOT, copy_fixture
 
-from runner.adapters_cmd import adapters_report, families_for, parse_report, read_log
+from runner.commands.adapters import adapters_report
+from runner.commands.parse import families_for, parse_report, read_log
 from runner.errors import EXIT_USER_ERROR, UsageError
 
 LOGS = ROOT / "tests" / "parse" / "logs"

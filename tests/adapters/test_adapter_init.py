@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from adapter_helpers import FIXTURES, ROOT, copy_fixture
 
-import runner.init as init_mod
+import runner.commands.init as init_mod
+from runner.commands.init import init_project
 from runner.errors import EXIT_USER_ERROR, UsageError
-from runner.init import init_project
 from runner.load import BUILTIN_DIR, load_spec
 
 MARKERS = {

@@ -7,10 +7,11 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from .errors import UsageError
-from .execute import RunOptions
-from .pipeline import load_project, make
-from .record import list_runs, read_events
+from ..errors import UsageError
+from ..execute import RunOptions
+from ..pipeline import load_project, make
+from ..record import list_runs, read_events
+from . import Command, Invocation, argument, echo, print_json
 
 
 def replay_run(root: Path, run_id: str) -> dict:
@@ -59,3 +60,26 @@ def replay_run(root: Path, run_id: str) -> dict:
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return {"run_id": run_id, "steps": results, "ok": all(r["status"] == "same" for r in results)}
+
+
+def run(inv: Invocation, run_id: str) -> int:
+    from ..errors import EXIT_OK, EXIT_STEP_FAILED
+    from ..workspace import find_root
+
+    report = replay_run(find_root(inv.directory), run_id)
+    if inv.as_json:
+        print_json(report)
+    else:
+        for step in report["steps"]:
+            echo(f"{step['status']:<9} {step['intent']}: {step['detail']}")
+        if not report["steps"]:
+            echo(f"run {report['run_id']} ran no agent step: nothing to replay")
+    return EXIT_OK if report["ok"] else EXIT_STEP_FAILED
+
+
+COMMAND = Command(
+    "replay",
+    "Re-execute RUN's agent steps from their recordings in a scratch copy; flag any that differ.",
+    (argument("run_id"),),
+    run,
+)

@@ -1,53 +1,14 @@
-"""What `runner adapters` and `runner parse` print: functions returning (text, JSON object); click stays in cli.py."""
+"""`runner parse`: what the runner understands of a saved log: counts, failing tests, diagnostics, cause."""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
-from .adapters import Resolved, detect, resolve
-from .errors import UsageError, UserError
-from .load import load_project_adapters
-
-
-def adapters_report(root: Path) -> tuple[str, dict]:
-    """The toolchains detected in root, surest first, with the evidence and the commands as they would run."""
-    root = Path(root)
-    adapters = load_project_adapters(root)
-    found = detect(root, adapters)
-    detected = []
-    lines = []
-    for d in found:
-        res = resolve(adapters[d.adapter], root, adapters, variants=d.variants)
-        cmds = {n: {"run": c.run, "parse": list(c.parse)} for n, c in res.commands.items()}
-        detected.append({**d.to_json(), "source": adapters[d.adapter].source, "commands": cmds})
-        lines.append(f"{d.adapter} (confidence {d.confidence:.2f}" + (f", variant {d.variant})" if d.variant else ")"))
-        lines += [f"  because {e}" for e in d.evidence]
-        width = max(len(n) for n in cmds)
-        lines += [
-            f"  {n:<{width}}  {c['run']}" + (f"   [parsed by {', '.join(c['parse'])}]" if c["parse"] else "")
-            for n, c in cmds.items()
-        ]
-    missing = sorted(set(adapters) - {d.adapter for d in found})
-    if not found:
-        lines.append(f"no toolchain detected in {root.resolve()}; known adapters: {', '.join(sorted(adapters))}")
-    elif missing:
-        lines.append(f"not detected: {', '.join(missing)}")
-    obj = {
-        "root": str(root.resolve()),
-        "detected": detected,
-        "adapters": {
-            n: {
-                "source": a.source,
-                "detected": n not in missing,
-                "markers": list(a.markers),
-                "confidence": a.confidence,
-                "variants": [v.name for v in a.variants],
-            }
-            for n, a in sorted(adapters.items())
-        },
-    }
-    return "\n".join(lines), obj
+from ..adapters import Resolved, resolve
+from ..errors import UsageError, UserError
+from ..load import load_project_adapters
+from . import Command, Invocation, argument, echo, option, print_json
 
 
 def read_log(source: str | Path) -> str:
@@ -64,7 +25,7 @@ def read_log(source: str | Path) -> str:
 
 
 def _library(root: Path):
-    from .parse import builtin_dir, load_library
+    from ..parse import builtin_dir, load_library
 
     return load_library([builtin_dir(), Path(root) / "regexes"])
 
@@ -111,7 +72,7 @@ def parse_report(
     The options are checked before the log is read, so a wrong --adapter is reported as such even when reading
     stdin would block.
     """
-    from .parse import parse_findings, render_findings
+    from ..parse import parse_findings, render_findings
 
     names, origin = families_for(root, adapter, command, families, variants)
     if text is None:
@@ -124,3 +85,41 @@ def parse_report(
     findings = parse_findings(text, chosen)
     head = f"parsed with {', '.join(names)} ({origin})"
     return head + "\n" + render_findings(findings), findings.to_json()
+
+
+def run(
+    inv: Invocation,
+    log_file: str,
+    adapter_name: str | None,
+    command_name: str | None,
+    families: tuple[str, ...],
+    variants: tuple[str, ...],
+) -> None:
+    from ..workspace import find_root
+
+    text, obj = parse_report(
+        find_root(inv.directory),
+        adapter=adapter_name,
+        command=command_name,
+        families=tuple(families),
+        variants=tuple(variants) or None,
+        source=log_file,
+    )
+    if inv.as_json:
+        print_json(obj)
+    else:
+        echo(text)
+
+
+COMMAND = Command(
+    "parse",
+    "What the runner understands of a saved log (FILE, or - for stdin): counts, failing tests, diagnostics.",
+    (
+        argument("log_file", required=False, default="-"),
+        option("--adapter", dest="adapter_name", help="Adapter whose command produced the log (or auto)."),
+        option("--command", dest="command_name", help="The adapter command that produced the log (test, lint, ...)."),
+        option("--family", dest="families", help="Parse with this regex family (repeatable).", multiple=True),
+        option("--variant", dest="variants", help="Adapter variant (default: detected).", multiple=True),
+    ),
+    run,
+)

@@ -7,10 +7,11 @@ import os
 import tempfile
 from pathlib import Path
 
-from .adapters import Detection, detect
-from .errors import InternalError, SpecError, UsageError
-from .load import load_project_adapters
-from .spec import Adapter
+from ..adapters import Detection, detect
+from ..errors import InternalError, SpecError, UsageError
+from ..load import load_project_adapters
+from ..spec import Adapter
+from . import Command, Invocation, echo, flag, print_json
 
 SPEC_FILE = "intents.toml"
 EXAMPLE_PROMPT = "write-tests"
@@ -126,7 +127,7 @@ def _agent_example(root: Path, adapter: Adapter, d: Detection) -> list[str]:
 
 def _validate_text(root: Path, text: str) -> SpecError | None:
     """Load `text` as this project's intents.toml in a scratch folder (beside the project's adapters and prompts)."""
-    from .load import load_spec
+    from ..load import load_spec
 
     with tempfile.TemporaryDirectory(prefix="runner-init-") as tmp:
         scratch = Path(tmp) / (root.resolve().name or "project")
@@ -187,3 +188,19 @@ def init_project(root: Path, dry_run: bool = False) -> tuple[str, dict]:
         "content": text,
     }
     return "\n".join(lines), obj
+
+
+def run(inv: Invocation, dry_run: bool) -> None:
+    text, obj = init_project(inv.directory.resolve(), dry_run=dry_run)
+    if inv.as_json:
+        print_json(obj)
+    else:
+        echo(text)
+
+
+COMMAND = Command(
+    "init",
+    "Detect the toolchains here and write a starting intents.toml (never overwrites one).",
+    (flag("--dry-run", dest="dry_run", help="Print the intents.toml it would write; write nothing."),),
+    run,
+)

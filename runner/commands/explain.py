@@ -1,9 +1,10 @@
-"""Readable accounts of one step (`runner explain`) and of one recorded run (`runner log`)."""
+"""`runner explain INTENT`: everything that decides one step: its key's ingredients, its last run, the decision."""
 
 from __future__ import annotations
 
-from .graph import resolve_target, selected_order
-from .plan import make_plan
+from ..graph import resolve_target, selected_order
+from ..plan import make_plan
+from . import Command, Invocation, argument, echo, print_json
 
 
 def _short(digest: str | None) -> str | None:
@@ -11,7 +12,7 @@ def _short(digest: str | None) -> str | None:
 
 
 def explain_intent(project, name: str) -> dict:
-    from .pipeline import planner_for
+    from ..pipeline import planner_for
 
     resolve_target(project.spec, name)  # unknown name -> UsageError with did-you-mean
     order = selected_order(project.compiled.order, project.compiled.deps, name)
@@ -82,31 +83,19 @@ def render_explanation(r: dict) -> str:
     return "\n".join(lines)
 
 
-def run_summary(run_id: str, events: list[dict]) -> dict:
-    finished = next((e for e in reversed(events) if e.get("event") == "run_finished"), None)
-    counts = {
-        k: (finished or {}).get(k, sum(1 for e in events if e.get("status") == k))
-        for k in ("ran", "cached", "restored", "failed", "skipped")
-    }
-    return {"run_id": run_id, "status": finished.get("status") if finished else "incomplete", **counts}
+def run(inv: Invocation, intent: str) -> None:
+    from ..pipeline import load_project
+
+    report = explain_intent(load_project(inv.directory), intent)
+    if inv.as_json:
+        print_json(report)
+    else:
+        echo(render_explanation(report))
 
 
-def render_run(run_id: str, events: list[dict]) -> str:
-    lines = [f"run {run_id}"]
-    for e in events:
-        if e.get("event") != "step_finished":
-            continue
-        line = f"  {e['status']:<8} {e['intent']}"
-        if e.get("duration") is not None:
-            line += f" ({e['duration']:.2f}s)"
-        if e.get("error"):
-            line += f": {e['error']}"
-        elif e.get("reasons"):
-            line += f": {'; '.join(e['reasons'])}"
-        lines.append(line)
-    s = run_summary(run_id, events)
-    lines.append(
-        f"{s['status']}: ran {s['ran']}, cached {s['cached']}, restored {s['restored']}, "
-        f"failed {s['failed']}, skipped {s['skipped']}"
-    )
-    return "\n".join(lines)
+COMMAND = Command(
+    "explain",
+    "Everything that decides one step: its key's ingredients, its last run, what it would do.",
+    (argument("intent"),),
+    run,
+)

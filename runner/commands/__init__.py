@@ -1,0 +1,87 @@
+"""One module per command, each declaring its arguments and options as data and running as a plain function.
+
+runner/cli.py turns the declarations into click commands (click's one importer), adds `-C DIR` and `--json` to
+every command, and calls `run(invocation, **values)`; `run` returns the exit code (None: 0) or raises a
+RunnerError, which cli's one error boundary words. A command module imports the stages it needs inside
+`run`, so building the command line imports none of them. A new command is a module here, named in NAMES.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from importlib import import_module
+from pathlib import Path
+from typing import NamedTuple
+
+# in the order `runner --help` lists them
+NAMES = (
+    "make",
+    "status",
+    "explain",
+    "graph",
+    "validate",
+    "log",
+    "cache",
+    "approve",
+    "replay",
+    "init",
+    "adapters",
+    "parse",
+)
+
+
+class Param(NamedTuple):
+    """One argument or option, as click's command line reads it."""
+
+    decls: tuple[str, ...]  # ("target",) for an argument, ("-j", "--jobs") for an option
+    dest: str  # the keyword `run` receives
+    kind: str = "value"  # argument | flag | value | multiple
+    help: str = ""
+    type: type | tuple[str, ...] = str  # str, int, float, or the choices
+    minimum: float | None = None  # an int at least this, a float above it
+    required: bool = False
+    default: object = None
+    nargs: int = 1  # an argument's count: -1 for any number
+    metavar: str | None = None
+
+
+class Command(NamedTuple):
+    name: str
+    help: str  # its first line is the summary `runner --help` shows
+    params: tuple[Param, ...] = ()
+    run: Callable[..., int | None] | None = None
+    subcommands: tuple[Command, ...] = ()  # a group (`runner cache stats`) has these instead of run
+
+
+class Invocation(NamedTuple):
+    """What every command gets besides its own values: the shared options and how to ask a human."""
+
+    directory: Path
+    as_json: bool
+    ask: Callable[[str, str], bool] | None  # (question, detail) -> yes; None when nobody is at a terminal
+
+
+def argument(name: str, required: bool = True, nargs: int = 1, default: object = None) -> Param:
+    return Param((name,), name, "argument", required=required, nargs=nargs, default=default)
+
+
+def flag(*decls: str, dest: str, help: str) -> Param:
+    return Param(decls, dest, "flag", help, default=False)
+
+
+def option(*decls: str, dest: str, help: str, **how) -> Param:
+    return Param(decls, dest, "multiple" if how.pop("multiple", False) else "value", help, **how)
+
+
+def load(name: str) -> Command:
+    command: Command = import_module(f"{__name__}.{name}").COMMAND
+    return command
+
+
+def echo(text: str) -> None:
+    print(text, flush=True)
+
+
+def print_json(value) -> None:
+    echo(json.dumps(value, indent=2))

@@ -1,0 +1,69 @@
+"""`runner approve [INTENT...]`: apply (or `--reject`) verified changes that wait for approval; no model call."""
+
+from __future__ import annotations
+
+from ..errors import EXIT_OK, EXIT_STEP_FAILED, UsageError
+from . import Command, Invocation, argument, echo, flag, print_json
+
+
+def run(inv: Invocation, intents: tuple[str, ...], reject: bool) -> int:
+    from ..apply import load_pending
+    from ..approve import approve as approve_pending
+    from ..approve import grant
+    from ..load import did_you_mean
+    from ..pipeline import load_project, planner_for
+    from ..record import new_run_id
+    from ..workspace import ProjectLock
+
+    project = load_project(inv.directory)
+    layout = project.layout
+    pending = load_pending(layout.state_dir)
+    agents = {n for n, i in project.spec.intents.items() if i.kind == "agent"}
+    granted = []
+    for name in intents:
+        if name in pending:
+            continue
+        if name not in agents:
+            raise UsageError(
+                f"error: '{name}' is not an agent step{did_you_mean(name, agents)}; "
+                f"changes waiting: {', '.join(sorted(pending)) or 'none'}"
+            )
+        grant(layout.state_dir, name)  # nothing computed yet: allow its next run to call the model
+        granted.append({"intent": name, "action": "allowed", "files": []})
+    intents = tuple(n for n in intents if n in pending)
+    if granted and not intents:
+        if inv.as_json:
+            print_json({"done": granted})
+        else:
+            for g in granted:
+                echo(f"allowed {g['intent']}: its next `runner make` may call the model once")
+        return EXIT_OK
+    if not pending:
+        if inv.as_json:
+            print_json({"done": []})
+        else:
+            echo("nothing waits for approval")
+        return EXIT_OK
+    with ProjectLock(layout, "runner approve"):
+        planner = planner_for(project, owner=True)
+        done = granted + approve_pending(planner, layout.state_dir, list(intents) or None, reject, new_run_id())
+        planner.stat.save()
+        planner.cache.close()
+    if inv.as_json:
+        print_json({"done": done})
+    else:
+        for d in done:
+            detail = d.get("error") or ", ".join(d.get("files", []))
+            echo(f"{d['action']} {d['intent']}: {detail}")
+    return EXIT_STEP_FAILED if any(d["action"] == "failed" for d in done) else EXIT_OK
+
+
+COMMAND = Command(
+    "approve",
+    "Apply (or --reject) verified changes that wait for approval; no model is called.",
+    (
+        argument("intents", nargs=-1),
+        flag("--reject", dest="reject", help="Drop the pending change instead of applying it."),
+    ),
+    run,
+)

@@ -1,0 +1,160 @@
+"""`runner make`: bring a target up to date. `make` is shared by the command line and by the console script's
+plain path, which starts a plain `runner make --json` (or one not at a terminal) without click."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from ..errors import EXIT_BLOCKED, EXIT_INTERRUPTED, EXIT_OK, EXIT_STEP_FAILED, UsageError
+from . import Command, Invocation, argument, flag, option
+
+
+def make(
+    directory: Path,
+    target: str | None = None,
+    jobs: int | None = None,
+    keep_going: bool = False,
+    force: bool = False,
+    timeout: float | None = None,
+    no_wait: bool = False,
+    verbose: bool = False,
+    record: bool = False,
+    worker: str | None = None,
+    halt_on: frozenset = frozenset(),
+    as_json: bool = False,
+    ask=None,
+    on_wait=None,
+) -> int:
+    """Bring `target` up to date; the exit code says how it went. `ask(question, detail)` asks a human."""
+    from ..execute import RunOptions
+    from ..pipeline import load_project
+    from ..pipeline import make as run_pipeline
+    from ..report import make_reporter
+    from ..workspace import is_terminal
+
+    project = load_project(directory)
+    options = RunOptions(
+        jobs=jobs or os.cpu_count() or 1,
+        keep_going=keep_going,
+        force=force,
+        timeout=timeout,
+        record=record,
+        halt_on=halt_on,
+        ask=ask,
+        worker=worker,
+    )
+    reporter = make_reporter(as_json, verbose, terminal=is_terminal(sys.stdout) and is_terminal(sys.stderr))
+    try:
+        summary = run_pipeline(
+            project, target, options, reporter, wait_for_lock=not no_wait, on_wait=on_wait or _say_waiting
+        )
+    finally:
+        reporter.close()
+    if summary.interrupted:
+        return EXIT_INTERRUPTED
+    if summary.failed:
+        return EXIT_STEP_FAILED
+    if summary.blocked:
+        return EXIT_BLOCKED
+    return EXIT_OK
+
+
+def _say_waiting(holder: str) -> None:
+    print(f"runner: waiting for the lock held by {holder}", file=sys.stderr, flush=True)
+
+
+def plain(argv: list[str]) -> dict | None:
+    """make()'s arguments for a plain `runner make` (noop.parse_plain_make), when nobody at a terminal could be
+    asked anything (--json, or not at one); None for anything else, which goes to click (and so does every
+    mistake: click words it)."""
+    from ..noop import parse_plain_make
+    from ..workspace import at_terminal
+
+    args = parse_plain_make(argv)
+    if args is None or (at_terminal() and not args.get("as_json")):
+        return None  # a human may be asked before an agent step: click's prompt does that
+    args["directory"] = Path(args["directory"])
+    return args
+
+
+def run(
+    inv: Invocation,
+    target: str | None,
+    jobs: int | None,
+    keep_going: bool,
+    force: bool,
+    dry_run: bool,
+    timeout: float | None,
+    no_wait: bool,
+    verbose: bool,
+    record: bool,
+    worker: str | None,
+    halt_on: str,
+) -> int:
+    from ..pipeline import load_project, plan
+    from .status import show_plan
+
+    if dry_run:
+        target, decisions = plan(load_project(inv.directory), target, force)
+        show_plan(target, decisions, inv.as_json)
+        return EXIT_OK
+    boundaries = frozenset(b.strip() for b in halt_on.split(",") if b.strip())
+    unknown = boundaries - {"write_files", "run_shell", "network"}
+    if unknown:
+        raise UsageError(
+            f"error: --halt-on: unknown boundary '{sorted(unknown)[0]}'; use write_files, run_shell or network"
+        )
+    return make(
+        inv.directory,
+        target,
+        jobs=jobs,
+        keep_going=keep_going,
+        force=force,
+        timeout=timeout,
+        no_wait=no_wait,
+        verbose=verbose,
+        record=record,
+        worker=worker,
+        halt_on=boundaries,
+        as_json=inv.as_json,
+        ask=None if inv.as_json else inv.ask,
+    )
+
+
+COMMAND = Command(
+    "make",
+    "Bring TARGET (default: [project] default, else everything) up to date.",
+    (
+        argument("target", required=False),
+        option("-j", "--jobs", dest="jobs", help="Parallel steps (default: CPU count).", type=int, minimum=1),
+        flag("-k", "--keep-going", dest="keep_going", help="Go on with independent steps after a failure."),
+        flag("-B", "--always-make", dest="force", help="Run every selected step, cached or not."),
+        flag("-n", "--dry-run", dest="dry_run", help="Print what would run and why; run nothing."),
+        option(
+            "--timeout",
+            dest="timeout",
+            help="Seconds per step for steps without their own timeout.",
+            type=float,
+            minimum=0,
+        ),
+        flag("--no-wait", dest="no_wait", help="Fail (exit 3) instead of waiting when another runner holds the lock."),
+        flag("-v", "--verbose", dest="verbose", help="Also list cached steps and why each step runs."),
+        flag("--record", dest="record", help="Write every worker exchange to replays/ (redacted)."),
+        option(
+            "--worker",
+            dest="worker",
+            help="Use this worker for agent steps in this run instead of [worker] kind.",
+            type=("codex", "openai", "replay"),
+        ),
+        option(
+            "--halt-on",
+            dest="halt_on",
+            help="Comma list of write_files,run_shell: ask before crossing them this run.",
+            default="",
+            metavar="BOUNDARIES",
+        ),
+    ),
+    run,
+)
