@@ -172,7 +172,12 @@ def make(
     from .workspace import at_terminal
 
     if dry_run:
+        requested = target
         target, decisions = plan(load_project(directory), target, force)
+        if as_json:  # one line, as every `runner make --json` writes: a `plan` event (events.json)
+            steps = [d.to_json() for d in decisions]
+            click.echo(json.dumps({"event": "plan", "target": requested, "steps": steps}))
+            return
         _status_output(target, decisions, as_json)
         return
     boundaries = frozenset(b.strip() for b in halt_on.split(",") if b.strip())

@@ -206,7 +206,8 @@ def make(
         finished: dict[str, object] = {
             "event": "run_finished",
             "run_id": record.run_id,
-            "target": target,
+            # as named on the command line, as the fast no-op (which never loads the spec) can say it too
+            "target": requested,
             "status": status,
             **summary.counts,
             "duration": round(time.monotonic() - started, 3),
