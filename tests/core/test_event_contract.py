@@ -3,7 +3,8 @@ runner/schemas/events.json, and the run's record (.runner/runs/<id>/events.jsonl
 
 Each path runs through the real CLI in a subprocess: a build, the fast no-op and the full pipeline's no-op
 (which must say the same thing), a restore, a failure with and without -k, a timeout, a blocked agent step,
-`-n`, an interrupted run, a lock held with --no-wait, and agent steps served by the replay worker.
+`-n`, an interrupted run, a lock held with --no-wait, and agent steps served by the replay worker (one run
+killed mid-apply, the next recovering it).
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ def conforming(out: str) -> list[dict]:
 
 def recorded(root: Path, out: str) -> list[dict]:
     """The run's own record, which must hold the very lines the run printed."""
-    run_id = json.loads(out.splitlines()[0])["run_id"]
+    run_id = next(e["run_id"] for e in map(json.loads, out.splitlines()) if e["event"] == "run_started")
     text = (root / ".runner" / "runs" / run_id / "events.jsonl").read_text(encoding="utf-8")
     assert text.splitlines() == out.splitlines()
     return conforming(text)
@@ -196,22 +197,27 @@ def test_an_interrupted_run_and_a_lock_held_with_no_wait(project):
     assert events[-1]["status"] == "interrupted" and events[-1]["left"] == ["held"]
 
 
-def test_agent_steps_served_by_the_replay_worker(tmp_path):
+def test_agent_steps_served_by_the_replay_worker_and_an_apply_recovered(tmp_path):
+    """The quickstart's agent steps, the first run killed in the middle of applying a verified change (the
+    apply's own crash hook), the second completing that apply and saying so."""
     example = ROOT / "examples" / "quickstart"
     root = tmp_path / "quickstart"
     generated = {".runner", "build", "tests", "docs"}
     shutil.copytree(example, root, ignore=lambda d, names: generated & set(names) if Path(d) == example else set())
-    result = subprocess.run(
-        [sys.executable, "-m", "runner", "make", "--json"],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        env={"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(root)},  # no key: nothing can call a model
-        timeout=300,
-    )
+    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(root)}  # no key: nothing can call a model
+
+    def make(**extra: str) -> subprocess.CompletedProcess:
+        command = [sys.executable, "-m", "runner", "make", "--json"]
+        return subprocess.run(command, cwd=root, capture_output=True, text=True, env={**env, **extra}, timeout=300)
+
+    crashed = make(RUNNER_TEST_CRASH_AT="journaled")
+    assert crashed.returncode == -signal.SIGKILL, crashed.stderr
+    first = conforming(crashed.stdout)  # every line it wrote before it died
+    result = make()
     assert result.returncode == 0, result.stderr
-    events = recorded(root, result.stdout)
-    kinds = {e["event"] for e in events}
-    assert {"attempt_started", "attempt_finished", "step_started", "step_finished"} <= kinds
-    tests = next(e for e in events if e["event"] == "step_finished" and e["intent"] == "tests")
-    assert tests["status"] == "ran" and tests["outputs"] and tests["agent"]["attempts"] == 2
+    second = recorded(root, result.stdout)
+    assert second[0]["event"] == "recovered" and second[0]["message"].startswith("completed the interrupted apply")
+    events = first + second
+    assert {"attempt_started", "attempt_finished"} <= {e["event"] for e in events}
+    applied = [e for e in events if e["event"] == "step_finished" and e["status"] == "ran" and "agent" in e]
+    assert applied and all(e["outputs"] for e in applied)
