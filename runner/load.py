@@ -39,6 +39,11 @@ _PATTERN_RULES = {
     "^[a-z][a-z0-9_-]*$": "start with a lowercase letter, then use lowercase letters, digits, '_', '-'",
     "^[a-z_][a-z0-9_]*$": "use lowercase letters, digits and '_', not starting with a digit",
 }
+# An intent's name names files: .runner/runs/<id>/logs/NAME.log, attempts/NAME/, pending/NAME.json,
+# replays/NAME/ and an attempt's temporary folder runner-NAME-XXXXXXXX (NAME + 16 bytes, the longest). 128
+# keeps every one of them far under NAME_MAX (255 bytes); the schema's pattern keeps them free of '/', of
+# shell metacharacters and of a leading '-' or '.'.
+MAX_NAME = 128
 _JSON_TYPES = {
     "string": "a string",
     "array": "a list",
@@ -54,8 +59,43 @@ def did_you_mean(name: str, candidates) -> str:
     return f" (did you mean '{close[0]}'?)" if close else ""
 
 
+class _Suggestions:
+    """did_you_mean within a budget of comparisons for one load: each suggestion compares the name with
+    every candidate, so a file of 100,000 unknown names among 100,000 intents would take hours to report.
+    Past the budget (about a second) problems are reported without a suggestion."""
+
+    def __init__(self, budget: int = 300_000):
+        self.budget = budget
+
+    def __call__(self, name: str, candidates) -> str:
+        self.budget -= len(candidates)
+        return did_you_mean(name, candidates) if self.budget >= 0 else ""
+
+
+def _quoted(name: str) -> str:
+    """A user's name in a message, cut short when it is too long to read."""
+    return f"'{name}'" if len(name) <= 60 else f"'{name[:40]}...' ({len(name)} characters)"
+
+
 def _schema(name: str) -> dict:
     return json.loads((SCHEMA_DIR / name).read_text())
+
+
+_DOLLAR = re.compile(r"(?<!\\)\$")  # an unescaped '$', as fastjsonschema finds it
+
+
+def _precise_validator(schema: dict):
+    """jsonschema's validator for `schema`, with patterns anchored as fastjsonschema (and JSON Schema's own
+    ECMA-262 regexes) anchor them: Python's '$' also matches before a final newline, so "name\n" would pass
+    '^[A-Za-z0-9]...$' here while the fast check refuses it, and the spec would load with no problem told."""
+    import jsonschema
+
+    def pattern(validator, regex, instance, _schema):
+        if validator.is_type(instance, "string") and not re.search(_DOLLAR.sub(r"\\Z", regex), instance):
+            yield jsonschema.ValidationError(f"{instance!r} does not match {regex!r}")
+
+    base = jsonschema.validators.validator_for(schema)
+    return jsonschema.validators.extend(base, {"pattern": pattern})(schema)
 
 
 class _Reader:
@@ -106,30 +146,32 @@ class _Reader:
         except toml_read.TOMLDecodeError as exc:
             self.problems.append(_syntax_problem(shown, str(exc), locator))
             return shown, None
+        except RecursionError as exc:  # tomli's limits on nesting and on a key's parts (a hostile file)
+            self.problems.append(_too_deep(shown, str(exc), text, locator))
+            return shown, None
 
     def validate(self, shown: str, data: dict, schema_name: str) -> list[list]:
         """Check `data` against a schema; report each violation; return the key paths (as lists) that failed."""
         if _fast_validator(schema_name)(data):
             return []
-        import jsonschema  # the slow, precise validator: only to word the problems
-
-        schema = _schema(schema_name)
-        validator = jsonschema.validators.validator_for(schema)(schema)
+        # the slow, precise validator: only to word the problems
+        validator = _precise_validator(_schema(schema_name))
         errors = sorted(validator.iter_errors(data), key=lambda e: [str(p) for p in e.absolute_path])
         failed = []
         for error in errors:
             for parts, message, value in _describe(error):
                 self.problem(shown, toml_path(parts), message, value)
                 failed.append(parts)
+        if not errors:  # never load what the fast check refused, even if the two ever disagree again
+            self.problem(shown, "", f"does not match {schema_name}, yet no rule of it says why: please report this")
+            failed.append([])
         return failed
 
 
 def schema_errors(data, schema: dict) -> list[tuple[list, str]]:
     """(key path, jsonschema's own message) for each violation: for files validated outside this module
     (the regex library), so that jsonschema is imported in one place and only when something is wrong."""
-    import jsonschema
-
-    validator = jsonschema.validators.validator_for(schema)(schema)
+    validator = _precise_validator(schema)
     return [
         (list(e.absolute_path), e.message)
         for e in sorted(validator.iter_errors(data), key=lambda e: [str(p) for p in e.absolute_path])
@@ -239,6 +281,60 @@ def _syntax_problem(shown: str, text: str, locator: Locator) -> Problem:
     )
 
 
+def _too_deep(shown: str, message: str, text: str, locator: Locator) -> Problem:
+    """tomli's RecursionError (no position in it) as a Problem at the first line that goes past its limit."""
+    limit = int(m.group()) if (m := re.search(r"\d+", message)) else 0
+    if "key" in message:
+        line = next((n for n, s in enumerate(locator.lines, 1) if s.count(".") >= limit), None)
+        what = f"a key of more than {limit} dotted parts; use a short key"
+    else:
+        line = _nesting_line(text, limit)
+        what = f"arrays or inline tables nested more than {limit} levels deep; a spec needs a few at most"
+    declared = locator.at(line) if line else None
+    path = toml_path(declared[0]) if declared and not declared[1] else ""
+    return Problem(file=shown, path=path, line=line, message=f"TOML syntax error: {what}")
+
+
+def _nesting_line(text: str, limit: int) -> int | None:
+    """The line where '[' and '{' of values first nest deeper than `limit` (strings and comments skipped;
+    a [table] header at the start of a line does not nest)."""
+    depth, line, i, n = 0, 1, 0, len(text)
+    at_line_start = True
+    while i < n:
+        ch = text[i]
+        if ch == "\n":
+            line, at_line_start = line + 1, True
+        elif ch in " \t\r":
+            pass
+        elif ch == "#":
+            j = text.find("\n", i)
+            i = n if j < 0 else j
+            continue
+        elif ch in "\"'":
+            quote = text[i : i + 3] if text[i : i + 3] in ('"""', "'''") else ch
+            j = i + len(quote)
+            while j < n and not text.startswith(quote, j) and (len(quote) == 3 or text[j] != "\n"):
+                j += 2 if quote[0] == '"' and text[j] == "\\" else 1
+            line += text.count("\n", i, j)
+            i = j + len(quote)
+            at_line_start = False
+            continue
+        elif ch == "[" and at_line_start and depth == 0:  # a [table] or [[array]] header
+            j = text.find("\n", i)
+            i = n if j < 0 else j
+            continue
+        elif ch in "[{":
+            depth += 1
+            if depth > limit:
+                return line
+        elif ch in "]}":
+            depth = max(0, depth - 1)
+        if ch != "\n" and ch not in " \t\r":
+            at_line_start = False
+        i += 1
+    return None
+
+
 def _open_quote(line: str) -> int | None:
     """The index of the quote opening a string that the line never closes, or None."""
     i = 0
@@ -314,6 +410,19 @@ def _describe(error) -> list[tuple[list, str, object]]:
         return [(parts, f"expected {wanted}, got {_toml_type(inst)} {_short(inst)}{hint}", None)]
     if kind == "enum":
         return [(parts, f"must be one of {', '.join(map(str, arg))}; got {_short(inst)}", None)]
+    if kind == "maxLength" and error.schema_path and "propertyNames" in error.schema_path:
+        section = str(parts[-1]) if parts else ""
+        what = {"intent": "intent name", "policy": "policy name"}.get(section, "name")
+        why = " (an intent's name names files under .runner/)" if section == "intent" else ""
+        return [
+            (
+                parts + [inst],
+                f"invalid {what} {_short(inst)}: {len(inst)} characters, at most {arg}{why}; shorten it",
+                None,
+            )
+        ]
+    if kind == "maxLength":
+        return [(parts, f"must be at most {arg} characters, got {len(inst)}", None)]
     if kind == "minLength":
         return [(parts, "must not be empty", None)]
     if kind in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"):
@@ -459,6 +568,7 @@ def _cross_check(
     prompts: dict[str, str],
 ) -> None:
     owners: dict[str, str] = {}
+    suggest = _Suggestions()
     for name, intent in intents.items():
         where = toml_path(["intent", name])
         seen = set()
@@ -466,7 +576,7 @@ def _cross_check(
             if dep == name:
                 reader.problem(shown, f"{where}.deps[{i}]", f"intent '{name}' depends on itself; remove it", dep)
             elif dep not in names:
-                reader.problem(shown, f"{where}.deps[{i}]", f"unknown intent '{dep}'{did_you_mean(dep, names)}", dep)
+                reader.problem(shown, f"{where}.deps[{i}]", f"unknown intent {_quoted(dep)}{suggest(dep, names)}", dep)
             elif dep in seen:
                 reader.problem(shown, f"{where}.deps[{i}]", f"'{dep}' is listed twice; remove one", dep)
             seen.add(dep)
@@ -474,7 +584,7 @@ def _cross_check(
             reader.problem(
                 shown,
                 f"{where}.policy",
-                f"unknown policy '{intent.policy}'{did_you_mean(intent.policy, policies)}; "
+                f"unknown policy {_quoted(intent.policy)}{suggest(intent.policy, policies)}; "
                 f"declare [policy.{intent.policy}] or use one of: {', '.join(sorted(policies))}",
             )
         adapter = None
@@ -533,7 +643,7 @@ def _cross_check(
     project = spec_data.get("project")
     default = project.get("default") if isinstance(project, dict) else None
     if isinstance(default, str) and default and default not in names:
-        reader.problem(shown, "project.default", f"unknown intent '{default}'{did_you_mean(default, names)}")
+        reader.problem(shown, "project.default", f"unknown intent {_quoted(default)}{suggest(default, names)}")
 
 
 def _cycles(deps: dict[str, tuple[str, ...]]) -> list[list[str]]:
