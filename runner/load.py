@@ -9,6 +9,7 @@ from pathlib import Path
 
 from . import toml_read
 from .errors import Problem, SpecError
+from .globs import GLOB_CHARS, matches
 from .spec import (
     BUILTIN_DIR,
     STEP_AGENT,
@@ -509,6 +510,20 @@ def check_glob(pattern: str) -> str | None:
     return None
 
 
+def _same_file(output: str, inputs) -> str | None:
+    """The input pattern naming a file the output pattern names too: the same pattern, or a glob matching
+    the plain path of the other; None. Two different globs are not compared."""
+    if output in inputs:
+        return output
+    output_glob = not GLOB_CHARS.isdisjoint(output)
+    for pattern in inputs:
+        if not isinstance(pattern, str) or output_glob == (not GLOB_CHARS.isdisjoint(pattern)):
+            continue  # two plain paths differ (checked above), two globs are not compared
+        if matches(output, pattern) if not output_glob else matches(pattern, output):
+            return pattern
+    return None
+
+
 def _intent(reader: _Reader, shown: str, name: str, d: dict) -> Intent:
     where = toml_path(["intent", name])
     has_run, has_goal = "run" in d, "goal" in d
@@ -534,6 +549,29 @@ def _intent(reader: _Reader, shown: str, name: str, d: dict) -> Intent:
                 reader.problem(shown, f"{where}.{field}[{i}]", f"path '{pattern}' {why}", pattern)
     if kind == STEP_AGGREGATE and d.get("outputs"):
         reader.problem(shown, f"{where}.outputs", "an aggregate target (no 'run' or 'goal') produces no outputs")
+    if kind == STEP_AGENT and not has_run and not d.get("outputs"):  # with both, which kind is yet to say
+        # its change would be applied once and then be invisible: the cache records and restores outputs only,
+        # dependants see only outputs, and with the default scope (none) no change could be applied at all
+        reader.problem(
+            shown,
+            where,
+            "an agent step needs 'outputs': the files its change may write, which the cache keeps and restores; "
+            'list them (globs allowed, e.g. outputs = ["tests/**/*.py"]; an output may also be an input)',
+        )
+    if kind == STEP_SHELL:  # agent steps edit files in place: their change is applied only once verified
+        for i, pattern in enumerate(d.get("outputs", ())):
+            same = _same_file(pattern, d.get("inputs", ())) if isinstance(pattern, str) else None
+            if same is not None:
+                also = "also an input of this shell step" if same == pattern else f"matched by its input '{same}'"
+                reader.problem(
+                    shown,
+                    f"{where}.outputs[{i}]",
+                    f"'{pattern}' is {also}: a shell step that fails or is interrupted "
+                    "has its outputs deleted (none is left half-written), which would delete this input; write "
+                    "the result to another path, or make it an agent step (goal), whose change is applied only "
+                    "once verified",
+                    pattern,
+                )
     return Intent(
         name=name,
         kind=kind,
