@@ -780,6 +780,24 @@ def _worker(d: dict) -> WorkerSettings:
     return WorkerSettings(**kw)
 
 
+def _not_a_number(reader: _Reader, shown: str, data: dict) -> None:
+    """TOML's nan passes every numeric rule of a schema (each comparison with it is false): refuse it where a
+    number is a duration or a budget. (inf is refused by the schema's maximum where a number becomes a
+    wait: epoll takes at most 24 days, and a timeout of inf was an internal error.)"""
+    found = [(["worker", k], v) for k, v in _items(data.get("worker")).items() if k in ("timeout", "idle_timeout")]
+    found += [(["intent", n, "timeout"], _items(i).get("timeout")) for n, i in _items(data.get("intent")).items()]
+    for name, policy in _items(data.get("policy")).items():
+        for budget in ("budget", "run_budget"):
+            found.append((["policy", name, budget, "seconds"], _items(_items(policy).get(budget)).get("seconds")))
+    for parts, value in found:
+        if isinstance(value, float) and value != value:
+            reader.problem(shown, toml_path(parts), "must be a number of seconds, got nan")
+
+
+def _items(value) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
 def _in_file_order(problems: list[Problem]) -> list[Problem]:
     return sorted(problems, key=lambda p: (p.file != SPEC_FILE, p.file, p.line or 0, p.column or 0))
 
@@ -815,6 +833,7 @@ def load_spec(root: Path) -> Spec:
     if data is None:
         raise SpecError(problems=_in_file_order(reader.problems))
     failed = reader.validate(shown, data, "intents.json")
+    _not_a_number(reader, shown, data)
     if not isinstance(data.get("intent"), dict):
         raise SpecError(problems=_in_file_order(reader.problems))
     # go on with whatever passed the schema, so one report holds every problem
