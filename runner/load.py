@@ -438,6 +438,7 @@ def _describe(error) -> list[tuple[list, str, object]]:
             "vars": "var name",
             "variant": "variant name",
             "policy": "policy name",
+            "env": "environment variable name",
         }.get(str(parts[-1]) if parts else "", "name")
         rule = _PATTERN_RULES.get(arg, f"must match {arg}")
         return [(parts + [inst], f"invalid {what} {_short(inst)}: {rule}", None)]
@@ -485,17 +486,25 @@ def _find_prompts(dirs: list[Path]) -> dict[str, str]:
 # ---- intents ---------------------------------------------------------------------------------
 
 _GLOB_SUSPECTS = ("\\", ":", "..", "**", "[")  # what any of the checks below looks for, besides a leading /
+NAME_MAX = 255  # bytes in one file name (Linux, macOS)
+PATH_MAX = 4096  # bytes in a path (Linux)
 
 
 def check_glob(pattern: str) -> str | None:
     """Why a path pattern is unusable, or None."""
-    if not pattern.startswith("/") and not any(s in pattern for s in _GLOB_SUSPECTS):
+    short = len(pattern) <= NAME_MAX // 4 or (len(pattern) <= NAME_MAX and pattern.isascii())  # <= NAME_MAX bytes
+    if short and not pattern.startswith("/") and not any(s in pattern for s in _GLOB_SUSPECTS):
         return None  # the common case, decided without splitting: a spec may hold 30,000 patterns
     if pattern.startswith("/") or re.match(r"^[A-Za-z]:[\\/]", pattern):
         return "must be relative to the project root, not absolute"
     parts = pattern.replace("\\", "/").split("/")
     if ".." in parts:
         return "must not leave the project root ('..')"
+    if len(pattern.encode()) > PATH_MAX:
+        return f"is {len(pattern.encode())} bytes long; a path holds at most {PATH_MAX}"
+    longest = max(parts, key=lambda part: len(part.encode()))
+    if len(longest.encode()) > NAME_MAX:
+        return f"has a name of {len(longest.encode())} bytes; a file name holds at most {NAME_MAX}"
     for part in parts:
         if "**" in part and part != "**":
             return "puts '**' inside a name: '**' must stand alone between slashes, as in src/**/*.py"
@@ -546,7 +555,12 @@ def _intent(reader: _Reader, shown: str, name: str, d: dict) -> Intent:
         for i, pattern in enumerate(d.get(field, ())):
             why = check_glob(pattern)
             if why:
-                reader.problem(shown, f"{where}.{field}[{i}]", f"path '{pattern}' {why}", pattern)
+                reader.problem(shown, f"{where}.{field}[{i}]", f"path {_quoted(pattern)} {why}", pattern)
+    cwd = d.get("cwd")
+    if cwd is not None and cwd != ".":
+        why = check_glob(cwd)
+        if why:
+            reader.problem(shown, f"{where}.cwd", f"folder {_quoted(cwd)} {why}", cwd)
     if kind == STEP_AGGREGATE and d.get("outputs"):
         reader.problem(shown, f"{where}.outputs", "an aggregate target (no 'run' or 'goal') produces no outputs")
     if kind == STEP_AGENT and not has_run and not d.get("outputs"):  # with both, which kind is yet to say
@@ -780,6 +794,26 @@ def _worker(d: dict) -> WorkerSettings:
     return WorkerSettings(**kw)
 
 
+def _nul_characters(reader: _Reader, shown: str, data: dict) -> None:
+    """A NUL character (TOML writes it \\u0000) in any key or string: no command line, path, environment
+    variable or prompt argument can carry one (it was an internal error at the first exec or stat)."""
+    stack: list[tuple[list, object]] = [([], data)]
+    while stack:
+        parts, value = stack.pop()
+        if isinstance(value, dict):
+            for key, item in value.items():
+                # names of intents, policies, variables and fields have rules of their own; extra's become flags
+                if "\0" in key and parts == ["worker", "extra"]:
+                    reader.problem(shown, toml_path(parts + [key]), "the name holds a NUL character (\\u0000)")
+                stack.append((parts + [key], item))
+        elif isinstance(value, list):
+            stack.extend((parts + [i], item) for i, item in enumerate(value))
+        elif isinstance(value, str) and "\0" in value:
+            reader.problem(
+                shown, toml_path(parts), "holds a NUL character (\\u0000), which no command, path or variable can"
+            )
+
+
 def _not_a_number(reader: _Reader, shown: str, data: dict) -> None:
     """TOML's nan passes every numeric rule of a schema (each comparison with it is false): refuse it where a
     number is a duration or a budget. (inf is refused by the schema's maximum where a number becomes a
@@ -834,6 +868,8 @@ def load_spec(root: Path) -> Spec:
         raise SpecError(problems=_in_file_order(reader.problems))
     failed = reader.validate(shown, data, "intents.json")
     _not_a_number(reader, shown, data)
+    if "\\u0000" in reader.locators[shown].text or "\\U00000000" in reader.locators[shown].text:
+        _nul_characters(reader, shown, data)  # only an escape can put one in (a NUL byte is a syntax error)
     if not isinstance(data.get("intent"), dict):
         raise SpecError(problems=_in_file_order(reader.problems))
     # go on with whatever passed the schema, so one report holds every problem
