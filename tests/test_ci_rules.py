@@ -107,3 +107,14 @@ def test_nothing_but_tests_ci_reads_the_ci_variable():
         if "fixtures" not in path.parts and reads.search(path.read_text(encoding="utf-8"))
     )
     assert readers == ["tests/ci.py"]
+
+
+def test_no_test_imports_a_conftest_by_name():
+    """`from conftest import` gets whichever conftest pytest imported last: helpers live in *_helpers.py."""
+    importers = sorted(
+        str(path.relative_to(ROOT))
+        for path in TESTS.rglob("*.py")
+        if "fixtures" not in path.parts
+        and re.search(r"^\s*(from conftest import|import conftest)", path.read_text(encoding="utf-8"), re.M)
+    )
+    assert importers == []
