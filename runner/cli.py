@@ -19,6 +19,7 @@ from .errors import (
     SpecError,
     UsageError,
 )
+from .spec import MAX_TIMEOUT
 
 _directory = [Path(".")]  # the -C of the running command: where an internal error's traceback goes
 
@@ -142,7 +143,7 @@ def explain(intent: str, directory: Path, as_json: bool) -> None:
 @click.option("-n", "--dry-run", is_flag=True, help="Print what would run and why; run nothing.")
 @click.option(
     "--timeout",
-    type=click.FloatRange(min=0, min_open=True),
+    type=click.FloatRange(min=0, min_open=True, max=MAX_TIMEOUT),
     default=None,
     help="Seconds per step for steps without their own timeout.",
 )

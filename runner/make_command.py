@@ -69,10 +69,13 @@ def plain(argv: list[str]) -> dict | None:
     asked anything (--json, or not at one); None for anything else, which goes to click (and so does every
     mistake: click words it)."""
     from .noop import parse_plain_make
+    from .spec import MAX_TIMEOUT
     from .workspace import at_terminal
 
     args = parse_plain_make(argv)
     if args is None or (at_terminal() and not args.get("as_json")):
         return None  # a human may be asked before an agent step: click's prompt does that
+    if args.get("timeout", 0) > MAX_TIMEOUT:
+        return None  # --timeout inf: click says what is wrong with it
     args["directory"] = Path(args["directory"])
     return args
