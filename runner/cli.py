@@ -37,7 +37,9 @@ def _click_type(p: Param):
     if isinstance(p.type, tuple):
         return click.Choice(p.type)
     if p.minimum is not None:
-        return click.IntRange(min=int(p.minimum)) if p.type is int else click.FloatRange(min=p.minimum, min_open=True)
+        if p.type is int:
+            return click.IntRange(min=int(p.minimum))
+        return click.FloatRange(min=p.minimum, min_open=True, max=p.maximum)
     return p.type
 
 

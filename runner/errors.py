@@ -28,7 +28,9 @@ class Problem(NamedTuple):
             if self.column is not None:
                 where += f":{self.column}"
         if self.path:
-            return f"{where}: {self.path}: {self.message}"
+            # a hostile name (5,000 characters) would bury the message: show its ends (to_json keeps it whole)
+            path = self.path if len(self.path) <= 100 else f"{self.path[:60]}...{self.path[-30:]}"
+            return f"{where}: {path}: {self.message}"
         return f"{where}: {self.message}"
 
     def to_json(self) -> dict:

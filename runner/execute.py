@@ -465,6 +465,7 @@ class Executor:
             {
                 **event,
                 "status": FAILED,
+                "reasons": decision.reasons,  # why it ran: every step_finished says why (events.json)
                 "exit_code": outcome.exit_code,
                 "error": outcome.error,
                 "timed_out": outcome.timed_out,

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from . import toml_read
 from .errors import Problem, SpecError
+from .globs import GLOB_CHARS, matches
 from .spec import (
     BUILTIN_DIR,
     STEP_AGENT,
@@ -39,6 +40,11 @@ _PATTERN_RULES = {
     "^[a-z][a-z0-9_-]*$": "start with a lowercase letter, then use lowercase letters, digits, '_', '-'",
     "^[a-z_][a-z0-9_]*$": "use lowercase letters, digits and '_', not starting with a digit",
 }
+# An intent's name names files: .runner/runs/<id>/logs/NAME.log, attempts/NAME/, pending/NAME.json,
+# replays/NAME/ and an attempt's temporary folder runner-NAME-XXXXXXXX (NAME + 16 bytes, the longest). 128
+# keeps every one of them far under NAME_MAX (255 bytes); the schema's pattern keeps them free of '/', of
+# shell metacharacters and of a leading '-' or '.'.
+MAX_NAME = 128
 _JSON_TYPES = {
     "string": "a string",
     "array": "a list",
@@ -54,8 +60,43 @@ def did_you_mean(name: str, candidates) -> str:
     return f" (did you mean '{close[0]}'?)" if close else ""
 
 
+class _Suggestions:
+    """did_you_mean within a budget of comparisons for one load: each suggestion compares the name with
+    every candidate, so a file of 100,000 unknown names among 100,000 intents would take hours to report.
+    Past the budget (about a second) problems are reported without a suggestion."""
+
+    def __init__(self, budget: int = 300_000):
+        self.budget = budget
+
+    def __call__(self, name: str, candidates) -> str:
+        self.budget -= len(candidates)
+        return did_you_mean(name, candidates) if self.budget >= 0 else ""
+
+
+def _quoted(name: str) -> str:
+    """A user's name in a message, cut short when it is too long to read."""
+    return f"'{name}'" if len(name) <= 60 else f"'{name[:40]}...' ({len(name)} characters)"
+
+
 def _schema(name: str) -> dict:
     return json.loads((SCHEMA_DIR / name).read_text())
+
+
+_DOLLAR = re.compile(r"(?<!\\)\$")  # an unescaped '$', as fastjsonschema finds it
+
+
+def _precise_validator(schema: dict):
+    """jsonschema's validator for `schema`, with patterns anchored as fastjsonschema (and JSON Schema's own
+    ECMA-262 regexes) anchor them: Python's '$' also matches before a final newline, so "name\n" would pass
+    '^[A-Za-z0-9]...$' here while the fast check refuses it, and the spec would load with no problem told."""
+    import jsonschema
+
+    def pattern(validator, regex, instance, _schema):
+        if validator.is_type(instance, "string") and not re.search(_DOLLAR.sub(r"\\Z", regex), instance):
+            yield jsonschema.ValidationError(f"{instance!r} does not match {regex!r}")
+
+    base = jsonschema.validators.validator_for(schema)
+    return jsonschema.validators.extend(base, {"pattern": pattern})(schema)
 
 
 class _Reader:
@@ -106,30 +147,32 @@ class _Reader:
         except toml_read.TOMLDecodeError as exc:
             self.problems.append(_syntax_problem(shown, str(exc), locator))
             return shown, None
+        except RecursionError as exc:  # tomli's limits on nesting and on a key's parts (a hostile file)
+            self.problems.append(_too_deep(shown, str(exc), text, locator))
+            return shown, None
 
     def validate(self, shown: str, data: dict, schema_name: str) -> list[list]:
         """Check `data` against a schema; report each violation; return the key paths (as lists) that failed."""
         if _fast_validator(schema_name)(data):
             return []
-        import jsonschema  # the slow, precise validator: only to word the problems
-
-        schema = _schema(schema_name)
-        validator = jsonschema.validators.validator_for(schema)(schema)
+        # the slow, precise validator: only to word the problems
+        validator = _precise_validator(_schema(schema_name))
         errors = sorted(validator.iter_errors(data), key=lambda e: [str(p) for p in e.absolute_path])
         failed = []
         for error in errors:
             for parts, message, value in _describe(error):
                 self.problem(shown, toml_path(parts), message, value)
                 failed.append(parts)
+        if not errors:  # never load what the fast check refused, even if the two ever disagree again
+            self.problem(shown, "", f"does not match {schema_name}, yet no rule of it says why: please report this")
+            failed.append([])
         return failed
 
 
 def schema_errors(data, schema: dict) -> list[tuple[list, str]]:
     """(key path, jsonschema's own message) for each violation: for files validated outside this module
     (the regex library), so that jsonschema is imported in one place and only when something is wrong."""
-    import jsonschema
-
-    validator = jsonschema.validators.validator_for(schema)(schema)
+    validator = _precise_validator(schema)
     return [
         (list(e.absolute_path), e.message)
         for e in sorted(validator.iter_errors(data), key=lambda e: [str(p) for p in e.absolute_path])
@@ -239,6 +282,60 @@ def _syntax_problem(shown: str, text: str, locator: Locator) -> Problem:
     )
 
 
+def _too_deep(shown: str, message: str, text: str, locator: Locator) -> Problem:
+    """tomli's RecursionError (no position in it) as a Problem at the first line that goes past its limit."""
+    limit = int(m.group()) if (m := re.search(r"\d+", message)) else 0
+    if "key" in message:
+        line = next((n for n, s in enumerate(locator.lines, 1) if s.count(".") >= limit), None)
+        what = f"a key of more than {limit} dotted parts; use a short key"
+    else:
+        line = _nesting_line(text, limit)
+        what = f"arrays or inline tables nested more than {limit} levels deep; a spec needs a few at most"
+    declared = locator.at(line) if line else None
+    path = toml_path(declared[0]) if declared and not declared[1] else ""
+    return Problem(file=shown, path=path, line=line, message=f"TOML syntax error: {what}")
+
+
+def _nesting_line(text: str, limit: int) -> int | None:
+    """The line where '[' and '{' of values first nest deeper than `limit` (strings and comments skipped;
+    a [table] header at the start of a line does not nest)."""
+    depth, line, i, n = 0, 1, 0, len(text)
+    at_line_start = True
+    while i < n:
+        ch = text[i]
+        if ch == "\n":
+            line, at_line_start = line + 1, True
+        elif ch in " \t\r":
+            pass
+        elif ch == "#":
+            j = text.find("\n", i)
+            i = n if j < 0 else j
+            continue
+        elif ch in "\"'":
+            quote = text[i : i + 3] if text[i : i + 3] in ('"""', "'''") else ch
+            j = i + len(quote)
+            while j < n and not text.startswith(quote, j) and (len(quote) == 3 or text[j] != "\n"):
+                j += 2 if quote[0] == '"' and text[j] == "\\" else 1
+            line += text.count("\n", i, j)
+            i = j + len(quote)
+            at_line_start = False
+            continue
+        elif ch == "[" and at_line_start and depth == 0:  # a [table] or [[array]] header
+            j = text.find("\n", i)
+            i = n if j < 0 else j
+            continue
+        elif ch in "[{":
+            depth += 1
+            if depth > limit:
+                return line
+        elif ch in "]}":
+            depth = max(0, depth - 1)
+        if ch != "\n" and ch not in " \t\r":
+            at_line_start = False
+        i += 1
+    return None
+
+
 def _open_quote(line: str) -> int | None:
     """The index of the quote opening a string that the line never closes, or None."""
     i = 0
@@ -314,6 +411,19 @@ def _describe(error) -> list[tuple[list, str, object]]:
         return [(parts, f"expected {wanted}, got {_toml_type(inst)} {_short(inst)}{hint}", None)]
     if kind == "enum":
         return [(parts, f"must be one of {', '.join(map(str, arg))}; got {_short(inst)}", None)]
+    if kind == "maxLength" and error.schema_path and "propertyNames" in error.schema_path:
+        section = str(parts[-1]) if parts else ""
+        what = {"intent": "intent name", "policy": "policy name"}.get(section, "name")
+        why = " (an intent's name names files under .runner/)" if section == "intent" else ""
+        return [
+            (
+                parts + [inst],
+                f"invalid {what} {_short(inst)}: {len(inst)} characters, at most {arg}{why}; shorten it",
+                None,
+            )
+        ]
+    if kind == "maxLength":
+        return [(parts, f"must be at most {arg} characters, got {len(inst)}", None)]
     if kind == "minLength":
         return [(parts, "must not be empty", None)]
     if kind in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"):
@@ -328,6 +438,7 @@ def _describe(error) -> list[tuple[list, str, object]]:
             "vars": "var name",
             "variant": "variant name",
             "policy": "policy name",
+            "env": "environment variable name",
         }.get(str(parts[-1]) if parts else "", "name")
         rule = _PATTERN_RULES.get(arg, f"must match {arg}")
         return [(parts + [inst], f"invalid {what} {_short(inst)}: {rule}", None)]
@@ -375,17 +486,25 @@ def _find_prompts(dirs: list[Path]) -> dict[str, str]:
 # ---- intents ---------------------------------------------------------------------------------
 
 _GLOB_SUSPECTS = ("\\", ":", "..", "**", "[")  # what any of the checks below looks for, besides a leading /
+NAME_MAX = 255  # bytes in one file name (Linux, macOS)
+PATH_MAX = 4096  # bytes in a path (Linux)
 
 
 def check_glob(pattern: str) -> str | None:
     """Why a path pattern is unusable, or None."""
-    if not pattern.startswith("/") and not any(s in pattern for s in _GLOB_SUSPECTS):
+    short = len(pattern) <= NAME_MAX // 4 or (len(pattern) <= NAME_MAX and pattern.isascii())  # <= NAME_MAX bytes
+    if short and not pattern.startswith("/") and not any(s in pattern for s in _GLOB_SUSPECTS):
         return None  # the common case, decided without splitting: a spec may hold 30,000 patterns
     if pattern.startswith("/") or re.match(r"^[A-Za-z]:[\\/]", pattern):
         return "must be relative to the project root, not absolute"
     parts = pattern.replace("\\", "/").split("/")
     if ".." in parts:
         return "must not leave the project root ('..')"
+    if len(pattern.encode()) > PATH_MAX:
+        return f"is {len(pattern.encode())} bytes long; a path holds at most {PATH_MAX}"
+    longest = max(parts, key=lambda part: len(part.encode()))
+    if len(longest.encode()) > NAME_MAX:
+        return f"has a name of {len(longest.encode())} bytes; a file name holds at most {NAME_MAX}"
     for part in parts:
         if "**" in part and part != "**":
             return "puts '**' inside a name: '**' must stand alone between slashes, as in src/**/*.py"
@@ -397,6 +516,20 @@ def check_glob(pattern: str) -> str | None:
             depth -= 1
     if depth:
         return "has an unclosed '[' (write [[] to match a literal '[')"
+    return None
+
+
+def _same_file(output: str, inputs) -> str | None:
+    """The input pattern naming a file the output pattern names too: the same pattern, or a glob matching
+    the plain path of the other; None. Two different globs are not compared."""
+    if output in inputs:
+        return output
+    output_glob = not GLOB_CHARS.isdisjoint(output)
+    for pattern in inputs:
+        if not isinstance(pattern, str) or output_glob == (not GLOB_CHARS.isdisjoint(pattern)):
+            continue  # two plain paths differ (checked above), two globs are not compared
+        if matches(output, pattern) if not output_glob else matches(pattern, output):
+            return pattern
     return None
 
 
@@ -422,9 +555,37 @@ def _intent(reader: _Reader, shown: str, name: str, d: dict) -> Intent:
         for i, pattern in enumerate(d.get(field, ())):
             why = check_glob(pattern)
             if why:
-                reader.problem(shown, f"{where}.{field}[{i}]", f"path '{pattern}' {why}", pattern)
+                reader.problem(shown, f"{where}.{field}[{i}]", f"path {_quoted(pattern)} {why}", pattern)
+    cwd = d.get("cwd")
+    if cwd is not None and cwd != ".":
+        why = check_glob(cwd)
+        if why:
+            reader.problem(shown, f"{where}.cwd", f"folder {_quoted(cwd)} {why}", cwd)
     if kind == STEP_AGGREGATE and d.get("outputs"):
         reader.problem(shown, f"{where}.outputs", "an aggregate target (no 'run' or 'goal') produces no outputs")
+    if kind == STEP_AGENT and not has_run and not d.get("outputs"):  # with both, which kind is yet to say
+        # its change would be applied once and then be invisible: the cache records and restores outputs only,
+        # dependants see only outputs, and with the default scope (none) no change could be applied at all
+        reader.problem(
+            shown,
+            where,
+            "an agent step needs 'outputs': the files its change may write, which the cache keeps and restores; "
+            'list them (globs allowed, e.g. outputs = ["tests/**/*.py"]; an output may also be an input)',
+        )
+    if kind == STEP_SHELL:  # agent steps edit files in place: their change is applied only once verified
+        for i, pattern in enumerate(d.get("outputs", ())):
+            same = _same_file(pattern, d.get("inputs", ())) if isinstance(pattern, str) else None
+            if same is not None:
+                also = "also an input of this shell step" if same == pattern else f"matched by its input '{same}'"
+                reader.problem(
+                    shown,
+                    f"{where}.outputs[{i}]",
+                    f"'{pattern}' is {also}: a shell step that fails or is interrupted "
+                    "has its outputs deleted (none is left half-written), which would delete this input; write "
+                    "the result to another path, or make it an agent step (goal), whose change is applied only "
+                    "once verified",
+                    pattern,
+                )
     return Intent(
         name=name,
         kind=kind,
@@ -459,6 +620,7 @@ def _cross_check(
     prompts: dict[str, str],
 ) -> None:
     owners: dict[str, str] = {}
+    suggest = _Suggestions()
     for name, intent in intents.items():
         where = toml_path(["intent", name])
         seen = set()
@@ -466,7 +628,7 @@ def _cross_check(
             if dep == name:
                 reader.problem(shown, f"{where}.deps[{i}]", f"intent '{name}' depends on itself; remove it", dep)
             elif dep not in names:
-                reader.problem(shown, f"{where}.deps[{i}]", f"unknown intent '{dep}'{did_you_mean(dep, names)}", dep)
+                reader.problem(shown, f"{where}.deps[{i}]", f"unknown intent {_quoted(dep)}{suggest(dep, names)}", dep)
             elif dep in seen:
                 reader.problem(shown, f"{where}.deps[{i}]", f"'{dep}' is listed twice; remove one", dep)
             seen.add(dep)
@@ -474,7 +636,7 @@ def _cross_check(
             reader.problem(
                 shown,
                 f"{where}.policy",
-                f"unknown policy '{intent.policy}'{did_you_mean(intent.policy, policies)}; "
+                f"unknown policy {_quoted(intent.policy)}{suggest(intent.policy, policies)}; "
                 f"declare [policy.{intent.policy}] or use one of: {', '.join(sorted(policies))}",
             )
         adapter = None
@@ -533,7 +695,7 @@ def _cross_check(
     project = spec_data.get("project")
     default = project.get("default") if isinstance(project, dict) else None
     if isinstance(default, str) and default and default not in names:
-        reader.problem(shown, "project.default", f"unknown intent '{default}'{did_you_mean(default, names)}")
+        reader.problem(shown, "project.default", f"unknown intent {_quoted(default)}{suggest(default, names)}")
 
 
 def _cycles(deps: dict[str, tuple[str, ...]]) -> list[list[str]]:
@@ -632,6 +794,44 @@ def _worker(d: dict) -> WorkerSettings:
     return WorkerSettings(**kw)
 
 
+def _nul_characters(reader: _Reader, shown: str, data: dict) -> None:
+    """A NUL character (TOML writes it \\u0000) in any key or string: no command line, path, environment
+    variable or prompt argument can carry one (it was an internal error at the first exec or stat)."""
+    stack: list[tuple[list, object]] = [([], data)]
+    while stack:
+        parts, value = stack.pop()
+        if isinstance(value, dict):
+            for key, item in value.items():
+                # names of intents, policies, variables and fields have rules of their own; extra's become flags
+                if "\0" in key and parts == ["worker", "extra"]:
+                    reader.problem(shown, toml_path(parts + [key]), "the name holds a NUL character (\\u0000)")
+                stack.append((parts + [key], item))
+        elif isinstance(value, list):
+            stack.extend((parts + [i], item) for i, item in enumerate(value))
+        elif isinstance(value, str) and "\0" in value:
+            reader.problem(
+                shown, toml_path(parts), "holds a NUL character (\\u0000), which no command, path or variable can"
+            )
+
+
+def _not_a_number(reader: _Reader, shown: str, data: dict) -> None:
+    """TOML's nan passes every numeric rule of a schema (each comparison with it is false): refuse it where a
+    number is a duration or a budget. (inf is refused by the schema's maximum where a number becomes a
+    wait: epoll takes at most 24 days, and a timeout of inf was an internal error.)"""
+    found = [(["worker", k], v) for k, v in _items(data.get("worker")).items() if k in ("timeout", "idle_timeout")]
+    found += [(["intent", n, "timeout"], _items(i).get("timeout")) for n, i in _items(data.get("intent")).items()]
+    for name, policy in _items(data.get("policy")).items():
+        for budget in ("budget", "run_budget"):
+            found.append((["policy", name, budget, "seconds"], _items(_items(policy).get(budget)).get("seconds")))
+    for parts, value in found:
+        if isinstance(value, float) and value != value:
+            reader.problem(shown, toml_path(parts), "must be a number of seconds, got nan")
+
+
+def _items(value) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
 def _in_file_order(problems: list[Problem]) -> list[Problem]:
     return sorted(problems, key=lambda p: (p.file != SPEC_FILE, p.file, p.line or 0, p.column or 0))
 
@@ -667,6 +867,9 @@ def load_spec(root: Path) -> Spec:
     if data is None:
         raise SpecError(problems=_in_file_order(reader.problems))
     failed = reader.validate(shown, data, "intents.json")
+    _not_a_number(reader, shown, data)
+    if "\\u0000" in reader.locators[shown].text or "\\U00000000" in reader.locators[shown].text:
+        _nul_characters(reader, shown, data)  # only an escape can put one in (a NUL byte is a syntax error)
     if not isinstance(data.get("intent"), dict):
         raise SpecError(problems=_in_file_order(reader.problems))
     # go on with whatever passed the schema, so one report holds every problem

@@ -89,26 +89,30 @@ def try_noop(argv: list[str]) -> int | None:
     order = prove_target(root, parsed.get("target"))
     if order is None:
         return None
-    _report(root, order, parsed.get("as_json", False), started)
+    _report(root, order, parsed, started)
     return 0
 
 
-def _report(root: str, order: list[str], as_json: bool, started: float) -> None:
+def _report(root: str, order: list[str], parsed: dict, started: float) -> None:
+    """The events of the full pipeline's no-op, key for key (runner/schemas/events.json), with "fast": true."""
     from .record import new_run_id
     from .report import summary_line
 
     run_id = new_run_id()
-    lines = [f'{{"event": "run_started", "run_id": "{run_id}", "steps": {len(order)}, "fast": true}}']
+    jobs = parsed.get("jobs") or os.cpu_count() or 1  # as make_command.run defaults it
+    lines = [f'{{"event": "run_started", "run_id": "{run_id}", "steps": {len(order)}, "jobs": {jobs}, "fast": true}}']
     lines += cached_lines(order)
     finished = {
         "event": "run_finished",
         "run_id": run_id,
+        "target": parsed.get("target"),  # as named: the proof never loads the spec to learn [project] default
         "status": "ok",
         "ran": 0,
         "cached": len(order),
         "restored": 0,
         "failed": 0,
         "skipped": 0,
+        "blocked": 0,
         "duration": round(time.monotonic() - started, 3),
     }
     import json
@@ -122,5 +126,5 @@ def _report(root: str, order: list[str], as_json: bool, started: float) -> None:
             f.write(text)
     except OSError:
         pass
-    sys.stdout.write(text if as_json else summary_line(finished) + "\n")
+    sys.stdout.write(text if parsed.get("as_json") else summary_line(finished) + "\n")
     sys.stdout.flush()

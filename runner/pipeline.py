@@ -159,11 +159,11 @@ def make(
     record = None
     try:
         recover_inflight(layout)
+        recovered: list[str] = []
         if (layout.state_dir / "apply").is_dir():  # an agent step's apply that a crash cut short
             from .apply import recover as recover_applies
 
-            for line in recover_applies(layout.root, layout.state_dir):
-                emit({"event": "recovered", "message": mask.text(line)})
+            recovered = recover_applies(layout.root, layout.state_dir)
         requested = target
         target = resolve_target(project.spec, target)
         planner = planner_for(project, options.force, options.worker, owner=True, mask=mask)
@@ -184,6 +184,8 @@ def make(
         )
 
         sink = _Sink(record, emit, mask)
+        for line in recovered:  # reported once the run has a record, which keeps them too
+            sink({"event": "recovered", "message": line})
 
         started = time.monotonic()
         # steps run from the project root, as make -C runs from its folder (a plain command then needs no
@@ -206,7 +208,8 @@ def make(
         finished: dict[str, object] = {
             "event": "run_finished",
             "run_id": record.run_id,
-            "target": target,
+            # as named on the command line, as the fast no-op (which never loads the spec) can say it too
+            "target": requested,
             "status": status,
             **summary.counts,
             "duration": round(time.monotonic() - started, 3),

@@ -12,6 +12,10 @@ from typing import NamedTuple
 
 BUILTIN_DIR = Path(__file__).parent / "builtin"  # the adapters, prompts and regexes shipped with runner
 
+# the longest timeout, in seconds (a week; intents.json says the same): epoll waits at most ~24 days, and an
+# infinite timeout reached it as an internal error
+MAX_TIMEOUT = 604800
+
 STEP_SHELL = "shell"
 STEP_AGENT = "agent"
 STEP_AGGREGATE = "aggregate"

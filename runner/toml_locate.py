@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from functools import cached_property
 
@@ -19,14 +20,26 @@ def split_path(path: str) -> list[str]:
     """
     out = []
     for m in re.finditer(r"\"((?:[^\"\\]|\\.)*)\"|([^.\"]+)", _INDEX.sub("", path)):
-        out.append(m.group(1).replace('\\"', '"').replace("\\\\", "\\") if m.group(1) is not None else m.group(2))
+        out.append(_unescape(m.group(1)) if m.group(1) is not None else m.group(2))
     return [p for p in out if p]
+
+
+def _unescape(quoted: str) -> str:
+    """The text of a "..." string without its quotes: JSON's escapes, which are TOML's (toml_path writes a
+    part with json.dumps, so "caf\\u00e9" in a path is the key café of the file)."""
+    try:
+        return json.loads(f'"{quoted}"')
+    except ValueError:  # an escape of TOML's alone (\e, \xHH, \UXXXXXXXX): compared as written
+        return quoted
 
 
 def _parts(dotted: str) -> list[str]:
     out = []
     for m in _PART.finditer(dotted):
-        out.append(m.group(1) if m.group(1) is not None else m.group(2) if m.group(2) is not None else m.group(0))
+        if m.group(1) is not None:
+            out.append(_unescape(m.group(1)))
+        else:
+            out.append(m.group(2) if m.group(2) is not None else m.group(0))
     return out
 
 
@@ -57,6 +70,32 @@ class Locator:
                 entries.append((table + _parts(key.group(1)), number, False))
         return entries
 
+    @cached_property
+    def _first_declared(self) -> dict[tuple[str, ...], int]:
+        """Key path -> the first line declaring exactly it: one pass, so that a report of 100,000 problems
+        looks each one up instead of scanning the document for each."""
+        first: dict[tuple[str, ...], int] = {}
+        for parts, number, _ in self._entries:
+            first.setdefault(tuple(parts), number)
+        return first
+
+    @cached_property
+    def _first_inside(self) -> dict[tuple[str, ...], int]:
+        """Key path -> the first line declaring it or something inside it."""
+        first: dict[tuple[str, ...], int] = {}
+        for parts, number, _ in self._entries:
+            for n in range(len(parts), -1, -1):
+                if first.setdefault(tuple(parts[:n]), number) != number:
+                    break  # an earlier line already holds this prefix, and so every shorter one
+        return first
+
+    @cached_property
+    def _by_line(self) -> dict[int, tuple[list[str], bool]]:
+        by_line: dict[int, tuple[list[str], bool]] = {}
+        for parts, number, is_header in self._entries:
+            by_line.setdefault(number, (parts, is_header))
+        return by_line
+
     def line_of(self, path: str, value: object = None) -> int | None:
         """The line of the deepest declared prefix of `path`; with `value`, the line holding that value.
 
@@ -65,10 +104,12 @@ class Locator:
         """
         want = split_path(path)
         best_len, best_line = 0, None
-        for parts, number, _ in self._entries:
-            n = len(parts)
-            if n > best_len and n <= len(want) and want[:n] == parts:
+        declared = self._first_declared
+        for n in range(len(want), 0, -1):
+            number = declared.get(tuple(want[:n]))
+            if number is not None:
                 best_len, best_line = n, number
+                break
         if best_len < len(want):
             deeper = self.first_line(want)
             if deeper is not None:
@@ -84,6 +125,8 @@ class Locator:
 
     def first_line(self, parts: list[str], before: int | None = None) -> int | None:
         """The first line declaring `parts` or something inside it (only lines before `before`, if given)."""
+        if before is None:
+            return self._first_inside.get(tuple(parts))
         n = len(parts)
         for entry, number, _ in self._entries:
             if before is not None and number >= before:
@@ -94,7 +137,4 @@ class Locator:
 
     def at(self, line: int) -> tuple[list[str], bool] | None:
         """The key path declared on `line` (with whether it is a [header]), or None."""
-        for parts, number, is_header in self._entries:
-            if number == line:
-                return parts, is_header
-        return None
+        return self._by_line.get(line)

@@ -4,10 +4,16 @@ wrote (run records, recordings, logs, Codex homes, temp projects) contains it.""
 from __future__ import annotations
 
 import os
+import sys
 import uuid
 from pathlib import Path
 
 import pytest
+
+# tests/ci.py (the one "in CI?" rule) is imported by name from every folder's tests and helpers; this puts
+# tests/ on sys.path whatever pytest's import mode
+if str(Path(__file__).parent) not in sys.path:
+    sys.path.insert(0, str(Path(__file__).parent))
 
 SESSION_KEY = "sk-test-session-" + uuid.uuid4().hex
 

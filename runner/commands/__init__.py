@@ -40,6 +40,7 @@ class Param(NamedTuple):
     help: str = ""
     type: type | tuple[str, ...] = str  # str, int, float, or the choices
     minimum: float | None = None  # an int at least this, a float above it
+    maximum: float | None = None  # a float at most this
     required: bool = False
     default: object = None
     nargs: int = 1  # an argument's count: -1 for any number

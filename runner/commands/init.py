@@ -16,6 +16,15 @@ from . import Command, Invocation, echo, flag, print_json
 SPEC_FILE = "intents.toml"
 EXAMPLE_PROMPT = "write-tests"
 EXAMPLE_INTENT = "write-tests"
+# where each toolchain keeps its tests: the example agent step's outputs (an agent step needs outputs)
+TEST_FILES = {
+    "python": "tests/**/*.py",
+    "node": "tests/**",
+    "go": "**/*_test.go",
+    "rust": "tests/**/*.rs",
+    "maven": "src/test/**",
+    "gradle": "src/test/**",
+}
 
 
 def _q(value: str) -> str:
@@ -119,6 +128,7 @@ def _agent_example(root: Path, adapter: Adapter, d: Detection) -> list[str]:
         f"prompt = {_q(EXAMPLE_PROMPT)}",
         f"adapter = {_q(adapter.name)}",
         f"inputs = {_list(_inputs(root, adapter))}",
+        f"outputs = {_list([TEST_FILES.get(adapter.name, 'tests/**')])}  # what it may write; cached, restored",
         'verify = ["test"]',
         'deps = ["test"]' if adapter.command("test", d.variants) else "",
         "",

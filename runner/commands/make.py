@@ -3,12 +3,14 @@ plain path, which starts a plain `runner make --json` (or one not at a terminal)
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
 
 from ..errors import EXIT_BLOCKED, EXIT_INTERRUPTED, EXIT_OK, EXIT_STEP_FAILED, UsageError
-from . import Command, Invocation, argument, flag, option
+from ..spec import MAX_TIMEOUT
+from . import Command, Invocation, argument, echo, flag, option
 
 
 def make(
@@ -75,6 +77,8 @@ def plain(argv: list[str]) -> dict | None:
     args = parse_plain_make(argv)
     if args is None or (at_terminal() and not args.get("as_json")):
         return None  # a human may be asked before an agent step: click's prompt does that
+    if args.get("timeout", 0) > MAX_TIMEOUT:
+        return None  # --timeout inf: click says what is wrong with it
     args["directory"] = Path(args["directory"])
     return args
 
@@ -97,8 +101,12 @@ def run(
     from .status import show_plan
 
     if dry_run:
+        requested = target
         target, decisions = plan(load_project(inv.directory), target, force)
-        show_plan(target, decisions, inv.as_json)
+        if inv.as_json:  # one line, as every `runner make --json` writes: a `plan` event (events.json)
+            echo(json.dumps({"event": "plan", "target": requested, "steps": [d.to_json() for d in decisions]}))
+        else:
+            show_plan(target, decisions, inv.as_json)
         return EXIT_OK
     boundaries = frozenset(b.strip() for b in halt_on.split(",") if b.strip())
     unknown = boundaries - {"write_files", "run_shell", "network"}
@@ -138,6 +146,7 @@ COMMAND = Command(
             help="Seconds per step for steps without their own timeout.",
             type=float,
             minimum=0,
+            maximum=MAX_TIMEOUT,
         ),
         flag("--no-wait", dest="no_wait", help="Fail (exit 3) instead of waiting when another runner holds the lock."),
         flag("-v", "--verbose", dest="verbose", help="Also list cached steps and why each step runs."),

@@ -6,8 +6,6 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[2]
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -24,24 +22,6 @@ _BUILD_LEFTOVERS = shutil.ignore_patterns(
     ".mypy_cache",
     ".ruff_cache",
 )
-
-
-def in_ci() -> bool:
-    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
-
-
-def need(what: str, ok: bool, how: str) -> None:
-    """Skip when a toolchain is absent here; in CI an absent toolchain is a failure, not a skip."""
-    if ok:
-        return
-    if in_ci():
-        pytest.fail(f"CI=true but {what} is missing: {how}")
-    pytest.skip(f"{what} is not available here ({how})")
-
-
-def need_tools(*tools: str, how: str = "") -> None:
-    missing = [t for t in tools if shutil.which(t) is None]
-    need(" and ".join(missing) or "", not missing, how or f"install {' '.join(missing)}")
 
 
 def builtin_adapters():

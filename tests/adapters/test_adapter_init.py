@@ -58,6 +58,7 @@ def test_init_in_a_python_project_writes_intents_that_validate(tmp_path):
     if HAS_PROMPT:
         agent = spec.intents["write-tests"]
         assert agent.prompt == "write-tests" and agent.verify == ("test",) and agent.adapter == "python"
+        assert agent.outputs == ("tests/**/*.py",)  # an agent step needs outputs: what it may write
         assert "write-tests" not in spec.intents["check"].deps  # `runner make` alone never pays for a model call
     proc = validate_cli(root)
     assert proc.returncode == 0, proc.stderr

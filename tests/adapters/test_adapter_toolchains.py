@@ -1,6 +1,6 @@
 """Each built-in adapter run for real on a fixture project with passing and failing tests, its output parsed.
 
-Locally a test skips when its toolchain is absent; with CI=true an absent toolchain fails the test instead.
+Locally a test skips when its toolchain is absent; in CI (tests/ci.py says when) an absent toolchain fails it.
 """
 
 import shutil
@@ -8,7 +8,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from adapter_helpers import FIXTURES, PARSE_FIXTURES, VENV_BIN, copy_fixture, need, need_tools, run_adapter_command
+from adapter_helpers import FIXTURES, PARSE_FIXTURES, VENV_BIN, copy_fixture, run_adapter_command
+from ci import need, need_tools
 
 from runner.adapters import detect
 

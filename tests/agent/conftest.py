@@ -1,154 +1,15 @@
-"""Agent-step projects driven through the real CLI, served by the fake codex or the fake Responses server."""
+"""Fixtures of the agent tests: agent-step projects driven through the real CLI, served by the fake codex or
+the fake Responses server. The helpers they use live in agent_helpers.py (a unique name: conftests collide)."""
 
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 import sys
-import textwrap
-import uuid
-from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
-
-FAKES = Path(__file__).resolve().parents[1] / "fakes"
-FAKE_CODEX = FAKES / "fake_codex.py"
-FAKE_SERVER = FAKES / "fake_responses_server.py"
-
-CALC = """\
-def mean(values):
-    if not values:
-        raise ValueError("empty")
-    return sum(values) / len(values)
-"""
-
-FAILING_TEST = """\
-import sys, pathlib
-sys.path.insert(0, str(pathlib.Path(__file__).parents[1] / "src"))
-from calc import mean
-
-def test_mean():
-    assert mean([1, 2]) == 2
-"""
-
-PASSING_TEST = FAILING_TEST.replace("mean([1, 2]) == 2", "mean([1, 3]) == 2")
-
-
-@dataclass
-class Run:
-    code: int
-    out: str
-    err: str
-
-    def events(self) -> list[dict]:
-        return [json.loads(line) for line in self.out.splitlines() if line.startswith("{")]
-
-    def step(self, name: str) -> dict:
-        return [e for e in self.events() if e.get("event") == "step_finished" and e["intent"] == name][-1]
-
-
-class AgentProject:
-    def __init__(self, root: Path, home: Path):
-        self.root = root
-        self.home = home  # scenario, call records, codex home: outside the project
-        self.key = "sk-test-" + uuid.uuid4().hex
-        root.mkdir(parents=True)
-        (root / "src").mkdir()
-        (root / "src/calc.py").write_text(CALC)
-        (root / "adapters").mkdir()
-        (root / "adapters/local.toml").write_text(
-            textwrap.dedent(f"""\
-            name = "local"
-            [commands.test]
-            run = "{sys.executable} -m pytest -q -p no:cacheprovider"
-            parse = ["pytest"]
-            """)
-        )
-
-    def spec(
-        self, worker: str, policy: str = "", intent_extra: str = "", outputs: str = '["tests/test_calc.py"]'
-    ) -> None:
-        (self.root / "intents.toml").write_text(
-            textwrap.dedent(f"""\
-            [project]
-            name = "agentic"
-            {worker}
-            {policy}
-            [intent.tests]
-            goal = "Write pytest tests for src/calc.py"
-            acceptance = ["mean of [1, 3] is 2"]
-            inputs = ["src/calc.py"]
-            outputs = {outputs}
-            prompt = "write-tests"
-            adapter = "local"
-            verify = ["test"]
-            {intent_extra}
-            """)
-        )
-
-    def fake_codex_worker(self, scenario: dict, extra: str = "") -> str:
-        (self.home / "scenario.json").write_text(json.dumps(scenario))
-        os.chmod(FAKE_CODEX, 0o755)
-        return textwrap.dedent(f"""\
-            [worker]
-            kind = "codex"
-            binary = "{FAKE_CODEX}"
-            timeout = 60
-            {extra}
-            """)
-
-    def env(self) -> dict:
-        return dict(
-            os.environ,
-            FAKE_CODEX_SCENARIO=str(self.home / "scenario.json"),
-            FAKE_CODEX_RECORD=str(self.home / "calls.jsonl"),
-            OPENAI_API_KEY=self.key,
-            CODEX_API_KEY=self.key,
-            FAKE_KEY=self.key,
-        )
-
-    def calls(self) -> list[dict]:
-        path = self.home / "calls.jsonl"
-        return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
-
-    def prompts(self) -> list[str]:
-        return [c["argv"][-1] for c in self.calls() if "--version" not in c["argv"]]
-
-    def run(self, *args: str, env: dict | None = None, timeout: float = 180) -> Run:
-        proc = subprocess.run(
-            [sys.executable, "-m", "runner", *args],
-            cwd=self.root,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            env=env or self.env(),
-            stdin=subprocess.DEVNULL,
-        )
-        return Run(proc.returncode, proc.stdout, proc.stderr)
-
-    def make(self, *args: str, **kw) -> Run:
-        return self.run("make", "--json", *args, **kw)
-
-    def files(self) -> dict[str, bytes]:
-        """Everything in the project but the runner's own state: to prove a step left it untouched."""
-        out = {}
-        for p in sorted(self.root.rglob("*")):
-            rel = p.relative_to(self.root)
-            if rel.parts[0] == ".runner":
-                continue
-            out[str(rel)] = p.read_bytes() if p.is_file() and not p.is_symlink() else b"<dir>"
-        return out
-
-    def leaks(self) -> list[str]:
-        hits = []
-        for base in (self.root, self.home):
-            for p in base.rglob("*"):
-                if p.is_file() and not p.is_symlink() and self.key.encode() in p.read_bytes():
-                    hits.append(str(p))
-        return hits
+from agent_helpers import FAKE_SERVER, AgentProject, Server
+from ci import need_codex
 
 
 @pytest.fixture
@@ -156,20 +17,6 @@ def agent(tmp_path) -> AgentProject:
     home = tmp_path / "home"
     home.mkdir()
     return AgentProject(tmp_path / "proj", home)
-
-
-@dataclass
-class Server:
-    proc: subprocess.Popen
-    port: int
-    log: Path
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
-
-    def requests(self) -> list[dict]:
-        return [json.loads(line) for line in self.log.read_text().splitlines()] if self.log.exists() else []
 
 
 @pytest.fixture
@@ -198,23 +45,7 @@ def server(tmp_path):
         srv.proc.wait(10)
 
 
-def real_codex() -> str | None:
-    found = shutil.which("codex")
-    if found:
-        return found
-    try:
-        import codex_cli_bin
-
-        return str(codex_cli_bin.bundled_codex_path())
-    except Exception:
-        return None
-
-
 @pytest.fixture
 def codex_binary() -> str:
-    binary = real_codex()
-    if binary is None:
-        if os.environ.get("CI"):
-            pytest.fail("the Codex CLI binary is missing in CI: install the extra `intent-runner[codex]`")
-        pytest.skip("the Codex CLI binary is not installed (pip install 'intent-runner[codex]')")
-    return binary
+    """The real codex binary; skips when absent, but FAILS in CI (CI must install it)."""
+    return need_codex()

@@ -13,7 +13,7 @@ import textwrap
 import time
 
 import pytest
-from conftest import PASSING_TEST
+from agent_helpers import PASSING_TEST
 
 VERIFY_SECONDS = 12
 

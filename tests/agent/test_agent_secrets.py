@@ -7,7 +7,7 @@ import sys
 import textwrap
 import uuid
 
-from conftest import FAILING_TEST, PASSING_TEST
+from agent_helpers import FAILING_TEST, PASSING_TEST
 
 FEEDBACK = "What the last attempt got wrong"
 

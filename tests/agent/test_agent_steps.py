@@ -9,7 +9,7 @@ import re
 import time
 
 import pytest
-from conftest import FAILING_TEST, PASSING_TEST
+from agent_helpers import FAILING_TEST, FAKE_CODEX, PASSING_TEST
 
 FEEDBACK = "What the last attempt got wrong"
 
@@ -335,8 +335,6 @@ def test_in_a_git_repository_the_attempt_is_a_worktree_with_uncommitted_changes(
 def test_a_new_codex_binary_is_not_a_no_op(agent, tmp_path):
     """An agent step's key holds the worker's version: the stat-only no-op proof must look at the binary."""
     import shutil
-
-    from conftest import FAKE_CODEX
 
     binary = tmp_path / "bin" / "codex"
     binary.parent.mkdir()

@@ -10,6 +10,11 @@ import pickle
 import time
 from pathlib import Path
 
+import pytest
+
+import runner
+from runner.spec import MAX_TIMEOUT
+
 
 def test_first_make_runs_everything_then_nothing(chain):
     first = chain.make()
@@ -289,6 +294,17 @@ def test_unknown_target_is_a_usage_error(chain):
     assert result.code == 2
     assert result.err.strip() == "error: unknown target 'bb' (did you mean 'b'?); `runner graph` lists the intents"
     assert "Traceback" not in result.err
+
+
+@pytest.mark.parametrize("plain", [True, False], ids=["plain", "click"])
+def test_a_timeout_past_a_week_is_a_usage_error_on_both_paths(chain, plain):
+    """--timeout inf reached epoll as an infinite wait: an internal error (exit 4). -v goes through click."""
+    result = chain.run("make", "--timeout", "inf", *([] if plain else ["-v"]))
+    assert result.code == 2, result.err
+    assert "Invalid value for '--timeout': inf is not in the range 0<x<=604800." in result.err
+    assert not chain.exists(".runner")
+    schema = json.loads((Path(runner.__file__).parent / "schemas" / "intents.json").read_text())
+    assert schema["$defs"]["intent"]["properties"]["timeout"]["maximum"] == MAX_TIMEOUT  # one limit
 
 
 def test_the_first_make_keeps_the_compiled_spec_for_the_next_full_run(chain):

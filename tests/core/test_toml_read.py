@@ -37,9 +37,20 @@ TOML_1_1 = {
 
 def _parsed(parse, text):
     try:
-        return parse(text)
+        return _comparable(parse(text))
     except Exception as exc:  # either parser's error type
         return type(exc).__name__ == "TOMLDecodeError" or "error"
+
+
+def _comparable(value):
+    """The document with each nan as a marker: nan is unequal to itself (tests/specs/82 holds some)."""
+    if isinstance(value, float) and value != value:
+        return "<nan>"
+    if isinstance(value, dict):
+        return {k: _comparable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_comparable(v) for v in value]
+    return value
 
 
 @pytest.mark.parametrize("path", DOCUMENTS, ids=lambda p: str(p.relative_to(ROOT)))

@@ -1,5 +1,5 @@
 """Fixtures for the worker tests: a unique dummy key that must never reach disk, the fake Responses server,
-the fake codex executable, and the real codex binary (a skip when absent, a failure under CI=true)."""
+the fake codex executable, and the real codex binary (a skip when absent, a failure in CI: tests/ci.py)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,8 @@ import sys
 import uuid
 
 import pytest
+from ci import need_codex
 from worker_helpers import FAKE_CODEX, FAKE_SERVER, FakeCodex, FakeServer, files_containing
-
-from runner.workers.base import WorkerConfig
 
 
 @pytest.fixture(autouse=True)
@@ -85,12 +84,5 @@ def workspace(tmp_path):
 
 @pytest.fixture(scope="session")
 def codex_binary() -> str:
-    """The real codex binary; skips when absent, but FAILS under CI=true (CI must install it)."""
-    from runner.workers.codex import resolve_binary
-
-    path, why = resolve_binary(WorkerConfig())
-    if path:
-        return path
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(f"CI=true but the real codex binary is missing: {why}")
-    pytest.skip(f"real codex binary not installed: {why}")
+    """The real codex binary; skips when absent, but FAILS in CI (CI must install it)."""
+    return need_codex()

@@ -1,6 +1,6 @@
 """The codex worker driving the REAL codex binary (openai-codex-cli-bin) against the fake Responses server:
 edits land, transient errors recover, permanent ones stop, hangs end at the runner's timeout with the group gone.
-Skipped only when the binary is absent; under CI=true its absence is a failure (see the codex_binary fixture)."""
+Skipped only when the binary is absent; in CI its absence is a failure (the codex_binary fixture, tests/ci.py)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,223 @@
+"""The scripting contract of `runner make --json`: every line of every path validates against one schema,
+runner/schemas/events.json, and the run's record (.runner/runs/<id>/events.jsonl) holds the same lines.
+
+Each path runs through the real CLI in a subprocess: a build, the fast no-op and the full pipeline's no-op
+(which must say the same thing), a restore, a failure with and without -k, a timeout, a blocked agent step,
+`-n`, an interrupted run, a lock held with --no-wait, and agent steps served by the replay worker (one run
+killed mid-apply, the next recovering it).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import shutil
+import signal
+import subprocess
+import sys
+import tomllib
+from importlib.resources import files
+from pathlib import Path
+
+import pytest
+from jsonschema import Draft7Validator
+
+ROOT = Path(__file__).resolve().parents[2]
+SCHEMA = json.loads(files("runner.schemas").joinpath("events.json").read_text(encoding="utf-8"))
+VALIDATOR = Draft7Validator(SCHEMA)
+
+
+def conforming(out: str) -> list[dict]:
+    """The events of a `runner make --json` stdout, each checked against the schema."""
+    events = []
+    for line in out.splitlines():
+        event = json.loads(line)
+        problems = [f"{'/'.join(map(str, e.absolute_path)) or '.'}: {e.message}" for e in VALIDATOR.iter_errors(event)]
+        assert not problems, f"{line}\n" + "\n".join(problems)
+        events.append(event)
+    return events
+
+
+def recorded(root: Path, out: str) -> list[dict]:
+    """The run's own record, which must hold the very lines the run printed."""
+    run_id = next(e["run_id"] for e in map(json.loads, out.splitlines()) if e["event"] == "run_started")
+    text = (root / ".runner" / "runs" / run_id / "events.jsonl").read_text(encoding="utf-8")
+    assert text.splitlines() == out.splitlines()
+    return conforming(text)
+
+
+def test_the_schema_is_a_valid_schema_and_ships_in_the_wheel():
+    Draft7Validator.check_schema(SCHEMA)
+    package_data = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
+    assert any(fnmatch.fnmatch("schemas/events.json", glob) for glob in package_data["runner"])
+    assert "runner/schemas/events.json" in (ROOT / "README.md").read_text()
+
+
+@pytest.mark.parametrize("args", [[], ["all"], ["-j", "3", "b"]], ids=["default", "named", "jobs"])
+def test_the_fast_no_op_and_the_full_pipeline_say_the_same(chain, args):
+    built = chain.make(*args)
+    assert built.code == 0, built.err
+    recorded(chain.root, built.out)
+    fast = chain.make(*args)  # right after a good run: the proof holds, nothing is loaded
+    slow = chain.make(*args, "-v")  # -v is no plain `runner make`: the full pipeline decides the same no-op
+    fast_events, slow_events = recorded(chain.root, fast.out), recorded(chain.root, slow.out)
+    assert fast_events[0].get("fast") is True and "fast" not in slow_events[0]
+    # one dialect: the same events with the same keys, and the same values but for the run's id, its timing
+    # and the reasons' prose (a proof says "up to date" of an aggregate the rule calls "aggregate of 2 steps")
+    ignored = ("run_id", "duration", "fast", "reasons")
+    for a, b in zip(fast_events, slow_events, strict=True):
+        assert set(a) - {"fast"} == set(b)
+        assert {k: v for k, v in a.items() if k not in ignored} == {k: v for k, v in b.items() if k not in ignored}
+    finished = fast_events[-1]
+    assert finished["target"] == (args[-1] if args else None)
+    assert finished["blocked"] == 0 and finished["status"] == "ok"
+
+
+def test_a_build_then_a_restore(chain):
+    events = recorded(chain.root, chain.make().out)
+    assert [e["event"] for e in events][:2] == ["run_started", "step_started"]
+    (chain.root / "out/b.txt").unlink()
+    result = chain.make()
+    recorded(chain.root, result.out)
+    assert result.statuses() == {"a": "cached", "b": "restored", "c": "cached", "all": "cached"}
+
+
+FAILING = """
+[intent.bad]
+run = "echo broken >&2; exit 3"
+inputs = ["x"]
+
+[intent.after]
+run = "echo after"
+deps = ["bad"]
+inputs = ["x"]
+
+[intent.slow]
+run = "sleep 5"
+inputs = ["x"]
+timeout = 0.3
+
+[intent.fine]
+run = "echo fine > fine.txt"
+inputs = ["x"]
+outputs = ["fine.txt"]
+
+[intent.all]
+deps = ["after", "slow", "fine"]
+"""
+
+
+@pytest.mark.parametrize("keep_going", [False, True], ids=["stop", "keep-going"])
+def test_a_failed_run(project, keep_going):
+    project.spec(FAILING)
+    project.write("x", "1")
+    result = project.make("-j", "1", *(["-k"] if keep_going else []), "all")
+    assert result.code == 1, result.err
+    events = recorded(project.root, result.out)
+    bad = next(e for e in events if e.get("intent") == "bad" and e["event"] == "step_finished")
+    assert bad["status"] == "failed" and bad["exit_code"] == 3 and "broken" in bad["log_tail"]
+    assert bad["reasons"] == ["no cache entry"]
+    finished = events[-1]
+    assert finished["status"] == "failed" and "after" in finished["left"]
+    if keep_going:
+        slow = next(e for e in events if e.get("intent") == "slow" and e["event"] == "step_finished")
+        assert slow["status"] == "failed" and slow["timed_out"] is True
+        assert result.statuses()["fine"] == "ran"
+
+
+def test_a_blocked_agent_step(project):
+    project.spec("""
+        [worker]
+        kind = "replay"
+
+        [policy.default]
+        approval = "manual"
+
+        [intent.notes]
+        goal = "Write notes.md"
+        inputs = ["x"]
+        outputs = ["notes.md"]
+    """)
+    project.write("x", "1")
+    result = project.make()
+    assert result.code == 3, result.err
+    events = recorded(project.root, result.out)
+    assert events[-2]["status"] == "blocked" and "runner approve notes" in events[-2]["error"]
+    assert events[-1]["status"] == "blocked" and events[-1]["left"] == ["notes"]
+
+
+def test_a_dry_run_writes_one_plan_event(chain):
+    result = chain.run("make", "-n", "--json")
+    assert result.code == 0, result.err
+    assert len(result.out.splitlines()) == 1
+    (plan,) = conforming(result.out)
+    assert plan["event"] == "plan" and plan["target"] is None
+    assert [s["intent"] for s in plan["steps"]] == ["a", "b", "c", "all"]
+    assert not (chain.root / ".runner" / "runs").exists(), "a dry run records no run"
+
+
+HELD = """
+[intent.quick]
+run = "echo quick > quick.txt"
+inputs = ["x"]
+outputs = ["quick.txt"]
+
+[intent.held]
+run = "sleep 30"
+inputs = ["x"]
+deps = ["quick"]
+"""
+
+
+def test_an_interrupted_run_and_a_lock_held_with_no_wait(project):
+    project.spec(HELD)
+    project.write("x", "1")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "runner", "make", "--json"],
+        cwd=project.root,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    seen = []
+    while not seen or '"intent": "held"' not in seen[-1]:  # events are written before the runner waits
+        seen.append(proc.stdout.readline())
+        assert seen[-1], proc.stderr.read()
+    # a second runner that may not wait writes no event at all: the exit code and stderr say why
+    second = project.run("make", "--json", "--no-wait")
+    assert (second.code, second.out) == (3, "")
+    assert "is locked by pid" in second.err
+    proc.send_signal(signal.SIGINT)
+    rest, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    out = "".join(seen) + rest
+    events = recorded(project.root, out)
+    held = events[-2]
+    assert held["intent"] == "held" and held["status"] == "failed" and held["interrupted"] is True
+    assert events[-1]["status"] == "interrupted" and events[-1]["left"] == ["held"]
+
+
+def test_agent_steps_served_by_the_replay_worker_and_an_apply_recovered(tmp_path):
+    """The quickstart's agent steps, the first run killed in the middle of applying a verified change (the
+    apply's own crash hook), the second completing that apply and saying so."""
+    example = ROOT / "examples" / "quickstart"
+    root = tmp_path / "quickstart"
+    generated = {".runner", "build", "tests", "docs"}
+    shutil.copytree(example, root, ignore=lambda d, names: generated & set(names) if Path(d) == example else set())
+    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(root)}  # no key: nothing can call a model
+
+    def make(**extra: str) -> subprocess.CompletedProcess:
+        command = [sys.executable, "-m", "runner", "make", "--json"]
+        return subprocess.run(command, cwd=root, capture_output=True, text=True, env={**env, **extra}, timeout=300)
+
+    crashed = make(RUNNER_TEST_CRASH_AT="journaled")
+    assert crashed.returncode == -signal.SIGKILL, crashed.stderr
+    first = conforming(crashed.stdout)  # every line it wrote before it died
+    result = make()
+    assert result.returncode == 0, result.stderr
+    second = recorded(root, result.stdout)
+    assert second[0]["event"] == "recovered" and second[0]["message"].startswith("completed the interrupted apply")
+    events = first + second
+    assert {"attempt_started", "attempt_finished"} <= {e["event"] for e in events}
+    applied = [e for e in events if e["event"] == "step_finished" and e["status"] == "ran" and "agent" in e]
+    assert applied and all(e["outputs"] for e in applied)
