@@ -56,6 +56,10 @@ def console() -> None:
         code = 0
     except SystemExit as exc:
         code = exc.code
+    except KeyboardInterrupt:  # Ctrl-C before a command's own boundary (the no-op, the imports): no traceback
+        from .errors import EXIT_INTERRUPTED
+
+        code = EXIT_INTERRUPTED
     if code is not None and not isinstance(code, int):
         print(code, file=sys.stderr)
         code = 1

@@ -9,11 +9,24 @@ import uuid
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 # tests/ci.py (the one "in CI?" rule) is imported by name from every folder's tests and helpers; this puts
 # tests/ on sys.path whatever pytest's import mode
 if str(Path(__file__).parent) not in sys.path:
     sys.path.insert(0, str(Path(__file__).parent))
+
+# The differential test (tests/core/test_differential.py) and other explorations: a fixed seed and a bounded
+# count in CI; `--hypothesis-profile=long` explores further. No examples database in the repository.
+_SLOW_EXAMPLES = [HealthCheck.too_slow, HealthCheck.data_too_large]
+settings.register_profile(
+    "ci", max_examples=300, derandomize=True, database=None, deadline=None, suppress_health_check=_SLOW_EXAMPLES
+)
+settings.register_profile("long", max_examples=5000, database=None, deadline=None, suppress_health_check=_SLOW_EXAMPLES)
+settings.register_profile(  # a first look, e.g. while checking that a mutation of runner is caught
+    "quick", max_examples=60, derandomize=True, database=None, deadline=None, suppress_health_check=_SLOW_EXAMPLES
+)
+settings.load_profile("ci")
 
 SESSION_KEY = "sk-test-session-" + uuid.uuid4().hex
 
