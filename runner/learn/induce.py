@@ -31,22 +31,26 @@ class Induction:
 # ---------------------------------------------------------------------------------------------------------------
 # Masking: which parts of a token are data. Each rule is a shape any tool's log uses for values.
 
-# a value as a whole: URL, path, IPv4 (with port), host:port, UUID, hex, number (with a short unit), time, date
+# a value as a whole: URL, path, IPv4 (with port), host:port, UUID, hex, number (with a short unit), time, date,
+# a boolean or null
 _URL = re.compile(r"[A-Za-z][\w+.-]*://\S*")
 _PATH = re.compile(r"(?:~|\.{1,2})?/[^\s]*|[A-Za-z]:\\\S*")
 _IP = re.compile(r"\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?")
 _HOST_PORT = re.compile(r"[\w.-]+:\d+")
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 _HEX = re.compile(r"0[xX][0-9a-fA-F]+|(?=[0-9a-fA-F]*\d)(?=[0-9a-fA-F]*[a-fA-F])[0-9a-fA-F]{8,}")
+_BOOL = re.compile(r"true|false|True|False|TRUE|FALSE|null|None|nil")
 _NUMBER = re.compile(r"[-+]?(?:\d+(?:[.,:_/-]\d+)*|\.\d+)(?:[eE][-+]?\d+)?[A-Za-z%]{0,3}")
 # an identifier with a number that is not part of a word (blk_-42, attempt_1445_0020_m_000000_0, node-7.example)
 _NUMBERED_ID = re.compile(r"(?:^|[^A-Za-z0-9])\d")
-_WHOLE = (_URL, _PATH, _IP, _HOST_PORT, _UUID, _HEX, _NUMBER)
+_WHOLE = (_URL, _PATH, _IP, _HOST_PORT, _UUID, _HEX, _NUMBER, _BOOL)
 
 _OPEN = "([{<'\"`"
 _CLOSE = ")]}>'\"`,;:.!?"
-# inside a token, the value after one of these is judged alone: key=value, key:value, a,b lists, f(x), a/b, a##b
-_SPLIT = re.compile(r"(=|,|;|\||&|#+|\(|\[|\{|/|(?<=[A-Za-z\])]):)")
+# inside a token, the value after one of these is judged alone: key=value, key:value, a,b lists, a##b; then, in
+# what is not a value as a whole, f(x), a[x], a{x}, a/b
+_SPLIT = re.compile(r"(=|,|;|\||&|#+|(?<=[A-Za-z\])]):)")
+_SPLIT_INNER = re.compile(r"(\(|\[|\{|(?<=.)/)")
 
 _MONTHS = {m.lower() for m in "Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split()}
 _DAYS = {d.lower() for d in "Mon Tue Wed Thu Fri Sat Sun".split()}
@@ -75,12 +79,14 @@ def _mask_token(token: str) -> tuple[Seg, ...]:
     segs: list[Seg] = []
     if head:
         segs.append((head, False))
-    if _is_whole_value(core) and core != "/":
-        segs.append((core, True))
-    else:
-        for k, piece in enumerate(_SPLIT.split(core)):
-            if piece:
-                segs.append((piece, k % 2 == 0 and _is_value(piece)))
+    for k, piece in enumerate([core] if _is_whole_value(core) else _SPLIT.split(core)):
+        if k % 2 or not piece:
+            segs.append((piece, False))
+        elif _is_whole_value(piece) and piece != "/":
+            segs.append((piece, True))
+        else:
+            for n, inner in enumerate(_SPLIT_INNER.split(piece)):
+                segs.append((inner, n % 2 == 0 and _is_value(inner)))
     if tail:
         segs.append((tail, False))
     return _join_literals(segs)
@@ -89,6 +95,8 @@ def _mask_token(token: str) -> tuple[Seg, ...]:
 def _join_literals(segs: list[Seg]) -> tuple[Seg, ...]:
     out: list[Seg] = []
     for text, var in segs:
+        if not text:
+            continue
         if out and not var and not out[-1][1]:
             out[-1] = (out[-1][0] + text, False)
         else:
@@ -137,7 +145,6 @@ def _mask_dates(tokens: list[str], segs: list[tuple[Seg, ...]]) -> None:
         near = [segs[n] for n in (k - 1, k + 1) if 0 <= n < len(segs)]
         near_date = [tokens[n].strip(_OPEN + _CLOSE).lower() for n in (k - 1, k + 1) if 0 <= n < len(tokens)]
         if any(len(s) == 1 and s[0][1] for s in near) or any(w in _MONTHS or w in _DAYS for w in near_date):
-            segs[k] = tuple((t, True) if t.strip(_OPEN + _CLOSE) else (t, False) for t, _ in segs[k])
             segs[k] = _mask_token_as_value(tok)
 
 
@@ -219,10 +226,10 @@ def _merge_same_length(shapes: list[tuple[str, ...]]) -> _Union:
             buckets: dict[tuple[str, ...], list[tuple[str, ...]]] = defaultdict(list)
             for sh in group:
                 buckets[sh[:p] + sh[p + 1 :]].append(sh)
-            for _key, members in sorted(buckets.items()):
+            for key, members in sorted(buckets.items()):
                 masked = sorted({sh[p] for sh in members if VAR in sh[p]})
-                if not masked:
-                    continue
+                if not masked or all(VAR in tok for tok in key):
+                    continue  # with no constant beside it, a difference says nothing of what is data
                 for sh in members:
                     if VAR not in sh[p]:
                         for v in masked:
@@ -342,9 +349,13 @@ def _char_class(values: Sequence[str]) -> str:
 
 
 def _gap_regex(values: set[str]) -> str:
+    """The whitespace between two slots: literal when every line has the same, else the kinds of whitespace seen
+    (RE2's \\s knows fewer than Python's str.split)."""
     if len(values) == 1:
         return _escape(next(iter(values)))
-    return r"\s+" if all(values) else r"\s*"
+    chars = sorted(set("".join(values)))
+    body = "".join(" " if c == " " else f"\\x{{{ord(c):x}}}" for c in chars)
+    return f"[{body}]" + ("+" if all(values) else "*")
 
 
 _STOP = set(
@@ -382,9 +393,10 @@ def _build(group: _Group, lines: list[_Line]) -> tuple[str, str, tuple[str, ...]
     several = len(members) > 1
     pieces: list[tuple[str, str]] = []  # (kind, text): gap regex, literal text, or a capture's class
     for s, slot in enumerate(group.slots):
-        gaps = {m.gaps[sp[s][0]] if s else m.gaps[0] for m, sp in zip(members, group.spans)}
         if s:
             gaps = {m.text[m.ends[sp[s - 1][1] - 1] : m.starts[sp[s][0]]] for m, sp in zip(members, group.spans)}
+        else:
+            gaps = {m.gaps[0] for m in members}
         pieces.append(("gap", _gap_regex(gaps)))
         if slot == VAR:
             values = [m.text[m.starts[sp[s][0]] : m.ends[sp[s][1] - 1]] for m, sp in zip(members, group.spans)]
@@ -473,4 +485,3 @@ def induce(lines: Sequence[str], family: str) -> Induction:
     return Induction(tuple(patterns), tuple(assignments))
 
 
-__all__ = ["InducedPattern", "Induction", "induce", "template_of", "parse"]
