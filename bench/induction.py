@@ -59,7 +59,7 @@ def grouping_accuracy(predicted: Sequence[object], truth: Sequence[str]) -> floa
 
 def parsing_accuracy(templates: Sequence[str], truth: Sequence[str]) -> float:
     """The share of lines whose template equals the ground truth's after whitespace normalisation."""
-    return sum(" ".join(a.split()) == " ".join(b.split()) for a, b in zip(templates, truth)) / len(truth)
+    return sum(" ".join(a.split()) == " ".join(b.split()) for a, b in zip(templates, truth, strict=True)) / len(truth)
 
 
 # --- the three tools: each returns (group id, template) per line ------------------------------------------
@@ -77,7 +77,7 @@ def check_runner(lines: list[str], result) -> dict:
     """Outside the timing: each line matched by its own pattern, and how many lines another pattern matches too."""
     own_misses = cross = 0
     patterns = result.patterns
-    for line, name in zip(lines, result.assignments):
+    for line, name in zip(lines, result.assignments, strict=True):
         if name is None:
             continue
         hits = [p.name for p in patterns if parse.re2_fullmatch(p.regex, line) is not None]
@@ -263,7 +263,9 @@ def main() -> None:
     ap.add_argument("--readme", action="store_true", help="write the table into bench/README.md")
     a = ap.parse_args()
     systems = a.systems or sorted(
-        p.parent.name for p in a.data.glob("*/*_2k.log_structured_corrected.csv") if p.name.split("_2k.log")[0] == p.parent.name
+        p.parent.name
+        for p in a.data.glob("*/*_2k.log_structured_corrected.csv")
+        if p.name.split("_2k.log")[0] == p.parent.name
     )
     if not systems:
         raise SystemExit(f"no Loghub-2k systems under {a.data}")

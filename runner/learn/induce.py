@@ -6,6 +6,7 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from runner import parse
 
@@ -38,34 +39,35 @@ _PATH = re.compile(r"(?:~|\.{1,2})?/[^\s]*|[A-Za-z]:\\\S*")
 _IP = re.compile(r"\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?")
 _HOST_PORT = re.compile(r"[\w.-]+:\d+")
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
-_HEX = re.compile(r"0[xX][0-9a-fA-F]+|(?=[0-9a-fA-F]*\d)(?=[0-9a-fA-F]*[a-fA-F])[0-9a-fA-F]{8,}")
+_HEX = re.compile(r"0[xX][0-9a-fA-F]+|(?=[0-9a-fA-F]*\d)(?=[0-9a-fA-F]*[a-fA-F])[0-9a-fA-F]{6,}")
 _BOOL = re.compile(r"true|false|True|False|TRUE|FALSE|null|None|nil")
 _NUMBER = re.compile(r"[-+]?(?:\d+(?:[.,:_/-]\d+)*|\.\d+)(?:[eE][-+]?\d+)?[A-Za-z%]{0,3}")
 # an identifier with a number that is not part of a word (blk_-42, attempt_1445_0020_m_000000_0, node-7.example)
 _NUMBERED_ID = re.compile(r"(?:^|[^A-Za-z0-9])\d")
-_WHOLE = (_URL, _PATH, _IP, _HOST_PORT, _UUID, _HEX, _NUMBER, _BOOL)
+_WHOLE = re.compile("|".join(f"(?:{rx.pattern})" for rx in (_URL, _PATH, _IP, _HOST_PORT, _UUID, _HEX, _NUMBER, _BOOL)))
 
 _OPEN = "([{<'\"`"
 _CLOSE = ")]}>'\"`,;:.!?"
 # inside a token, the value after one of these is judged alone: key=value, key:value, a,b lists, a##b; then, in
 # what is not a value as a whole, f(x), a[x], a{x}, a/b
-_SPLIT = re.compile(r"(=|,|;|\||&|#+|(?<=[A-Za-z\])]):)")
+_SPLIT = re.compile(r"(=|,|;|\||&|#+|(?<=[A-Za-z0-9\])]):)")
 _SPLIT_INNER = re.compile(r"(\(|\[|\{|(?<=.)/)")
 
-_MONTHS = {m.lower() for m in "Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split()}
-_DAYS = {d.lower() for d in "Mon Tue Wed Thu Fri Sat Sun".split()}
+_MONTHS = {"jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"}
+_DAYS = {"mon", "tue", "wed", "thu", "fri", "sat", "sun"}
 
 Seg = tuple[str, bool]  # a piece of a token and whether it is data
 
 
 def _is_whole_value(text: str) -> bool:
-    return any(rule.fullmatch(text) for rule in _WHOLE)
+    return _WHOLE.fullmatch(text) is not None
 
 
 def _is_value(text: str) -> bool:
     return bool(text) and (_is_whole_value(text) or bool(_NUMBERED_ID.search(text)))
 
 
+@lru_cache(maxsize=65536)  # a log repeats its tokens; masking is a pure function of the token
 def _mask_token(token: str) -> tuple[Seg, ...]:
     """The token cut into literal and data pieces; joined, the pieces are the token."""
     i, j = 0, len(token)
@@ -167,10 +169,40 @@ def template_of(line: str) -> str:
 # Grouping: lines of one shape, then shapes that differ only where the data is, then lengths that differ only by
 # how many tokens a value spans. Every step is a function of the set of shapes: input order never matters.
 
-_UNITS = set(
-    "b byte bytes kb mb gb tb kib mib gib k m g ms us ns s sec secs second seconds min mins minute minutes "
-    "h hr hrs hour hours day days".split()
-)
+_UNITS = {
+    "b",
+    "byte",
+    "bytes",
+    "kb",
+    "mb",
+    "gb",
+    "tb",
+    "kib",
+    "mib",
+    "gib",
+    "k",
+    "m",
+    "g",
+    "ms",
+    "us",
+    "ns",
+    "s",
+    "sec",
+    "secs",
+    "second",
+    "seconds",
+    "min",
+    "mins",
+    "minute",
+    "minutes",
+    "h",
+    "hr",
+    "hrs",
+    "hour",
+    "hours",
+    "day",
+    "days",
+}
 
 
 @dataclass
@@ -245,24 +277,26 @@ def _pure_var(shape: str) -> bool:
 
 
 def _collapse(slots: list[str]) -> tuple[tuple[str, ...], list[tuple[int, int]]]:
-    """Runs of data tokens (with the unit words after them: `0 bytes (0 KB)`, `<1 sec`) as one value."""
+    """Runs of data tokens (with the unit words after them: `0 bytes (0 KB)`, `<1 sec`) as one value, and a run of
+    one data shape repeated (`sha256:<*> sha256:<*>`) as one list of them."""
     out: list[str] = []
     ranges: list[tuple[int, int]] = []
     k = 0
     while k < len(slots):
+        j = k + 1
         if slots[k] == VAR or _pure_var(slots[k]):
-            j = k + 1
             while j < len(slots) and (
                 slots[j] == VAR or _pure_var(slots[j]) or slots[j].strip(_OPEN + _CLOSE).lower() in _UNITS
             ):
                 j += 1
             out.append(VAR)
-            ranges.append((k, j))
-            k = j
         else:
+            if VAR in slots[k]:
+                while j < len(slots) and slots[j] == slots[k]:
+                    j += 1
             out.append(slots[k])
-            ranges.append((k, k + 1))
-            k += 1
+        ranges.append((k, j))
+        k = j
     return tuple(out), ranges
 
 
@@ -293,12 +327,16 @@ def _group(lines: list[_Line]) -> list[_Group]:
             out.extend(g for g, _ in parts)
             continue
         members, spans = [], []
+        slots = list(key)
         for g, ranges in parts:
-            for m, sp in zip(g.members, g.spans):
+            for m, sp in zip(g.members, g.spans, strict=True):
                 members.append(m)
                 spans.append([(sp[a][0], sp[b - 1][1]) for a, b in ranges])
+            for s, (a, b) in enumerate(ranges):
+                if b - a > 1 or g.slots[a] == VAR:
+                    slots[s] = VAR  # a list of values, or a slot already variable in one of the parts
         order = sorted(range(len(members)), key=lambda x: members[x])
-        out.append(_Group([members[x] for x in order], list(key), [spans[x] for x in order]))
+        out.append(_Group([members[x] for x in order], slots, [spans[x] for x in order]))
     return out
 
 
@@ -358,10 +396,41 @@ def _gap_regex(values: set[str]) -> str:
     return f"[{body}]" + ("+" if all(values) else "*")
 
 
-_STOP = set(
-    "a an the of to for from in on at by with and or is are was were be been as after before into onto than "
-    "this that it its not no".split()
-)
+# words before a value that say nothing of what it is: the value gets a number instead
+_STOP = {
+    "a",
+    "an",
+    "the",
+    "of",
+    "to",
+    "for",
+    "from",
+    "in",
+    "on",
+    "at",
+    "by",
+    "with",
+    "and",
+    "or",
+    "is",
+    "are",
+    "was",
+    "were",
+    "be",
+    "been",
+    "as",
+    "after",
+    "before",
+    "into",
+    "onto",
+    "than",
+    "this",
+    "that",
+    "it",
+    "its",
+    "not",
+    "no",
+}
 
 
 def _field_name(before: str, taken: set[str], index: int) -> str:
@@ -394,17 +463,22 @@ def _build(group: _Group, lines: list[_Line]) -> tuple[str, str, tuple[str, ...]
     pieces: list[tuple[str, str]] = []  # (kind, text): gap regex, literal text, or a capture's class
     for s, slot in enumerate(group.slots):
         if s:
-            gaps = {m.text[m.ends[sp[s - 1][1] - 1] : m.starts[sp[s][0]]] for m, sp in zip(members, group.spans)}
+            gaps = {
+                m.text[m.ends[sp[s - 1][1] - 1] : m.starts[sp[s][0]]]
+                for m, sp in zip(members, group.spans, strict=True)
+            }
         else:
             gaps = {m.gaps[0] for m in members}
         pieces.append(("gap", _gap_regex(gaps)))
         if slot == VAR:
-            values = [m.text[m.starts[sp[s][0]] : m.ends[sp[s][1] - 1]] for m, sp in zip(members, group.spans)]
+            values = [
+                m.text[m.starts[sp[s][0]] : m.ends[sp[s][1] - 1]] for m, sp in zip(members, group.spans, strict=True)
+            ]
             pieces.append(("var", _char_class(values)) if len(set(values)) > 1 or not several else ("lit", values[0]))
             continue
         first = members[0].segs[group.spans[0][s][0]]
         for k, (text, var) in enumerate(first):
-            values = [m.segs[sp[s][0]][k][0] for m, sp in zip(members, group.spans)]
+            values = [m.segs[sp[s][0]][k][0] for m, sp in zip(members, group.spans, strict=True)]
             if var and not (several and len(set(values)) == 1):
                 pieces.append(("var", _char_class(values)))
             else:
@@ -465,6 +539,9 @@ def induce(lines: Sequence[str], family: str) -> Induction:
     for group in groups:
         members = group.members
         template, regex, fields = _build(group, read)
+        why = parse.re2_error(regex)
+        if why is not None:  # a bug here, never the input's fault: every piece is escaped or a class of its own
+            raise RuntimeError(f"induced regex {regex!r} does not compile under RE2: {why}")
         counts = Counter(read[i].text for i in members)
         examples = tuple(t for t, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:5])
         built.append((members, template, regex, fields, examples))
@@ -483,5 +560,3 @@ def induce(lines: Sequence[str], family: str) -> Induction:
         for i in members:
             assignments[index[i]] = name
     return Induction(tuple(patterns), tuple(assignments))
-
-
