@@ -11,6 +11,9 @@ from functools import lru_cache
 from runner import parse
 
 VAR = "<*>"  # Loghub's notation for a variable part of a template
+# the same in a shape, where it must not be confused with a line's own text (which may hold "<*>"): a lone
+# surrogate, which no line RE2 can read holds
+DATA = "\udfff"
 
 
 @dataclass(frozen=True)
@@ -107,7 +110,7 @@ def _join_literals(segs: list[Seg]) -> tuple[Seg, ...]:
 
 
 def _shape(segs: tuple[Seg, ...]) -> str:
-    return "".join(VAR if var else text for text, var in segs)
+    return "".join(DATA if var else text for text, var in segs)
 
 
 _TOKEN = re.compile(r"\S+")
@@ -162,7 +165,7 @@ def _mask_token_as_value(token: str) -> tuple[Seg, ...]:
 
 def template_of(line: str) -> str:
     """The template one line gets by masking alone (numbers, hex, ids, paths, ips, quoted values)."""
-    return " ".join(_read(line).shapes)
+    return " ".join(_read(line).shapes).replace(DATA, VAR)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -208,7 +211,7 @@ _UNITS = {
 @dataclass
 class _Group:
     members: list[int]  # line numbers (into the read lines)
-    slots: list[str]  # per slot: a token shape (the same for every member), or VAR for a run of data tokens
+    slots: list[str]  # per slot: a token shape (the same for every member), or DATA for a run of data tokens
     spans: list[list[tuple[int, int]]]  # per member, per slot: its token range [a, b)
 
 
@@ -234,7 +237,7 @@ def _fits(literal: str, shape: str) -> bool:
     """Whether a literal token could be a value of a masked shape: `()` and `(host.example)` fit `(<*>)`,
     `rhost=zummit.com` fits `rhost=<*>`. Where the shape says nothing but punctuation, a plain word does not fit:
     `Interrupting` is no value of `<*>`."""
-    parts = shape.split(VAR)
+    parts = shape.split(DATA)
     m = re.fullmatch("(.*)".join(re.escape(p) for p in parts), literal, re.DOTALL)
     if m is None:
         return False
@@ -259,11 +262,11 @@ def _merge_same_length(shapes: list[tuple[str, ...]]) -> _Union:
             for sh in group:
                 buckets[sh[:p] + sh[p + 1 :]].append(sh)
             for key, members in sorted(buckets.items()):
-                masked = sorted({sh[p] for sh in members if VAR in sh[p]})
-                if not masked or all(VAR in tok for tok in key):
+                masked = sorted({sh[p] for sh in members if DATA in sh[p]})
+                if not masked or all(DATA in tok for tok in key):
                     continue  # with no constant beside it, a difference says nothing of what is data
                 for sh in members:
-                    if VAR not in sh[p]:
+                    if DATA not in sh[p]:
                         for v in masked:
                             if _fits(sh[p], v):
                                 union.union(sh, next(m for m in members if m[p] == v))
@@ -273,7 +276,7 @@ def _merge_same_length(shapes: list[tuple[str, ...]]) -> _Union:
 
 def _pure_var(shape: str) -> bool:
     """A token that is all data but for punctuation around it: `<*>`, `(<*>`, `<*>,`."""
-    return VAR in shape and not re.search(r"[A-Za-z0-9]", shape.replace(VAR, ""))
+    return DATA in shape and not re.search(r"[A-Za-z0-9]", shape.replace(DATA, ""))
 
 
 def _collapse(slots: list[str]) -> tuple[tuple[str, ...], list[tuple[int, int]]]:
@@ -284,14 +287,14 @@ def _collapse(slots: list[str]) -> tuple[tuple[str, ...], list[tuple[int, int]]]
     k = 0
     while k < len(slots):
         j = k + 1
-        if slots[k] == VAR or _pure_var(slots[k]):
+        if slots[k] == DATA or _pure_var(slots[k]):
             while j < len(slots) and (
-                slots[j] == VAR or _pure_var(slots[j]) or slots[j].strip(_OPEN + _CLOSE).lower() in _UNITS
+                slots[j] == DATA or _pure_var(slots[j]) or slots[j].strip(_OPEN + _CLOSE).lower() in _UNITS
             ):
                 j += 1
-            out.append(VAR)
+            out.append(DATA)
         else:
-            if VAR in slots[k]:
+            if DATA in slots[k]:
                 while j < len(slots) and slots[j] == slots[k]:
                     j += 1
             out.append(slots[k])
@@ -313,7 +316,7 @@ def _group(lines: list[_Line]) -> list[_Group]:
         shapes = merged[root]
         members = sorted(i for sh in shapes for i in by_shape[sh])
         n = len(root)
-        slots = [shapes[0][p] if len({sh[p] for sh in shapes}) == 1 else VAR for p in range(n)]
+        slots = [shapes[0][p] if len({sh[p] for sh in shapes}) == 1 else DATA for p in range(n)]
         groups.append(_Group(members, slots, [[(p, p + 1) for p in range(n)] for _ in members]))
     # lengths that differ by how many tokens a value spans
     by_key: dict[tuple[str, ...], list[tuple[_Group, list[tuple[int, int]]]]] = defaultdict(list)
@@ -323,7 +326,7 @@ def _group(lines: list[_Line]) -> list[_Group]:
     out: list[_Group] = []
     for key in sorted(by_key):
         parts = by_key[key]
-        if len(parts) == 1 or all(slot == VAR for slot in key):  # lines of data alone have nothing in common
+        if len(parts) == 1 or all(slot == DATA for slot in key):  # lines of data alone have nothing in common
             out.extend(g for g, _ in parts)
             continue
         members, spans = [], []
@@ -333,8 +336,8 @@ def _group(lines: list[_Line]) -> list[_Group]:
                 members.append(m)
                 spans.append([(sp[a][0], sp[b - 1][1]) for a, b in ranges])
             for s, (a, b) in enumerate(ranges):
-                if b - a > 1 or g.slots[a] == VAR:
-                    slots[s] = VAR  # a list of values, or a slot already variable in one of the parts
+                if b - a > 1 or g.slots[a] == DATA:
+                    slots[s] = DATA  # a list of values, or a slot already variable in one of the parts
         order = sorted(range(len(members)), key=lambda x: members[x])
         out.append(_Group([members[x] for x in order], slots, [spans[x] for x in order]))
     return out
@@ -470,7 +473,7 @@ def _build(group: _Group, lines: list[_Line]) -> tuple[str, str, tuple[str, ...]
         else:
             gaps = {m.gaps[0] for m in members}
         pieces.append(("gap", _gap_regex(gaps)))
-        if slot == VAR:
+        if slot == DATA:
             values = [
                 m.text[m.starts[sp[s][0]] : m.ends[sp[s][1] - 1]] for m, sp in zip(members, group.spans, strict=True)
             ]
