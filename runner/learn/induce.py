@@ -40,7 +40,7 @@ class Induction:
 _URL = re.compile(r"[A-Za-z][\w+.-]*://\S*")
 _PATH = re.compile(r"(?:~|\.{1,2})?/[^\s]*|[A-Za-z]:\\\S*")
 _IP = re.compile(r"\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?")
-_HOST_PORT = re.compile(r"[\w.-]+:\d+")
+_HOST_PORT = re.compile(r"[\w.-]+(?:/[\w.-]+)?:\d{1,5}")  # also Java's host/ip:port
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 _HEX = re.compile(r"0[xX][0-9a-fA-F]+|(?=[0-9a-fA-F]*\d)(?=[0-9a-fA-F]*[a-fA-F])[0-9a-fA-F]{6,}")
 _BOOL = re.compile(r"true|false|True|False|TRUE|FALSE|null|None|nil")
@@ -127,22 +127,49 @@ class _Line:
     ends: list[int]
 
 
+_TIME = re.compile(r"\d{1,2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?")
+_DATE_PART = re.compile(r"\d{1,4}|\d{1,2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?")
+
+
 def _read(text: str) -> _Line:
-    tokens, gaps, starts, ends, at = [], [], [], [], 0
-    for m in _TOKEN.finditer(text):
-        gaps.append(text[at : m.start()])
-        tokens.append(m.group())
-        starts.append(m.start())
-        ends.append(m.end())
-        at = m.end()
-    gaps.append(text[at:])
-    segs = [_mask_token(t) for t in tokens]
+    spans = [(m.start(), m.end()) for m in _TOKEN.finditer(text)]
+    spans = _join_timestamps(text, spans)
+    tokens = [text[a:b] for a, b in spans]
+    starts = [a for a, _ in spans]
+    ends = [b for _, b in spans]
+    gaps = [text[e:a] for e, a in zip([0, *ends], [*starts, len(text)], strict=True)]
+    segs = [_mask_token(t) if " " not in t and "\t" not in t else _mask_token_as_value(t) for t in tokens]
     _mask_dates(tokens, segs)
     return _Line(text, tokens, gaps, segs, tuple(_shape(s) for s in segs), starts, ends)
 
 
+def _join_timestamps(text: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """A written-out timestamp is one value, whatever spaces it holds: `Fri Jun 17 07:07:00 2005` (a run of
+    weekday and month names, numbers and times holding a month name and a time)."""
+    out: list[tuple[int, int]] = []
+    k = 0
+    while k < len(spans):
+        j, month, clock = k, False, False
+        while j < len(spans):
+            word = text[spans[j][0] : spans[j][1]].strip(_OPEN + _CLOSE)
+            if word.lower() in _MONTHS or word.lower() in _DAYS:
+                month = month or word.lower() in _MONTHS
+            elif _DATE_PART.fullmatch(word):
+                clock = clock or _TIME.fullmatch(word) is not None
+            else:
+                break
+            j += 1
+        if month and clock and j - k >= 3:
+            out.append((spans[k][0], spans[j - 1][1]))
+            k = j
+        else:
+            out.append(spans[k])
+            k += 1
+    return out
+
+
 def _mask_dates(tokens: list[str], segs: list[tuple[Seg, ...]]) -> None:
-    """A month or weekday name next to a number is part of a timestamp (Fri Jun 17 07:07:00 2005)."""
+    """A month or weekday name next to a number is part of a date (`May 8`, `Tue Nov 25`)."""
     for k, tok in enumerate(tokens):
         word = tok.strip(_OPEN + _CLOSE).lower()
         if word not in _MONTHS and word not in _DAYS:
@@ -274,6 +301,29 @@ def _merge_same_length(shapes: list[tuple[str, ...]]) -> _Union:
     return union
 
 
+def _common_shape(shapes: set[str]) -> str:
+    """The slot for tokens of these shapes: the shape, or the one masked shape the others fit (`(<*>)` for `()`,
+    `(host.example)`), else data as a whole."""
+    if len(shapes) == 1:
+        return next(iter(shapes))
+    masked = [sh for sh in shapes if DATA in sh]
+    if len(masked) == 1 and all(sh == masked[0] or _fits(sh, masked[0]) for sh in shapes):
+        return masked[0]
+    return DATA
+
+
+def _resegment(token: str, shape: str) -> tuple[Seg, ...] | None:
+    """A literal token cut as the masked shape it fits: `(host.example)` as `(`, `host.example`, `)`."""
+    parts = shape.split(DATA)
+    m = re.fullmatch("(.*?)".join(re.escape(p) for p in parts), token, re.DOTALL)
+    if m is None:
+        return None
+    segs: list[Seg] = [(parts[0], False)]
+    for value, literal in zip(m.groups(), parts[1:], strict=True):
+        segs += [(value, True), (literal, False)]
+    return tuple((t, v) for t, v in segs if t or v)
+
+
 def _pure_var(shape: str) -> bool:
     """A token that is all data but for punctuation around it: `<*>`, `(<*>`, `<*>,`."""
     return DATA in shape and not re.search(r"[A-Za-z0-9]", shape.replace(DATA, ""))
@@ -316,7 +366,7 @@ def _group(lines: list[_Line]) -> list[_Group]:
         shapes = merged[root]
         members = sorted(i for sh in shapes for i in by_shape[sh])
         n = len(root)
-        slots = [shapes[0][p] if len({sh[p] for sh in shapes}) == 1 else DATA for p in range(n)]
+        slots = [_common_shape({sh[p] for sh in shapes}) for p in range(n)]
         groups.append(_Group(members, slots, [[(p, p + 1) for p in range(n)] for _ in members]))
     # lengths that differ by how many tokens a value spans
     by_key: dict[tuple[str, ...], list[tuple[_Group, list[tuple[int, int]]]]] = defaultdict(list)
@@ -462,7 +512,6 @@ def _snake(word: str) -> str:
 def _build(group: _Group, lines: list[_Line]) -> tuple[str, str, tuple[str, ...]]:
     """(template, regex, fields) of a group."""
     members = [lines[i] for i in group.members]
-    several = len(members) > 1
     pieces: list[tuple[str, str]] = []  # (kind, text): gap regex, literal text, or a capture's class
     for s, slot in enumerate(group.slots):
         if s:
@@ -477,12 +526,17 @@ def _build(group: _Group, lines: list[_Line]) -> tuple[str, str, tuple[str, ...]
             values = [
                 m.text[m.starts[sp[s][0]] : m.ends[sp[s][1] - 1]] for m, sp in zip(members, group.spans, strict=True)
             ]
-            pieces.append(("var", _char_class(values)) if len(set(values)) > 1 or not several else ("lit", values[0]))
+            pieces.append(("var", _char_class(values)))
             continue
-        first = members[0].segs[group.spans[0][s][0]]
-        for k, (text, var) in enumerate(first):
-            values = [m.segs[sp[s][0]][k][0] for m, sp in zip(members, group.spans, strict=True)]
-            if var and not (several and len(set(values)) == 1):
+        cut = [
+            m.segs[sp[s][0]] if m.shapes[sp[s][0]] == slot else _resegment(m.tokens[sp[s][0]], slot)
+            for m, sp in zip(members, group.spans, strict=True)
+        ]
+        if any(c is None or len(c) != len(cut[0]) for c in cut):
+            raise RuntimeError(f"tokens that do not fit their slot {slot!r}")  # _common_shape checked they fit
+        for k, (text, var) in enumerate(cut[0]):
+            values = [c[k][0] for c in cut]
+            if var:
                 pieces.append(("var", _char_class(values)))
             else:
                 pieces.append(("lit", text))

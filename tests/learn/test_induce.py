@@ -144,13 +144,25 @@ def test_names_are_the_family_and_the_leading_constant_words_deduplicated():
     assert all(parse.re2_fullmatch(r"[a-z0-9][a-z0-9_.-]*", n) is not None for n in names)
 
 
-def test_a_value_that_is_the_same_in_every_line_of_a_group_stays_literal():
+def test_data_stays_data_even_when_every_line_has_the_same_value():
+    # the pattern is for the lines to come: the next proxy may listen on another port
     lines = ["open through proxy SOCKS5 port 5070", "open through proxy SOCKS5 port 5070"]
     (p,) = induce(lines, "x").patterns
-    assert p.template == "open through proxy SOCKS5 port 5070"
-    # alone, a line keeps its data as data: one example is no evidence of a constant
-    (q,) = induce(lines[:1], "x").patterns
-    assert q.template == "open through proxy SOCKS5 port <*>"
+    assert p.template == "open through proxy SOCKS5 port <*>"
+    assert p.examples == ("open through proxy SOCKS5 port 5070",)
+    assert p.support == 2
+
+
+def test_a_timestamp_is_one_value_and_a_literal_that_fits_a_masked_token_joins_it():
+    lines = [
+        "connection from 10.0.0.1 (24-54-76-216.example.net) at Fri Jun 17 07:07:00 2005",
+        "connection from 10.0.0.2 () at Sat Jun 18 17:00:01 2005",
+        "connection from 10.0.0.3 (mail.example.org) at Sun Jul  3 01:02:03 2005",
+    ]
+    (p,) = induce(lines, "x").patterns
+    assert p.template == "connection from <*> (<*>) at <*>"
+    assert p.fields == ("f1", "f2", "f3")  # "from" and "at" name nothing
+    assert parse.re2_fullmatch(p.regex, lines[1]) == {"f1": "10.0.0.2", "f2": "", "f3": "Sat Jun 18 17:00:01 2005"}
 
 
 def test_template_of_masks_data_alone():
