@@ -528,12 +528,12 @@ def _build(group: _Group, lines: list[_Line]) -> tuple[str, str, tuple[str, ...]
             ]
             pieces.append(("var", _char_class(values)))
             continue
-        cut = [
-            m.segs[sp[s][0]] if m.shapes[sp[s][0]] == slot else _resegment(m.tokens[sp[s][0]], slot)
-            for m, sp in zip(members, group.spans, strict=True)
-        ]
-        if any(c is None or len(c) != len(cut[0]) for c in cut):
-            raise RuntimeError(f"tokens that do not fit their slot {slot!r}")  # _common_shape checked they fit
+        cut: list[tuple[Seg, ...]] = []
+        for m, sp in zip(members, group.spans, strict=True):
+            segs = m.segs[sp[s][0]] if m.shapes[sp[s][0]] == slot else _resegment(m.tokens[sp[s][0]], slot)
+            if segs is None or (cut and len(segs) != len(cut[0])):  # _common_shape checked that they fit
+                raise RuntimeError(f"token {m.tokens[sp[s][0]]!r} does not fit its slot {slot!r}")
+            cut.append(segs)
         for k, (text, var) in enumerate(cut[0]):
             values = [c[k][0] for c in cut]
             if var:
