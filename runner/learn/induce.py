@@ -40,7 +40,9 @@ class Induction:
 _URL = re.compile(r"[A-Za-z][\w+.-]*://\S*")
 _PATH = re.compile(r"(?:~|\.{1,2})?/[^\s]*|[A-Za-z]:\\\S*")
 _IP = re.compile(r"\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?")
-_HOST_PORT = re.compile(r"[\w.-]+(?:/[\w.-]+)?:\d{1,5}")  # also Java's host/ip:port
+# a host (with a dot, a dash or a digit in it: `PendingReds:1` is a key and its value) and a port; also Java's
+# host/ip:port
+_HOST_PORT = re.compile(r"(?:localhost|[\w-]*[\d.-][\w.-]*)(?:/[\w.-]+)?:\d{1,5}")
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 _HEX = re.compile(r"0[xX][0-9a-fA-F]+|(?=[0-9a-fA-F]*\d)(?=[0-9a-fA-F]*[a-fA-F])[0-9a-fA-F]{6,}")
 _BOOL = re.compile(r"true|false|True|False|TRUE|FALSE|null|None|nil")
@@ -293,11 +295,10 @@ def _merge_same_length(shapes: list[tuple[str, ...]]) -> _Union:
                 if not masked or all(DATA in tok for tok in key):
                     continue  # with no constant beside it, a difference says nothing of what is data
                 for sh in members:
-                    if DATA not in sh[p]:
-                        for v in masked:
-                            if _fits(sh[p], v):
-                                union.union(sh, next(m for m in members if m[p] == v))
-                                break
+                    for v in masked:
+                        if v != sh[p] and _fits(sh[p], v):  # a literal, or a narrower mask (`wpad:<*>` in `<*>`)
+                            union.union(sh, next(m for m in members if m[p] == v))
+                            break
     return union
 
 
