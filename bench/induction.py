@@ -237,13 +237,14 @@ def render(results: dict) -> str:
     if "runner" in tools:
         lines += [
             "",
-            "runner's patterns, checked outside the timing: "
-            + "; ".join(
-                f"{s} {r['runner']['patterns']} patterns, {r['runner']['own_misses']} lines unmatched by their own, "
-                f"{r['runner']['cross_matched']} matched by another too"
-                for s, r in results["systems"].items()
-            )
-            + ".",
+            "runner's patterns, checked outside the timing (every line against every pattern, RE2 full match):",
+            "",
+            "| system | patterns | lines their own pattern misses | lines another pattern matches too |",
+            "|---|---|---|---|",
+        ]
+        lines += [
+            f"| {s} | {r['runner']['patterns']} | {r['runner']['own_misses']} | {r['runner']['cross_matched']} |"
+            for s, r in results["systems"].items()
         ]
     return "\n".join(lines)
 
