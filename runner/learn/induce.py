@@ -237,6 +237,9 @@ _UNITS = {
 }
 
 
+LONG_LINE = 128  # tokens: past this, lines of one length join only by shape (the one-position pass is quadratic)
+
+
 @dataclass
 class _Group:
     members: list[int]  # line numbers (into the read lines)
@@ -262,12 +265,18 @@ class _Union:
             self.parent[hi] = lo
 
 
+@lru_cache(maxsize=4096)
+def _shape_regex(shape: str) -> re.Pattern[str]:
+    """What a masked shape matches, each data part a lazy group (Python's re: this is internal, never emitted)."""
+    return re.compile("(.*?)".join(re.escape(p) for p in shape.split(DATA)), re.DOTALL)
+
+
 def _fits(literal: str, shape: str) -> bool:
     """Whether a literal token could be a value of a masked shape: `()` and `(host.example)` fit `(<*>)`,
     `rhost=zummit.com` fits `rhost=<*>`. Where the shape says nothing but punctuation, a plain word does not fit:
     `Interrupting` is no value of `<*>`."""
     parts = shape.split(DATA)
-    m = re.fullmatch("(.*)".join(re.escape(p) for p in parts), literal, re.DOTALL)
+    m = _shape_regex(shape).fullmatch(literal)
     if m is None:
         return False
     if re.search(r"[A-Za-z0-9]", "".join(parts)):
@@ -284,7 +293,7 @@ def _merge_same_length(shapes: list[tuple[str, ...]]) -> _Union:
     for sh in shapes:
         by_len[len(sh)].append(sh)
     for n, group in sorted(by_len.items()):
-        if len(group) < 2:
+        if len(group) < 2 or n > LONG_LINE:
             continue
         for p in range(n):
             buckets: dict[tuple[str, ...], list[tuple[str, ...]]] = defaultdict(list)
@@ -316,7 +325,7 @@ def _common_shape(shapes: set[str]) -> str:
 def _resegment(token: str, shape: str) -> tuple[Seg, ...] | None:
     """A literal token cut as the masked shape it fits: `(host.example)` as `(`, `host.example`, `)`."""
     parts = shape.split(DATA)
-    m = re.fullmatch("(.*?)".join(re.escape(p) for p in parts), token, re.DOTALL)
+    m = _shape_regex(shape).fullmatch(token)
     if m is None:
         return None
     segs: list[Seg] = [(parts[0], False)]
@@ -398,21 +407,15 @@ def _group(lines: list[_Line]) -> list[_Group]:
 # From a group to a pattern
 
 
-_RE2_SPECIAL = set("\\.^$|?*+()[]{}")
+_RE2_SPECIAL = re.compile(r"[\\.^$|?*+()\[\]{}]")
+_UNPRINTABLE = re.compile(r"[^\S ]|[^\x20-\x7e\s]")  # escaped unless printable: one search skips the common case
 
 
 def _escape(text: str) -> str:
-    out = []
-    for c in text:
-        if c in _RE2_SPECIAL:
-            out.append("\\" + c)
-        elif c == "\t":
-            out.append("\\t")
-        elif not c.isprintable():
-            out.append(f"\\x{{{ord(c):x}}}")
-        else:
-            out.append(c)
-    return "".join(out)
+    text = _RE2_SPECIAL.sub(lambda m: "\\" + m.group(), text)
+    if _UNPRINTABLE.search(text) is None:
+        return text
+    return "".join(c if c.isprintable() else ("\\t" if c == "\t" else f"\\x{{{ord(c):x}}}") for c in text)
 
 
 def _char_class(values: Sequence[str]) -> str:
@@ -558,7 +561,7 @@ def _build(group: _Group, lines: list[_Line]) -> tuple[str, str, tuple[str, ...]
             template_parts.append(text)
             before += text
         else:
-            name = _field_name(before, taken, len(fields) + 1)
+            name = _field_name(before[-80:], taken, len(fields) + 1)
             fields.append(name)
             regex_parts.append(f"(?P<{name}>{text})")
             template_parts.append(VAR)
