@@ -11,13 +11,15 @@ from functools import lru_cache
 from runner import parse
 
 VAR = "<*>"  # Loghub's notation for a variable part of a template
-# the same in a shape, where it must not be confused with a line's own text (which may hold "<*>"): a lone
-# surrogate, which no line RE2 can read holds
+# the same inside a shape, where it must not be confused with a line's own text (which may hold "<*>"): a lone
+# surrogate, which no line that RE2 can read holds
 DATA = "\udfff"
 
 
 @dataclass(frozen=True)
 class InducedPattern:
+    """One group of similar lines as a candidate pattern for the regex library."""
+
     name: str  # f"{family}-{slug}" from the template's leading constant words, deduplicated with -2, -3
     regex: str  # RE2, anchored ^...$, one named capture per variable field
     template: str  # the line with each variable part replaced by <*>
@@ -28,6 +30,8 @@ class InducedPattern:
 
 @dataclass(frozen=True)
 class Induction:
+    """The patterns, by support then template, and which one each input line went to."""
+
     patterns: tuple[InducedPattern, ...]
     assignments: tuple[str | None, ...]  # per input line: its pattern's name, or None for a blank line
 
@@ -52,6 +56,7 @@ _NUMBERED_ID = re.compile(r"(?:^|[^A-Za-z0-9])\d")
 _WHOLE = re.compile("|".join(f"(?:{rx.pattern})" for rx in (_URL, _PATH, _IP, _HOST_PORT, _UUID, _HEX, _NUMBER, _BOOL)))
 
 _OPEN = "([{<'\"`"
+_QUOTES = "'\"`"  # a token that is one quoted string ('x', "x", `x`) is a value
 _CLOSE = ")]}>'\"`,;:.!?"
 # inside a token, the value after one of these is judged alone: key=value, key:value, a,b lists, a##b; then, in
 # what is not a value as a whole, f(x), a[x], a{x}, a/b
@@ -86,10 +91,11 @@ def _mask_token(token: str) -> tuple[Seg, ...]:
     segs: list[Seg] = []
     if head:
         segs.append((head, False))
-    for k, piece in enumerate([core] if _is_whole_value(core) else _SPLIT.split(core)):
+    quoted = head[-1:] != "" and head[-1:] in _QUOTES and tail[:1] == head[-1:]
+    for k, piece in enumerate([core] if quoted or _is_whole_value(core) else _SPLIT.split(core)):
         if k % 2 or not piece:
             segs.append((piece, False))
-        elif _is_whole_value(piece) and piece != "/":
+        elif quoted or (_is_whole_value(piece) and piece != "/"):
             segs.append((piece, True))
         else:
             for n, inner in enumerate(_SPLIT_INNER.split(piece)):

@@ -170,6 +170,7 @@ def test_template_of_masks_data_alone():
     assert template_of("peer 10.1.2.3:8080 sent id=0xdeadbeef ok=true") == "peer <*> sent id=<*> ok=<*>"
     assert template_of("job 9b2f6c1e-0a4d-4c1e-9a8f-2f0d2c4b5e6a (user=alice)") == "job <*> (user=alice)"
     assert template_of("  spaced   out\ttext  ") == "spaced out text"
+    assert template_of("removing device node '/udev/vcsa2' (mode 'rw').") == "removing device node '<*>' (mode '<*>')."
 
 
 # ---------------------------------------------------------------------------------------------------------------
