@@ -9,6 +9,7 @@ import csv
 import importlib.util
 import io
 import json
+import os
 import platform
 import subprocess
 import sys
@@ -194,7 +195,9 @@ def render(results: dict) -> str:
     tools = [t for t in TOOLS if t in results["average"]]
     head = {"runner": "runner", "drain3": "drain3", "logpai": "LOGPAI Drain"}
     lines = [
-        f"Measured {results['when']} on {results['machine']}; runner at commit {results['commit']}. "
+        f"Measured {results['when']} on {results['machine']} (load average {results['load']} at the start: the "
+        "machine is shared, so read the seconds as rough); "
+        f"runner at commit {results['commit']}. "
         f"Command: `{results['command']}`.",
         "",
         "Versions: " + ", ".join(f"{k} {v}" for k, v in results["versions"].items()) + ".",
@@ -271,14 +274,16 @@ def main() -> None:
     if not systems:
         raise SystemExit(f"no Loghub-2k systems under {a.data}")
     tools = [t for t in a.tools.split(",") if t]
+    load = f"{os.getloadavg()[0]:.1f}"
     results = measure(a.data, systems, tools)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
     results.update(
         when=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        machine=f"{platform.processor() or platform.machine()}, Python {platform.python_version()}",
+        machine=f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
         commit=commit.stdout.strip() or "unknown",
         command="python bench/induction.py " + " ".join(sys.argv[1:]),
         versions=versions(),
+        load=load,
     )
     text = render(results)
     print(text)
