@@ -140,21 +140,22 @@ _DATE_PART = re.compile(r"\d{1,4}|\d{1,2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?")
 
 
 def _read(text: str) -> _Line:
-    spans = [(m.start(), m.end()) for m in _TOKEN.finditer(text)]
-    spans = _join_timestamps(text, spans)
+    spans, joined = _join_timestamps(text, [(m.start(), m.end()) for m in _TOKEN.finditer(text)])
     tokens = [text[a:b] for a, b in spans]
     starts = [a for a, _ in spans]
     ends = [b for _, b in spans]
     gaps = [text[e:a] for e, a in zip([0, *ends], [*starts, len(text)], strict=True)]
-    segs = [_mask_token(t) if " " not in t and "\t" not in t else _mask_token_as_value(t) for t in tokens]
+    segs = [_mask_token_as_value(t) if k in joined else _mask_token(t) for k, t in enumerate(tokens)]
     _mask_dates(tokens, segs)
     return _Line(text, tokens, gaps, segs, tuple(_shape(s) for s in segs), starts, ends)
 
 
-def _join_timestamps(text: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+def _join_timestamps(text: str, spans: list[tuple[int, int]]) -> tuple[list[tuple[int, int]], set[int]]:
     """A written-out timestamp is one value, whatever spaces it holds: `Fri Jun 17 07:07:00 2005` (a run of
-    weekday and month names, numbers and times holding a month name and a time)."""
+    weekday and month names, numbers and times holding a month name and a time). The token spans with each
+    timestamp as one, and which of them are timestamps."""
     out: list[tuple[int, int]] = []
+    joined: set[int] = set()
     k = 0
     while k < len(spans):
         j, month, clock = k, False, False
@@ -168,12 +169,13 @@ def _join_timestamps(text: str, spans: list[tuple[int, int]]) -> list[tuple[int,
                 break
             j += 1
         if month and clock and j - k >= 3:
+            joined.add(len(out))
             out.append((spans[k][0], spans[j - 1][1]))
             k = j
         else:
             out.append(spans[k])
             k += 1
-    return out
+    return out, joined
 
 
 def _mask_dates(tokens: list[str], segs: list[tuple[Seg, ...]]) -> None:
@@ -207,40 +209,8 @@ def template_of(line: str) -> str:
 # Grouping: lines of one shape, then shapes that differ only where the data is, then lengths that differ only by
 # how many tokens a value spans. Every step is a function of the set of shapes: input order never matters.
 
-_UNITS = {
-    "b",
-    "byte",
-    "bytes",
-    "kb",
-    "mb",
-    "gb",
-    "tb",
-    "kib",
-    "mib",
-    "gib",
-    "k",
-    "m",
-    "g",
-    "ms",
-    "us",
-    "ns",
-    "s",
-    "sec",
-    "secs",
-    "second",
-    "seconds",
-    "min",
-    "mins",
-    "minute",
-    "minutes",
-    "h",
-    "hr",
-    "hrs",
-    "hour",
-    "hours",
-    "day",
-    "days",
-}
+# a unit word after a number belongs to the value when lengths differ (`0 bytes (0 KB)`, `<1 sec`)
+_UNIT = re.compile(r"(?:[kmgt]i?)?b(?:ytes?)?|[kmg]|[mun]?s|secs?|seconds?|mins?|minutes?|h|hrs?|hours?|days?", re.I)
 
 
 LONG_LINE = 128  # tokens: past this, lines of one length join only by shape (the one-position pass is quadratic)
@@ -355,7 +325,7 @@ def _collapse(slots: list[str]) -> tuple[tuple[str, ...], list[tuple[int, int]]]
         j = k + 1
         if slots[k] == DATA or _pure_var(slots[k]):
             while j < len(slots) and (
-                slots[j] == DATA or _pure_var(slots[j]) or slots[j].strip(_OPEN + _CLOSE).lower() in _UNITS
+                slots[j] == DATA or _pure_var(slots[j]) or _UNIT.fullmatch(slots[j].strip(_OPEN + _CLOSE))
             ):
                 j += 1
             out.append(DATA)
@@ -594,7 +564,9 @@ def _family_slug(family: str) -> str:
 
 
 def induce(lines: Sequence[str], family: str) -> Induction:
-    """Group similar lines and make one anchored RE2 pattern per group, deterministically."""
+    """Group similar lines and make one anchored RE2 pattern per group, deterministically: the same set of lines
+    gives the same patterns in any order. Lines are text as runner decodes logs (invalid bytes replaced); a blank
+    line belongs to no pattern."""
     read: list[_Line] = []
     index: list[int] = []
     for i, text in enumerate(lines):
