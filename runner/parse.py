@@ -8,7 +8,7 @@ import json
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 from importlib import resources
 from pathlib import Path
 
@@ -359,6 +359,29 @@ def check_redos(regex: str) -> str | None:
         else:
             last, i = (i, False), i + 1
     return None
+
+
+def re2_error(regex: str) -> str | None:
+    """Why RE2 refuses `regex` (its own message and a hint), or None when it compiles: for code outside this module
+    that makes regexes (the learning loop's induction) and must not import re2 itself."""
+    try:
+        _compiled(regex)
+    except re2.error as exc:
+        msg = exc.args[0].decode() if exc.args and isinstance(exc.args[0], bytes) else str(exc)
+        return f"{msg}. {_re2_hint(regex)}"
+    return None
+
+
+def re2_fullmatch(regex: str, text: str) -> dict[str, str | None] | None:
+    """The named captures when `regex` matches the whole of `text` under RE2, else None; `regex` must compile
+    (check it with re2_error first)."""
+    m = _compiled(regex).fullmatch(text)
+    return None if m is None else m.groupdict()
+
+
+@lru_cache(maxsize=4096)
+def _compiled(regex: str) -> re2._Regexp:
+    return re2.compile(regex, _options())
 
 
 _RE2_HINTS = [
