@@ -66,6 +66,7 @@ class Summary:
         self.left: list[str] = []  # selected steps that did not finish
         self.interrupted = False
         self.duration = 0.0
+        self.warnings: list[str] = []  # about the spec as the run found it (an input glob that matched nothing)
 
 
 class _Active:
@@ -428,6 +429,8 @@ class Executor:
         def on_process(pid: int) -> None:
             self.journals[name] = self.inflight.start(name, pid, list(intent.outputs))
 
+        if intent.env and self.planner.compiled.env_names:
+            intent = intent._replace(env=self.planner.env(name))  # $NAME expanded, as the step's key holds it
         return StepContext(
             spec=self.spec,
             intent=intent,
