@@ -101,6 +101,24 @@ def _worker_files(planner: Planner) -> list[str]:
     return []  # replay: its format version is runner's own
 
 
+def _env_secrets(spec, compiled: Compiled, targets: list[str] | None) -> dict[str, str]:
+    """What the selected steps' `env` gives a variable that holds a secret (a key-like name such as API_TOKEN,
+    or one a policy lists in `secrets`) from runner's environment: masked as runner's own secrets are."""
+    from .redact import looks_secret, secret_names
+    from .spec import expand_env
+
+    listed = set(secret_names(spec))
+    found = {}
+    for name in selected_order(compiled.order, compiled.deps, targets):
+        for key, value in spec.intents[name].env:
+            if "$" in value and (key in listed or looks_secret(key)):
+                try:
+                    found[key] = expand_env(value, os.environ)
+                except KeyError:
+                    pass  # not set: the run stops before anything starts, and says so
+    return found
+
+
 def _chdir(folder: str) -> str | None:
     """Go to `folder`; the folder we left, or None if we could not say or could not go."""
     try:
@@ -185,9 +203,11 @@ def make(
             recovered = recover_applies(layout.root, layout.state_dir)
         requested = proof_name(targets, project.spec_file)  # the proof's name: as the fast no-op finds it
         resolved = resolve_targets(project.spec, targets)
+        compiled = project.compiled
+        if compiled.env_names:
+            mask = mask_for_run(project.spec, extra=_env_secrets(project.spec, compiled, resolved))
         planner = planner_for(project, options.force, options.worker, owner=True, mask=mask)
         record = RunRecord(layout.runs_dir)
-        compiled = project.compiled
         root = str(layout.root)
         sources = compiled.sources + (_worker_files(planner) if compiled.agents else [])
         # what a no-op proof read before the lock stands only if no other runner held it meanwhile

@@ -202,7 +202,8 @@ def unmatched_warnings(
             )
             where = toml_path(["intent", name, "inputs", intent.inputs.index(pattern)])
             found.append((where, f"'{pattern}' matches no file{why}", pattern))
-    return [f"warning: {problem.render()}" for problem in located(spec, found)]
+    problems = sorted(located(spec, found), key=lambda p: (p.line or 0, p.path))  # as the file reads
+    return [f"warning: {problem.render()}" for problem in problems]
 
 
 def make_plan(planner: Planner, order: list[str]) -> list[Decision]:

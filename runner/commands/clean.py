@@ -2,8 +2,10 @@
 
 What it may remove: a file that the `outputs` of a shell step of the targets (every intent when none is named)
 expand to, by the one glob meaning (runner/globs.py). What it never removes, whatever the spec says:
-- a file that some step reads (an input) and no shell step makes: sources, and the files an agent step edits
-  in place; an agent step's outputs are the project's own files, changed by a verified apply, so they stay;
+- a file that a step reads (an input), unless that step depends on the shell step that makes it (a product
+  handed down a chain of steps): an output glob that also names a source some other step reads does not
+  make the source a product; and an agent step's outputs, the project's own files changed by a verified
+  apply (often edited in place), so they stay;
 - a path outside the project once symbolic links are followed (an output folder that links elsewhere), or
   under `.git/` or `.runner/`;
 - a folder (only files are removed; a link is removed as a link, never what it points to).
@@ -27,21 +29,24 @@ def plan_clean(spec, order: list[str]) -> tuple[list[str], list[dict]]:
     root = spec.root
     real_root = os.path.realpath(root)
     intents = spec.intents
-    every = [intents[name] for name in intents]
-    shell_outputs = tuple(out for intent in every if intent.kind == STEP_SHELL for out in intent.outputs)
-    inputs = tuple(pattern for intent in every for pattern in intent.inputs)
+    readers = [(n, intents[n].inputs) for n in intents if intents[n].inputs]
     remove: list[str] = []
     kept: list[dict] = []
+    seen: dict[str, set[str]] = {}
     for name in order:
         intent = intents[name]
         for rel in expand(root, intent.outputs):
             why = None
             if intent.kind != STEP_SHELL:
                 why = f"an output of agent step {name}: the project's own file, changed by a verified apply"
-            elif matches_any(rel, inputs) and not matches_any(rel, shell_outputs):
-                why = "an input of a step"  # a shell step's output is never its own input (load says so)
             else:
-                why = _outside(root, real_root, rel)
+                strangers = [
+                    r for r, inputs in readers if matches_any(rel, inputs) and name not in _upstream(spec, r, seen)
+                ]
+                if strangers:
+                    why = f"an input of step {strangers[0]}, which does not depend on {name}"
+                else:
+                    why = _outside(root, real_root, rel)
             if why is None and os.path.lexists(os.path.join(root, rel)):
                 if os.path.isdir(os.path.join(root, rel)) and not os.path.islink(os.path.join(root, rel)):
                     why = "a folder"
@@ -50,6 +55,17 @@ def plan_clean(spec, order: list[str]) -> tuple[list[str], list[dict]]:
             elif why is not None and os.path.lexists(os.path.join(root, rel)):
                 kept.append({"path": rel, "reason": why})
     return sorted(set(remove)), kept
+
+
+def _upstream(spec, name: str, seen: dict[str, set[str]]) -> set[str]:
+    """Every step `name` depends on, directly or not (`seen`: those worked out already)."""
+    found = seen.get(name)
+    if found is None:
+        found = set()
+        for dep in spec.intents[name].deps:
+            found |= {dep} | _upstream(spec, dep, seen)
+        seen[name] = found
+    return found
 
 
 def _outside(root: str, real_root: str, rel: str) -> str | None:
