@@ -333,7 +333,7 @@ def proof_name(targets: Sequence[str], spec_file: str = "intents.toml") -> str |
     none for the default) from `spec_file` (`-f FILE`): the fast no-op finds the proof by what was typed,
     before any spec is read, and the proof's own stats of the spec files vouch that the names still resolve
     to the same steps. A NUL joins the parts: no name or path holds one."""
-    name = "\0".join(targets)
+    name = targets if isinstance(targets, str) else "\0".join(targets)
     if spec_file != "intents.toml":
         name = f"{spec_file}\0\0{name}"
     return name or None

@@ -1,13 +1,15 @@
 """The one meaning of a path glob in a spec (inputs, outputs, a policy's scope): expanding it over the project,
 and matching a path against it without looking at the disk.
 
-The meaning is Python's `glob.glob(recursive=True)`, which the expansion calls: `*`, `?` and `[...]` match
+The meaning is Python's `glob.glob(recursive=True)`, which the expansion walks by: `*`, `?` and `[...]` match
 within one name, never across `/`; `**` standing alone between slashes spans zero or more folders (last in a
 pattern, everything below). A name starting with `.` is matched only by a pattern part that starts with `.`
 (or names it): `*` and `**` pass over hidden files and folders, as in the shell, so a scope of `**` does not
 let an agent write `.github/workflows/` or `.env` unless the scope names them. A pattern without `*`, `?` or
 `[` is a literal path. `matches` gives, for any path, the answer the expansion would give over a tree that
-holds that path; tests/core/test_globs.py holds the two to each other.
+holds that path; tests/core/test_globs.py holds the two to each other. The expansion is a walk that descends
+only where a match could be (`could_hold`), so an input glob can also leave out what git ignores
+(runner/ignore.py) without walking an ignored node_modules/ at all.
 """
 
 from __future__ import annotations

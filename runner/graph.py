@@ -103,6 +103,8 @@ def resolve_target(spec: Spec, target: str | None) -> str | None:
 def resolve_targets(spec: Spec, names: Sequence[str] | None) -> list[str] | None:
     """The targets named on a command line (intents or declared output paths, as `make build/report.md`),
     without repeats; none named: [project] default, else None (everything)."""
+    if isinstance(names, str):  # one name is a str, which is a Sequence[str] of its letters too
+        names = [names]
     if not names:
         return None if spec.project.default is None else [spec.project.default]
     return list(dict.fromkeys(_resolve_one(spec, name) for name in names))

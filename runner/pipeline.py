@@ -186,6 +186,7 @@ def make(
     on_wait=None,
 ) -> Summary:
     """Stages 3-5 under the project lock: plan each step as it becomes ready, run it, record it."""
+    targets = [targets] if isinstance(targets, str) else list(targets)
     layout = project.layout
     layout.ensure()
     save_unsaved(layout.root)
