@@ -429,8 +429,8 @@ class Executor:
         def on_process(pid: int) -> None:
             self.journals[name] = self.inflight.start(name, pid, list(intent.outputs))
 
-        if intent.env and self.planner.compiled.env_names:
-            intent = intent._replace(env=self.planner.env(name))  # $NAME expanded, as the step's key holds it
+        if any("$" in value for _key, value in intent.env):
+            intent = intent._replace(env=self.planner.env(name))  # $NAME and $$ expanded, as the key holds them
         return StepContext(
             spec=self.spec,
             intent=intent,

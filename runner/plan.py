@@ -102,7 +102,7 @@ class Planner:
         """A step's `env` as its command gets it: each $NAME read from runner's environment (a UsageError
         names the variable that is not set)."""
         intent = self.spec.intents[name]
-        if not intent.env or not self.compiled.env_names:
+        if not any("$" in value for _key, value in intent.env):
             return intent.env
         out = []
         for key, value in intent.env:

@@ -126,7 +126,8 @@ def _remove(root: str, paths: list[str]) -> list[str]:
 
 COMMAND = Command(
     "clean",
-    "Remove the files shell steps declare as outputs (of TARGETS, else of every intent); -n lists them.",
+    "Remove the files shell steps declare as outputs; -n lists them.\n\nThe outputs of TARGETS and what they "
+    "depend on, else of every intent; never an input, an agent step's output, or a path outside the project.",
     (
         targets_argument(),
         SPEC_FILE,

@@ -141,7 +141,8 @@ def run(
 
 COMMAND = Command(
     "make",
-    "Bring TARGETS (intents or declared output paths; default: [project] default, else everything) up to date.",
+    "Bring TARGETS up to date.\n\nA target is an intent, or an output path an intent declares; with none named, "
+    "[project] default, else everything.",
     (
         targets_argument(),
         SPEC_FILE,

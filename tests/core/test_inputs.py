@@ -107,12 +107,10 @@ def test_the_expansion_agrees_with_git_on_a_tree_of_ignore_rules(project):
 
 
 @needs_git
-def test_a_project_inside_a_repository_follows_the_repository_rules(tmp_path):
-    from conftest import Project
-
-    _git(tmp_path, "init", "-q")
-    (tmp_path / ".gitignore").write_text("*.gen.js\n")
-    project = Project(tmp_path / "packages" / "app")
+def test_a_project_inside_a_repository_follows_the_repository_rules(project):
+    top = project.root.parent  # the repository; the project is its folder proj/
+    _git(top, "init", "-q")
+    (top / ".gitignore").write_text("*.gen.js\n")
     project.spec(JS)
     project.write("src/a.js", "a\n")
     project.write("src/b.gen.js", "generated\n")
@@ -333,3 +331,17 @@ def test_a_secret_an_env_value_reads_is_never_written(project):
     assert "tok-1234567890" not in shown and "creds-0987654321" not in shown
     logs = list((project.root / ".runner" / "runs").rglob("deploy.log"))
     assert logs and "[REDACTED:API_TOKEN] and [REDACTED:DEPLOY_CREDS]" in logs[0].read_text()
+
+
+def test_a_doubled_dollar_is_a_dollar_sign_even_where_no_variable_is_read(project):
+    project.spec(
+        """
+        [intent.price]
+        run = "printf '%s' \\"$PRICE\\" > out.txt"
+        inputs = ["intents.toml"]
+        outputs = ["out.txt"]
+        env = { PRICE = "$$5" }
+        """
+    )
+    assert project.make().code == 0
+    assert project.read("out.txt") == "$5"
