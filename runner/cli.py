@@ -34,6 +34,8 @@ _SHARED = (
 
 
 def _click_type(p: Param):
+    if p.complete == "file":
+        return click.Path(dir_okay=False)  # the shell completes file names
     if isinstance(p.type, tuple):
         return click.Choice(p.type)
     if p.minimum is not None:
@@ -68,7 +70,7 @@ def completion_source(shell: str) -> str:
 
 
 def _click_param(p: Param) -> click.Parameter:
-    complete = _complete_targets if p.complete == "targets" else None
+    complete = _complete_targets if p.complete == "targets" else None  # "file": click.Path's own
     if p.kind == "argument":
         return click.Argument(
             [p.dest],

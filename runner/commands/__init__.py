@@ -49,7 +49,7 @@ class Param(NamedTuple):
     default: object = None
     nargs: int = 1  # an argument's count: -1 for any number
     metavar: str | None = None
-    complete: str | None = None  # what the shell completes it with: "targets" (the intents, with descriptions)
+    complete: str | None = None  # what the shell completes: "targets" (intents, with descriptions), "file"
 
 
 class Command(NamedTuple):
@@ -95,6 +95,7 @@ SPEC_FILE = Param(
     "spec_file",
     help="Read the intents from FILE instead of intents.toml (the project root is FILE's folder).",
     metavar="FILE",
+    complete="file",
 )
 
 
