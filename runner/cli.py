@@ -34,6 +34,8 @@ _SHARED = (
 
 
 def _click_type(p: Param):
+    if p.complete == "file":
+        return click.Path(dir_okay=False)  # the shell completes file names
     if isinstance(p.type, tuple):
         return click.Choice(p.type)
     if p.minimum is not None:
@@ -43,15 +45,54 @@ def _click_type(p: Param):
     return p.type
 
 
+def _complete_targets(ctx: click.Context, param: click.Parameter, incomplete: str) -> list:
+    """The intents (with their descriptions, which zsh and fish show) and declared output paths that start
+    with what was typed, from the project that -C and -f (as typed so far) name."""
+    from click.shell_completion import CompletionItem
+
+    from .commands.list import completions
+
+    try:
+        found = completions(ctx.params.get("directory") or Path("."), ctx.params.get("spec_file"), incomplete)
+    except Exception:  # noqa: BLE001 - a broken spec completes nothing; a traceback would land in the shell
+        return []
+    return [CompletionItem(value, help=text or None) for value, text in found]
+
+
+def completion_source(shell: str) -> str:
+    """The script that makes `shell` complete runner's commands, options and targets (click's protocol: the
+    shell calls runner back with _RUNNER_COMPLETE set)."""
+    from click.shell_completion import get_completion_class
+
+    how = get_completion_class(shell)
+    assert how is not None  # the command offers only the shells click supports
+    return how(cli, {}, "runner", "_RUNNER_COMPLETE").source()
+
+
 def _click_param(p: Param) -> click.Parameter:
+    complete = _complete_targets if p.complete == "targets" else None  # "file": click.Path's own
     if p.kind == "argument":
-        return click.Argument([p.dest], required=p.required and p.nargs != -1, nargs=p.nargs, default=p.default)
+        return click.Argument(
+            [p.dest],
+            type=_click_type(p),
+            required=p.required and p.nargs != -1,
+            nargs=p.nargs,
+            default=p.default,
+            metavar=p.metavar,
+            shell_complete=complete,
+        )
     decls = [*p.decls, p.dest]
     if p.kind == "flag":
         return click.Option(decls, is_flag=True, help=p.help)
     multiple = p.kind == "multiple"
     return click.Option(
-        decls, type=_click_type(p), default=p.default, multiple=multiple, metavar=p.metavar, help=p.help
+        decls,
+        type=_click_type(p),
+        default=p.default,
+        multiple=multiple,
+        metavar=p.metavar,
+        help=p.help,
+        shell_complete=complete,
     )
 
 

@@ -24,10 +24,10 @@ from . import __version__
 from .freshness import content_digest, stat_of, vouches
 from .globs import GLOB_CHARS
 from .keys import digest_bytes, digest_value
-from .spec import BUILTIN_DIR, STEP_AGENT, Intent, Spec, runs_always
+from .spec import BUILTIN_DIR, STEP_AGENT, Intent, Spec, env_refs, runs_always
 from .workspace import Layout
 
-_FORMAT = 11  # 11: stats with ctime, and the time the compile began
+_FORMAT = 12  # 12: intents with exclude; every declared output and the variables env values read, in the header
 _WATCHED_DIRS = ("adapters", "prompts", "regexes")
 
 
@@ -126,6 +126,8 @@ class Compiled:
         agents: frozenset[str],
         unprovable: frozenset[str],
         token: str,
+        produced: tuple[str, ...] = (),
+        env_names: tuple[str, ...] = (),
     ):
         self.spec = spec
         self.order = order  # every intent, topologically sorted (deterministic)
@@ -140,6 +142,11 @@ class Compiled:
         self.agents = agents  # agent steps
         # steps no stat snapshot can prove up to date: they run every time, or a glob could match a new file
         self.unprovable = unprovable
+        # every intent's declared outputs: an input glob reads what they name even where git ignores it
+        self.produced = produced
+        # the variables of runner's environment that `env` values read ($NAME): their values are part of the
+        # keys of the steps that read them, so the target's proof holds them (as a digest) with the files
+        self.env_names = env_names
         self.token = token  # names this compilation: a no-op snapshot made from it may reuse its order and paths
         # the stats of `sources` the spec was compiled from, and the digests of those too fresh for their
         # stats to vouch for the bytes read: what the target's proof records for them
@@ -159,6 +166,8 @@ class Compiled:
             self.agents,
             self.unprovable,
             self.token,
+            self.produced,
+            self.env_names,
             keys,
             records_ends,
             len(records_blob),
@@ -171,7 +180,9 @@ class Compiled:
     def unpacked(cls, header: tuple, blobs) -> Compiled:
         """The compiled spec over `blobs` (a memoryview of the file, mapped: only the records a run asks
         for are read from it)."""
-        spec, sources, agents, unprovable, token, order, records_ends, split, paths, paths_ends = header
+        spec, sources, agents, unprovable, token, produced, env_names, order, records_ends, split, paths, paths_ends = (
+            header
+        )
         if len(blobs) != split + (array("Q", paths_ends)[-1] if paths_ends else 0):
             raise ValueError("the compiled spec's records are cut short")  # load_compiled makes it again
         steps = PackedTable(order, blobs[:split], records_ends, _step_record)
@@ -183,6 +194,8 @@ class Compiled:
             agents=agents,
             unprovable=unprovable,
             token=token,
+            produced=produced,
+            env_names=env_names,
             declared_by=PackedTable(paths, blobs[split:], paths_ends),
             **columns,
         )
@@ -318,17 +331,20 @@ def compile_spec(spec: Spec) -> tuple[Compiled, list[str]]:
         dependants={name: tuple(names) for name, names in dependants.items()},
         declared_by={path: tuple(names) for path, names in declared_by.items()},
         token=os.urandom(8).hex(),
+        produced=tuple(dict.fromkeys(path for name in order for path in intents[name].outputs)),
+        env_names=tuple(sorted({ref for name in order for _k, v in intents[name].env for ref in env_refs(v)})),
     ), sources
 
 
-def load_compiled(root: Path, use_cache: bool = True) -> Compiled:
+def load_compiled(root: Path, use_cache: bool = True, spec_file: str = "intents.toml") -> Compiled:
     """The compiled spec: reused while every file it came from holds the stats it was compiled from, each
     of them older than the compile by more than the racy window; else compiled again (and kept only if
     its files are that old: a file edited within the window could change again without a stat moving)."""
     layout = Layout(root)
+    cache_file = layout.spec_cache_of(spec_file)
     if use_cache:
         try:
-            with open(layout.spec_cache, "rb") as f:
+            with open(cache_file, "rb") as f:
                 fingerprint = pickle.load(f)  # first and alone: a stale spec is not unpickled at all
                 if fingerprint[:2] == (_FORMAT, __version__):
                     _format, _version, paths, stats = fingerprint
@@ -344,7 +360,7 @@ def load_compiled(root: Path, use_cache: bool = True) -> Compiled:
     from .load import load_spec  # the cold path only: a warm run unpickles what it made
 
     began = time.time_ns()  # before the first read: an edit while the spec is read is inside the window
-    spec = load_spec(root)
+    spec = load_spec(root, spec_file)
     compiled, _sources = compile_spec(spec)
     compiled.spec_stats = _stats(compiled.sources)
     compiled.spec_kept = _racy(compiled.sources, compiled.spec_stats, began)
@@ -352,9 +368,9 @@ def load_compiled(root: Path, use_cache: bool = True) -> Compiled:
         return compiled  # used for this run, kept for none: the next one reads the files again
     fingerprint = (_FORMAT, __version__, compiled.sources, compiled.spec_stats)
     if layout.state_dir.is_dir():
-        _save(layout, fingerprint, compiled)
+        _save(cache_file, fingerprint, compiled)
     else:  # a command that only reads leaves no .runner behind; `runner make` saves it once it made one
-        _unsaved[str(root)] = (fingerprint, compiled)
+        _unsaved[str(root)] = (cache_file, fingerprint, compiled)
     return compiled
 
 
@@ -365,17 +381,17 @@ def save_unsaved(root: Path) -> None:
     """Keep the compiled spec of a first run (made before .runner existed) for the next full run."""
     pending = _unsaved.pop(str(root), None)
     if pending is not None:
-        _save(Layout(root), *pending)
+        _save(*pending)
 
 
-def _save(layout: Layout, fingerprint: tuple, compiled: Compiled) -> None:
-    tmp = f"{layout.spec_cache}.{os.getpid()}.tmp"
+def _save(cache_file: str, fingerprint: tuple, compiled: Compiled) -> None:
+    tmp = f"{cache_file}.{os.getpid()}.tmp"
     try:
         with open(tmp, "wb") as f:
             header, blobs = compiled.packed()
             pickle.dump(fingerprint, f, protocol=pickle.HIGHEST_PROTOCOL)
             pickle.dump(header, f, protocol=pickle.HIGHEST_PROTOCOL)
             f.writelines(blobs)
-        os.replace(tmp, layout.spec_cache)
+        os.replace(tmp, cache_file)
     except OSError:
         pass  # a read-only checkout still works, just without the warm path

@@ -66,6 +66,7 @@ class Summary:
         self.left: list[str] = []  # selected steps that did not finish
         self.interrupted = False
         self.duration = 0.0
+        self.warnings: list[str] = []  # about the spec as the run found it (an input glob that matched nothing)
 
 
 class _Active:
@@ -428,6 +429,8 @@ class Executor:
         def on_process(pid: int) -> None:
             self.journals[name] = self.inflight.start(name, pid, list(intent.outputs))
 
+        if any("$" in value for _key, value in intent.env):
+            intent = intent._replace(env=self.planner.env(name))  # $NAME and $$ expanded, as the key holds them
         return StepContext(
             spec=self.spec,
             intent=intent,

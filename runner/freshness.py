@@ -31,11 +31,16 @@ The shortcuts, each answering as the rule does, and the invariant each rests on
        no file has. Where the stats could not vouch for the bytes the run used, their digest is kept and
        checked. A run that finds every recorded stat (and kept digest) again would decide each step as
        the recorded run did: nothing to do. Invariant: 1, and every file a step reads is a declared path
-       (a glob, or a step that runs every time, leaves its target without a proof).
+       (a glob, or a step that runs every time, leaves its target without a proof: what a glob expands to
+       also rests on the ignore rules, runner/ignore.py, which no declared path shows). The values of the
+       variables `env` values read ($NAME) are part of keys: the proof keeps their digest, and holds only
+       while it is the same. The proof is found by the targets as typed and the intents file (`-f`,
+       `proof_name`): the spec files' stats vouch that those names still select the same steps.
     4. The edit's cone (`first_look`, `doubtful_steps`). Against that proof, a path whose stats differ is
        changed; a step that declares no changed path, is no agent step, has a last good result, and
        depends on no step left to decide, is up to date as the recorded run found it. Only the cone
-       downstream of the changed paths is decided by the rule. Invariant: 3, path by path.
+       downstream of the changed paths is decided by the rule (all of it when a variable `env` reads
+       changed). Invariant: 3, path by path.
 
 Everything here is imported by the warm no-op before anything heavy: keep the imports to the standard
 library's cheapest and `keys`.
@@ -49,12 +54,11 @@ import os
 import time
 
 from . import __version__
-from .globs import expand
 from .keys import digest_file, outputs_digest, read_encoded, step_key, write_marshal
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on the no-op path; mypy reads it as True
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Set
+    from collections.abc import Mapping, Sequence, Set
     from typing import Any
 
     from .plan import Planner
@@ -182,8 +186,9 @@ class StatCache:
             self.dirty = False
 
 
-def input_digests(stat: StatCache, root: str, patterns: tuple[str, ...], by: str) -> dict[str, str | None]:
-    return {rel: stat.digest(root, rel, by) for rel in expand(root, patterns)}
+def input_digests(stat: StatCache, root: str, files: list[str], by: str) -> dict[str, str | None]:
+    """The digest of each input file (`Planner.input_files`: the expanded globs), None for a missing one."""
+    return {rel: stat.digest(root, rel, by) for rel in files}
 
 
 # ---- the rule ---------------------------------------------------------------------------------------------
@@ -237,7 +242,7 @@ def decide(
         # an aggregate "produces" its dependencies' outputs, so a step depending on it sees them
         return Decision(name, SKIP, reasons, key="aggregate", outputs={d: dep_outputs[d] for d in intent.deps})
     last = planner.state.get(name)
-    inputs = input_digests(planner.stat, planner.root, intent.inputs, name)
+    inputs = input_digests(planner.stat, planner.root, planner.input_files(name, intent), name)
     inplace = {}
     if last and last[2]:
         # an input the step edits in place counts as the bytes it had before the step ran, while it holds
@@ -323,6 +328,17 @@ def _slot(target: str | None) -> str:
     return f"{__version__}\0{target or ''}"
 
 
+def proof_name(targets: Sequence[str], spec_file: str = "intents.toml") -> str | None:
+    """What the proof file calls a run of `targets` as named on the command line (intents or output paths,
+    none for the default) from `spec_file` (`-f FILE`): the fast no-op finds the proof by what was typed,
+    before any spec is read, and the proof's own stats of the spec files vouch that the names still resolve
+    to the same steps. A NUL joins the parts: no name or path holds one."""
+    name = targets if isinstance(targets, str) else "\0".join(targets)
+    if spec_file != "intents.toml":
+        name = f"{spec_file}\0\0{name}"
+    return name or None
+
+
 _loaded: dict[str, dict] = {}  # root -> the proof file as this process read it (the no-op, then the pipeline)
 _checked: dict[str, tuple] = {}  # root -> (paths, their stats, when) as a failed no-op proof just took them
 
@@ -340,9 +356,16 @@ def _load(root: str) -> dict:
 
 
 def _entry(proofs: dict, target: str | None) -> tuple | None:
-    """(paths, digest of their stats, order, kept digests, token, number of spec files, stats as bytes)."""
+    """(paths, digest of their stats, order, kept digests, token, number of spec files, stats as bytes, the
+    variables `env` values read with the digest of their values)."""
     entry = proofs.get(_slot(target))
-    return entry if isinstance(entry, tuple) and len(entry) == 7 else None
+    return entry if isinstance(entry, tuple) and len(entry) == 8 else None
+
+
+def env_digest(names: tuple[str, ...]) -> str:
+    """What the variables `env` values read hold now (a digest: a secret's value is never written)."""
+    environ = os.environ
+    return hashlib.sha256("\0".join(f"{n}\0{environ.get(n, chr(1))}" for n in names).encode()).hexdigest()
 
 
 def prove_target(root: str, target: str | None) -> list[str] | None:
@@ -351,7 +374,10 @@ def prove_target(root: str, target: str | None) -> list[str] | None:
     entry = _entry(proofs, target)
     if entry is None:
         return None
-    paths, digest, order, kept, token, n_sources, stats_bytes = entry
+    paths, digest, order, kept, token, n_sources, stats_bytes, env = entry
+    if env[0] and env_digest(env[0]) != env[1]:  # a variable an `env` value reads changed: keys may differ
+        _loaded[root] = proofs
+        return None
     taken = time.time_ns()
     stats = _each_stat(root, paths)
     if hashlib.sha256(_stats_bytes(stats)).hexdigest() != digest:
@@ -368,7 +394,7 @@ def prove_target(root: str, target: str | None) -> list[str] | None:
         position = {rel: i for i, rel in enumerate(paths)}
         still = {rel: d for rel, d in kept.items() if (s := stats[position[rel]]) is None or not vouches(s, now)}
         if still != kept:
-            proofs[_slot(target)] = (paths, digest, order, still, token, n_sources, stats_bytes)
+            proofs[_slot(target)] = (paths, digest, order, still, token, n_sources, stats_bytes, env)
             _write(root, proofs)
     return order
 
@@ -425,7 +451,7 @@ def first_look(root: str, target: str | None, token: str, sources: list[str], re
     entry = _entry(look.proofs, target)
     if entry is None:
         return look
-    paths, _digest, order, kept, entry_token, n_sources, stats_bytes = entry
+    paths, _digest, order, kept, entry_token, n_sources, stats_bytes, env = entry
     if entry_token != token or n_sources != len(sources) or paths[:n_sources] != sources:
         return look
     try:
@@ -442,7 +468,8 @@ def first_look(root: str, target: str | None, token: str, sources: list[str], re
     differ = {rel for rel, a, b in zip(paths, recorded, stats, strict=True) if a != b}
     differ.update(rel for rel, want in kept.items() if rel not in differ and content_digest(root, rel) != want)
     look.order, look.paths, look.stats, look.kept, look.differ = order, paths, stats, kept, differ
-    look.changed = None if any(rel in differ for rel in sources) else differ
+    env_changed = bool(env[0]) and env_digest(env[0]) != env[1]  # no path shows which steps read a variable
+    look.changed = None if env_changed or any(rel in differ for rel in sources) else differ
     return look
 
 
@@ -478,6 +505,7 @@ def record_proof(
     stat: StatCache,
     doubtful: set[str] | None,
     declared_by: Mapping[str, tuple[str, ...]],
+    env_names: tuple[str, ...] = (),
 ) -> None:
     """After a good run of the steps `order`, record the proof of `target` (see shortcut 3 above).
 
@@ -531,7 +559,8 @@ def record_proof(
         if seen is not None and not vouches(seen, hashed_at):
             kept[rel] = digest
     stats_bytes = _stats_bytes(stats)
-    proofs[slot] = (paths, hashlib.sha256(stats_bytes).hexdigest(), order, kept, token, n_sources, stats_bytes)
+    env = (env_names, env_digest(env_names)) if env_names else ((), "")
+    proofs[slot] = (paths, hashlib.sha256(stats_bytes).hexdigest(), order, kept, token, n_sources, stats_bytes, env)
     _write(root, proofs)
 
 

@@ -1,18 +1,19 @@
 """The one meaning of a path glob in a spec (inputs, outputs, a policy's scope): expanding it over the project,
 and matching a path against it without looking at the disk.
 
-The meaning is Python's `glob.glob(recursive=True)`, which the expansion calls: `*`, `?` and `[...]` match
+The meaning is Python's `glob.glob(recursive=True)`, which the expansion walks by: `*`, `?` and `[...]` match
 within one name, never across `/`; `**` standing alone between slashes spans zero or more folders (last in a
 pattern, everything below). A name starting with `.` is matched only by a pattern part that starts with `.`
 (or names it): `*` and `**` pass over hidden files and folders, as in the shell, so a scope of `**` does not
 let an agent write `.github/workflows/` or `.env` unless the scope names them. A pattern without `*`, `?` or
 `[` is a literal path. `matches` gives, for any path, the answer the expansion would give over a tree that
-holds that path; tests/core/test_globs.py holds the two to each other.
+holds that path; tests/core/test_globs.py holds the two to each other. The expansion is a walk that descends
+only where a match could be (`could_hold`), so an input glob can also leave out what git ignores
+(runner/ignore.py) without walking an ignored node_modules/ at all.
 """
 
 from __future__ import annotations
 
-import glob as _glob
 import os
 import re
 from fnmatch import translate
@@ -21,39 +22,146 @@ TYPE_CHECKING = False  # the no-op path imports this module (through freshness) 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 
+    from .ignore import IgnoreRules
+
 GLOB_CHARS = frozenset("*?[")
 
 
-def expand(root: str, patterns: tuple[str, ...]) -> list[str]:
-    """Project-relative files matched by the patterns, sorted. Literal paths skip globbing entirely."""
+def expand(
+    root: str,
+    patterns: tuple[str, ...],
+    ignore: IgnoreRules | None = None,
+    exclude: tuple[str, ...] = (),
+    keep: tuple[str, ...] = (),
+    empty: list[tuple[str, bool]] | None = None,
+) -> list[str]:
+    """Project-relative files matched by the patterns, sorted. A literal path is returned as it is, present or
+    not, ignored or not (as `git add -f` adds it). What a glob yields leaves out what `exclude` matches and,
+    with `ignore` (input globs), what git ignores, unless `keep` (every intent's declared outputs) names it: one
+    step's output in an ignored build/ folder is the next one's input. `empty` collects each glob that yields
+    no file, with whether it left out an ignored path it could have matched in (for the warning)."""
     out: set[str] = set()
     for pattern in patterns:
         if GLOB_CHARS.isdisjoint(pattern):
             out.add(pattern)
             continue
-        for match in _glob.glob(pattern, root_dir=root, recursive=True):
-            if os.path.isfile(os.path.join(root, match)):
-                out.add(match)
+        found = _walk(root, pattern, ignore, keep)
+        kept = [rel for rel in found if not exclude or not matches_any(rel, exclude)]
+        if not kept and empty is not None:
+            empty.append((pattern, found.skipped))
+        out.update(kept)
     return sorted(out)
+
+
+class _Found(list):
+    skipped = False  # an ignored path the pattern could have matched in was left out
+
+
+def _walk(root: str, pattern: str, ignore: IgnoreRules | None, keep: tuple[str, ...]) -> _Found:
+    """The files below `root` that `matches(path, pattern)`, found by descending only into folders that could
+    hold a match (`could_hold`), following symbolic links to folders as `glob` does (never around a loop),
+    never into `.git/`, and with `ignore`, not into an ignored folder nor to an ignored file unless `keep`
+    could name something there."""
+    found = _Found()
+    parts = pattern.split("/")
+    start = 0  # the folders the pattern names literally, up to its first wildcard: where the walk starts
+    while start < len(parts) - 1 and GLOB_CHARS.isdisjoint(parts[start]):
+        start += 1
+    folder = "/".join(parts[:start])
+    if ignore is not None:  # a folder named on the way there may be ignored itself
+        for i in range(1, start + 1):
+            above = "/".join(parts[:i])
+            if ignore.ignored(above, True) and not any(could_hold(above, k) for k in keep):
+                found.skipped = True
+                return found
+    try:
+        top = os.stat(os.path.join(root, folder))
+    except OSError:
+        return found
+    stack: list[tuple[str, tuple[tuple[int, int], ...]]] = [(folder, ((top.st_dev, top.st_ino),))]
+    while stack:
+        folder, ancestors = stack.pop()
+        try:
+            with os.scandir(os.path.join(root, folder)) as entries:
+                listing = [(entry.name, entry.is_dir(), entry.is_file()) for entry in entries]
+        except OSError:
+            continue  # gone, unreadable, or not a folder
+        for name, is_dir, is_file in listing:
+            rel = f"{folder}/{name}" if folder else name
+            if is_dir:
+                if name == ".git" or not could_hold(rel, pattern):
+                    continue
+                if ignore is not None and ignore.ignored(rel, True) and not any(could_hold(rel, k) for k in keep):
+                    found.skipped = True
+                    continue
+                try:
+                    st = os.stat(os.path.join(root, rel))
+                except OSError:
+                    continue
+                if (st.st_dev, st.st_ino) not in ancestors:  # a link back up would loop forever
+                    stack.append((rel, (*ancestors, (st.st_dev, st.st_ino))))
+            elif is_file and matches(rel, pattern):
+                if ignore is not None and ignore.ignored(rel, False) and not matches_any(rel, keep):
+                    found.skipped = True
+                    continue
+                found.append(rel)
+    return found
+
+
+def could_hold(folder: str, pattern: str) -> bool:
+    """Whether something below project folder `folder` could match the pattern (a walk descends into it)."""
+    if GLOB_CHARS.isdisjoint(pattern):
+        return pattern.startswith(folder + "/")
+    return _prefix(_compiled(pattern), 0, folder.split("/"), 0)
 
 
 def matches(path: str, pattern: str) -> bool:
     """Whether the project path (as `a/b/c`, no `./`) is one the pattern names."""
     if GLOB_CHARS.isdisjoint(pattern):
         return path == pattern
-    parts = _COMPILED.get(pattern)
-    if parts is None:
-        parts = _COMPILED[pattern] = [_part(part) for part in pattern.split("/")]
-    return _match(parts, 0, path.split("/"), 0)
+    return _match(_compiled(pattern), 0, path.split("/"), 0)
 
 
 def matches_any(path: str, patterns: Iterable[str]) -> bool:
     return any(matches(path, pattern) for pattern in patterns)
 
 
+def may_overlap(a: str, b: str) -> bool:
+    """Whether one path could match both patterns. Said yes when unsure: two wildcards within one name are
+    taken to overlap (an input glob another step's output may fill is then not warned about)."""
+    if GLOB_CHARS.isdisjoint(a):
+        return matches(a, b)
+    if GLOB_CHARS.isdisjoint(b):
+        return matches(b, a)
+    return _overlap(a.split("/"), 0, b.split("/"), 0)
+
+
+def _overlap(p: list[str], i: int, q: list[str], j: int) -> bool:
+    if i == len(p) or j == len(q):
+        return all(part == "**" for part in (p[i:] if j == len(q) else q[j:]))
+    if p[i] == "**":
+        return _overlap(p, i + 1, q, j) or _overlap(p, i, q, j + 1)
+    if q[j] == "**":
+        return _overlap(p, i, q, j + 1) or _overlap(p, i + 1, q, j)
+    x, y = p[i], q[j]
+    if GLOB_CHARS.isdisjoint(x) or GLOB_CHARS.isdisjoint(y):
+        name, part = (x, y) if GLOB_CHARS.isdisjoint(x) else (y, x)
+        test = _part(part)
+        if test is not None and not test(name):
+            return False
+    return _overlap(p, i + 1, q, j + 1)
+
+
 # pattern -> one matcher per part: None for `**` (zero or more folders), else a test of one name. A spec's
 # patterns are few and fixed for the process, so each is compiled once.
 _COMPILED: dict[str, list[Callable[[str], bool] | None]] = {}
+
+
+def _compiled(pattern: str) -> list[Callable[[str], bool] | None]:
+    parts = _COMPILED.get(pattern)
+    if parts is None:
+        parts = _COMPILED[pattern] = [_part(part) for part in pattern.split("/")]
+    return parts
 
 
 def _part(part: str) -> Callable[[str], bool] | None:
@@ -86,3 +194,23 @@ def _match(parts: list[Callable[[str], bool] | None], i: int, names: list[str], 
         i += 1
         j += 1
     return j == len(names)
+
+
+def _prefix(parts: list[Callable[[str], bool] | None], i: int, names: list[str], j: int) -> bool:
+    """Whether parts[i:] could match names[j:] followed by at least one more name (the folder holds a match)."""
+    while j < len(names):
+        if i == len(parts):
+            return False
+        part = parts[i]
+        if part is None:  # `**` takes names[j:k], folders that are not hidden, then the rest goes on from k
+            for k in range(j, len(names)):
+                if _prefix(parts, i + 1, names, k):
+                    return True
+                if names[k].startswith("."):
+                    return False
+            return True  # it takes every remaining folder, and goes on below them
+        if not part(names[j]):
+            return False
+        i += 1
+        j += 1
+    return i < len(parts)

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from .errors import Problem, SpecError, UsageError
+from .globs import GLOB_CHARS, matches
 from .spec import Spec
 
 
@@ -92,24 +93,54 @@ def generations(g) -> list[list[str]]:
 
 
 def resolve_target(spec: Spec, target: str | None) -> str | None:
-    """The target a command works on: the one named, else [project] default, else None (everything)."""
+    """The target a command works on: the intent named (or the one declaring the output path named), else
+    [project] default, else None (everything)."""
     if target is None:
         return spec.project.default
-    if target not in spec.intents:
-        from .load import did_you_mean
+    return _resolve_one(spec, target)
 
+
+def resolve_targets(spec: Spec, names: Sequence[str] | None) -> list[str] | None:
+    """The targets named on a command line (intents or declared output paths, as `make build/report.md`),
+    without repeats; none named: [project] default, else None (everything)."""
+    if isinstance(names, str):  # one name is a str, which is a Sequence[str] of its letters too
+        names = [names]
+    if not names:
+        return None if spec.project.default is None else [spec.project.default]
+    return list(dict.fromkeys(_resolve_one(spec, name) for name in names))
+
+
+def _resolve_one(spec: Spec, name: str) -> str:
+    if name in spec.intents:
+        return name
+    path = name[2:] if name.startswith("./") else name
+    producers = [n for n, intent in spec.intents.items() if any(matches(path, out) for out in intent.outputs)]
+    if len(producers) == 1:
+        return producers[0]
+    if producers:
         raise UsageError(
-            f"error: unknown target '{target}'{did_you_mean(target, spec.intents)}; `runner graph` lists the intents"
+            f"error: '{name}' is an output of several intents ({', '.join(producers)}); name the one to build"
         )
-    return target
+    from .load import did_you_mean
+
+    known = list(spec.intents)
+    if "/" in name or "." in name:  # it looks like a path: suggest the outputs too
+        known += [out for intent in spec.intents.values() for out in intent.outputs if GLOB_CHARS.isdisjoint(out)]
+    raise UsageError(
+        f"error: unknown target '{name}'{did_you_mean(name, known)}: no intent has that name and none declares "
+        "it among its outputs; `runner list` lists the targets"
+    )
 
 
-def selected_order(order: list[str], deps: Mapping[str, tuple[str, ...]], target: str | None) -> list[str]:
-    """The target and everything it depends on, in `order` (topological). Walked backwards from the target,
-    so each step is looked at once: on the warm path of a 10,000-step graph this is a few milliseconds."""
+def selected_order(
+    order: list[str], deps: Mapping[str, tuple[str, ...]], target: str | Sequence[str] | None
+) -> list[str]:
+    """The targets (one, several, or None: every step) and everything they depend on, in `order`
+    (topological). Walked backwards from the targets, so each step is looked at once: on the warm path of a
+    10,000-step graph this is a few milliseconds."""
     if target is None:
         return list(order)
-    keep = {target}
+    keep = {target} if isinstance(target, str) else set(target)
     for name in reversed(order):
         if name in keep:
             keep.update(deps[name])
@@ -124,7 +155,7 @@ def edges_of(spec: Spec, names: list[str]) -> list[list[str]]:
     return sorted([dep, name] for name in names for dep in spec.intents[name].deps if dep in keep)
 
 
-def render(spec: Spec, names: list[str], fmt: str, target: str | None) -> str:
+def render(spec: Spec, names: list[str], fmt: str, target: str | list[str] | None) -> str:
     edges = edges_of(spec, names)
     if fmt == "json":
         return json.dumps({"target": target, "nodes": names, "edges": edges}, indent=2)

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 from . import toml_read
-from .errors import Problem, SpecError
+from .errors import Problem, SpecError, UsageError
 from .globs import GLOB_CHARS, matches
 from .spec import (
     BUILTIN_DIR,
@@ -22,6 +22,7 @@ from .spec import (
     Project,
     Spec,
     WorkerSettings,
+    env_problem,
 )
 from .toml_locate import Locator
 
@@ -551,11 +552,23 @@ def _intent(reader: _Reader, shown: str, name: str, d: dict) -> Intent:
                 reader.problem(
                     shown, f"{where}.{field}", f"'{field}' only applies to agent steps (with 'goal'); remove it"
                 )
-    for field in ("inputs", "outputs"):
+    for field in ("inputs", "outputs", "exclude"):
         for i, pattern in enumerate(d.get(field, ())):
             why = check_glob(pattern)
             if why:
                 reader.problem(shown, f"{where}.{field}[{i}]", f"path {_quoted(pattern)} {why}", pattern)
+    if d.get("exclude") and all(GLOB_CHARS.isdisjoint(p) for p in d.get("inputs", ()) if isinstance(p, str)):
+        reader.problem(
+            shown,
+            f"{where}.exclude",
+            "'exclude' takes files out of what the input globs expand to, and this intent has no input glob; "
+            "remove it, or add a glob to 'inputs'",
+        )
+    env = d.get("env")
+    for key, value in env.items() if isinstance(env, dict) else ():
+        why = env_problem(value) if isinstance(value, str) and "$" in value else None
+        if why:
+            reader.problem(shown, toml_path(["intent", name, "env", key]), why, value)
     cwd = d.get("cwd")
     if cwd is not None and cwd != ".":
         why = check_glob(cwd)
@@ -591,6 +604,7 @@ def _intent(reader: _Reader, shown: str, name: str, d: dict) -> Intent:
         kind=kind,
         deps=tuple(d.get("deps", ())),
         inputs=tuple(d.get("inputs", ())),
+        exclude=tuple(d.get("exclude", ())),
         outputs=tuple(d.get("outputs", ())),
         description=d.get("description", ""),
         run=d.get("run"),
@@ -832,8 +846,32 @@ def _items(value) -> dict:
     return value if isinstance(value, dict) else {}
 
 
-def _in_file_order(problems: list[Problem]) -> list[Problem]:
-    return sorted(problems, key=lambda p: (p.file != SPEC_FILE, p.file, p.line or 0, p.column or 0))
+def _in_file_order(problems: list[Problem], spec_file: str = SPEC_FILE) -> list[Problem]:
+    return sorted(problems, key=lambda p: (p.file != spec_file, p.file, p.line or 0, p.column or 0))
+
+
+def located(spec: Spec, found: list[tuple[str, str, object]]) -> list[Problem]:
+    """Problems found after the spec loaded ((TOML path, message, value): an input glob that matches no file),
+    placed by line in the intents file as load's own are."""
+    try:
+        locator: Locator | None = Locator((Path(spec.root) / spec.file).read_text(encoding="utf-8-sig"))
+    except (OSError, UnicodeDecodeError):
+        locator = None  # changed since it was compiled: the problem is still told, without its line
+    return [
+        Problem(file=spec.file, path=path, line=locator.line_of(path, value) if locator else None, message=message)
+        for path, message, value in found
+    ]
+
+
+def unset_variable(spec: Spec, name: str, key: str, variable: str) -> UsageError:
+    """The error for an `env` value reading a variable the runner's environment does not have."""
+    where = toml_path(["intent", name, "env", key])
+    problem = located(spec, [(where, "", None)])[0]
+    at = f"{problem.file}:{problem.line}" if problem.line else problem.file
+    return UsageError(
+        f"error: {at}: {where}: ${variable} is not set in runner's environment; set it, or give a default "
+        f"(${{{variable}:-default}}, or ${{{variable}:-}} for empty)"
+    )
 
 
 def load_project_adapters(root: Path) -> dict[str, Adapter]:
@@ -845,33 +883,31 @@ def load_project_adapters(root: Path) -> dict[str, Adapter]:
     return adapters
 
 
-def load_spec(root: Path) -> Spec:
-    """Load and validate a project; raise SpecError with every problem found."""
+def load_spec(root: Path, spec_file: str = SPEC_FILE) -> Spec:
+    """Load and validate a project from its intents file (`spec_file`, in `root`); raise SpecError with every
+    problem found."""
     root = root.resolve()
     reader = _Reader(root)
-    spec_path = root / SPEC_FILE
+    spec_path = root / spec_file
     if not spec_path.is_file():
-        raise SpecError(
-            problems=[
-                Problem(
-                    file=SPEC_FILE,
-                    message=f"no {SPEC_FILE} in {root} or any folder "
-                    "above it: create one with an [intent.NAME] table, or run from the "
-                    "project root (`-C DIR`)",
-                )
-            ]
+        message = (
+            f"no {SPEC_FILE} in {root} or any folder above it: create one with an [intent.NAME] table, or run "
+            "from the project root (`-C DIR`)"
+            if spec_file == SPEC_FILE
+            else f"no such intents file: {spec_path}; check the path given to -f"
         )
+        raise SpecError(problems=[Problem(file=spec_file, message=message)])
     shown, data = reader.read_toml(spec_path)
     adapters, broken_adapters = _load_adapters(reader, [BUILTIN_DIR / "adapters", root / "adapters"])
     prompts = _find_prompts([BUILTIN_DIR / "prompts", root / "prompts"])
     if data is None:
-        raise SpecError(problems=_in_file_order(reader.problems))
+        raise SpecError(problems=_in_file_order(reader.problems, shown))
     failed = reader.validate(shown, data, "intents.json")
     _not_a_number(reader, shown, data)
     if "\\u0000" in reader.locators[shown].text or "\\U00000000" in reader.locators[shown].text:
         _nul_characters(reader, shown, data)  # only an escape can put one in (a NUL byte is a syntax error)
     if not isinstance(data.get("intent"), dict):
-        raise SpecError(problems=_in_file_order(reader.problems))
+        raise SpecError(problems=_in_file_order(reader.problems, shown))
     # go on with whatever passed the schema, so one report holds every problem
     broken = {
         section: {str(parts[1]) for parts in failed if len(parts) > 1 and parts[0] == section}
@@ -902,7 +938,7 @@ def load_spec(root: Path) -> Spec:
         prompts,
     )
     if reader.problems:
-        raise SpecError(problems=_in_file_order(reader.problems))
+        raise SpecError(problems=_in_file_order(reader.problems, shown))
     proj = data.get("project", {})
     project = Project(
         name=proj.get("name", root.name), default=proj.get("default"), description=proj.get("description", "")
@@ -918,4 +954,5 @@ def load_spec(root: Path) -> Spec:
         intents=intents,
         prompts=prompts,
         sources=tuple(reader.sources),
+        file=spec_file,
     )

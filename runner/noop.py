@@ -11,11 +11,19 @@ import os
 import sys
 import time
 
-from .freshness import prove_target
+from .freshness import proof_name, prove_target
 
 # the options of a plain `runner make`, as the names runner.commands.make.make takes them
 _FLAGS = {"-k": "keep_going", "--keep-going": "keep_going", "--no-wait": "no_wait", "--json": "as_json"}
-_WITH_VALUE = {"-C": "directory", "--directory": "directory", "-j": "jobs", "--jobs": "jobs", "--timeout": "timeout"}
+_WITH_VALUE = {
+    "-C": "directory",
+    "--directory": "directory",
+    "-f": "spec_file",
+    "--file": "spec_file",
+    "-j": "jobs",
+    "--jobs": "jobs",
+    "--timeout": "timeout",
+}
 
 
 def cached_lines(names: list[str]) -> list[str]:
@@ -27,12 +35,12 @@ def cached_lines(names: list[str]) -> list[str]:
 
 
 def parse_plain_make(argv: list[str]) -> dict | None:
-    """The options of a plain `runner make` (`-C DIR`, `-j N`, `-k`, `--no-wait`, `--timeout S`, `--json`, a
-    target) as runner.commands.make.make's arguments; None for anything else, and for a value click would refuse
-    (click says what is wrong with it)."""
+    """The options of a plain `runner make` (`-C DIR`, `-f FILE`, `-j N`, `-k`, `--no-wait`, `--timeout S`,
+    `--json`, targets) as runner.commands.make.make's arguments; None for anything else, and for a value click
+    would refuse (click says what is wrong with it)."""
     if not argv or argv[0] != "make":
         return None
-    options: dict = {"directory": "."}
+    options: dict = {"directory": ".", "targets": []}
     i = 1
     while i < len(argv):
         arg = argv[i]
@@ -42,7 +50,9 @@ def parse_plain_make(argv: list[str]) -> dict | None:
             if i + 1 >= len(argv):
                 return None
             name, value = _WITH_VALUE[arg], argv[i + 1]
-            if name == "directory":
+            if name in ("directory", "spec_file"):
+                if not value:
+                    return None  # -f "": click says what is wrong with it
                 options[name] = value
             elif not _positive(value, integer=name == "jobs"):
                 return None
@@ -51,12 +61,14 @@ def parse_plain_make(argv: list[str]) -> dict | None:
             i += 1
         elif arg.startswith("--directory="):
             options["directory"] = arg.split("=", 1)[1]
+        elif arg.startswith("--file=") and len(arg) > len("--file="):
+            options["spec_file"] = arg.split("=", 1)[1]
         elif arg.startswith("-j") and _positive(arg[2:], integer=True):
             options["jobs"] = int(arg[2:])
-        elif arg.startswith("-") or "target" in options:
+        elif arg.startswith("-") or not arg:
             return None
         else:
-            options["target"] = arg
+            options["targets"].append(arg)
         i += 1
     return options
 
@@ -66,6 +78,15 @@ def _positive(value: str, integer: bool) -> bool:
         return (int(value) if integer else float(value)) > 0
     except ValueError:
         return False
+
+
+def locate(directory: str, spec_file: str | None) -> tuple[str, str]:
+    """(the project root, the intents file's name in it). With `-f FILE` the root is the folder holding FILE
+    (relative to `directory`), whose paths are relative to it; else find_root's, and intents.toml."""
+    if spec_file is None:
+        return find_root(directory), "intents.toml"
+    path = os.path.abspath(os.path.join(directory, spec_file))
+    return os.path.dirname(path), os.path.basename(path)
 
 
 def find_root(directory: str) -> str:
@@ -85,8 +106,8 @@ def try_noop(argv: list[str]) -> int | None:
     if parsed is None:
         return None
     started = time.monotonic()
-    root = find_root(parsed["directory"])
-    order = prove_target(root, parsed.get("target"))
+    root, spec_file = locate(parsed["directory"], parsed.get("spec_file"))
+    order = prove_target(root, proof_name(parsed["targets"], spec_file))
     if order is None:
         return None
     _report(root, order, parsed, started)
@@ -99,13 +120,15 @@ def _report(root: str, order: list[str], parsed: dict, started: float) -> None:
     from .report import summary_line
 
     run_id = new_run_id()
+    targets = parsed["targets"]
     jobs = parsed.get("jobs") or os.cpu_count() or 1  # as make_command.run defaults it
     lines = [f'{{"event": "run_started", "run_id": "{run_id}", "steps": {len(order)}, "jobs": {jobs}, "fast": true}}']
     lines += cached_lines(order)
     finished = {
         "event": "run_finished",
         "run_id": run_id,
-        "target": parsed.get("target"),  # as named: the proof never loads the spec to learn [project] default
+        # as named: the proof never loads the spec to learn [project] default, nor what an output path names
+        "target": None if not targets else targets[0] if len(targets) == 1 else targets,
         "status": "ok",
         "ran": 0,
         "cached": len(order),

@@ -7,40 +7,50 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from .cache import Cache, State
 from .compiled import Compiled, load_compiled, save_unsaved
 from .execute import Executor, RunOptions, Summary
-from .freshness import StatCache, doubtful_steps, drop_proof, first_look, record_proof, snapshot_paths
-from .graph import resolve_target, selected_order
-from .plan import Decision, Planner, make_plan
+from .freshness import StatCache, doubtful_steps, drop_proof, first_look, proof_name, record_proof, snapshot_paths
+from .graph import resolve_targets, selected_order
+from .plan import Decision, Planner, make_plan, unmatched_warnings
 from .record import RunRecord, prune
 from .redact import Mask, mask_for_run
-from .workspace import Layout, ProjectLock, find_root, recover_inflight
+from .workspace import Layout, ProjectLock, locate, recover_inflight
 
 
 class Project:
-    """A loaded project: where its state lives and its compiled spec."""
+    """A loaded project: where its state lives, its intents file and its compiled spec."""
 
-    def __init__(self, layout: Layout, compiled: Compiled):
+    def __init__(self, layout: Layout, compiled: Compiled, spec_file: str = "intents.toml"):
         self.layout = layout
         self.compiled = compiled
+        self.spec_file = spec_file
 
     @property
     def spec(self):
         return self.compiled.spec
 
 
-def load_project(directory: Path, use_cache: bool = True) -> Project:
-    """Stage 1+2: the validated spec and its graph (from the warm cache when nothing changed)."""
-    root = find_root(directory)
-    return Project(layout=Layout(root), compiled=load_compiled(root, use_cache=use_cache))
+def load_project(directory: Path, use_cache: bool = True, spec_file: str | None = None) -> Project:
+    """Stage 1+2: the validated spec and its graph (from the warm cache when nothing changed). `spec_file`:
+    `-f FILE`, relative to `directory`; the project root is then the folder holding it."""
+    root, name = locate(directory, spec_file)
+    return Project(Layout(root), load_compiled(root, use_cache=use_cache, spec_file=name), name)
 
 
-def select(project: Project, target: str | None) -> tuple[str | None, list[str]]:
-    target = resolve_target(project.spec, target)
-    return target, selected_order(project.compiled.order, project.compiled.deps, target)
+def named(targets: Sequence[str]) -> str | list[str] | None:
+    """The targets as events and JSON results show them: None, the one name, or the list of them."""
+    return None if not targets else targets[0] if len(targets) == 1 else list(targets)
+
+
+def select(project: Project, targets: Sequence[str] = ()) -> tuple[str | list[str] | None, list[str]]:
+    """(the targets resolved to intents, as `named` shows them; the steps they select, in order)."""
+    resolved = resolve_targets(project.spec, targets)
+    order = selected_order(project.compiled.order, project.compiled.deps, resolved)
+    return (None if resolved is None else named(resolved)), order
 
 
 def planner_for(
@@ -59,15 +69,19 @@ def planner_for(
     )
 
 
-def plan(project: Project, target: str | None, force: bool = False) -> tuple[str | None, list[Decision]]:
-    """Stage 3: RUN or SKIP with reasons, changing nothing on disk but the stat cache."""
-    target, order = select(project, target)
+def plan(
+    project: Project, targets: Sequence[str] = (), force: bool = False
+) -> tuple[str | list[str] | None, list[Decision], list[str]]:
+    """Stage 3: RUN or SKIP with reasons, changing nothing on disk but the stat cache; and a warning for
+    each input glob that matches no file (but for one a step's declared outputs could fill when it runs)."""
+    target, order = select(project, targets)
     planner = planner_for(project, force)
     try:
-        return target, make_plan(planner, order)
+        decisions = make_plan(planner, order)
     finally:
         planner.stat.save()
         planner.cache.close()
+    return target, decisions, unmatched_warnings(project.spec, planner.input_files.unmatched, project.compiled.produced)
 
 
 def _worker_files(planner: Planner) -> list[str]:
@@ -85,6 +99,24 @@ def _worker_files(planner: Planner) -> list[str]:
         found = importlib.util.find_spec("openai")
         return [found.origin] if found and found.origin else []
     return []  # replay: its format version is runner's own
+
+
+def _env_secrets(spec, compiled: Compiled, targets: list[str] | None) -> dict[str, str]:
+    """What the selected steps' `env` gives a variable that holds a secret (a key-like name such as API_TOKEN,
+    or one a policy lists in `secrets`) from runner's environment: masked as runner's own secrets are."""
+    from .redact import looks_secret, secret_names
+    from .spec import expand_env
+
+    listed = set(secret_names(spec))
+    found = {}
+    for name in selected_order(compiled.order, compiled.deps, targets):
+        for key, value in spec.intents[name].env:
+            if "$" in value and (key in listed or looks_secret(key)):
+                try:
+                    found[key] = expand_env(value, os.environ)
+                except KeyError:
+                    pass  # not set: the run stops before anything starts, and says so
+    return found
 
 
 def _chdir(folder: str) -> str | None:
@@ -146,9 +178,15 @@ class _Sink:
 
 
 def make(
-    project: Project, target: str | None, options: RunOptions, emit, wait_for_lock: bool = True, on_wait=None
+    project: Project,
+    targets: Sequence[str],
+    options: RunOptions,
+    emit,
+    wait_for_lock: bool = True,
+    on_wait=None,
 ) -> Summary:
     """Stages 3-5 under the project lock: plan each step as it becomes ready, run it, record it."""
+    targets = [targets] if isinstance(targets, str) else list(targets)
     layout = project.layout
     layout.ensure()
     save_unsaved(layout.root)
@@ -164,16 +202,21 @@ def make(
             from .apply import recover as recover_applies
 
             recovered = recover_applies(layout.root, layout.state_dir)
-        requested = target
-        target = resolve_target(project.spec, target)
+        requested = proof_name(targets, project.spec_file)  # the proof's name: as the fast no-op finds it
+        resolved = resolve_targets(project.spec, targets)
+        compiled = project.compiled
+        if compiled.env_names:
+            mask = mask_for_run(project.spec, extra=_env_secrets(project.spec, compiled, resolved))
         planner = planner_for(project, options.force, options.worker, owner=True, mask=mask)
         record = RunRecord(layout.runs_dir)
-        compiled = project.compiled
         root = str(layout.root)
         sources = compiled.sources + (_worker_files(planner) if compiled.agents else [])
         # what a no-op proof read before the lock stands only if no other runner held it meanwhile
+        if compiled.env_names:  # a variable an `env` value reads is not set: said before anything runs
+            for name in selected_order(compiled.order, compiled.deps, resolved):
+                planner.env(name)
         look = first_look(root, requested, compiled.token, sources, reuse=not lock.waited)
-        order = look.order if look.order is not None else selected_order(compiled.order, compiled.deps, target)
+        order = look.order if look.order is not None else selected_order(compiled.order, compiled.deps, resolved)
         if look.paths is None:
             look.stat_paths(root, snapshot_paths(sources, order, compiled.declared, compiled.unprovable))
         agent_steps = not compiled.agents.isdisjoint(order)
@@ -209,7 +252,7 @@ def make(
             "event": "run_finished",
             "run_id": record.run_id,
             # as named on the command line, as the fast no-op (which never loads the spec) can say it too
-            "target": requested,
+            "target": named(targets),
             "status": status,
             **summary.counts,
             "duration": round(time.monotonic() - started, 3),
@@ -234,9 +277,11 @@ def make(
                 planner.stat,
                 doubtful,
                 compiled.declared_by,
+                compiled.env_names,
             )
         planner.stat.save()
         prune(layout.runs_dir)
+        summary.warnings = unmatched_warnings(project.spec, planner.input_files.unmatched)
         return summary
     finally:
         if record is not None:

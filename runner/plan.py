@@ -2,19 +2,52 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Set
 from typing import TYPE_CHECKING
 
 from .cache import Cache, State, StepRecord
 from .compiled import Compiled
 from .freshness import ALWAYS, RUN, SKIP, Decision, StatCache, decide
+from .globs import GLOB_CHARS, expand, may_overlap
 from .keys import digest_value, outputs_digest, step_key
-from .spec import STEP_AGENT
+from .spec import STEP_AGENT, Intent, expand_env
 
 if TYPE_CHECKING:
+    from .ignore import IgnoreRules
     from .workers.base import WorkerConfig
 
-__all__ = ["ALWAYS", "RUN", "SKIP", "Decision", "Planner", "make_plan"]  # the rule's words, as commands use them
+# the rule's words, as commands use them
+__all__ = ["ALWAYS", "RUN", "SKIP", "Decision", "InputFiles", "Planner", "make_plan", "unmatched_warnings"]
+
+
+class InputFiles:
+    """The files a step's inputs name (runner/globs.py): its literal paths, and what its globs expand to, less
+    its `exclude` and what git ignores (but for declared outputs: `produced`). The ignore rules are read when
+    the first glob expands, once for the command."""
+
+    def __init__(self, root: str, produced: tuple[str, ...]):
+        self.root = root
+        self.produced = produced
+        self._ignore: IgnoreRules | None = None
+        # intent -> its input globs that matched no file when it was last decided, each with whether git
+        # ignores a file it could have matched (the warning `validate`, `status` and `make` give)
+        self.unmatched: dict[str, list[tuple[str, bool]]] = {}
+
+    def __call__(self, name: str, intent: Intent) -> list[str]:
+        if all(GLOB_CHARS.isdisjoint(pattern) for pattern in intent.inputs):
+            return sorted(set(intent.inputs))  # nothing to walk, nothing to ignore
+        if self._ignore is None:
+            from .ignore import IgnoreRules
+
+            self._ignore = IgnoreRules(self.root)
+        empty: list[tuple[str, bool]] = []
+        files = expand(self.root, intent.inputs, self._ignore, intent.exclude, self.produced, empty)
+        if empty:
+            self.unmatched[name] = empty
+        else:
+            self.unmatched.pop(name, None)
+        return files
 
 
 class Planner:
@@ -40,6 +73,7 @@ class Planner:
         self._worker_config: WorkerConfig | None = None
         self.worker_kind = worker_kind  # `--worker replay`: the same steps, served from recordings
         self._agent_static: dict[str, str] = {}
+        self.input_files = InputFiles(self.root, compiled.produced)
 
     @property
     def worker_config(self):
@@ -64,10 +98,30 @@ class Planner:
             )
         return self._worker_config
 
+    def env(self, name: str) -> tuple[tuple[str, str], ...]:
+        """A step's `env` as its command gets it: each $NAME read from runner's environment (a UsageError
+        names the variable that is not set)."""
+        intent = self.spec.intents[name]
+        if not any("$" in value for _key, value in intent.env):
+            return intent.env
+        out = []
+        for key, value in intent.env:
+            try:
+                out.append((key, expand_env(value, os.environ) if "$" in value else value))
+            except KeyError as unset:
+                from .load import unset_variable
+
+                raise unset_variable(self.spec, name, key, unset.args[0]) from None
+        return tuple(out)
+
     def static_digest(self, name: str) -> str:
-        """An agent step's key also holds the worker's version (a Codex upgrade re-runs it); asked once."""
+        """An agent step's key also holds the worker's version (a Codex upgrade re-runs it), asked once; a step
+        whose `env` reads variables, their values (the expanded env is what the key holds)."""
         if self.spec.intents[name].kind != STEP_AGENT:
-            return self.compiled.static[name]
+            static = self.compiled.static[name]
+            if self.compiled.env_names and any("$" in v for _k, v in self.spec.intents[name].env):
+                return digest_value([static, self.env(name)])
+            return static
         if name not in self._agent_static:
             from .workers import get_worker
 
@@ -91,9 +145,9 @@ class Planner:
             return ["no cache entry"]
         before = record.ingredients
         reasons = []
-        for part, value in self.compiled.parts[name].items():
+        for part, value in self.parts(name).items():
             if before.get("parts", {}).get(part) != value:
-                label = {"definition": "definition changed"}.get(part)
+                label = {"definition": "definition changed", "env": "a variable its env reads changed"}.get(part)
                 if part == "prompt":
                     label = f"prompt {self.spec.intents[name].prompt} changed"
                 reasons.append(label or f"{part} changed")
@@ -116,8 +170,40 @@ class Planner:
                 reasons.append(f"dependency {dep} removed")
         return reasons or ["no cache entry for this combination of inputs"]
 
+    def parts(self, name: str) -> dict[str, str]:
+        """The digest of each key ingredient but the files: the compiled parts, and the expanded env's."""
+        parts = self.compiled.parts[name]
+        if self.compiled.env_names and any("$" in v for _k, v in self.spec.intents[name].env):
+            parts = {**parts, "env": digest_value(self.env(name))}
+        return parts
+
     def ingredients(self, name: str, decision: Decision) -> dict:
-        return {"parts": self.compiled.parts[name], "inputs": decision.inputs, "deps": decision.dep_digests}
+        return {"parts": self.parts(name), "inputs": decision.inputs, "deps": decision.dep_digests}
+
+
+def unmatched_warnings(
+    spec, unmatched: Mapping[str, list[tuple[str, bool]]], produced: tuple[str, ...] = ()
+) -> list[str]:
+    """`warning: FILE:LINE: intent.NAME.inputs[I]: ...` for each input glob that matched no file, but for one a
+    declared output (`produced`) could fill once its step has run."""
+    from .load import located, toml_path
+
+    found: list[tuple[str, str, object]] = []
+    for name, patterns in unmatched.items():
+        intent = spec.intents[name]
+        for pattern, ignored in patterns:
+            if any(may_overlap(pattern, output) for output in produced):
+                continue
+            why = (
+                "; git ignores every file it could match (.gitignore, .git/info/exclude): name a file literally "
+                "to read it anyway, or declare it among a step's outputs"
+                if ignored
+                else ""
+            )
+            where = toml_path(["intent", name, "inputs", intent.inputs.index(pattern)])
+            found.append((where, f"'{pattern}' matches no file{why}", pattern))
+    problems = sorted(located(spec, found), key=lambda p: (p.line or 0, p.path))  # as the file reads
+    return [f"warning: {problem.render()}" for problem in problems]
 
 
 def make_plan(planner: Planner, order: list[str]) -> list[Decision]:

@@ -171,11 +171,14 @@ def secret_names(spec) -> list[str]:
 _last: list[Mask] = []  # the mask of this process's run, for the error boundary (which has no spec at hand)
 
 
-def mask_for_run(spec, environ: Mapping[str, str] | None = None) -> Mask:
+def mask_for_run(spec, environ: Mapping[str, str] | None = None, extra: Mapping[str, str] | None = None) -> Mask:
     """The run's mask: secret_values() of the environment, for the spec's names. Computed once per run. A
     step's own `env` values are not looked at: they are written in intents.toml, in the repository, and
-    reading them would decode every intent of a compiled spec that a run otherwise reads a few of."""
-    mask = Mask(secret_values(secret_names(spec), environ))
+    reading them would decode every intent of a compiled spec that a run otherwise reads a few of. `extra`:
+    name -> value of the secrets the run's steps get through `env` ($NAME given to a key-like name)."""
+    found = secret_values(secret_names(spec), environ)
+    found += [Secret(value, name) for name, value in (extra or {}).items() if len(value.strip()) >= MIN_SECRET_LEN]
+    mask = Mask(found)
     _last[:] = [mask]
     return mask
 

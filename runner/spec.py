@@ -80,6 +80,44 @@ def expand_vars(run: str, values: dict[str, str]) -> str:
     return PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), run)
 
 
+# `env` values: $NAME, ${NAME} and ${NAME:-default} from the runner's environment; $$ for a dollar sign
+ENV_REF = re.compile(r"\$(?:(\$)|([A-Za-z_][A-Za-z0-9_]*)|\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}$]*))?\})")
+
+
+def env_problem(value: str) -> str | None:
+    """Why an `env` value cannot be expanded (a `$` that starts no reference), or None."""
+    bare = ENV_REF.sub("", value)
+    if "$" not in bare:
+        return None
+    return (
+        f"'{value}' has a '$' that starts no variable: write $NAME, ${{NAME}} or ${{NAME:-default}} for a "
+        "variable of runner's environment, and $$ for a dollar sign"
+    )
+
+
+def env_refs(value: str) -> list[str]:
+    """The variables an `env` value reads."""
+    return [m.group(2) or m.group(3) for m in ENV_REF.finditer(value) if not m.group(1)]
+
+
+def expand_env(value: str, environ: Mapping[str, str]) -> str:
+    """The value with each reference replaced from `environ`; KeyError(NAME) for a variable that is not set
+    and has no default (${NAME:-default} takes the default when NAME is unset or empty, as the shell does)."""
+
+    def one(m: re.Match) -> str:
+        if m.group(1):
+            return "$"
+        name = m.group(2) or m.group(3)
+        found = environ.get(name)
+        if m.group(4) is not None:
+            return found or m.group(4)
+        if found is None:
+            raise KeyError(name)
+        return found
+
+    return ENV_REF.sub(one, value)
+
+
 class Adapter(NamedTuple):
     name: str
     source: str  # the file it came from
@@ -152,6 +190,7 @@ class Intent(NamedTuple):
     timeout: float | None = None
     env: tuple[tuple[str, str], ...] = ()
     cwd: str = "."
+    exclude: tuple[str, ...] = ()  # globs taken out of what the input globs expand to
 
     def definition(self) -> dict:
         """What the user wrote that changes what the step does (part of its key)."""
@@ -169,6 +208,7 @@ class Intent(NamedTuple):
             "max_attempts": self.max_attempts,
             "env": [list(kv) for kv in self.env],
             "cwd": self.cwd,
+            **({"exclude": list(self.exclude)} if self.exclude else {}),  # absent: the keys of specs without it stay
         }
 
 
@@ -194,3 +234,4 @@ class Spec(NamedTuple):
     intents: Mapping[str, Intent]  # a dict, or the compiled spec's view that decodes each on first use
     prompts: dict[str, str]  # prompt name -> file path
     sources: tuple[str, ...] = ()  # every file the spec was read from (for the spec cache)
+    file: str = "intents.toml"  # the intents file, relative to root (`-f FILE` names another)

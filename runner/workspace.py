@@ -15,6 +15,7 @@ from .errors import LockHeldError
 from .process import boot_time, kill_groups, same_process
 
 STATE_DIR = ".runner"
+SPEC_FILE = "intents.toml"  # as runner.load names it (a warm run never imports the loader)
 
 
 class Layout(NamedTuple):
@@ -41,6 +42,15 @@ class Layout(NamedTuple):
     @property
     def spec_cache(self) -> str:
         return str(self.state_dir / "spec.pickle")
+
+    def spec_cache_of(self, spec_file: str) -> str:
+        """The compiled spec of an intents file: intents.toml's is `spec.pickle`; another's (`-f FILE`) has its
+        own, so switching files does not compile each one again every time."""
+        if spec_file == SPEC_FILE:
+            return self.spec_cache
+        import hashlib
+
+        return str(self.state_dir / f"spec-{hashlib.sha256(spec_file.encode()).hexdigest()[:16]}.pickle")
 
     @property
     def runs_dir(self) -> Path:
@@ -131,11 +141,20 @@ class ProjectLock:
             self.fd = None
 
 
-def find_root(start: Path) -> Path:
-    """The nearest folder at or above `start` holding intents.toml (as git finds .git); else `start`."""
-    from .noop import find_root as find_root_str
+def find_root(start: Path, spec_file: str | None = None) -> Path:
+    """The nearest folder at or above `start` holding intents.toml (as git finds .git); else `start`. With
+    `-f FILE` (`spec_file`, relative to `start`): the folder holding FILE, as paths in it are relative to it."""
+    from .noop import locate
 
-    return Path(find_root_str(str(start)))
+    return Path(locate(str(start), spec_file)[0])
+
+
+def locate(start: Path, spec_file: str | None = None) -> tuple[Path, str]:
+    """(the project root, the intents file's name in it): find_root's root, and `-f FILE`'s name or intents.toml."""
+    from .noop import locate as locate_str
+
+    root, name = locate_str(str(start), spec_file)
+    return Path(root), name
 
 
 # ---- processes in flight ----------------------------------------------------------------------

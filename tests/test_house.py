@@ -25,6 +25,7 @@ OWNERS = {
     "jsonschema": "runner.load",
     "networkx": "runner.graph",
     "openai": "runner.workers.openai",
+    "pathspec": "runner.ignore",
     "re2": "runner.parse",
     "rich": "runner.report",
     "rtoml": "runner.toml_read",

@@ -9,6 +9,7 @@ RunnerError, which cli's one error boundary words. A command module imports the 
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable
 from importlib import import_module
 from pathlib import Path
@@ -17,6 +18,7 @@ from typing import NamedTuple
 # in the order `runner --help` lists them
 NAMES = (
     "make",
+    "list",
     "status",
     "explain",
     "graph",
@@ -28,6 +30,8 @@ NAMES = (
     "init",
     "adapters",
     "parse",
+    "clean",
+    "completion",
 )
 
 
@@ -45,6 +49,7 @@ class Param(NamedTuple):
     default: object = None
     nargs: int = 1  # an argument's count: -1 for any number
     metavar: str | None = None
+    complete: str | None = None  # what the shell completes: "targets" (intents, with descriptions), "file"
 
 
 class Command(NamedTuple):
@@ -67,12 +72,31 @@ def argument(name: str, required: bool = True, nargs: int = 1, default: object =
     return Param((name,), name, "argument", required=required, nargs=nargs, default=default)
 
 
+def targets_argument(dest: str = "targets") -> Param:
+    """TARGET...: intents, or output paths an intent declares (`runner make build/report.md`); none: the default."""
+    return Param((dest,), dest, "argument", nargs=-1, complete="targets", metavar="[TARGET]...")
+
+
+def target_argument(dest: str = "target", required: bool = False) -> Param:
+    return Param((dest,), dest, "argument", required=required, complete="targets")
+
+
 def flag(*decls: str, dest: str, help: str) -> Param:
     return Param(decls, dest, "flag", help, default=False)
 
 
 def option(*decls: str, dest: str, help: str, **how) -> Param:
     return Param(decls, dest, "multiple" if how.pop("multiple", False) else "value", help, **how)
+
+
+# `-f FILE` of the commands that read the intents: its folder is the project root, as intents.toml's is
+SPEC_FILE = Param(
+    ("-f", "--file"),
+    "spec_file",
+    help="Read the intents from FILE instead of intents.toml (the project root is FILE's folder).",
+    metavar="FILE",
+    complete="file",
+)
 
 
 def load(name: str) -> Command:
@@ -82,6 +106,12 @@ def load(name: str) -> Command:
 
 def echo(text: str) -> None:
     print(text, flush=True)
+
+
+def warn(warnings: list[str]) -> None:
+    """Warnings about the spec (an input glob that matches no file) go to stderr, beside errors."""
+    for line in warnings:
+        print(line, file=sys.stderr, flush=True)
 
 
 def print_json(value) -> None:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from ..errors import EXIT_OK, EXIT_STEP_FAILED, UsageError
-from . import Command, Invocation, argument, echo, flag, print_json
+from . import SPEC_FILE, Command, Invocation, argument, echo, flag, print_json
 
 
-def run(inv: Invocation, intents: tuple[str, ...], reject: bool) -> int:
+def run(inv: Invocation, intents: tuple[str, ...], spec_file: str | None, reject: bool) -> int:
     from ..apply import load_pending
     from ..approve import approve as approve_pending
     from ..approve import grant
@@ -15,7 +15,7 @@ def run(inv: Invocation, intents: tuple[str, ...], reject: bool) -> int:
     from ..record import new_run_id
     from ..workspace import ProjectLock
 
-    project = load_project(inv.directory)
+    project = load_project(inv.directory, spec_file=spec_file)
     layout = project.layout
     pending = load_pending(layout.state_dir)
     agents = {n for n, i in project.spec.intents.items() if i.kind == "agent"}
@@ -63,6 +63,7 @@ COMMAND = Command(
     "Apply (or --reject) verified changes that wait for approval; no model is called.",
     (
         argument("intents", nargs=-1),
+        SPEC_FILE,
         flag("--reject", dest="reject", help="Drop the pending change instead of applying it."),
     ),
     run,

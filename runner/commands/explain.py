@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..graph import resolve_target, selected_order
 from ..plan import make_plan
-from . import Command, Invocation, argument, echo, print_json
+from . import SPEC_FILE, Command, Invocation, echo, print_json, target_argument
 
 
 def _short(digest: str | None) -> str | None:
@@ -14,11 +14,12 @@ def _short(digest: str | None) -> str | None:
 def explain_intent(project, name: str) -> dict:
     from ..pipeline import planner_for
 
-    resolve_target(project.spec, name)  # unknown name -> UsageError with did-you-mean
+    name = resolve_target(project.spec, name) or name  # an output path names its intent; unknown: did-you-mean
     order = selected_order(project.compiled.order, project.compiled.deps, name)
     planner = planner_for(project)
     try:
         decision = make_plan(planner, order)[-1]
+        parts = planner.parts(name)  # the expanded env's digest too, when it reads variables
         last = planner.state.get(name)
         record = planner.cache.get_record(last[0]) if last else None
     finally:
@@ -34,7 +35,7 @@ def explain_intent(project, name: str) -> dict:
         "key": _short(decision.key) if decision.key != "aggregate" else None,
         "deps": list(intent.deps),
         "ingredients": {
-            "static": {k: _short(v) for k, v in project.compiled.parts[name].items()},
+            "static": {k: _short(v) for k, v in parts.items()},
             "inputs": {p: _short(d) for p, d in decision.inputs.items()},
             "deps": {d: _short(v) for d, v in decision.dep_digests.items()},
         },
@@ -42,6 +43,8 @@ def explain_intent(project, name: str) -> dict:
     }
     if intent.run:
         report["run"] = intent.run
+    report["cwd"] = intent.cwd
+    report["env"] = _env(project.spec, intent)
     if intent.goal:
         report["goal"] = intent.goal
     if record:
@@ -54,6 +57,28 @@ def explain_intent(project, name: str) -> dict:
     return report
 
 
+def _env(spec, intent) -> dict[str, dict]:
+    """Each `env` entry as declared and as the command gets it: $NAME expanded from runner's environment, the
+    value hidden where it is a secret's (a key-like name, or one a policy lists in `secrets`)."""
+    import os
+
+    from ..redact import looks_secret, secret_names
+    from ..spec import env_refs, expand_env
+
+    listed = set(secret_names(spec))
+    out = {}
+    for key, declared in intent.env:
+        refs = env_refs(declared)
+        try:
+            value: str | None = expand_env(declared, os.environ)
+        except KeyError:
+            value = None  # not set here: `runner make` says so before it runs anything
+        if value is not None and any(n in listed or looks_secret(n) for n in [key, *refs]):
+            value = f"[REDACTED:{next(n for n in [key, *refs] if n in listed or looks_secret(n))}]"
+        out[key] = {"declared": declared, "value": value}
+    return out
+
+
 def render_explanation(r: dict) -> str:
     lines = [f"{r['intent']} ({r['kind']} step)"]
     if r.get("description"):
@@ -62,6 +87,12 @@ def render_explanation(r: dict) -> str:
         lines.append(f"  run: {r['run']}")
     if r.get("goal"):
         lines.append(f"  goal: {r['goal']}")
+    if r.get("cwd", ".") != ".":
+        lines.append(f"  cwd: {r['cwd']}")
+    for key, entry in r.get("env", {}).items():
+        declared, value = entry["declared"], entry["value"]
+        shown = "" if value == declared else " (not set)" if value is None else f" = {value}"
+        lines.append(f"  env: {key}={declared}{shown}")
     lines.append(f"  would {r['action']}: {'; '.join(r['reasons'])}")
     if r.get("key"):
         lines.append(f"  key: {r['key']}")
@@ -83,10 +114,10 @@ def render_explanation(r: dict) -> str:
     return "\n".join(lines)
 
 
-def run(inv: Invocation, intent: str) -> None:
+def run(inv: Invocation, intent: str, spec_file: str | None) -> None:
     from ..pipeline import load_project
 
-    report = explain_intent(load_project(inv.directory), intent)
+    report = explain_intent(load_project(inv.directory, spec_file=spec_file), intent)
     if inv.as_json:
         print_json(report)
     else:
@@ -96,6 +127,6 @@ def run(inv: Invocation, intent: str) -> None:
 COMMAND = Command(
     "explain",
     "Everything that decides one step: its key's ingredients, its last run, what it would do.",
-    (argument("intent"),),
+    (target_argument("intent", required=True), SPEC_FILE),
     run,
 )

@@ -1,4 +1,4 @@
-"""`runner make`: bring a target up to date. `make` is shared by the command line and by the console script's
+"""`runner make`: bring targets up to date. `make` is shared by the command line and by the console script's
 plain path, which starts a plain `runner make --json` (or one not at a terminal) without click."""
 
 from __future__ import annotations
@@ -10,12 +10,13 @@ from pathlib import Path
 
 from ..errors import EXIT_BLOCKED, EXIT_INTERRUPTED, EXIT_OK, EXIT_STEP_FAILED, UsageError
 from ..spec import MAX_TIMEOUT
-from . import Command, Invocation, argument, echo, flag, option
+from . import SPEC_FILE, Command, Invocation, echo, flag, option, targets_argument, warn
 
 
 def make(
     directory: Path,
-    target: str | None = None,
+    targets: list[str] | tuple[str, ...] = (),
+    spec_file: str | None = None,
     jobs: int | None = None,
     keep_going: bool = False,
     force: bool = False,
@@ -29,14 +30,15 @@ def make(
     ask=None,
     on_wait=None,
 ) -> int:
-    """Bring `target` up to date; the exit code says how it went. `ask(question, detail)` asks a human."""
+    """Bring `targets` (intents or declared output paths; none: the default) up to date; the exit code says how
+    it went. `ask(question, detail)` asks a human."""
     from ..execute import RunOptions
     from ..pipeline import load_project
     from ..pipeline import make as run_pipeline
     from ..report import make_reporter
     from ..workspace import is_terminal
 
-    project = load_project(directory)
+    project = load_project(directory, spec_file=spec_file)
     options = RunOptions(
         jobs=jobs or os.cpu_count() or 1,
         keep_going=keep_going,
@@ -50,10 +52,11 @@ def make(
     reporter = make_reporter(as_json, verbose, terminal=is_terminal(sys.stdout) and is_terminal(sys.stderr))
     try:
         summary = run_pipeline(
-            project, target, options, reporter, wait_for_lock=not no_wait, on_wait=on_wait or _say_waiting
+            project, targets, options, reporter, wait_for_lock=not no_wait, on_wait=on_wait or _say_waiting
         )
     finally:
         reporter.close()
+    warn(summary.warnings)
     if summary.interrupted:
         return EXIT_INTERRUPTED
     if summary.failed:
@@ -85,7 +88,8 @@ def plain(argv: list[str]) -> dict | None:
 
 def run(
     inv: Invocation,
-    target: str | None,
+    targets: tuple[str, ...],
+    spec_file: str | None,
     jobs: int | None,
     keep_going: bool,
     force: bool,
@@ -101,12 +105,15 @@ def run(
     from .status import show_plan
 
     if dry_run:
-        requested = target
-        target, decisions = plan(load_project(inv.directory), target, force)
+        from ..pipeline import named
+
+        target, decisions, warnings = plan(load_project(inv.directory, spec_file=spec_file), targets, force)
         if inv.as_json:  # one line, as every `runner make --json` writes: a `plan` event (events.json)
-            echo(json.dumps({"event": "plan", "target": requested, "steps": [d.to_json() for d in decisions]}))
+            steps = [d.to_json() for d in decisions]
+            echo(json.dumps({"event": "plan", "target": named(targets), "steps": steps}))
         else:
             show_plan(target, decisions, inv.as_json)
+        warn(warnings)
         return EXIT_OK
     boundaries = frozenset(b.strip() for b in halt_on.split(",") if b.strip())
     unknown = boundaries - {"write_files", "run_shell", "network"}
@@ -116,7 +123,8 @@ def run(
         )
     return make(
         inv.directory,
-        target,
+        targets,
+        spec_file,
         jobs=jobs,
         keep_going=keep_going,
         force=force,
@@ -133,9 +141,11 @@ def run(
 
 COMMAND = Command(
     "make",
-    "Bring TARGET (default: [project] default, else everything) up to date.",
+    "Bring TARGETS up to date.\n\nA target is an intent, or an output path an intent declares; with none named, "
+    "[project] default, else everything.",
     (
-        argument("target", required=False),
+        targets_argument(),
+        SPEC_FILE,
         option("-j", "--jobs", dest="jobs", help="Parallel steps (default: CPU count).", type=int, minimum=1),
         flag("-k", "--keep-going", dest="keep_going", help="Go on with independent steps after a failure."),
         flag("-B", "--always-make", dest="force", help="Run every selected step, cached or not."),

@@ -35,7 +35,7 @@ def replay_run(root: Path, run_id: str) -> dict:
         results = []
         for name, event in sorted(recorded.items()):
             events: list[dict] = []
-            make(load_project(copy), name, RunOptions(jobs=1, force=True, worker="replay"), events.append)
+            make(load_project(copy), [name], RunOptions(jobs=1, force=True, worker="replay"), events.append)
             finished = [e for e in events if e.get("event") == "step_finished" and e.get("intent") == name]
             now = finished[-1] if finished else {}
             want = event.get("outputs", {})

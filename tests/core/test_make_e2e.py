@@ -292,7 +292,10 @@ def test_cache_stats_gc_clear(chain):
 def test_unknown_target_is_a_usage_error(chain):
     result = chain.run("make", "bb")
     assert result.code == 2
-    assert result.err.strip() == "error: unknown target 'bb' (did you mean 'b'?); `runner graph` lists the intents"
+    assert result.err.strip() == (
+        "error: unknown target 'bb' (did you mean 'b'?): no intent has that name and none declares it among its "
+        "outputs; `runner list` lists the targets"
+    )
     assert "Traceback" not in result.err
 
 

@@ -95,7 +95,10 @@ def test_explain_snapshot(chain, snapshot):
 def test_explain_unknown_intent(chain):
     result = chain.run("explain", "zz")
     assert result.code == 2
-    assert result.err.strip() == "error: unknown target 'zz'; `runner graph` lists the intents"
+    assert result.err.strip() == (
+        "error: unknown target 'zz': no intent has that name and none declares it among its outputs; "
+        "`runner list` lists the targets"
+    )
 
 
 def test_graph_snapshots(chain, snapshot):

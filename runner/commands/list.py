@@ -1,0 +1,71 @@
+"""`runner list`: the targets a project offers, with their descriptions (as `just --list`); shell completion's
+source of target names."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..globs import GLOB_CHARS
+from . import SPEC_FILE, Command, Invocation, echo, print_json
+
+
+def targets(spec) -> list[dict]:
+    """Every intent, by name: what it is, what it says it does, what it needs and what it makes."""
+    out = []
+    for name in sorted(spec.intents):
+        intent = spec.intents[name]
+        out.append(
+            {
+                "name": name,
+                "kind": intent.kind,
+                "description": intent.description,
+                "default": name == spec.project.default,
+                "deps": list(intent.deps),
+                "outputs": list(intent.outputs),
+            }
+        )
+    return out
+
+
+def completions(directory: Path, spec_file: str | None, incomplete: str) -> list[tuple[str, str]]:
+    """(value, description) for each target starting with `incomplete`: the intents, and once something is
+    typed, the output paths intents declare (`runner make build/<TAB>`)."""
+    from ..pipeline import load_project
+
+    spec = load_project(directory, spec_file=spec_file).spec
+    found = [(t["name"], t["description"]) for t in targets(spec) if t["name"].startswith(incomplete)]
+    if incomplete:
+        paths = {out for t in targets(spec) for out in t["outputs"] if GLOB_CHARS.isdisjoint(out)}
+        found += [(path, "") for path in sorted(paths) if path.startswith(incomplete)]
+    return found
+
+
+def run(inv: Invocation, spec_file: str | None) -> None:
+    from ..pipeline import load_project
+
+    spec = load_project(inv.directory, spec_file=spec_file).spec
+    found = targets(spec)
+    if inv.as_json:
+        print_json({"project": spec.project.name, "default": spec.project.default, "targets": found})
+        return
+    width = max((len(t["name"]) for t in found), default=0)
+    echo(f"Targets of {spec.project.name} ({spec.file}); `runner make TARGET` builds one:")
+    for t in found:
+        about = t["description"] or _summary(t)
+        default = " (default)" if t["default"] else ""
+        echo(f"  {t['name']:<{width}}  {about}{default}".rstrip())
+
+
+def _summary(target: dict) -> str:
+    """What a target without a description is, in a few words."""
+    if target["kind"] == "aggregate":
+        return f"[{' '.join(target['deps'])}]"
+    return ""
+
+
+COMMAND = Command(
+    "list",
+    "The targets, with their descriptions (the default marked).",
+    (SPEC_FILE,),
+    run,
+)
