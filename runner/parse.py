@@ -623,6 +623,30 @@ def check_examples(library: Library) -> list[Problem]:
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()*+][0-9A-Za-z]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 
 
+def strip_ansi(text: str) -> str:
+    """The text without terminal escape sequences (colour, cursor moves)."""
+    return _ANSI.sub("", text)
+
+
+_BOMS = ((b"\xef\xbb\xbf", "utf-8"), (b"\xff\xfe", "utf-16-le"), (b"\xfe\xff", "utf-16-be"))
+
+
+def decode_log(data: bytes) -> str:
+    """A log's bytes as text: UTF-8, or UTF-16 as Windows PowerShell's `>` writes it (a BOM, CRLF), or UTF-16
+    without a BOM when every other byte of its start is NUL; undecodable bytes become U+FFFD, never an error."""
+    for bom, codec in _BOMS:
+        if data.startswith(bom):
+            return data[len(bom) :].decode(codec, errors="replace")
+    head = data[:4096]
+    if len(head) >= 8 and head.count(0) * 3 > len(head):  # ASCII text in UTF-16: half its bytes are NUL
+        odd, even = head[1::2].count(0), head[0::2].count(0)
+        if odd > 2 * even:
+            return data.decode("utf-16-le", errors="replace")
+        if even > 2 * odd:
+            return data.decode("utf-16-be", errors="replace")
+    return data.decode("utf-8", errors="replace")
+
+
 def clean_log(text: str) -> str:
     """What a terminal would show: no colour codes, CRLF as LF, a \\r-rewritten line as its final text."""
     text = _ANSI.sub("", text).replace("\r\n", "\n")
