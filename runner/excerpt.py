@@ -82,7 +82,14 @@ _GENERIC_RE = [(w, re.compile(rx, re.IGNORECASE if nocase else 0)) for w, rx, no
 _ANY_GENERIC = re.compile("|".join(f"(?:{rx})" for _, rx, _ in _GENERIC), re.IGNORECASE)
 # counts of nothing ("0 errors", "Failures: 0"): an error word that says all is well
 _ZERO = re.compile(r"\b0 (?:errors?|failed|failures?)\b|\b(?:errors?|failures?|failed): 0\b|\bno errors\b", re.I)
-_WARNING = re.compile(r"\bwarning\b|^\[WARNING\]|^WARNING:", re.I)
+_LEVEL_TAG = re.compile(r"^\[(ERROR|WARNING|WARN|INFO|DEBUG)\]\s?")
+_TAG_WEIGHT = 3.5
+# a build tool's advice, the same on every failure ("re-run with -e", "see the complete log")
+_ADVICE = re.compile(
+    r"\s*(?:To see the full stack trace|Re-run (?:Maven|with)|For more information about the errors|"
+    r"\[Help \d+\]|Run with --(?:stacktrace|info|debug|scan)|A complete log of this run can be found)"
+)
+_WARNING = re.compile(r"\bwarning\b|^WARNING:", re.I)
 _NOT_WARNING = re.compile(r"\berror\b|\bfatal\b|\bFAIL", re.I)
 _NONZERO = re.compile(r"\b[1-9]\d* (?:errors?|failed|failures?)\b|\b(?:errors?|failures?|failed): [1-9]", re.I)
 
@@ -194,9 +201,15 @@ def _pattern_evidence(log: _Log, families: Sequence[Family], score: list[float])
 def _generic_evidence(log: _Log, score: list[float]) -> None:
     for i, line in enumerate(log.lines):
         probe = line[:_LINE_CAP]
-        if not _ANY_GENERIC.search(probe):
+        tag = _LEVEL_TAG.match(probe)
+        if tag:  # Maven's "[ERROR] " starts its boilerplate too: the words after it decide
+            probe = probe[tag.end() :]
+            score[i] = max(score[i], _TAG_WEIGHT if tag.group(1) == "ERROR" else 0.0)
+        if not _ANY_GENERIC.search(probe) or _ADVICE.match(probe):
             continue
         weight = next((w for w, rx in _GENERIC_RE if rx.search(probe)), 0.0)
+        if tag and tag.group(1).startswith("WARN"):
+            weight = min(weight, _WARNING_WEIGHT)
         if weight and _ZERO.search(probe) and not _NONZERO.search(probe):
             weight = 1.0  # "0 errors", "Failures: 0": the words of a run that went well
         elif weight > _WARNING_WEIGHT and _WARNING.search(probe) and not _NOT_WARNING.search(probe):
