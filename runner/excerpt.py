@@ -428,10 +428,11 @@ def findings_lines(found: dict | None, indent: str = "  ", most: int = 10) -> li
             out.append(f"{indent}  ... and {len(tests) - most} more")
     diags = found.get("diagnostics") or []
     if diags:
-        out.append(f"{indent}errors ({len(diags)}):")
+        out.append(f"{indent}locations ({len(diags)}):")
         for d in diags[:most]:
             where = ":".join(str(d[k]) for k in ("file", "line", "column") if d.get(k) is not None)
-            out.append(f"{indent}  {where}: {d.get('message') or ''}".rstrip())
+            severity = f"{d['severity']}: " if d.get("severity") else ""
+            out.append(f"{indent}  {where}: {severity}{d.get('message') or ''}".rstrip())
         if len(diags) > most:
             out.append(f"{indent}  ... and {len(diags) - most} more")
     if found.get("cause"):
@@ -499,3 +500,33 @@ def last_passing_log(runs_dir: Path, intent: str, before: str | None = None, mos
         except OSError:
             continue
     return None
+
+
+def step_families(spec, intent) -> list[Family]:
+    """The families a shell step's log is read with: those of the adapter command it runs, else the generic
+    ones; none when the library cannot be loaded (a broken project regex must not hide the failure itself)."""
+    from .errors import RunnerError
+    from .parse import builtin_dir, load_library
+
+    names: tuple[str, ...] = GENERIC_FAMILIES
+    try:
+        if intent.adapter and intent.run:
+            from .adapters import resolve
+
+            cmd = resolve(intent.adapter, Path(spec.root), spec.adapters).commands.get(intent.run)
+            if cmd is not None and cmd.parse:
+                names = tuple(cmd.parse)
+        library = load_library([builtin_dir(), Path(spec.root) / "regexes"])
+        return [library.family(name) for name in names if name in library.families]
+    except RunnerError:
+        return []
+
+
+def explain_step(spec, intent, log: str | Path, runs_dir: Path, run_id: str) -> dict:
+    """The event fields of a failed shell step: findings and excerpt of its log, against the step's last
+    passing log when a recorded run has one."""
+    text = read_text(log)
+    if not text:
+        return {}
+    passing = last_passing_log(runs_dir, intent.name, before=run_id)
+    return explain(text, step_families(spec, intent), read_text(passing) if passing else None)
