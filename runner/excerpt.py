@@ -156,11 +156,14 @@ def excerpt(
     families: Sequence[Family] = (),
     baseline: str | None = None,
     limit: int = MAX_LINES,
+    skip: int = 0,
 ) -> list[list[int]]:
-    """The lines of a failed run's log that explain the failure: [[first, last], ...], 1-based, inclusive."""
+    """The lines of a failed run's log that explain the failure: [[first, last], ...], 1-based, inclusive.
+
+    The first `skip` lines are never shown (a step's log opens with the runner's own `$ command` line)."""
     log = _Log(text)
     n = len(log.lines)
-    if n == 0 or limit <= 0:
+    if n <= skip or limit <= 0:
         return []
     score = [0.0] * n
     _pattern_evidence(log, families, score)
@@ -175,9 +178,11 @@ def excerpt(
             score[first] = max(score[first], 6.0)  # the goroutine that panicked
     _baseline_evidence(log, baseline, score)
     _damp_repeats(log, score)
-    chosen = _select(log, score, traces, limit)
+    for i in range(skip):
+        score[i] = 0.0
+    chosen = {i for i in _select(log, score, traces, limit) if i >= skip}
     if not chosen:
-        tail = [i for i in range(n) if log.lines[i].strip()][-min(FALLBACK_LINES, limit) :]
+        tail = [i for i in range(skip, n) if log.lines[i].strip()][-min(FALLBACK_LINES, limit) :]
         chosen = set(tail)
     return _ranges(chosen, n, limit)
 
@@ -404,12 +409,12 @@ def render_excerpt(text: str, ranges: Sequence[Sequence[int]], indent: str = "")
 # A failed step: what the runner understood, the excerpt, the log's path
 
 
-def explain(text: str, families: Sequence[Family], baseline: str | None = None) -> dict:
+def explain(text: str, families: Sequence[Family], baseline: str | None = None, skip: int = 0) -> dict:
     """Findings (when families apply) and the excerpt of a failed step's log, as event fields."""
     from .parse import parse_findings
 
     found = parse_findings(text, list(families)).to_json() if families else None
-    out: dict = {"excerpt": excerpt(text, families, baseline)}
+    out: dict = {"excerpt": excerpt(text, families, baseline, skip=skip)}
     if found is not None:
         out["findings"] = found
     return out
@@ -529,4 +534,6 @@ def explain_step(spec, intent, log: str | Path, runs_dir: Path, run_id: str) -> 
     if not text:
         return {}
     passing = last_passing_log(runs_dir, intent.name, before=run_id)
-    return explain(text, step_families(spec, intent), read_text(passing) if passing else None)
+    # the log's first line is the runner's own "$ command" (steps/shell.py), not what the command printed
+    skip = 1 if text.startswith("$ ") else 0
+    return explain(text, step_families(spec, intent), read_text(passing) if passing else None, skip=skip)

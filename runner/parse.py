@@ -75,6 +75,7 @@ class Pattern:
     until_next: str | None = None
     replaces: str | None = None
     exclude: tuple[str, ...] = ()
+    zero: tuple[str, ...] = ()
     examples: tuple[Example, ...] = ()
     counterexamples: tuple[Example, ...] = ()
     file: str = ""
@@ -106,6 +107,7 @@ class Pattern:
             "until_next": self.until_next,
             "replaces": self.replaces,
             "exclude": list(self.exclude),
+            "zero": list(self.zero),
         }
 
     def search(self, text: str):
@@ -461,6 +463,7 @@ def _load_file(path: Path, shown: str, problems: list[Problem]) -> Family | None
             until_next=raw.get("until_next"),
             replaces=raw.get("replaces"),
             exclude=tuple(raw.get("exclude", ())),
+            zero=tuple(raw.get("zero", ())),
             examples=tuple(
                 Example(e["text"], {k: (None if v is False else v) for k, v in e.get("expect", {}).items()})
                 for e in raw.get("example", ())
@@ -699,12 +702,15 @@ def parse_findings(
     cause_rank: tuple[int, int] | None = None
     diag_at: set[tuple[int, int]] = set()
     incomplete = False  # a kill or interrupt line: the closing summary of an earlier part proves nothing
+    zero: set[str] = set()  # counts a matched line shows the tool omits when they are zero
+    partial = False  # a test binary died (a panic, its own timeout): the results it printed are not all
     for fi, fam in enumerate(families):
         order = {p.name: k for k, p in enumerate(fam.patterns)}
         patterns = {p.name: p for p in fam.patterns}
         for m in fam.finditer_naive(text, stages) if naive else fam.finditer(text, stages):
             found.matches.append(m)
             p = patterns[m.pattern]
+            zero.update(p.zero)
             if m.kind == "summary":
                 if p.count:
                     counted[p.count] = counted.get(p.count, 0) + 1
@@ -712,6 +718,10 @@ def parse_findings(
                     if raw is None:
                         continue
                     value = _number(raw.strip())
+                    if p.aggregate == "partial":  # per-class lines: what a run cut off before its totals tells
+                        if isinstance(value, int):
+                            counted[key] = counted.get(key, 0) + value
+                        continue
                     before = explicit.get(key)
                     if p.aggregate == "sum" and isinstance(value, int) and isinstance(before, int):
                         explicit[key] = before + value
@@ -748,10 +758,18 @@ def parse_findings(
                 found.complete = True
             elif m.kind == "incomplete":
                 incomplete = True
+            elif m.kind == "partial":
+                partial = True
     for key, value in counted.items():
         explicit.setdefault(key, value)  # a count the tool printed beats counting its lines
     found.summary.update(explicit)
     found.complete = found.complete and not incomplete
+    if found.complete and not partial:
+        # a finished run's summary leaves out what is zero (pytest prints only non-zero counts; a finished
+        # `go test -v` has printed a line for every result): 0, not "unknown". A cut-off log keeps null.
+        for key in zero:
+            if found.summary.get(key) is None:
+                found.summary[key] = 0
     return found
 
 
