@@ -65,7 +65,7 @@ def test_an_adapter_command_is_read_with_its_families(project):
 def test_lines_new_since_the_step_last_passed_are_the_excerpt(project):
     # no error word anywhere: only the diff against the last passing log of the same step can tell
     check = 'for i in $(seq 1 40); do echo "row $i checked"; done; ' + "echo 'total: 41 rows'; " + NOISE
-    project.spec(f"""
+    project.spec("""
         [intent.report]
         run = "sh -c \\"$(cat cmd)\\""
         inputs = ["cmd"]
