@@ -639,3 +639,67 @@ chmod +x deploy.sh
 run deploy_script "$FX/deploy" ./deploy.sh
 touch build/app.bundle.js
 run deploy_script.pass "$FX/deploy" ./deploy.sh
+
+# ==== held out: recorded and pointed at after runner/excerpt.py was tuned on the logs above, never tuned on ====
+# ---- C++: a template error from the standard library ----------------------------------------------------------
+mkdir -p "$FX/cpp" && cd "$FX/cpp"
+cat > main.cpp <<'CPP'
+#include <map>
+#include <string>
+#include <vector>
+#include <iostream>
+
+struct Point { int x, y; };
+
+int main() {
+    std::map<Point, std::string> names;
+    names[Point{1, 2}] = "a";
+    std::vector<int> v{3, 1, 2};
+    for (auto i : v) std::cout << i << "\n";
+    return 0;
+}
+CPP
+run heldout_cpp_template "$FX/cpp" g++ -std=c++17 -Wall -c main.cpp
+# ---- Go: a test binary killed by its own -timeout ---------------------------------------------------------
+mkdir -p "$FX/gohang/wait" && cd "$FX/gohang"
+printf 'module example.com/hang\n\ngo 1.19\n' > go.mod
+cat > wait/wait_test.go <<'GO'
+package wait
+
+import (
+	"testing"
+	"time"
+)
+
+func TestQuick(t *testing.T) {}
+
+func TestWaitsForAnswer(t *testing.T) {
+	answer := make(chan int)
+	go func() { time.Sleep(time.Hour); answer <- 42 }()
+	if got := <-answer; got != 42 {
+		t.Fatalf("got %d", got)
+	}
+}
+GO
+run heldout_go_test_timeout "$FX/gohang" go test -v -timeout 2s ./...
+# ---- pytest: a test module that cannot be imported ----------------------------------------------------------
+mkdir -p "$FX/pycollect/tests" && cd "$FX/pycollect"
+printf '[pytest]\naddopts = -p no:cacheprovider\n' > pytest.ini
+printf 'def test_ok():\n    assert True\n' > tests/test_ok.py
+printf 'from shop.pricing import discount\n\n\ndef test_discount():\n    assert discount(100, 0.1) == 90\n' > tests/test_pricing.py
+mkdir -p shop && printf 'def rebate(price, rate):\n    return price * (1 - rate)\n' > shop/pricing.py && touch shop/__init__.py
+run heldout_pytest_import_error "$FX/pycollect" "$PY" -m pytest tests
+# ---- Maven: javac errors under the compiler plugin ------------------------------------------------------------
+cp -r "$HERE/../fixtures/surefire" "$FX/mvncompile" && cd "$FX/mvncompile" && rm -rf target
+printf 'package com.example;\n\npublic class Calc {\n    public static int add(int a, int b) { return a + b }\n    public static int div(int a, int b) { return a / b; }\n}\n' > src/main/java/com/example/Calc.java
+run heldout_maven_compile_error "$FX/mvncompile" mvn -o -B test
+# ---- make: a recipe calls a tool that is not installed --------------------------------------------------------
+mkdir -p "$FX/gen" && cd "$FX/gen"
+printf 'all: api.pb.go docs\n\napi.pb.go: api.proto\n\tprotoc --go_out=. api.proto\n\ndocs:\n\t@echo "docs: 12 pages"\n' > Makefile
+printf 'syntax = "proto3";\n' > api.proto
+run heldout_make_missing_tool "$FX/gen" make
+# ---- Node: a syntax error in a module ---------------------------------------------------------------------------
+mkdir -p "$FX/nodesyntax" && cd "$FX/nodesyntax"
+printf "const config = require('./config');\nconsole.log(config.port);\n" > main.js
+printf "module.exports = {\n  host: 'localhost',\n  port: 8080\n  debug: true,\n};\n" > config.js
+run heldout_node_syntax_error "$FX/nodesyntax" node main.js
