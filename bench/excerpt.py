@@ -69,11 +69,14 @@ def methods(name: str, text: str, meta: dict) -> dict[str, list[list[int]]]:
     }
 
 
-def measure(only_baseline: bool = False) -> tuple[list[str], dict[str, dict]]:
+def measure(which: str = "tuned") -> tuple[list[str], dict[str, dict]]:
+    """which: "tuned" (the logs the excerpt was tuned on), "heldout", or "baseline" (tuned logs with a baseline)."""
     rows: dict[str, dict] = {}
     names = []
     for name, text, meta in cases():
-        if only_baseline and not meta.get("baseline"):
+        if bool(meta.get("heldout")) != (which == "heldout"):
+            continue
+        if which == "baseline" and not meta.get("baseline"):
             continue
         names.append(name)
         want = pointed(meta)
@@ -108,17 +111,22 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--per-log", action="store_true", help="also print each log's pointed lines found / shown")
     args = ap.parse_args()
-    names, rows = measure()
-    print(f"{len(names)} failing logs, {rows['last 60 lines']['want']} pointed-at lines\n")
+    names, rows = measure("tuned")
+    print(f"{len(names)} failing logs (the excerpt was tuned on these), {rows['last 60 lines']['want']} pointed-at lines\n")
     print(table(names, rows))
-    with_base, base_rows = measure(only_baseline=True)
+    held, held_rows = measure("heldout")
+    print(f"\n{len(held)} held-out failing logs (pointed at before the excerpt saw them, never tuned on):\n")
+    print(table(held, held_rows))
+    with_base, base_rows = measure("baseline")
     print(f"\nthe {len(with_base)} logs with a recorded passing baseline ({', '.join(with_base)}):\n")
     print(table(with_base, base_rows))
     if args.per_log:
         print()
-        for name in names:
-            cells = [f"{r['per'][name][0]}/{r['per'][name][1]} in {r['per'][name][2]}" for r in rows.values()]
-            print(f"{name:24} " + " | ".join(cells))
+        for table_rows, table_names in ((rows, names), (held_rows, held)):
+            for name in table_names:
+                r = table_rows
+                cells = [f"{x['per'][name][0]}/{x['per'][name][1]} in {x['per'][name][2]}" for x in r.values()]
+                print(f"{name:28} " + " | ".join(cells))
 
 
 if __name__ == "__main__":

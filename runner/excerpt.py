@@ -431,7 +431,9 @@ def findings_lines(found: dict | None, indent: str = "  ", most: int = 10) -> li
         out += [f"{indent}  {t}" for t in tests[:most]]
         if len(tests) > most:
             out.append(f"{indent}  ... and {len(tests) - most} more")
-    diags = found.get("diagnostics") or []
+    # errors first: a compiler's warnings often come before the error that failed the build
+    rank = {"error": 0, "fatal error": 0, "e": 0, None: 1}
+    diags = sorted(found.get("diagnostics") or [], key=lambda d: rank.get(d.get("severity"), 2))
     if diags:
         out.append(f"{indent}locations ({len(diags)}):")
         for d in diags[:most]:
