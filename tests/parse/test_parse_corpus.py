@@ -91,6 +91,9 @@ def test_a_complete_summary_gives_zero_for_what_it_leaves_out_and_a_cut_off_run_
     assert summary("pytest/killed_verbose") == {"passed": 3, "failed": 3, "skipped": 1, "errors": 1}
     assert summary("surefire/killed") == {"passed": None, "failed": 2, "skipped": 1, "errors": 1, "total": 5}
     assert summary("gotest/timeout")["failed"] is None  # the test binary died: no count is taken for 0
+    assert summary("pytest/killed_quiet") == {"passed": None, "failed": None, "skipped": None, "errors": None}
+    killed_json = json.loads((LOGS / "gotest/json_killed.expected.json").read_text())
+    assert killed_json["complete"] is False and killed_json["summary"]["passed"] == 3
 
 
 @pytest.mark.parametrize("name", ["fail_color", "fail_color_tty", "quiet_color", "killed_color"])
