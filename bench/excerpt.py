@@ -112,7 +112,8 @@ def main() -> None:
     ap.add_argument("--per-log", action="store_true", help="also print each log's pointed lines found / shown")
     args = ap.parse_args()
     names, rows = measure("tuned")
-    print(f"{len(names)} failing logs (the excerpt was tuned on these), {rows['last 60 lines']['want']} pointed-at lines\n")
+    want = rows["last 60 lines"]["want"]
+    print(f"{len(names)} failing logs (the excerpt was tuned on these), {want} pointed-at lines\n")
     print(table(names, rows))
     held, held_rows = measure("heldout")
     print(f"\n{len(held)} held-out failing logs (pointed at before the excerpt saw them, never tuned on):\n")

@@ -22,10 +22,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .parse import Family
+    from .parse import Family, LineSet
 
 MAX_LINES = 60
 GENERIC_FAMILIES = ("diagnostics", "causes")  # what a step that runs no adapter command is read with
+MAX_SCAN = 200_000  # lines of a log read at most: the last ones
 FALLBACK_LINES = 10  # no evidence at all: the end of the log, where most tools say why they stopped
 _LINE_CAP = 2000  # characters of a line that the generic patterns read (a minified bundle must not cost seconds)
 _ANCHOR_MIN = 3.0  # weaker lines are context, never a reason to show a block
@@ -73,13 +74,25 @@ _GENERIC = [
     (
         5.0,
         r"\berrors?\b|\bfailed\b|\bfailure\b|\bexception\b|\bassert|\bexpected\b.*\b(?:but|got|found|received)\b|"
-        r"\binvalid\b|\bunexpected\b|\bmissing\b|\bdenied\b|\brefused\b|\btimed out\b|\btimeout\b(?!-)",
+        r"\binvalid\b|\bunexpected\b|\bmissing\b|\bdenied\b|\brefused\b|\btimed out\b|\btimeout(?:$|[^-\w])",
         True,
     ),
     (2.0, r"\bwarning\b|\bWARN(?:ING)?\b|\bdeprecated\b", True),
 ]
-_GENERIC_RE = [(w, re.compile(rx, re.IGNORECASE if nocase else 0)) for w, rx, nocase in _GENERIC]
-_ANY_GENERIC = re.compile("|".join(f"(?:{rx})" for _, rx, _ in _GENERIC), re.IGNORECASE)
+_GENERIC_WEIGHTS = [w for w, _rx, _nocase in _GENERIC]
+_generic_set = None
+
+
+def _generic() -> LineSet:
+    """The generic patterns as one RE2 set (compiled on first use: most runs fail no step)."""
+    global _generic_set
+    if _generic_set is None:
+        from .parse import LineSet
+
+        _generic_set = LineSet(("(?i)" if nocase else "") + rx for _w, rx, nocase in _GENERIC)
+    return _generic_set
+
+
 # counts of nothing ("0 errors", "Failures: 0"): an error word that says all is well
 _ZERO = re.compile(r"\b0 (?:errors?|failed|failures?)\b|\b(?:errors?|failures?|failed): 0\b|\bno errors\b", re.I)
 _LEVEL_TAG = re.compile(r"^\[(ERROR|WARNING|WARN|INFO|DEBUG)\]\s?")
@@ -117,6 +130,9 @@ _NOISE = re.compile(r"0x[0-9a-fA-F]+|\d+(?:[.:]\d+)*|[0-9a-f]{12,}")
 
 
 def strip_colour(line: str) -> str:
+    """A line without terminal escapes (most lines have none: they skip the regex)."""
+    if "\x1b" not in line:
+        return line
     from .parse import strip_ansi
 
     return strip_ansi(line)
@@ -129,8 +145,8 @@ def _norm(line: str) -> str:
 class _Log:
     """A log cut as str.splitlines() cuts it, colour removed, with an offset index for regex matches."""
 
-    def __init__(self, text: str):
-        self.raw = text.splitlines()
+    def __init__(self, raw: list[str]):
+        self.raw = raw
         self.lines = [strip_colour(line) for line in self.raw]
         self.joined = "\n".join(self.lines)
         self.starts = []
@@ -160,8 +176,13 @@ def excerpt(
 ) -> list[list[int]]:
     """The lines of a failed run's log that explain the failure: [[first, last], ...], 1-based, inclusive.
 
-    The first `skip` lines are never shown (a step's log opens with the runner's own `$ command` line)."""
-    log = _Log(text)
+    The first `skip` lines are never shown (a step's log opens with the runner's own `$ command` line). Of a
+    huge log only the last MAX_SCAN lines are read, so that a failure costs a second or two, not minutes."""
+    raw = text.splitlines()
+    offset = max(0, len(raw) - MAX_SCAN)
+    if offset:
+        return [[a + offset, b + offset] for a, b in excerpt("\n".join(raw[offset:]), families, baseline, limit)]
+    log = _Log(raw)
     n = len(log.lines)
     if n <= skip or limit <= 0:
         return []
@@ -204,15 +225,17 @@ def _pattern_evidence(log: _Log, families: Sequence[Family], score: list[float])
 
 
 def _generic_evidence(log: _Log, score: list[float]) -> None:
+    generic = _generic()
     for i, line in enumerate(log.lines):
         probe = line[:_LINE_CAP]
         tag = _LEVEL_TAG.match(probe)
         if tag:  # Maven's "[ERROR] " starts its boilerplate too: the words after it decide
             probe = probe[tag.end() :]
             score[i] = max(score[i], _TAG_WEIGHT if tag.group(1) == "ERROR" else 0.0)
-        if not _ANY_GENERIC.search(probe) or _ADVICE.match(probe):
+        hits = generic.match(probe)
+        if not hits or _ADVICE.match(probe):
             continue
-        weight = next((w for w, rx in _GENERIC_RE if rx.search(probe)), 0.0)
+        weight = max(_GENERIC_WEIGHTS[k] for k in hits)
         if tag and tag.group(1).startswith("WARN"):
             weight = min(weight, _WARNING_WEIGHT)
         if weight and _ZERO.search(probe) and not _NONZERO.search(probe):

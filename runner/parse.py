@@ -256,6 +256,23 @@ def _fill_blocks(text: str, matches: list[Match], by_name: dict[str, Pattern]) -
 _ANCHOR = re.compile(r"(?<!\\)((?:\\\\)*)\\([Az])")
 
 
+class LineSet:
+    """Which of several RE2 regexes match a line, in one pass (re2.Set): for modules that read text with
+    patterns of their own (excerpt.py's generic evidence) without importing re2 themselves."""
+
+    def __init__(self, regexes: Iterable[str]):
+        self.size = 0
+        self._set = re2.Set.SearchSet(_options())
+        for regex in regexes:
+            self._set.Add(regex)
+            self.size += 1
+        self._set.Compile()
+
+    def match(self, line: str) -> list[int]:
+        """The indexes of the regexes that match somewhere in `line`."""
+        return self._set.Match(line) or []
+
+
 def _line_anchors(regex: str) -> str:
     return _ANCHOR.sub(lambda m: m.group(1) + ("^" if m.group(2) == "A" else "$"), regex)
 

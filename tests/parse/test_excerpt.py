@@ -133,3 +133,10 @@ def test_runner_parse_names_a_missing_baseline():
     done = _parse("deploy_script.log", "--baseline", "nope.log", "--json")
     assert done.returncode == 2
     assert done.stderr.strip().endswith("no such log file: nope.log")
+
+
+def test_a_huge_log_is_read_from_its_end_and_counted_from_its_start():
+    from runner.excerpt import MAX_SCAN
+
+    log = "error: an early one nobody reads\n" + "ok\n" * MAX_SCAN + "fatal: out of disk space\n"
+    assert excerpt(log) == [[MAX_SCAN + 2, MAX_SCAN + 2]]
