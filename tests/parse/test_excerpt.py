@@ -88,12 +88,21 @@ def test_a_stack_trace_is_one_block_of_its_telling_lines():
     assert {9, 18} <= shown  # both exceptions of the chained traceback
 
 
-def test_warnings_the_passing_run_printed_too_are_not_shown_against_its_log():
+@pytest.mark.parametrize("against", [None, "c_compile_error.pass"])
+def test_a_compilers_warnings_stay_out_and_its_error_is_in(against):
     m = meta("c_compile_error")
-    log, passing = text("c_compile_error"), text("c_compile_error.pass")
-    shown = lines_in(excerpt(log, families(m), passing))
-    assert {23, 32} <= shown
-    assert not [k for k in shown if "warning" in log.splitlines()[k - 1]]
+    log = text("c_compile_error")
+    shown = lines_in(excerpt(log, families(m), text(against) if against else None))
+    assert {23, 24, 25, 32} <= shown  # the error, its source line and caret, make's failing target
+    assert not [k for k in shown if "warning" in log.splitlines()[k - 1]]  # 26 files' warnings
+
+
+def test_an_error_line_the_passing_run_printed_too_drops_out_against_its_log():
+    noise = "".join(f"compiled unit {i}\n" for i in range(30))
+    passing = "ERROR: cache server unreachable, building without it\n" + noise + "linked app\n"
+    failing = "ERROR: cache server unreachable, building without it\n" + noise + "link: 2 unresolved symbols\n"
+    assert excerpt(failing) == [[1, 1], [32, 32]]
+    assert excerpt(failing, baseline=passing) == [[32, 32]]
 
 
 def test_lines_are_counted_as_splitlines_cuts_them_through_colour_and_carriage_returns():
