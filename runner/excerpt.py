@@ -15,6 +15,7 @@ frames) taken best first until the budget is spent; what is taken is shown in lo
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Iterable, Sequence
@@ -22,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .parse import Family, LineSet
+    from .parse import Family, Library, LineSet
 
 MAX_LINES = 60
 GENERIC_FAMILIES = ("diagnostics", "causes")  # what a step that runs no adapter command is read with
@@ -504,12 +505,19 @@ def read_text(path: str | Path) -> str:
 
 
 def last_passing_log(runs_dir: Path, intent: str, before: str | None = None, most_runs: int = 20) -> Path | None:
-    """The log of the last run, before run `before`, in which this step ran and passed (the baseline)."""
+    """The log of the latest run other than `before` (the current one) in which this step ran and passed."""
     from .record import list_runs
 
-    runs = [r for r in list_runs(runs_dir) if before is None or r < before]
+    def written(run_id: str) -> int:
+        try:
+            return (runs_dir / run_id / "events.jsonl").stat().st_mtime_ns
+        except OSError:
+            return 0
+
+    # newest first by when each run last wrote: two runs started in the same second have ids in no order
+    runs = sorted((r for r in list_runs(runs_dir) if r != before), key=written, reverse=True)
     needle = json.dumps(intent)
-    for run_id in reversed(runs[-most_runs:]):
+    for run_id in runs[:most_runs]:
         try:
             with open(runs_dir / run_id / "events.jsonl", encoding="utf-8") as f:
                 for line in f:
@@ -536,7 +544,6 @@ def step_families(spec, intent) -> list[Family]:
     """The families a shell step's log is read with: those of the adapter command it runs, else the generic
     ones; none when the library cannot be loaded (a broken project regex must not hide the failure itself)."""
     from .errors import RunnerError
-    from .parse import builtin_dir, load_library
 
     names: tuple[str, ...] = GENERIC_FAMILIES
     try:
@@ -546,10 +553,22 @@ def step_families(spec, intent) -> list[Family]:
             cmd = resolve(intent.adapter, Path(spec.root), spec.adapters).commands.get(intent.run)
             if cmd is not None and cmd.parse:
                 names = tuple(cmd.parse)
-        library = load_library([builtin_dir(), Path(spec.root) / "regexes"])
+        folder = Path(spec.root) / "regexes"
+        # keyed by the project's regex files as they are now: a long-lived process sees an edit
+        stamp = tuple(sorted((p.name, p.stat().st_mtime_ns) for p in folder.glob("*.toml"))) if folder.is_dir() else ()
+        library = _library(str(spec.root), stamp)
         return [library.family(name) for name in names if name in library.families]
     except RunnerError:
         return []
+
+
+@functools.lru_cache(maxsize=4)
+def _library(root: str, stamp: tuple) -> Library:
+    """The regex library of a project, loaded once while its files stay the same (-k with many failed steps
+    reads it once)."""
+    from .parse import builtin_dir, load_library
+
+    return load_library([builtin_dir(), Path(root) / "regexes"])
 
 
 def explain_step(spec, intent, log: str | Path, runs_dir: Path, run_id: str) -> dict:
