@@ -540,19 +540,33 @@ def last_passing_log(runs_dir: Path, intent: str, before: str | None = None, mos
     return None
 
 
-def step_families(spec, intent) -> list[Family]:
-    """The families a shell step's log is read with: those of the adapter command it runs, else the generic
-    ones; none when the library cannot be loaded (a broken project regex must not hide the failure itself)."""
+def step_command(spec, intent) -> tuple[str, tuple[str, ...]]:
+    """The line a shell step runs and the families its log is read with: those of the adapter command it
+    runs (steps/shell.py's command_line), else the generic ones."""
     from .errors import RunnerError
 
+    line: str = intent.run or ""
     names: tuple[str, ...] = GENERIC_FAMILIES
-    try:
-        if intent.adapter and intent.run:
-            from .adapters import resolve
+    if intent.adapter and intent.run:
+        from .adapters import resolve
 
+        try:
             cmd = resolve(intent.adapter, Path(spec.root), spec.adapters).commands.get(intent.run)
-            if cmd is not None and cmd.parse:
-                names = tuple(cmd.parse)
+        except RunnerError:  # adapter = "auto" that detects nothing: the step failed on that, its log is empty
+            cmd = None
+        if cmd is not None:
+            line = cmd.run
+            names = tuple(cmd.parse) or names
+    return line, names
+
+
+def step_families(spec, intent) -> list[Family]:
+    """The families a shell step's log is read with; none when the library cannot be loaded (a broken project
+    regex must not hide the failure itself)."""
+    from .errors import RunnerError
+
+    _line, names = step_command(spec, intent)
+    try:
         folder = Path(spec.root) / "regexes"
         # keyed by the project's regex files as they are now: a long-lived process sees an edit
         stamp = tuple(sorted((p.name, p.stat().st_mtime_ns) for p in folder.glob("*.toml"))) if folder.is_dir() else ()
@@ -578,6 +592,7 @@ def explain_step(spec, intent, log: str | Path, runs_dir: Path, run_id: str) -> 
     if not text:
         return {}
     passing = last_passing_log(runs_dir, intent.name, before=run_id)
-    # the log's first line is the runner's own "$ command" (steps/shell.py), not what the command printed
-    skip = 1 if text.startswith("$ ") else 0
+    # the log opens with the runner's own "$ command" (steps/shell.py), not with what the command printed
+    line, _names = step_command(spec, intent)
+    skip = len(f"$ {line}".splitlines()) if text.startswith("$ ") else 0
     return explain(text, step_families(spec, intent), read_text(passing) if passing else None, skip=skip)
