@@ -455,17 +455,20 @@ def findings_lines(found: dict | None, indent: str = "  ", most: int = 10) -> li
         out += [f"{indent}  {t}" for t in tests[:most]]
         if len(tests) > most:
             out.append(f"{indent}  ... and {len(tests) - most} more")
-    # errors first: a compiler's warnings often come before the error that failed the build
-    rank = {"error": 0, "fatal error": 0, "e": 0, None: 1}
-    diags = sorted(found.get("diagnostics") or [], key=lambda d: rank.get(d.get("severity"), 2))
-    if diags:
-        out.append(f"{indent}locations ({len(diags)}):")
-        for d in diags[:most]:
+    # the errors, when the tool says which are errors: a compiler's warnings often come before the error that
+    # failed the build, and outnumber it
+    diags = found.get("diagnostics") or []
+    errors = [d for d in diags if (d.get("severity") or "").lower() in ("error", "fatal error", "e")]
+    shown = errors or diags
+    if shown:
+        out.append(f"{indent}{'errors' if errors else 'locations'} ({len(shown)}):")
+        for d in shown[:most]:
             where = ":".join(str(d[k]) for k in ("file", "line", "column") if d.get(k) is not None)
-            severity = f"{d['severity']}: " if d.get("severity") else ""
-            out.append(f"{indent}  {where}: {severity}{d.get('message') or ''}".rstrip())
-        if len(diags) > most:
-            out.append(f"{indent}  ... and {len(diags) - most} more")
+            out.append(f"{indent}  {where}: {d.get('message') or ''}".rstrip())
+        if len(shown) > most:
+            out.append(f"{indent}  ... and {len(shown) - most} more")
+        if errors and len(diags) > len(errors):
+            out.append(f"{indent}  (and {len(diags) - len(errors)} warnings and notes)")
     if found.get("cause"):
         out.append(f"{indent}cause: {found['cause']}")
     return out

@@ -23,7 +23,7 @@ def test_a_failure_leads_with_findings_then_the_excerpt_then_the_whole_log_path(
     err = plain.err.splitlines()
     start = err.index("FAILED build: command exited with code 2")
     block = err[start:]
-    assert block[1:3] == ["  locations (1):", "    main.c:3:5: error: expected semicolon before return"]
+    assert block[1:3] == ["  errors (1):", "    main.c:3:5: expected semicolon before return"]
     assert block[3] == "  the log's lines that explain it (1 of 62):"
     assert block[4] == "    32  main.c:3:5: error: expected semicolon before return"
     log = project.root / ".runner" / "runs"
