@@ -34,7 +34,7 @@ _ANCHOR_MIN = 3.0  # weaker lines are context, never a reason to show a block
 _RELATIVE = 0.4  # a block is shown only when its anchor scores at least this share of the best one
 _CONTEXT_AFTER = 8  # lines that may follow a diagnostic as its snippet
 _TRACE_CAP = 14  # lines of one stack trace shown at most
-_WARNING_WEIGHT = 3.0
+_WARNING_WEIGHT = 3.0  # a warning: a lead only when nothing stronger is there, or when it is new since a pass
 
 # what each kind of regex-library match weighs (kinds not named weigh nothing)
 _KIND_WEIGHT = {
