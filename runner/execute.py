@@ -474,9 +474,16 @@ class Executor:
                 "timed_out": outcome.timed_out,
                 "interrupted": outcome.interrupted,
                 "log_tail": tail(outcome.log) if outcome.log else None,
+                **(self._explain(name, outcome.log) if outcome.log else {}),
             }
         )
         return FAILED, {}
+
+    def _explain(self, name: str, log: str) -> dict:
+        """The findings and excerpt of a failed step's log (excerpt.py), for its event and the failure block."""
+        from .excerpt import explain_step
+
+        return explain_step(self.spec, self.spec.intents[name], log, self.record.dir.parent, self.record.run_id)
 
     def _hash_outputs(self, name: str) -> tuple[dict[str, str], dict[str, bytes], str | None]:
         """(path -> digest, digest -> bytes, first missing output): each output is read once."""

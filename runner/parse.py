@@ -75,6 +75,7 @@ class Pattern:
     until_next: str | None = None
     replaces: str | None = None
     exclude: tuple[str, ...] = ()
+    zero: tuple[str, ...] = ()
     examples: tuple[Example, ...] = ()
     counterexamples: tuple[Example, ...] = ()
     file: str = ""
@@ -106,6 +107,7 @@ class Pattern:
             "until_next": self.until_next,
             "replaces": self.replaces,
             "exclude": list(self.exclude),
+            "zero": list(self.zero),
         }
 
     def search(self, text: str):
@@ -252,6 +254,23 @@ def _fill_blocks(text: str, matches: list[Match], by_name: dict[str, Pattern]) -
 
 
 _ANCHOR = re.compile(r"(?<!\\)((?:\\\\)*)\\([Az])")
+
+
+class LineSet:
+    """Which of several RE2 regexes match a line, in one pass (re2.Set): for modules that read text with
+    patterns of their own (excerpt.py's generic evidence) without importing re2 themselves."""
+
+    def __init__(self, regexes: Iterable[str]):
+        self.size = 0
+        self._set = re2.Set.SearchSet(_options())
+        for regex in regexes:
+            self._set.Add(regex)
+            self.size += 1
+        self._set.Compile()
+
+    def match(self, line: str) -> list[int]:
+        """The indexes of the regexes that match somewhere in `line`."""
+        return self._set.Match(line) or []
 
 
 def _line_anchors(regex: str) -> str:
@@ -484,6 +503,7 @@ def _load_file(path: Path, shown: str, problems: list[Problem]) -> Family | None
             until_next=raw.get("until_next"),
             replaces=raw.get("replaces"),
             exclude=tuple(raw.get("exclude", ())),
+            zero=tuple(raw.get("zero", ())),
             examples=tuple(
                 Example(e["text"], {k: (None if v is False else v) for k, v in e.get("expect", {}).items()})
                 for e in raw.get("example", ())
@@ -646,6 +666,30 @@ def check_examples(library: Library) -> list[Problem]:
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()*+][0-9A-Za-z]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 
 
+def strip_ansi(text: str) -> str:
+    """The text without terminal escape sequences (colour, cursor moves)."""
+    return _ANSI.sub("", text)
+
+
+_BOMS = ((b"\xef\xbb\xbf", "utf-8"), (b"\xff\xfe", "utf-16-le"), (b"\xfe\xff", "utf-16-be"))
+
+
+def decode_log(data: bytes) -> str:
+    """A log's bytes as text: UTF-8, or UTF-16 as Windows PowerShell's `>` writes it (a BOM, CRLF), or UTF-16
+    without a BOM when every other byte of its start is NUL; undecodable bytes become U+FFFD, never an error."""
+    for bom, codec in _BOMS:
+        if data.startswith(bom):
+            return data[len(bom) :].decode(codec, errors="replace")
+    head = data[:4096]
+    if len(head) >= 8 and head.count(0) * 3 > len(head):  # ASCII text in UTF-16: half its bytes are NUL
+        odd, even = head[1::2].count(0), head[0::2].count(0)
+        if odd > 2 * even:
+            return data.decode("utf-16-le", errors="replace")
+        if even > 2 * odd:
+            return data.decode("utf-16-be", errors="replace")
+    return data.decode("utf-8", errors="replace")
+
+
 def clean_log(text: str) -> str:
     """What a terminal would show: no colour codes, CRLF as LF, a \\r-rewritten line as its final text."""
     text = _ANSI.sub("", text).replace("\r\n", "\n")
@@ -698,12 +742,15 @@ def parse_findings(
     cause_rank: tuple[int, int] | None = None
     diag_at: set[tuple[int, int]] = set()
     incomplete = False  # a kill or interrupt line: the closing summary of an earlier part proves nothing
+    zero: set[str] = set()  # counts a matched line shows the tool omits when they are zero
+    partial = False  # a test binary died (a panic, its own timeout): the results it printed are not all
     for fi, fam in enumerate(families):
         order = {p.name: k for k, p in enumerate(fam.patterns)}
         patterns = {p.name: p for p in fam.patterns}
         for m in fam.finditer_naive(text, stages) if naive else fam.finditer(text, stages):
             found.matches.append(m)
             p = patterns[m.pattern]
+            zero.update(p.zero)
             if m.kind == "summary":
                 if p.count:
                     counted[p.count] = counted.get(p.count, 0) + 1
@@ -711,6 +758,10 @@ def parse_findings(
                     if raw is None:
                         continue
                     value = _number(raw.strip())
+                    if p.aggregate == "partial":  # per-class lines: what a run cut off before its totals tells
+                        if isinstance(value, int):
+                            counted[key] = counted.get(key, 0) + value
+                        continue
                     before = explicit.get(key)
                     if p.aggregate == "sum" and isinstance(value, int) and isinstance(before, int):
                         explicit[key] = before + value
@@ -747,10 +798,18 @@ def parse_findings(
                 found.complete = True
             elif m.kind == "incomplete":
                 incomplete = True
+            elif m.kind == "partial":
+                partial = True
     for key, value in counted.items():
         explicit.setdefault(key, value)  # a count the tool printed beats counting its lines
     found.summary.update(explicit)
     found.complete = found.complete and not incomplete
+    if found.complete and not partial:
+        # a finished run's summary leaves out what is zero (pytest prints only non-zero counts; a finished
+        # `go test -v` has printed a line for every result): 0, not "unknown". A cut-off log keeps null.
+        for key in zero:
+            if found.summary.get(key) is None:
+                found.summary[key] = 0
     return found
 
 

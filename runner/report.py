@@ -121,12 +121,9 @@ class LiveReporter(PlainReporter):
 
 
 def failure_text(event: dict) -> str:
-    lines = [f"FAILED {event['intent']}: {event.get('error') or 'failed'}"]
-    if event.get("log_tail"):
-        lines.append(f"--- last lines of {event.get('log')} ---")
-        lines.append(event["log_tail"])
-        lines.append("---")
-    return "\n".join(lines)
+    from .excerpt import render_failure  # what the runner understood, the excerpt, the log's path
+
+    return render_failure(event)
 
 
 def summary_line(event: dict) -> str:

@@ -1,4 +1,4 @@
-"""`runner parse`: what the runner understands of a saved log: counts, failing tests, diagnostics, cause."""
+"""`runner parse`: what the runner understands of a saved log: counts, failing tests, diagnostics, cause, excerpt."""
 
 from __future__ import annotations
 
@@ -12,12 +12,14 @@ from . import Command, Invocation, argument, echo, option, print_json
 
 
 def read_log(source: str | Path) -> str:
-    """A saved log, or stdin for '-'; undecodable bytes become U+FFFD rather than an error."""
+    """A saved log, or stdin for '-': UTF-8 or UTF-16 (parse.decode_log); undecodable bytes become U+FFFD."""
+    from ..parse import decode_log
+
     if str(source) == "-":
-        return sys.stdin.buffer.read().decode("utf-8", errors="replace")
+        return decode_log(sys.stdin.buffer.read())
     path = Path(source)
     try:
-        return path.read_bytes().decode("utf-8", errors="replace")
+        return decode_log(path.read_bytes())
     except FileNotFoundError:
         raise UsageError(f"no such log file: {path}") from None
     except IsADirectoryError:
@@ -42,10 +44,14 @@ def families_for(
         raise UsageError("give either --family or --adapter/--command, not both")
     if families:
         return list(families), "--family"
+    if not adapter and not command:
+        from ..excerpt import GENERIC_FAMILIES
+
+        return list(GENERIC_FAMILIES), "generic: no --adapter/--command or --family"
     if not adapter or not command:
         raise UsageError(
             "say how to parse the log: --adapter NAME --command CMD (e.g. --adapter python "
-            "--command test), or --family FAMILY"
+            "--command test), --family FAMILY, or neither for the generic families"
         )
     res: Resolved = resolve(adapter, root, load_project_adapters(root), variants=variants)
     cmd = res.command(command)
@@ -66,15 +72,19 @@ def parse_report(
     families: tuple[str, ...] = (),
     variants: tuple[str, ...] | None = None,
     source: str | Path | None = None,
+    baseline: str | Path | None = None,
 ) -> tuple[str, dict]:
-    """The regex library's findings for a log (its text, or its file or '-' as `source`): what the runner understood.
+    """The regex library's findings for a log (its text, or its file or '-' as `source`): what the runner understood,
+    and the excerpt: the lines that explain a failure (with `baseline`, a passing log of the same command).
 
     The options are checked before the log is read, so a wrong --adapter is reported as such even when reading
     stdin would block.
     """
+    from ..excerpt import excerpt, render_excerpt
     from ..parse import parse_findings, render_findings
 
     names, origin = families_for(root, adapter, command, families, variants)
+    passing = read_log(baseline) if baseline is not None else None
     if text is None:
         text = read_log("-" if source is None else source)
     library = _library(root)
@@ -83,8 +93,15 @@ def parse_report(
     except UserError as exc:  # an unknown family is a usage mistake here, with parse.py's did-you-mean
         raise UsageError(str(exc)) from None
     findings = parse_findings(text, chosen)
+    ranges = excerpt(text, chosen, passing)
     head = f"parsed with {', '.join(names)} ({origin})"
-    return head + "\n" + render_findings(findings), findings.to_json()
+    shown = sum(b - a + 1 for a, b in ranges)
+    lines = [head, render_findings(findings)]
+    if ranges:
+        against = " (lines new since the baseline weigh more)" if passing is not None else ""
+        lines.append(f"excerpt: {shown} of {len(text.splitlines())} lines{against}")
+        lines += render_excerpt(text, ranges, indent="  ")
+    return "\n".join(lines), {**findings.to_json(), "excerpt": ranges}
 
 
 def run(
@@ -94,6 +111,7 @@ def run(
     command_name: str | None,
     families: tuple[str, ...],
     variants: tuple[str, ...],
+    baseline: str | None = None,
 ) -> None:
     from ..workspace import find_root
 
@@ -104,6 +122,7 @@ def run(
         families=tuple(families),
         variants=tuple(variants) or None,
         source=log_file,
+        baseline=baseline,
     )
     if inv.as_json:
         print_json(obj)
@@ -113,13 +132,20 @@ def run(
 
 COMMAND = Command(
     "parse",
-    "What the runner understands of a saved log (FILE, or - for stdin): counts, failing tests, diagnostics.",
+    "What the runner understands of a saved log (FILE, or - for stdin): counts, failing tests, diagnostics, "
+    "cause, and the excerpt of lines that explain a failure.",
     (
         argument("log_file", required=False, default="-"),
         option("--adapter", dest="adapter_name", help="Adapter whose command produced the log (or auto)."),
         option("--command", dest="command_name", help="The adapter command that produced the log (test, lint, ...)."),
         option("--family", dest="families", help="Parse with this regex family (repeatable).", multiple=True),
         option("--variant", dest="variants", help="Adapter variant (default: detected).", multiple=True),
+        option(
+            "--baseline",
+            dest="baseline",
+            help="A passing log of the same command: lines new in LOG weigh more in the excerpt.",
+            metavar="PASSING_LOG",
+        ),
     ),
     run,
 )

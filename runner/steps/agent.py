@@ -331,17 +331,24 @@ class AgentStep:
 
 
 def _findings_text(ctx, run: AgentRun, cmd, output: str) -> str:
-    """What the regex library understood of the failing output, not the whole log."""
+    """What the regex library understood of the failing output, not the whole log: the failing tests and error
+    locations; when no family knows the tool (or its families found neither), the excerpt of the output that
+    explains the failure (excerpt.py)."""
+    from ..excerpt import excerpt, render_excerpt
+
     families = list(cmd.parse) if cmd else []
     lines = []
+    chosen: list = []
+    found: dict = {}
     if families:
         try:
             from ..parse import builtin_dir, load_library, parse_findings
 
             library = load_library([builtin_dir(), run.root / "regexes"])
-            found = parse_findings(output, [library.family(f) for f in families]).to_json()
+            chosen = [library.family(f) for f in families]
+            found = parse_findings(output, chosen).to_json()
         except Exception as exc:  # a broken project regex must not hide the verify failure itself
-            found = {}
+            chosen, found = [], {}
             lines.append(f"(the output could not be parsed: {exc})")
         if found.get("failed_tests"):
             lines.append("Failing tests:")
@@ -353,9 +360,11 @@ def _findings_text(ctx, run: AgentRun, cmd, output: str) -> str:
                 lines.append(f"- {where}: {d.get('message', '')}".strip())
         if found.get("cause"):
             lines.append(f"Cause: {found['cause']}")
-    if not lines or lines[0].startswith("(the output"):
-        tail = "\n".join(output.strip().splitlines()[-30:])
-        lines.append(f"Last lines of the output:\n{tail}")
+    if not found.get("failed_tests") and not found.get("diagnostics"):
+        ranges = excerpt(output, chosen)
+        if ranges:
+            lines.append("The lines of the output that explain the failure (numbered; ... marks lines left out):")
+            lines += render_excerpt(output, ranges)
     return "\n".join(lines)
 
 

@@ -30,8 +30,10 @@ def test_parse_by_adapter_command_gives_the_corpus_findings(tmp_path, log):
     adapter, variants = FOLDERS[log.parent.name]
     expected = json.loads(log.with_name(log.stem + ".expected.json").read_text("utf-8"))
     text, obj = parse_report(tmp_path, read_log(log), adapter=adapter, command="test", variants=variants)
+    ranges = obj.pop("excerpt")
     assert obj == expected
     assert text.startswith(f"parsed with {log.parent.name}, diagnostics, causes (adapter {adapter}")
+    assert sum(b - a + 1 for a, b in ranges) <= 60 and all(1 <= a <= b for a, b in ranges)
 
 
 def test_parse_by_family_and_from_stdin(tmp_path, monkeypatch):
@@ -39,7 +41,7 @@ def test_parse_by_family_and_from_stdin(tmp_path, monkeypatch):
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(log.read_bytes())))
     text, obj = parse_report(tmp_path, read_log("-"), families=("pytest",))
     assert obj["summary"]["failed"] >= 1 and obj["complete"] is True
-    assert set(obj) == {"summary", "failed_tests", "diagnostics", "cause", "complete"}
+    assert set(obj) == {"summary", "failed_tests", "diagnostics", "cause", "complete", "excerpt"}
     assert "failed tests" in text and text.startswith("parsed with pytest (--family)")
 
 
@@ -58,7 +60,7 @@ def test_the_variant_detected_in_the_project_picks_the_family(tmp_path):
         ({"families": ("pytset",)}, "unknown regex family 'pytset' (did you mean 'pytest'?)"),
         ({"families": ("pytest",), "adapter": "python"}, "either --family or --adapter/--command"),
         ({"adapter": "python"}, "--adapter NAME --command CMD"),
-        ({}, "--adapter NAME --command CMD"),
+        ({"command": "test"}, "--adapter NAME --command CMD"),
         ({"adapter": "auto", "command": "test"}, "no toolchain detected"),
     ],
 )
@@ -101,4 +103,5 @@ def test_a_wrong_adapter_is_reported_before_the_log_is_read(tmp_path):
     with pytest.raises(UsageError, match="unknown adapter"):
         parse_report(tmp_path, adapter="pyton", command="test", source=tmp_path / "missing.log")
     _, obj = parse_report(tmp_path, families=("cargo",), source=LOGS / "cargo" / "fail.log")
+    obj.pop("excerpt")
     assert obj == json.loads((LOGS / "cargo" / "fail.expected.json").read_text())

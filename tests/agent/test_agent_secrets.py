@@ -14,12 +14,13 @@ FEEDBACK = "What the last attempt got wrong"
 
 def test_attempt_artefacts_recordings_and_feedback_are_masked_and_the_applied_change_is_not(agent):
     secret = "s3cr3t-" + uuid.uuid4().hex
-    # the verify command prints the secret; unparsed, its last lines become the feedback of the next attempt
+    # the verify command prints the secret on an error line; no family reads this adapter's output, so the excerpt
+    # of its output (which holds that line) becomes the feedback of the next attempt
     (agent.root / "adapters/local.toml").write_text(
         textwrap.dedent(f"""\
         name = "local"
         [commands.test]
-        run = "echo \\"verify sees $MY_SERVICE_TOKEN\\"; {sys.executable} -m pytest -q -p no:cacheprovider"
+        run = "echo \\"error: verify sees $MY_SERVICE_TOKEN\\"; {sys.executable} -m pytest -q -p no:cacheprovider"
         """)
     )
     said = {
@@ -49,6 +50,7 @@ def test_attempt_artefacts_recordings_and_feedback_are_masked_and_the_applied_ch
     assert (agent.root / "tests/test_calc.py").read_text() == kept  # the applied change: the user's bytes
     first, second = agent.prompts()
     assert "verify sees [REDACTED:MY_SERVICE_TOKEN]" in second  # the feedback sent to the model
+    assert "The lines of the output that explain the failure" in second  # the excerpt: no family reads it
     assert f"# deployed with {secret}" in first  # the input, as the user wrote it
     attempts = agent.root / ".runner/runs" / result.events()[-1]["run_id"] / "attempts/tests"
     assert "verify sees [REDACTED:MY_SERVICE_TOKEN]" in (attempts / "c1-a1/verify.log").read_text()

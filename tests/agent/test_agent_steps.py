@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 import time
 
 import pytest
@@ -355,3 +356,18 @@ def test_a_new_codex_binary_is_not_a_no_op(agent, tmp_path):
     with_replay = agent.make("--worker", "replay")  # another worker's keys: no proof for the plain target
     assert "fast" not in with_replay.events()[0]
     assert "fast" not in agent.make().events()[0]
+
+
+def test_a_verify_output_no_family_reads_is_retried_with_its_excerpt_not_its_tail(agent):
+    # the check prints why it failed first, then forty lines of noise: the old tail of 30 lines would miss it
+    noise = "; ".join(f"echo 'checked module {i}'" for i in range(40))
+    why = "echo 'error: tests/test_calc.py is wrong'"
+    check = f"{sys.executable} -m pytest -q -p no:cacheprovider > /dev/null 2>&1 || {{ {why}; {noise}; exit 1; }}"
+    (agent.root / "adapters/local.toml").write_text(f'name = "local"\n[commands.test]\nrun = "{check}"\n')
+    agent.spec(agent.fake_codex_worker(_retry_scenario()))
+    result = agent.make()
+    assert result.code == 0, result.err
+    first, second = agent.prompts()
+    assert "The lines of the output that explain the failure" in second
+    assert "error: tests/test_calc.py is wrong" in second
+    assert second.count("checked module 39") == 1  # in the command line the feedback quotes, not as output

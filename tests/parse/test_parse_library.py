@@ -243,7 +243,7 @@ def test_render_findings_for_humans():
     text = "FAILED t.py::a - boom\nt.py:3: AssertionError\n==== 1 failed in 0.1s ====\n"
     out = render_findings(parse_findings(text, [LIB.family("pytest")]))
     assert out.splitlines() == [
-        "summary: 1 failed",
+        "summary: 0 passed, 1 failed, 0 skipped, 0 errors",  # a complete run: what pytest left out is 0
         "failed tests (1):",
         "  t.py::a",
         "diagnostics (1):",

@@ -1,0 +1,91 @@
+"""A failed step, as `runner make` shows it: what the runner understood (failing tests, file:line locations, the
+cause), then the excerpt of its log, then the log's path on a line of its own; in --json the same as fields
+of the step's event. The excerpt weighs the lines that are new since the same step last passed."""
+
+from __future__ import annotations
+
+import json
+
+NOISE = "".join(f"echo 'unit {i} compiled'; " for i in range(30))
+
+
+def test_a_failure_leads_with_findings_then_the_excerpt_then_the_whole_log_path(project):
+    # a deep project folder: the log's path is long, and must still be printed whole, on one line
+    project.root = project.root / ("a-rather-long-folder-name-" * 4).rstrip("-") / "and-deeper-still"
+    project.spec(f"""
+        [intent.build]
+        run = "{NOISE} echo 'main.c:3:5: error: expected semicolon before return' >&2; {NOISE} exit 2"
+        inputs = ["x"]
+    """)
+    project.write("x", "1")
+    plain = project.run("make", "build")
+    assert plain.code == 1
+    err = plain.err.splitlines()
+    start = err.index("FAILED build: command exited with code 2")
+    block = err[start:]
+    assert block[1:3] == ["  errors (1):", "    main.c:3:5: expected semicolon before return"]
+    assert block[3] == "  the log's lines that explain it (1 of 62):"
+    assert block[4] == "    32  main.c:3:5: error: expected semicolon before return"
+    log = project.root / ".runner" / "runs"
+    (run_dir,) = log.iterdir()
+    path = run_dir / "logs" / "build.log"
+    assert block[5] == f"  log: {path}"  # whole, after the excerpt, never wrapped
+    assert len(block[5]) > 120
+    assert "unit 29 compiled" not in plain.err  # the noise after the error is not shown
+
+    as_json = project.make("build")
+    failed = next(e for e in as_json.events() if e.get("status") == "failed")
+    assert failed["excerpt"] == [[32, 32]]
+    assert failed["findings"]["diagnostics"][0]["file"] == "main.c"
+    assert failed["findings"]["diagnostics"][0]["line"] == 3
+
+
+def test_an_adapter_command_is_read_with_its_families(project):
+    project.write("adapters/local.toml", 'name = "local"\n[commands.test]\nrun = "sh tests.sh"\nparse = ["pytest"]\n')
+    project.spec("""
+        [intent.tests]
+        adapter = "local"
+        run = "test"
+        inputs = ["tests.sh"]
+    """)
+    project.write(
+        "tests.sh",
+        "echo 'FAILED tests/test_a.py::test_one - assert 1 == 2'\n"
+        "echo '==== 1 failed, 3 passed in 0.10s ===='\n"
+        "exit 1\n",
+    )
+    plain = project.run("make", "tests")
+    assert plain.code == 1, plain.err
+    assert "  failing tests (1):\n    tests/test_a.py::test_one\n" in plain.err
+    failed = next(e for e in project.make("tests").events() if e.get("status") == "failed")
+    assert failed["findings"]["summary"] == {"passed": 3, "failed": 1, "skipped": 0, "errors": 0}
+    assert failed["findings"]["complete"] is True
+
+
+def test_lines_new_since_the_step_last_passed_are_the_excerpt(project):
+    # no error word anywhere: only the diff against the last passing log of the same step can tell
+    check = 'for i in $(seq 1 40); do echo "row $i checked"; done; ' + "echo 'total: 41 rows'; " + NOISE
+    project.spec("""
+        [intent.report]
+        run = "sh -c \\"$(cat cmd)\\""
+        inputs = ["cmd"]
+    """)
+    project.write("cmd", check + "exit 0")
+    assert project.make("report").code == 0
+    project.write("cmd", check.replace("total: 41 rows", "total: 40 rows (row 17 was dropped)") + "exit 1")
+    failed = next(e for e in project.make("report").events() if e.get("status") == "failed")
+    lines = (project.root / failed["log"]).read_text().splitlines()
+    shown = [lines[k - 1] for a, b in failed["excerpt"] for k in range(a, b + 1)]
+    assert shown == ["total: 40 rows (row 17 was dropped)"]
+
+
+def test_without_a_passing_run_the_same_failure_falls_back_to_the_end_of_the_log(project):
+    project.spec("""
+        [intent.report]
+        run = "for i in $(seq 1 40); do echo \\"row $i checked\\"; done; echo 'total: 40 rows'; exit 1"
+        inputs = ["x"]
+    """)
+    project.write("x", "1")
+    failed = next(e for e in project.make("report").events() if e.get("status") == "failed")
+    assert failed["excerpt"] == [[33, 42]]  # the last ten lines (the log's first line is the command)
+    assert json.dumps(failed)  # and the event stays plain JSON
