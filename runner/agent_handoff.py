@@ -102,6 +102,7 @@ class AgentHandoff:
             attempts_dir=self.record.dir / "attempts",
             worker_config=self.planner.worker_config,
             step_key=decision.key,
+            slice_key=decision.slice_key,
             replay_key=self.planner.replay_key(name, decision),
             budget=self._run_budget(),
             input_files=sorted(p for p, d in decision.inputs.items() if d is not None),

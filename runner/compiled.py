@@ -27,7 +27,7 @@ from .keys import digest_bytes, digest_value
 from .spec import BUILTIN_DIR, STEP_AGENT, Intent, Spec, env_refs, runs_always
 from .workspace import Layout
 
-_FORMAT = 12  # 12: intents with exclude; every declared output and the variables env values read, in the header
+_FORMAT = 13  # 13: the candidate patterns (gates) in the header; 12: intents with exclude, outputs, env names
 _WATCHED_DIRS = ("adapters", "prompts", "regexes")
 
 
@@ -128,6 +128,7 @@ class Compiled:
         token: str,
         produced: tuple[str, ...] = (),
         env_names: tuple[str, ...] = (),
+        gates: Mapping[str, tuple] | None = None,
     ):
         self.spec = spec
         self.order = order  # every intent, topologically sorted (deterministic)
@@ -147,6 +148,9 @@ class Compiled:
         # the variables of runner's environment that `env` values read ($NAME): their values are part of the
         # keys of the steps that read them, so the target's proof holds them (as a digest) with the files
         self.env_names = env_names
+        # step -> the candidate patterns (shadow, canary: compiled._gate_entry) its adapter commands are read with:
+        # a run records what they find beside the active patterns; an agent step in a canary's slice keys on it
+        self.gates = gates or {}
         self.token = token  # names this compilation: a no-op snapshot made from it may reuse its order and paths
         # the stats of `sources` the spec was compiled from, and the digests of those too fresh for their
         # stats to vouch for the bytes read: what the target's proof records for them
@@ -168,6 +172,7 @@ class Compiled:
             self.token,
             self.produced,
             self.env_names,
+            self.gates,
             keys,
             records_ends,
             len(records_blob),
@@ -180,9 +185,21 @@ class Compiled:
     def unpacked(cls, header: tuple, blobs) -> Compiled:
         """The compiled spec over `blobs` (a memoryview of the file, mapped: only the records a run asks
         for are read from it)."""
-        spec, sources, agents, unprovable, token, produced, env_names, order, records_ends, split, paths, paths_ends = (
-            header
-        )
+        (
+            spec,
+            sources,
+            agents,
+            unprovable,
+            token,
+            produced,
+            env_names,
+            gates,
+            order,
+            records_ends,
+            split,
+            paths,
+            paths_ends,
+        ) = header
         if len(blobs) != split + (array("Q", paths_ends)[-1] if paths_ends else 0):
             raise ValueError("the compiled spec's records are cut short")  # load_compiled makes it again
         steps = PackedTable(order, blobs[:split], records_ends, _step_record)
@@ -196,6 +213,7 @@ class Compiled:
             token=token,
             produced=produced,
             env_names=env_names,
+            gates=gates,
             declared_by=PackedTable(paths, blobs[split:], paths_ends),
             **columns,
         )
@@ -259,8 +277,25 @@ def _evidence_files(root: Path, adapter) -> list[str]:
     return [str(root)] + sorted(str(root / n) for n in names if not any(ch in n for ch in "*?["))
 
 
-def _static_parts(spec: Spec, name: str) -> tuple[dict[str, str], list[str]]:
-    """Digest per key ingredient (the names appear in `explain` and in the reasons)."""
+def _library(spec: Spec, loaded: dict):
+    """The regex library as this project sees it (the built-in families, then its own), loaded once per compile
+    (`loaded` is the compile's own)."""
+    from .parse import load_library
+
+    if "library" not in loaded:
+        loaded["library"] = load_library([BUILTIN_DIR / "regexes", Path(spec.root) / "regexes"])
+    return loaded["library"]
+
+
+def _gate_entry(pattern) -> tuple:
+    """What a run needs of a candidate pattern: its name, stage and weight, and the digest of its definition
+    (an agent step in a canary's slice has it in its key)."""
+    return (pattern.family, pattern.name, pattern.stage, pattern.weight, digest_value(pattern.definition()))
+
+
+def _static_parts(spec: Spec, name: str, gated: list, loaded: dict) -> tuple[dict[str, str], list[str]]:
+    """Digest per key ingredient (the names appear in `explain` and in the reasons). `gated` gets the candidate
+    patterns (shadow, canary) of the families the step's adapter commands are read with."""
     intent = spec.intents[name]
     parts = {"definition": digest_value(intent.definition())}
     extra_sources: list[str] = []
@@ -272,10 +307,17 @@ def _static_parts(spec: Spec, name: str) -> tuple[dict[str, str], list[str]]:
             # the commands as they run here: variant (uv or pip, jest or vitest) and vars applied
             commands = sorted((n, c.run, list(c.parse)) for n, c in resolved.commands.items())
             parts["adapter"] = digest_value([resolved.adapter.name, list(resolved.variants), commands])
-            files = _regex_files(spec, {f for _n, _r, parse in commands for f in parse})
+            families = sorted({f for _n, _r, parse in commands for f in parse})
+            files = _regex_files(spec, set(families))
             if files:
-                parts["regexes"] = digest_value([_file_digest(f) for f in files])
+                # what the patterns find, not the files' bytes: a comment, or a candidate the learning loop
+                # adds in shadow (or moves through the gate), changes no step's key
+                library = _library(spec, loaded)
+                parts["regexes"] = library.digest(families)
                 extra_sources += files
+                candidates = [p for f in families for p in library.family(f).candidates()]
+                if candidates:
+                    gated.extend(candidates)
             extra_sources += _evidence_files(Path(spec.root), resolved.adapter)
     if intent.kind == STEP_AGENT:
         w = spec.worker
@@ -290,8 +332,13 @@ def compile_spec(spec: Spec) -> tuple[Compiled, list[str]]:
 
     order = spec_order(spec)
     parts, static, static_replay, sources = {}, {}, {}, list(spec.sources)
+    gates: dict[str, tuple] = {}
+    loaded: dict = {}
     for name in order:
-        p, extra = _static_parts(spec, name)
+        gated: list = []
+        p, extra = _static_parts(spec, name, gated, loaded)
+        if gated:
+            gates[name] = tuple(_gate_entry(pattern) for pattern in gated)
         parts[name] = p
         static[name] = digest_value(p)
         # the same digest without the worker part: only agent steps have one to leave out
@@ -333,6 +380,7 @@ def compile_spec(spec: Spec) -> tuple[Compiled, list[str]]:
         token=os.urandom(8).hex(),
         produced=tuple(dict.fromkeys(path for name in order for path in intents[name].outputs)),
         env_names=tuple(sorted({ref for name in order for _k, v in intents[name].env for ref in env_refs(v)})),
+        gates=gates,
     ), sources
 
 

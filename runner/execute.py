@@ -20,7 +20,7 @@ from .plan import RUN, Decision, Planner
 from .process import kill_groups
 from .record import RunRecord, tail
 from .redact import Mask
-from .spec import STEP_AGENT, STEP_AGGREGATE
+from .spec import STEP_AGENT, STEP_AGGREGATE, STEP_SHELL
 from .steps import StepContext, StepOutcome, shell
 from .workspace import InflightJournal, Layout
 
@@ -67,6 +67,8 @@ class Summary:
         self.interrupted = False
         self.duration = 0.0
         self.warnings: list[str] = []  # about the spec as the run found it (an input glob that matched nothing)
+        # shell steps whose log candidate patterns read (name, slice key, log, passed): shadow.observe's input
+        self.observed: list[tuple[str, str | None, str, bool]] = []
 
 
 class _Active:
@@ -450,6 +452,8 @@ class Executor:
         event = {"event": "step_finished", "intent": name, "duration": round(duration, 3)}
         if outcome.log:
             event["log"] = outcome.log
+            if name in self.planner.compiled.gates and self.spec.intents[name].kind == STEP_SHELL:
+                self.summary.observed.append((name, decision.slice_key, outcome.log, outcome.ok))
         if outcome.details:
             event["agent"] = outcome.details
         if outcome.ok and outcome.change is not None:

@@ -54,7 +54,7 @@ import os
 import time
 
 from . import __version__
-from .keys import digest_file, outputs_digest, read_encoded, step_key, write_marshal
+from .keys import digest_file, outputs_digest, read_encoded, step_key, with_canaries, write_marshal
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on the no-op path; mypy reads it as True
 if TYPE_CHECKING:
@@ -208,6 +208,7 @@ class Decision:
         inputs: dict | None = None,
         dep_digests: dict | None = None,
         inplace: dict | None = None,
+        slice_key: str | None = None,
     ):
         self.intent = intent
         self.action = action  # RUN | SKIP
@@ -218,6 +219,8 @@ class Decision:
         self.inputs: dict[str, str | None] = {} if inputs is None else inputs
         self.dep_digests: dict[str, str | None] = {} if dep_digests is None else dep_digests
         self.inplace: dict[str, str | None] = {} if inplace is None else inplace  # pre-run digests of in-place inputs
+        # the key without canary patterns: where the step falls in each canary's slice (parse.Pattern.used_for)
+        self.slice_key = key if slice_key is None else slice_key
 
     def __repr__(self) -> str:
         return f"Decision({self.intent!r}, {self.action!r}, {self.reasons!r})"
@@ -231,7 +234,7 @@ def decide(
 ) -> Decision:
     """The rule, for one step. `dep_outputs[dep]` is the digest of the dep's outputs, or None if the dep has
     yet to run (`pending`: those that will)."""
-    from .spec import STEP_AGGREGATE, runs_always  # not on the no-op path, which never decides a step
+    from .spec import STEP_AGENT, STEP_AGGREGATE, runs_always  # not on the no-op path, which never decides a step
 
     intent = planner.spec.intents[name]
     waiting = [d for d in intent.deps if dep_outputs.get(d) is None]
@@ -257,8 +260,16 @@ def decide(
         ]
         return Decision(name, RUN, reasons, inputs=inputs, inplace=inplace)
     deps = {d: dep_outputs[d] for d in intent.deps}
-    key = step_key(planner.static_digest(name), inputs, deps)
-    made: dict[str, Any] = {"key": key, "inputs": inputs, "dep_digests": deps, "inplace": inplace}
+    key = slice_key = step_key(planner.static_digest(name), inputs, deps)
+    if intent.kind == STEP_AGENT and (gates := planner.compiled.gates.get(name)):
+        key = with_canaries(key, gates)  # the canary patterns whose slice it is in read its verify output
+    made: dict[str, Any] = {
+        "key": key,
+        "inputs": inputs,
+        "dep_digests": deps,
+        "inplace": inplace,
+        "slice_key": slice_key,
+    }
     if planner.force:
         return Decision(name, RUN, ["forced"], **made)
     if runs_always(intent):

@@ -66,3 +66,19 @@ def step_key(static_digest: str, inputs: dict[str, str | None], deps: dict[str, 
     parts += [f"i\0{p}\0{d}" for p, d in inputs.items()]  # inputs come sorted from globs.expand()
     parts += [f"d\0{n}\0{d}" for n, d in deps.items()]  # in declaration order: part of the definition
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()
+
+
+def canary_slot(slice_key: str, candidate: str) -> int:
+    """Where a step falls, 0-99, for a canary candidate ("family/pattern"): the candidate is used for the step
+    while this is below its weight. A hash of the step's key (without any candidate in it), so the slice is
+    deterministic, spread evenly, and moves with the step's inputs as Flagger's traffic does."""
+    return int(hashlib.sha256(f"{slice_key}\0{candidate}".encode()).hexdigest()[:8], 16) % 100
+
+
+def with_canaries(key: str, gates) -> str:
+    """An agent step's key with the canary patterns it falls in the slice of (compiled gate entries: family,
+    name, stage, weight, definition digest): a candidate is part of a key only where it is used."""
+    used = [
+        entry[4] for entry in gates if entry[2] == "canary" and canary_slot(key, f"{entry[0]}/{entry[1]}") < entry[3]
+    ]
+    return digest_value([key, used]) if used else key

@@ -6,7 +6,7 @@ import difflib
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from importlib import resources
@@ -16,9 +16,11 @@ import re2
 
 from runner import toml_read
 from runner.errors import Problem, SpecError, UserError
+from runner.keys import canary_slot
 
 STAGES = ("shadow", "canary", "active", "retired")
 DEFAULT_STAGES = ("active",)
+CANDIDATE_STAGES = ("shadow", "canary")  # what the learning loop's gate moves: never used but as it says
 _FLAG_PREFIX = {"ignorecase": "i", "multiline": "m", "dotall": "s"}
 _CHUNK_LINES = 128  # lines per pre-filter probe: most log lines match nothing, so skip them in bulk
 
@@ -80,6 +82,19 @@ class Pattern:
     counterexamples: tuple[Example, ...] = ()
     file: str = ""
     line: int | None = None
+    weight: int = 0  # a canary's share of steps, in percent ([pattern.gate] weight)
+
+    @property
+    def ref(self) -> str:
+        """family/name: how the gate and its records name a pattern."""
+        return f"{self.family}/{self.name}"
+
+    def used_for(self, slice_key: str | None) -> bool:
+        """Whether a step whose key (without candidates) is `slice_key` uses this pattern: an active one always,
+        a canary one for its weight's slice of steps, a shadow or retired one never."""
+        if self.stage == "active":
+            return True
+        return self.stage == "canary" and slice_key is not None and canary_slot(slice_key, self.ref) < self.weight
 
     @property
     def full_regex(self) -> str:
@@ -92,14 +107,14 @@ class Pattern:
         return re2.compile(self.full_regex, _options())
 
     def definition(self) -> dict:
-        """What changes findings (examples and descriptions do not): the input of Library.digest."""
+        """What changes findings (examples, descriptions, the stage and the gate's records do not: a canary
+        promoted to active finds what it found): the input of Library.digest."""
         return {
             "name": self.name,
             "regex": self.regex,
             "flags": list(self.flags),
             "fields": list(self.fields),
             "kind": self.kind,
-            "stage": self.stage,
             "scope": self.scope,
             "count": self.count,
             "aggregate": self.aggregate,
@@ -155,10 +170,36 @@ class Family:
         replaced = {p.replaces for p in chosen if p.replaces}
         return tuple(p for p in chosen if p.name not in replaced)
 
+    def used(self, slice_key: str | None = None) -> tuple[Pattern, ...]:
+        """The patterns a step whose key (without candidates) is `slice_key` uses: the active ones, and a canary
+        where the step falls in its slice, in place of the pattern it replaces. None: the active ones alone."""
+        chosen = [p for p in self.patterns if p.used_for(slice_key)]
+        replaced = {p.replaces for p in chosen if p.replaces}
+        return tuple(p for p in chosen if p.name not in replaced)
+
+    def with_candidate(self, candidate: Pattern) -> tuple[Pattern, ...]:
+        """The active patterns with one candidate used beside them (in place of the one it replaces): what a
+        shadow candidate would find, compared with what the active ones do."""
+        chosen = [p for p in self.patterns if p.stage == "active" or p is candidate]
+        return tuple(p for p in chosen if p.name != candidate.replaces)
+
+    def candidates(self) -> tuple[Pattern, ...]:
+        return tuple(p for p in self.patterns if p.stage in CANDIDATE_STAGES)
+
     def _plan(self, stages: tuple[str, ...]) -> _Plan:
         if stages not in self._plans:
             self._plans[stages] = _Plan(self.select(stages))
         return self._plans[stages]
+
+    def _plan_of(self, patterns: tuple[Pattern, ...]) -> _Plan:
+        names = ("=",) + tuple(p.name for p in patterns)  # "=": not a stage, so never a stages key
+        if names not in self._plans:
+            self._plans[names] = _Plan(patterns)
+        return self._plans[names]
+
+    def finditer_patterns(self, text: str, patterns: tuple[Pattern, ...]) -> Iterator[Match]:
+        """Every hit of these patterns (of this family, as `used` or `with_candidate` chose them)."""
+        return iter(self._plan_of(patterns).run(text))
 
     def finditer(self, text: str, stages: Iterable[str] = DEFAULT_STAGES) -> Iterator[Match]:
         """Every hit of the selected patterns, in text order (then pattern order), via re2.Set candidates."""
@@ -298,8 +339,9 @@ class Library:
             ) from None
 
     def digest(self, family_names: Iterable[str]) -> str:
-        """sha256 over the canonical definitions of these families' patterns (for step cache keys)."""
-        doc = {n: [p.definition() for p in self.family(n).patterns] for n in sorted(set(family_names))}
+        """sha256 over the canonical definitions of the patterns these families use for every step (the active
+        ones), for step cache keys: a candidate in shadow, or in canary outside a step's slice, changes no key."""
+        doc = {n: [p.definition() for p in self.family(n).used()] for n in sorted(set(family_names))}
         canonical = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
         return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
@@ -474,7 +516,7 @@ def _load_file(path: Path, shown: str, problems: list[Problem]) -> Family | None
     if path.stem != name:
         problem(f"family {name!r} is declared in {path.name}: name the file {name}.toml", "family")
     patterns, seen = [], set()
-    for i, raw in enumerate(doc["pattern"]):
+    for i, raw in enumerate(doc.get("pattern", ())):
         at = f"pattern[{i}]"
         line = where.get((i, "regex")) or where.get((i,))
         pname = raw["name"]
@@ -502,6 +544,7 @@ def _load_file(path: Path, shown: str, problems: list[Problem]) -> Family | None
             cause=raw.get("cause"),
             until_next=raw.get("until_next"),
             replaces=raw.get("replaces"),
+            weight=int(raw.get("gate", {}).get("weight", 0)),
             exclude=tuple(raw.get("exclude", ())),
             zero=tuple(raw.get("zero", ())),
             examples=tuple(
@@ -731,9 +774,14 @@ def _number(value: str) -> int | str:
 
 
 def parse_findings(
-    text: str, families: list[Family], stages: Iterable[str] = DEFAULT_STAGES, naive: bool = False
+    text: str,
+    families: list[Family],
+    stages: Iterable[str] = DEFAULT_STAGES,
+    naive: bool = False,
+    choose: Callable[[Family], tuple[Pattern, ...]] | None = None,
 ) -> Findings:
-    """Findings from a tool's log: colour and \\r progress removed first, families applied in order."""
+    """Findings from a tool's log: colour and \\r progress removed first, families applied in order. `choose`
+    picks each family's patterns instead of `stages` (Family.used for a step's slice, Family.with_candidate)."""
     text = clean_log(text)
     stages = tuple(stages)
     found = Findings()
@@ -747,7 +795,11 @@ def parse_findings(
     for fi, fam in enumerate(families):
         order = {p.name: k for k, p in enumerate(fam.patterns)}
         patterns = {p.name: p for p in fam.patterns}
-        for m in fam.finditer_naive(text, stages) if naive else fam.finditer(text, stages):
+        if choose is not None:
+            hits = fam.finditer_patterns(text, choose(fam))
+        else:
+            hits = fam.finditer_naive(text, stages) if naive else fam.finditer(text, stages)
+        for m in hits:
             found.matches.append(m)
             p = patterns[m.pattern]
             zero.update(p.zero)

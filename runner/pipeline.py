@@ -248,6 +248,10 @@ def make(
             if summary.blocked
             else "ok"
         )
+        if summary.observed:  # candidate patterns beside the active ones, for the learning loop's gate
+            from .shadow import observe
+
+            observe(project.spec, record.dir, summary.observed, mask)
         finished: dict[str, object] = {
             "event": "run_finished",
             "run_id": record.run_id,

@@ -44,6 +44,7 @@ class AgentRun:
     halt_on: frozenset = frozenset()
     emit: Callable[[dict], object] | None = None
     ask: Callable[[str], bool] | None = None  # on a terminal, else None
+    slice_key: str | None = None  # the key without canary patterns: which canaries read its verify output
 
 
 @dataclass
@@ -346,7 +347,8 @@ def _findings_text(ctx, run: AgentRun, cmd, output: str) -> str:
 
             library = load_library([builtin_dir(), run.root / "regexes"])
             chosen = [library.family(f) for f in families]
-            found = parse_findings(output, chosen).to_json()
+            # the active patterns, and a canary's where this step is in its slice (its key holds that canary)
+            found = parse_findings(output, chosen, choose=lambda family: family.used(run.slice_key)).to_json()
         except Exception as exc:  # a broken project regex must not hide the verify failure itself
             chosen, found = [], {}
             lines.append(f"(the output could not be parsed: {exc})")
