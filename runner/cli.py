@@ -102,23 +102,28 @@ def _ask(question: str, detail: str) -> bool:
 
 
 def _build(command: Command) -> click.Command:
-    if command.subcommands:
-        group = click.Group(command.name, help=command.help)
-        for sub in command.subcommands:
-            group.add_command(_build(sub))
-        return group
     run = command.run
-    assert run is not None  # a command without subcommands runs
+    callback = None
+    if run is not None:
 
-    def callback(directory: Path, as_json: bool, **values) -> None:
-        from .workspace import at_terminal
+        def callback(directory: Path = Path("."), as_json: bool = False, **values) -> None:
+            if click.get_current_context().invoked_subcommand:
+                return  # `runner learn status`: the subcommand runs, not the group's own pass
+            from .workspace import at_terminal
 
-        code = run(Invocation(directory, as_json, _ask if at_terminal() else None), **values)
-        if code:
-            sys.exit(code)
+            code = run(Invocation(directory, as_json, _ask if at_terminal() else None), **values)
+            if code:
+                sys.exit(code)
 
-    params = [_click_param(p) for p in command.params] + list(_SHARED)
-    return click.Command(command.name, callback=callback, params=params, help=command.help)
+    params = [_click_param(p) for p in command.params] + list(_SHARED) if run is not None else []
+    if not command.subcommands:
+        return click.Command(command.name, callback=callback, params=params, help=command.help)
+    # a group; with `run` too (`runner learn` is a pass, `runner learn status` one of its subcommands)
+    group = click.Group(command.name, help=command.help, callback=callback, params=params)
+    group.invoke_without_command = run is not None
+    for sub in command.subcommands:
+        group.add_command(_build(sub))
+    return group
 
 
 class _Commands(click.Group):

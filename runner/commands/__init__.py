@@ -30,6 +30,7 @@ NAMES = (
     "init",
     "adapters",
     "parse",
+    "learn",
     "clean",
     "completion",
 )

@@ -1,0 +1,229 @@
+"""One learning pass over a project: move every candidate through the gate by what the runs observed, then
+propose new candidates from the misses the runs recorded, score them, and write the survivors in shadow; and
+the pieces the other `runner learn` commands share (the candidates as their files record them, a rollback)."""
+
+from __future__ import annotations
+
+import datetime
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .. import parse, toml_read
+from ..errors import UserError
+from ..workspace import Layout
+from . import writeback
+from .gate import Move, Settings, Standing, evaluate
+from .propose import Candidate
+from .score import Thresholds, score
+
+
+def today() -> str:
+    return datetime.date.today().isoformat()
+
+
+def settings_of(root: Path, spec_file: str = "intents.toml") -> Settings:
+    """The [learn] table (validated with the rest of the spec by `runner validate` and every command)."""
+    try:
+        data = toml_read.loads((root / spec_file).read_text(encoding="utf-8"))
+    except (OSError, toml_read.TOMLDecodeError):
+        data = {}
+    return Settings.of(data.get("learn"))
+
+
+def _family_files(root: Path) -> list[Path]:
+    folder = root / "regexes"
+    return sorted(folder.glob("*.toml")) if folder.is_dir() else []
+
+
+def standings(root: Path, stages: tuple[str, ...] = ("shadow", "canary")) -> list[Standing]:
+    """Every pattern of the project's own families in these stages, with its gate record, in file order."""
+    found = []
+    for path in _family_files(root):
+        try:
+            doc = toml_read.loads(path.read_text(encoding="utf-8"))
+        except (OSError, toml_read.TOMLDecodeError) as exc:
+            raise UserError(f"{path}: cannot be read ({exc}); `runner validate` says where") from None
+        for table in doc.get("pattern", ()):
+            stage = table.get("stage", "active")
+            if stage in stages:
+                found.append(
+                    Standing(
+                        doc.get("family", path.stem),
+                        table["name"],
+                        stage,
+                        path,
+                        dict(table.get("gate", {})),
+                        table.get("replaces"),
+                    )
+                )
+    return found
+
+
+@dataclass
+class Report:
+    """What a pass did, and why: the lines `runner learn` prints, the object `--json` prints."""
+
+    dry_run: bool
+    projected_model_calls: int = 0
+    mined: int = 0
+    moves: list[Move] = field(default_factory=list)
+    proposed: list[dict] = field(default_factory=list)  # scored candidates: name, kind, regex, score, verdict
+    notes: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return {
+            "dry_run": self.dry_run,
+            "projected_model_calls": self.projected_model_calls,
+            "mined": self.mined,
+            "moved": [
+                {"pattern": m.standing.ref, "from": m.standing.stage, "to": m.to, "weight": _weight(m), "why": m.why}
+                for m in self.moves
+            ],
+            "proposed": self.proposed,
+            "notes": self.notes,
+        }
+
+
+def _weight(move: Move) -> int | None:
+    if move.to != "canary":
+        return None
+    return move.gate.get("weight", move.standing.gate.get("weight"))
+
+
+def apply_moves(moves: list[Move], today_text: str) -> None:
+    """Write every move into its family's file, one write per file."""
+    by_file: dict[Path, dict[str, dict]] = {}
+    for move in moves:
+        change: dict = {"gate": dict(move.gate)}
+        if move.to != move.standing.stage:
+            change["stage"] = move.to
+        if move.moved:
+            change["gate"]["history"] = f"{today_text} {move.why}"
+        by_file.setdefault(move.standing.file, {})[move.standing.name] = change
+        for name, other in move.also.items():
+            by_file[move.standing.file][name] = other
+    for path, changes in by_file.items():
+        writeback.update_patterns(path, changes)
+
+
+def learn_pass(root: Path, dry_run: bool = False, spec_file: str = "intents.toml") -> Report:
+    """Gate moves for the candidates there are, then (mining and proposing) new candidates into shadow."""
+    settings = settings_of(root, spec_file)
+    layout = Layout(root)
+    report = Report(dry_run)  # model proposals are not made yet: 0 projected calls
+    day = today()
+    report.moves = [evaluate(s, layout.runs_dir, settings, day) for s in standings(root)]
+    proposals = propose_from_runs(root, settings, report)
+    if not dry_run:
+        apply_moves(report.moves, day)
+        for path, (family, tables) in proposals.items():
+            writeback.add_patterns(path, family, tables)
+    return report
+
+
+def shadow_gate(candidate: Candidate, latest_run: str | None, verdict) -> dict:
+    """The gate record a scored candidate enters shadow with."""
+    gate: dict = {
+        "runs": 0,
+        "failed_checks": 0,
+        "precision": verdict.precision,
+        "recall": verdict.recall,
+        "lines": verdict.lines,
+        "source": candidate.source,
+        "history": [
+            f"{today()} shadow: {candidate.source} from {len(candidate.lines)} line(s); "
+            f"precision {verdict.precision:.2f}, recall {verdict.recall:.2f} on {verdict.lines} recorded lines"
+        ],
+    }
+    if latest_run:
+        gate["since"] = latest_run
+    return gate
+
+
+def propose_from_runs(root: Path, settings: Settings, report: Report) -> dict[Path, tuple[str, list[dict]]]:
+    """New candidates from what the recorded runs missed, scored; path -> (family, tables) to add in shadow."""
+    from .mine import mine
+    from .propose import candidates_from_lines
+
+    mined = mine(root)
+    report.mined = len(mined.misses)
+    library = parse.load_library([parse.builtin_dir(), root / "regexes"])
+    latest = mined.runs[-1] if mined.runs else None
+    thresholds = Thresholds(settings.precision, settings.recall)
+    out: dict[Path, tuple[str, list[dict]]] = {}
+    taken = {p.name for fam in library.families.values() for p in fam.patterns}
+    for group in mined.lines_for_induction():
+        family = _target_family(root, group.families)
+        existing = library.families.get(family)
+        logs = _logs_of(root, mined, group)
+        for candidate in candidates_from_lines(list(group.lines), family, taken):
+            if candidate.kind == "event":
+                continue  # a line that says neither a count, a failing test nor a location changes no finding
+            taken.add(candidate.name)
+            verdict = score(candidate, existing, family, logs, thresholds)
+            report.proposed.append(
+                {
+                    "name": candidate.name,
+                    "family": family,
+                    "kind": candidate.kind,
+                    "regex": candidate.regex,
+                    "precision": verdict.precision,
+                    "recall": verdict.recall,
+                    "verdict": "shadow" if verdict.passed else "dropped",
+                    "why": "; ".join(verdict.problems) or None,
+                }
+            )
+            if verdict.passed:
+                path = root / "regexes" / f"{family}.toml"
+                out.setdefault(path, (family, []))[1].append(
+                    candidate.table("shadow", shadow_gate(candidate, latest, verdict))
+                )
+    return out
+
+
+def _target_family(root: Path, families: tuple[str, ...]) -> str:
+    """Where patterns for a command's output go: the first of its families the project has a file for (a
+    project's file of a built-in family's name adds to it), else the first it names."""
+    for family in families:
+        if (root / "regexes" / f"{family}.toml").is_file():
+            return family
+    return families[0]
+
+
+def _logs_of(root: Path, mined, group) -> list[str]:
+    """The recorded logs a group's lines came from: what its candidates are scored on."""
+    from ..excerpt import read_text
+
+    paths = dict.fromkeys(
+        m.log for m in mined.misses if m.log and (m.adapter, m.command) == (group.adapter, group.command)
+    )
+    return [text for text in (read_text(root / p) for p in paths) if text]
+
+
+def rollback(root: Path, name: str | None = None) -> list[str]:
+    """Undo the last promotion (or the named pattern's): it is retired, and the pattern it replaced is active
+    again. Returns what was done, a line each."""
+    promoted = [s for s in standings(root, ("active",)) if s.gate.get("promoted")]
+    if name:
+        promoted = [s for s in promoted if s.name == name or s.ref == name]
+        if not promoted:
+            raise UserError(f"no promoted pattern named {name!r}: `runner learn status` lists them")
+    if not promoted:
+        raise UserError("nothing to roll back: no pattern was promoted by `runner learn`")
+    last = max(promoted, key=lambda s: (s.gate["promoted"], s.ref))
+    day = today()
+    changes = {
+        last.name: {
+            "stage": "retired",
+            "gate": {"promoted": None, "reason": f"rolled back on {day}", "history": f"{day} rolled back by hand"},
+        }
+    }
+    done = [f"{last.ref}: active -> retired"]
+    if last.replaces:
+        changes[last.replaces] = {
+            "stage": "active",
+            "gate": {"reason": None, "history": f"{day} active again: {last.name} rolled back"},
+        }
+        done.append(f"{last.family}/{last.replaces}: retired -> active")
+    writeback.update_patterns(last.file, changes)
+    return done

@@ -1,0 +1,173 @@
+"""The gate: where each candidate pattern stands (shadow, canary at a weight, active, retired) and the move the
+evidence since its last move calls for, by the rules of Flagger and GitHub's Scientist.
+
+- shadow: it runs beside the active patterns on every run and is never used. After `shadow_runs` runs that
+  observed it, one of them with a hit, and no failed check, it moves to canary at the first weight.
+- canary: it is used for its weight's slice of steps (by the hash of each step's key). After `canary_runs` runs
+  that used it, with no failed check, it steps up to the next weight, and after the last it is promoted to
+  active (the pattern it replaces, if any, retired beside it for a one-step rollback). A pass that finds no
+  run used it since its last move counts a failed check: no data is not a pass (Flagger).
+- anywhere: failed checks are counted over its whole way through the gate (cumulative, never reset by a step
+  up); at `max_failed_checks` it is rolled back (retired), with no human.
+
+The state is data in the family's file ([pattern.gate]); what runs observed is in the run records
+(shadow.py). This module only decides; writeback.py writes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..record import list_runs
+from ..shadow import read_observations
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The [learn] table of intents.toml."""
+
+    precision: float = 0.95
+    recall: float = 0.9
+    shadow_runs: int = 5
+    canary_steps: tuple[int, ...] = (10, 25, 50)
+    canary_runs: int = 3
+    max_failed_checks: int = 2
+    model_calls: int = 0
+
+    @classmethod
+    def of(cls, table: dict | None) -> Settings:
+        table = dict(table or {})
+        if "canary_steps" in table:
+            table["canary_steps"] = tuple(table["canary_steps"])
+        return cls(**table)
+
+
+@dataclass
+class Standing:
+    """A candidate as its file records it."""
+
+    family: str
+    name: str
+    stage: str
+    file: Path
+    gate: dict
+    replaces: str | None = None
+
+    @property
+    def ref(self) -> str:
+        return f"{self.family}/{self.name}"
+
+
+@dataclass
+class Move:
+    """What a pass does to one candidate: its new stage and gate record, and why, in one line."""
+
+    standing: Standing
+    to: str  # shadow | canary | active | retired (a stay keeps the stage)
+    gate: dict  # gate keys to set (None removes)
+    why: str
+    also: dict[str, dict] = field(default_factory=dict)  # other patterns of its file to change (the one replaced)
+
+    @property
+    def moved(self) -> bool:
+        changed_weight = "weight" in self.gate and self.gate["weight"] != self.standing.gate.get("weight")
+        return self.to != self.standing.stage or changed_weight
+
+
+def runs_since(runs_dir: Path, since: str | None) -> list[str]:
+    """The recorded runs after `since` (a run id), oldest first."""
+    return [run for run in list_runs(runs_dir) if since is None or run > since]
+
+
+def evaluate(standing: Standing, runs_dir: Path, settings: Settings, today: str) -> Move:
+    """The move the observations since the candidate's last move call for."""
+    gate = standing.gate
+    since = gate.get("since")
+    runs = runs_since(runs_dir, since)
+    seen = {run: [o for o in read_observations(runs_dir / run) if o.get("pattern") == standing.ref] for run in runs}
+    seen = {run: found for run, found in seen.items() if found}
+    latest = runs[-1] if runs else since
+    failed = [o for found in seen.values() for o in found if o.get("check") == "fail"]
+    failed_checks = int(gate.get("failed_checks", 0)) + len(failed)
+    disagreements = int(gate.get("disagreements", 0)) + sum(
+        1 for found in seen.values() for o in found if o.get("gained") or o.get("lost")
+    )
+    record = {"failed_checks": failed_checks, "disagreements": disagreements}
+    if standing.stage == "canary":
+        used = {run for run, found in seen.items() if any(o.get("used") for o in found)}
+        if not used:  # Flagger: no data is a failed check
+            failed_checks += 1
+            record["failed_checks"] = failed_checks
+            failed.append({"why": "no run used it since its last move (no data)"})
+        counted = int(gate.get("runs", 0)) + len(used)
+    else:
+        counted = int(gate.get("runs", 0)) + len(seen)
+    record["runs"] = counted
+    if failed_checks >= settings.max_failed_checks:
+        reason = failed[-1].get("why") if failed else "failed checks"
+        return Move(
+            standing,
+            "retired",
+            {**record, "weight": None, "since": latest, "reason": f"rolled back: {reason}"},
+            f"rolled back after {failed_checks} failed checks (the last: {reason})",
+        )
+    if failed:
+        return Move(
+            standing,
+            standing.stage,
+            {**record, "since": latest},
+            f"halted: {len(failed)} failed check(s) ({failed[-1].get('why')}), {failed_checks} of "
+            f"{settings.max_failed_checks} before a rollback",
+        )
+    if standing.stage == "shadow":
+        hits = sum(o.get("hits", 0) for found in seen.values() for o in found) + int(gate.get("hits", 0) or 0)
+        if counted >= settings.shadow_runs and (hits or gate.get("hit")):
+            weight = settings.canary_steps[0]
+            return Move(
+                standing,
+                "canary",
+                {**record, "runs": 0, "weight": weight, "since": latest, "hit": None},
+                f"to canary at {weight}%: {counted} runs in shadow, no failed check",
+            )
+        more = {"hit": True} if hits else {}
+        return Move(
+            standing,
+            "shadow",
+            {**record, **more, "since": latest},
+            f"stays in shadow: {counted} of {settings.shadow_runs} runs"
+            + ("" if hits or gate.get("hit") else ", no hit yet"),
+        )
+    # canary
+    weight = int(gate.get("weight", settings.canary_steps[0]))
+    if counted < settings.canary_runs:
+        return Move(
+            standing,
+            "canary",
+            {**record, "since": latest},
+            f"stays in canary at {weight}%: {counted} of {settings.canary_runs} runs used it",
+        )
+    higher = [w for w in settings.canary_steps if w > weight]
+    if higher:
+        return Move(
+            standing,
+            "canary",
+            {**record, "runs": 0, "weight": higher[0], "since": latest},
+            f"canary {weight}% -> {higher[0]}%: {counted} runs used it, no failed check",
+        )
+    also = {}
+    if standing.replaces:
+        also[standing.replaces] = {
+            "stage": "retired",
+            "gate": {
+                "reason": f"replaced by {standing.name} on {today}",
+                "history": f"{today} retired: replaced by {standing.name}",
+            },
+        }
+    return Move(
+        standing,
+        "active",
+        {**record, "weight": None, "since": latest, "promoted": today},
+        f"promoted: {counted} runs used it at {weight}%, no failed check",
+        also,
+    )

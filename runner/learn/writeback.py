@@ -1,0 +1,119 @@
+"""Writing the learning loop's results into the files a user owns (regexes/FAMILY.toml) with tomlkit: comments,
+order and formatting of everything else stay byte for byte, and a file is replaced whole or not at all.
+The one importer of tomlkit."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+import tomlkit
+from tomlkit.items import AoT, Table
+
+from ..errors import UserError
+
+
+def _read(path: Path) -> tomlkit.TOMLDocument:
+    try:
+        return tomlkit.parse(path.read_text(encoding="utf-8"))
+    except tomlkit.exceptions.ParseError as exc:
+        raise UserError(f"{path}: not valid TOML ({exc}); fix it before `runner learn` writes to it") from None
+
+
+def _write(path: Path, doc: tomlkit.TOMLDocument) -> None:
+    """Atomically: the new bytes in a file beside it, then renamed over it."""
+    text = tomlkit.dumps(doc)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _patterns(doc: tomlkit.TOMLDocument) -> AoT | None:
+    found = doc.get("pattern")
+    return found if isinstance(found, AoT) else None
+
+
+def _pattern_table(pattern: Mapping) -> Table:
+    """A [[pattern]] table in the library's order of keys; examples as [[pattern.example]] tables."""
+    table = tomlkit.table()
+    for key in ("name", "regex", "kind", "fields", "flags", "count", "cause", "replaces", "stage"):
+        value = pattern.get(key)
+        if value in (None, [], ()):
+            continue
+        if key == "regex" and "'" not in value and "\n" not in value:
+            value = tomlkit.string(value, literal=True)  # as people write regexes: no doubled backslashes
+        table[key] = list(value) if isinstance(value, tuple) else value
+    gate = pattern.get("gate")
+    if gate:
+        inline = tomlkit.table()
+        for key, value in gate.items():
+            inline[key] = value
+        table["gate"] = inline
+    examples = tomlkit.aot()
+    for example in pattern.get("examples", ()):
+        item = tomlkit.table()
+        item["text"] = example["text"]
+        if example.get("expect"):
+            expect = tomlkit.inline_table()
+            expect.update(example["expect"])
+            item["expect"] = expect
+        examples.append(item)
+    if len(examples):
+        table["example"] = examples
+    return table
+
+
+def add_patterns(path: Path, family: str, patterns: Iterable[Mapping], description: str | None = None) -> None:
+    """Append patterns to a family file (made when there is none yet), after the patterns it has."""
+    patterns = list(patterns)
+    if path.exists():
+        doc = _read(path)
+    else:
+        doc = tomlkit.document()
+        doc.add(tomlkit.comment(f"Patterns for {family}; `runner learn` adds candidates here, each with its stage."))
+        doc["family"] = family
+        if description:
+            doc["description"] = description
+    existing = _patterns(doc)
+    if existing is None:
+        existing = tomlkit.aot()
+        doc.add(tomlkit.nl())
+        doc.append("pattern", existing)
+    for pattern in patterns:
+        existing.append(_pattern_table(pattern))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _write(path, doc)
+
+
+def update_patterns(path: Path, changes: Mapping[str, Mapping]) -> None:
+    """Change patterns of one family file in one write: name -> {"stage": ..., "gate": {key: value or None}}
+    (None removes a gate key; a "history" value is appended to the list, not set)."""
+    doc = _read(path)
+    tables = {str(t.get("name")): t for t in _patterns(doc) or ()}
+    for name, change in changes.items():
+        table = tables.get(name)
+        if table is None:
+            raise UserError(f"{path}: no pattern named {name!r} to change (was the file edited meanwhile?)")
+        if "stage" in change:
+            table["stage"] = change["stage"]
+        gate_changes = change.get("gate") or {}
+        if gate_changes:
+            gate = table.get("gate")
+            if gate is None:
+                gate = tomlkit.table()
+                table["gate"] = gate
+            for key, value in gate_changes.items():
+                if key == "history":
+                    history = gate.get("history")
+                    if history is None:
+                        history = tomlkit.array()
+                        history.multiline(True)
+                        gate["history"] = history
+                    history.append(value)
+                elif value is None:
+                    if key in gate:
+                        del gate[key]
+                else:
+                    gate[key] = value
+    _write(path, doc)

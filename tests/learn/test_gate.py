@@ -1,0 +1,273 @@
+"""The gate, end to end through the CLI: a tool no built-in family knows; patterns induced from its log into
+shadow; observed beside the active patterns over real `runner make` runs; moved to canary, stepped up,
+promoted; the family file's comments and order kept; rolled back by hand and by failed checks."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+TALLY = '''\
+"""tally: an in-house test tool whose output no built-in family knows."""
+import pathlib, sys
+checks = [c.split("=", 1) for c in pathlib.Path("src/checks.txt").read_text().split() if "=" in c]
+print(f"tally 2.1 -- collecting {len(checks)} checks")
+failed = 0
+for name, result in checks:
+    if result == "ok":
+        print(f"CHECK {name} {'.' * (20 - len(name))} ok (3ms)")
+    else:
+        failed += 1
+        print(f"CHECK {name} {'.' * (20 - len(name))} FAILED (5ms)")
+        print(f"  at src/{name.split('_')[0]}.py:{len(name)}: {result}")
+print(f"TALLY: {len(checks) - failed} ok, {failed} failed, 0 skipped")
+sys.exit(1 if failed else 0)
+'''
+
+FAMILY = """\
+# Patterns for tally's output. This comment, and the order below, are ours: runner learn keeps them.
+family = "tally"
+description = "tally, our in-house test tool"
+"""
+
+INTENTS = """\
+[project]
+name = "tally-demo"
+default = "test"
+
+# the gate, fast: two runs in shadow, then canary at 50% (one run that uses it), then at 99%, then promoted
+[learn]
+shadow_runs = 2
+canary_steps = [50, 99]
+canary_runs = 1
+max_failed_checks = 2
+
+[intent.test]
+run = "test"
+adapter = "tally"
+inputs = ["src/checks.txt"]
+"""
+
+
+class Tally:
+    def __init__(self, root: Path):
+        self.root = root
+        self.edits = 0
+        (root / "adapters").mkdir(parents=True)
+        (root / "regexes").mkdir()
+        (root / "src").mkdir()
+        (root / "tally.py").write_text(TALLY)
+        (root / "adapters" / "tally.toml").write_text(
+            textwrap.dedent(
+                """\
+                name = "tally"
+                description = "our in-house test tool"
+                [detect]
+                files = ["tally.py"]
+                [commands.test]
+                run = "python3 tally.py"
+                parse = ["tally"]
+                """
+            )
+        )
+        (root / "regexes" / "tally.toml").write_text(FAMILY)
+        (root / "intents.toml").write_text(INTENTS)
+
+    def run(self, *args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "runner", *args], cwd=self.root, capture_output=True, text=True, timeout=120
+        )
+
+    def checks(self, *results: str) -> None:
+        """A new src/checks.txt (so the test step runs again): one check per result, plus a fresh passing one."""
+        self.edits += 1
+        checks = [f"check{i}_{self.edits}={r}" for i, r in enumerate(results)]
+        (self.root / "src" / "checks.txt").write_text(" ".join(checks) + "\n")
+
+    def make(self, *results: str) -> subprocess.CompletedProcess:
+        self.checks(*results)
+        return self.run("make")
+
+    def learn(self) -> dict:
+        done = self.run("learn", "--json")
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)
+
+    def status(self) -> dict[str, dict]:
+        done = self.run("learn", "status", "--json")
+        assert done.returncode == 0, done.stderr
+        return {c["pattern"]: c for c in json.loads(done.stdout)["candidates"]}
+
+    def family(self) -> str:
+        return (self.root / "regexes" / "tally.toml").read_text()
+
+    def findings(self, log: str) -> dict:
+        path = self.root / "log.txt"
+        path.write_text(log)
+        done = self.run("parse", "--adapter", "tally", "--command", "test", "--json", str(path))
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)
+
+
+@pytest.fixture
+def tally(tmp_path) -> Tally:
+    return Tally(tmp_path / "proj")
+
+
+def _log_of_last_run(tally: Tally) -> Path:
+    runs = sorted((tally.root / ".runner" / "runs").iterdir())
+    return runs[-1] / "logs" / "test.log"
+
+
+def test_induced_patterns_go_from_shadow_through_canary_to_active_and_back(tally, snapshot):
+    # a failing run of the tool; nothing reads its output
+    assert tally.make("ok", "expected-ParseError", "ok").returncode == 1
+    before = tally.findings("CHECK parse_x ..... FAILED (5ms)\nTALLY: 1 ok, 1 failed, 0 skipped\n")
+    assert before["failed_tests"] == [] and before["summary"]["failed"] is None
+
+    induced = tally.run("learn", "induce", str(_log_of_last_run(tally)), "--family", "tally", "--json")
+    assert induced.returncode == 0, induced.stderr
+    kinds = {p["name"]: p["kind"] for p in json.loads(induced.stdout)["patterns"]}
+    assert {"summary", "failed_test", "diagnostic"} <= set(kinds.values())
+    assert tally.run("validate").returncode == 0
+    status = tally.status()
+    assert {c["stage"] for c in status.values()} == {"shadow"}
+    failing = next(n for n, k in kinds.items() if k == "failed_test")
+    summary = next(n for n, k in kinds.items() if k == "summary")
+
+    # in shadow nothing is used: the findings are as they were, the runs record what the candidates saw
+    assert tally.findings("CHECK a_1 ..... FAILED (5ms)\n")["failed_tests"] == []
+    for _ in range(2):
+        tally.make("ok", "broken")
+    observed = [
+        json.loads(line)
+        for run in sorted((tally.root / ".runner" / "runs").iterdir())
+        if (run / "gate.jsonl").exists()
+        for line in (run / "gate.jsonl").read_text().splitlines()
+    ]
+    mine = [o for o in observed if o["pattern"] == f"tally/{failing}"]
+    assert len(mine) == 2 and all(o["check"] == "pass" and o["gained"] and not o["used"] for o in mine)
+
+    moved = {m["pattern"]: m for m in tally.learn()["moved"]}
+    assert moved[f"tally/{failing}"]["to"] == "canary" and moved[f"tally/{failing}"]["weight"] == 50
+    # each canary step waits for a run that used it: the step's key decides the slice
+    for step in ("canary", "canary", "active"):
+        for _ in range(30):
+            tally.make("ok", "broken")
+            if any(o["used"] for o in _observations(tally, f"tally/{failing}")):
+                break
+        moved = {m["pattern"]: m for m in tally.learn()["moved"]}
+        assert moved[f"tally/{failing}"]["to"] == step, moved[f"tally/{failing}"]
+    assert tally.status()[f"tally/{failing}"]["stage"] == "active"
+    assert tally.status()[f"tally/{summary}"]["stage"] == "active"
+
+    # promoted: the findings carry what the new patterns read; the file kept our comment and order
+    after = tally.findings("CHECK parse_x ..... FAILED (5ms)\nTALLY: 1 ok, 1 failed, 0 skipped\n")
+    assert after["failed_tests"] == ["parse_x"] and after["summary"]["failed"] == 1
+    text = tally.family()
+    assert text.startswith(FAMILY)
+    assert snapshot == _normalised(text)
+
+    rolled = tally.run("learn", "rollback", f"tally/{failing}")
+    assert rolled.returncode == 0, rolled.stderr
+    assert rolled.stdout.splitlines() == [f"tally/{failing}: active -> retired"]
+    assert tally.findings("CHECK parse_x ..... FAILED (5ms)\n")["failed_tests"] == []
+
+
+def _observations(tally: Tally, pattern: str) -> list[dict]:
+    """What the last run recorded for one candidate."""
+    last = sorted((tally.root / ".runner" / "runs").iterdir())[-1]
+    path = last / "gate.jsonl"
+    if not path.exists():
+        return []
+    return [o for o in map(json.loads, path.read_text().splitlines()) if o["pattern"] == pattern]
+
+
+def _normalised(text: str) -> str:
+    """The family file with its run ids and dates made stable for a snapshot."""
+    import re
+
+    text = re.sub(r"\d{8}-\d{6}-[0-9a-f]{6}", "RUN", text)
+    return re.sub(r"\d{4}-\d{2}-\d{2}", "DATE", text)
+
+
+def test_a_candidate_that_reports_failures_on_passing_runs_is_rolled_back_without_a_human(tally):
+    # a hand-written candidate, in canary at 99%: it reads every CHECK line as a failing test
+    (tally.root / "regexes" / "tally.toml").write_text(
+        FAMILY
+        + textwrap.dedent(
+            """
+            [[pattern]]
+            name = "every-check-fails"
+            regex = '^CHECK (?P<name>\\S+) .*$'
+            kind = "failed_test"
+            fields = ["name"]
+            stage = "canary"
+            [pattern.gate]
+            weight = 99
+            """
+        )
+    )
+    assert tally.run("validate").returncode == 0
+    first = tally.make("ok", "ok")
+    assert first.returncode == 0, first.stderr
+    seen = _observations(tally, "tally/every-check-fails")
+    assert seen and seen[0]["check"] == "fail" and "run that passed" in seen[0]["why"]
+    moved = tally.learn()["moved"][0]
+    assert moved["to"] == "canary" and "halted" in moved["why"]
+    tally.make("ok", "ok")
+    moved = tally.learn()["moved"][0]
+    assert moved["to"] == "retired" and moved["why"].startswith("rolled back after 2 failed checks")
+    assert 'stage = "retired"' in tally.family()
+    # retired: used nowhere, observed no more
+    tally.make("ok", "ok")
+    assert _observations(tally, "tally/every-check-fails") == []
+
+
+def test_a_canary_no_run_used_since_its_last_move_counts_a_failed_check(tally):
+    """No data is not a pass (Flagger): two passes with no run in between roll a canary back."""
+    (tally.root / "regexes" / "tally.toml").write_text(
+        FAMILY
+        + textwrap.dedent(
+            """
+            [[pattern]]
+            name = "summary"
+            regex = '^TALLY: (?P<passed>\\d+) ok, (?P<failed>\\d+) failed, (?P<skipped>\\d+) skipped$'
+            kind = "summary"
+            fields = ["passed", "failed", "skipped"]
+            stage = "canary"
+            [pattern.gate]
+            weight = 10
+            """
+        )
+    )
+    assert "no data" in tally.learn()["moved"][0]["why"]
+    assert tally.learn()["moved"][0]["to"] == "retired"
+
+
+def test_shadow_and_canary_candidates_change_no_key_outside_their_slice(tally):
+    """Adding a candidate in shadow, or moving it, leaves every step cached: it is used nowhere."""
+    tally.checks("ok")
+    assert tally.run("make").returncode == 0
+    (tally.root / "regexes" / "tally.toml").write_text(
+        FAMILY
+        + textwrap.dedent(
+            """
+            # a candidate, by hand
+            [[pattern]]
+            name = "summary"
+            regex = '^TALLY: (?P<passed>\\d+) ok, (?P<failed>\\d+) failed, (?P<skipped>\\d+) skipped$'
+            kind = "summary"
+            fields = ["passed", "failed", "skipped"]
+            stage = "shadow"
+            """
+        )
+    )
+    again = tally.run("make", "--json")
+    finished = [json.loads(line) for line in again.stdout.splitlines()][-1]
+    assert finished["ran"] == 0 and finished["cached"] == 1, again.stdout
