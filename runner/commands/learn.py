@@ -15,12 +15,20 @@ def run(inv: Invocation, dry_run: bool) -> None:
     root = find_root(inv.directory)
     layout = Layout(root)
     layout.ensure()
+    def projected(calls: int) -> None:  # said before the first call is made
+        if not inv.as_json:
+            cap = "[learn] model_calls caps them" if calls else "deterministic induction only"
+            echo(f"projected model calls: {calls} ({cap})")
+
     with ProjectLock(layout, "runner learn"):  # no run records while the gate reads them
-        report = learn_pass(root, dry_run=dry_run)
+        report = learn_pass(root, dry_run=dry_run, on_projection=projected)
     if inv.as_json:
         print_json(report.to_json())
         return
-    echo(f"projected model calls: {report.projected_model_calls} (deterministic induction only)")
+    if report.model_calls:
+        echo(f"model calls made: {report.model_calls}, {report.model_tokens} tokens")
+    for note in report.notes:
+        echo(note)
     echo(f"mined {report.mined} miss{'es' if report.mined != 1 else ''} from the recorded runs")
     for p in report.proposed:
         verdict = "-> shadow" if p["verdict"] == "shadow" else f"dropped: {p['why']}"

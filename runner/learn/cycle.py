@@ -69,11 +69,15 @@ class Report:
     moves: list[Move] = field(default_factory=list)
     proposed: list[dict] = field(default_factory=list)  # scored candidates: name, kind, regex, score, verdict
     notes: list[str] = field(default_factory=list)
+    model_calls: int = 0
+    model_tokens: int = 0
 
     def to_json(self) -> dict:
         return {
             "dry_run": self.dry_run,
             "projected_model_calls": self.projected_model_calls,
+            "model_calls": self.model_calls,
+            "model_tokens": self.model_tokens,
             "mined": self.mined,
             "moved": [
                 {"pattern": m.standing.ref, "from": m.standing.stage, "to": m.to, "weight": _weight(m), "why": m.why}
@@ -106,14 +110,16 @@ def apply_moves(moves: list[Move], today_text: str) -> None:
         writeback.update_patterns(path, changes)
 
 
-def learn_pass(root: Path, dry_run: bool = False, spec_file: str = "intents.toml") -> Report:
-    """Gate moves for the candidates there are, then (mining and proposing) new candidates into shadow."""
+def learn_pass(root: Path, dry_run: bool = False, spec_file: str = "intents.toml", on_projection=None) -> Report:
+    """Gate moves for the candidates there are, then new candidates into shadow: induced from what the recorded
+    runs missed, then (where [learn] model_calls allows and a model is configured) asked of the model for the
+    lines induction could not read. `on_projection(n)` hears the projected model calls before any is made."""
     settings = settings_of(root, spec_file)
     layout = Layout(root)
-    report = Report(dry_run)  # model proposals are not made yet: 0 projected calls
+    report = Report(dry_run)
     day = today()
     report.moves = [evaluate(s, layout.runs_dir, settings, day) for s in standings(root)]
-    proposals = propose_from_runs(root, settings, report)
+    proposals = propose_from_runs(root, settings, report, spec_file, on_projection)
     if not dry_run:
         apply_moves(report.moves, day)
         for path, (family, tables) in proposals.items():
@@ -140,7 +146,50 @@ def shadow_gate(candidate: Candidate, latest_run: str | None, verdict) -> dict:
     return gate
 
 
-def propose_from_runs(root: Path, settings: Settings, report: Report) -> dict[Path, tuple[str, list[dict]]]:
+class _Proposals:
+    """Scored candidates of a pass, by family file; what each group of missed lines still lacks."""
+
+    def __init__(self, root: Path, report: Report, thresholds: Thresholds, latest: str | None):
+        self.root, self.report, self.thresholds, self.latest = root, report, thresholds, latest
+        self.out: dict[Path, tuple[str, list[dict]]] = {}
+
+    def judge(self, candidate: Candidate, family: str, existing, logs: list[str]) -> str | None:
+        """Score a candidate; keep it for shadow if it passes. Returns why it did not (None when it did)."""
+        verdict = score(candidate, existing, family, logs, self.thresholds)
+        why = "; ".join(verdict.problems) or None
+        self.report.proposed.append(
+            {
+                "name": candidate.name,
+                "family": family,
+                "kind": candidate.kind,
+                "regex": candidate.regex,
+                "source": candidate.source,
+                "precision": verdict.precision,
+                "recall": verdict.recall,
+                "verdict": "shadow" if verdict.passed else "dropped",
+                "why": why,
+            }
+        )
+        if verdict.passed:
+            if candidate.source == "model":
+                candidate.lines = [t for t in candidate.lines if parse.re2_fullmatch(candidate.regex, t) is not None]
+                candidate.examples = [
+                    {
+                        "text": t,
+                        "expect": {k: v for k, v in (parse.re2_fullmatch(candidate.regex, t) or {}).items() if v},
+                    }
+                    for t in list(dict.fromkeys(candidate.lines))[:5]
+                ]
+            path = self.root / "regexes" / f"{family}.toml"
+            self.out.setdefault(path, (family, []))[1].append(
+                candidate.table("shadow", shadow_gate(candidate, self.latest, verdict))
+            )
+        return why
+
+
+def propose_from_runs(
+    root: Path, settings: Settings, report: Report, spec_file: str = "intents.toml", on_projection=None
+) -> dict[Path, tuple[str, list[dict]]]:
     """New candidates from what the recorded runs missed, scored; path -> (family, tables) to add in shadow."""
     from .mine import mine
     from .propose import candidates_from_lines
@@ -148,37 +197,69 @@ def propose_from_runs(root: Path, settings: Settings, report: Report) -> dict[Pa
     mined = mine(root)
     report.mined = len(mined.misses)
     library = parse.load_library([parse.builtin_dir(), root / "regexes"])
-    latest = mined.runs[-1] if mined.runs else None
-    thresholds = Thresholds(settings.precision, settings.recall)
-    out: dict[Path, tuple[str, list[dict]]] = {}
+    proposals = _Proposals(
+        root, report, Thresholds(settings.precision, settings.recall), mined.runs[-1] if mined.runs else None
+    )
     taken = {p.name for fam in library.families.values() for p in fam.patterns}
+    unread: list[tuple] = []  # groups with lines no kept candidate reads: (group, family, lines, rejected, logs)
     for group in mined.lines_for_induction():
         family = _target_family(root, group.families)
         existing = library.families.get(family)
         logs = _logs_of(root, mined, group)
+        kept, rejected = [], []
         for candidate in candidates_from_lines(list(group.lines), family, taken):
             if candidate.kind == "event":
                 continue  # a line that says neither a count, a failing test nor a location changes no finding
             taken.add(candidate.name)
-            verdict = score(candidate, existing, family, logs, thresholds)
-            report.proposed.append(
-                {
-                    "name": candidate.name,
-                    "family": family,
-                    "kind": candidate.kind,
-                    "regex": candidate.regex,
-                    "precision": verdict.precision,
-                    "recall": verdict.recall,
-                    "verdict": "shadow" if verdict.passed else "dropped",
-                    "why": "; ".join(verdict.problems) or None,
-                }
-            )
-            if verdict.passed:
-                path = root / "regexes" / f"{family}.toml"
-                out.setdefault(path, (family, []))[1].append(
-                    candidate.table("shadow", shadow_gate(candidate, latest, verdict))
-                )
-    return out
+            why = proposals.judge(candidate, family, existing, logs)
+            (rejected.append((candidate.regex, why)) if why else kept.append(candidate.regex))
+        left = [
+            line
+            for line in group.lines
+            if not any(parse.re2_fullmatch(regex, line) is not None for regex in kept) and _says_something(line)
+        ]
+        if left:
+            unread.append((group, family, left, rejected, logs))
+    spec = _model_spec(root, spec_file) if settings.model_calls and unread else None
+    calls = min(settings.model_calls, len(unread)) if spec is not None else 0
+    report.projected_model_calls = calls
+    if on_projection is not None:
+        on_projection(calls)
+    if report.dry_run:
+        return proposals.out
+    from .model import ask
+
+    for group, family, left, rejected, logs in unread[:calls]:
+        asked = ask(spec, group.command or group.adapter or family, left, rejected, family)
+        report.model_calls += 1
+        report.model_tokens += asked.tokens
+        if asked.error:
+            report.notes.append(f"the model proposed nothing for {family}: {asked.error}")
+        for candidate in asked.candidates:
+            n = 2
+            base = candidate.name
+            while candidate.name in taken:
+                candidate.name, n = f"{base}-{n}", n + 1
+            taken.add(candidate.name)
+            proposals.judge(candidate, family, library.families.get(family), logs)
+    return proposals.out
+
+
+def _says_something(line: str) -> bool:
+    """A line worth a pattern: one with a count, a failure word or a location (what propose.py gives a kind)."""
+    from .propose import COUNT_WORDS, FAIL_WORD, LOCATION
+
+    words = set(line.lower().replace(",", " ").replace(":", " ").split())
+    return bool(FAIL_WORD.search(line) or LOCATION.search(line) or words & set(COUNT_WORDS))
+
+
+def _model_spec(root: Path, spec_file: str):
+    """The project's spec when its [worker] can answer a proposal (an openai or codex worker: the openai worker
+    is called with its model, key and base_url), else None: a replay worker has nothing recorded for this."""
+    from ..compiled import load_compiled
+
+    spec = load_compiled(root, spec_file=spec_file).spec
+    return spec if spec.worker.kind in ("openai", "codex") else None
 
 
 def _target_family(root: Path, families: tuple[str, ...]) -> str:

@@ -68,7 +68,9 @@ def score(
     if precision < thresholds.precision:
         wrong = sorted(matched - truth)[:1]
         problems.append(f"precision {precision:.2f} < {thresholds.precision:.2f} (it also reads {wrong[0]!r})")
-    if recall < thresholds.recall:
+    if candidate.source == "model" and not hits:
+        problems.append("it reads none of the lines it was asked for")
+    elif candidate.source != "model" and recall < thresholds.recall:  # a model's pattern reads one kind of them
         missed = sorted(truth - matched)[:1]
         problems.append(f"recall {recall:.2f} < {thresholds.recall:.2f} (it misses {missed[0]!r})")
     pattern = as_pattern(candidate, family_name)

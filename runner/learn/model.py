@@ -1,0 +1,112 @@
+"""The model's turn in a learning pass: for lines the deterministic proposer could not turn into a pattern that
+scores, one Responses call through the openai worker (the [worker] table's model, key and base_url) asks for
+RE2 patterns, with what the rejected ones got wrong as feedback. Its answer is only a proposal: every pattern
+is scored like an induced one, and one that RE2 refuses or that could backtrack is dropped with the reason."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from .propose import Candidate
+
+ANSWER_FILE = "patterns.json"
+KINDS = {
+    "summary": "counts of a finished run; fields named passed, failed, skipped, errors",
+    "failed_test": "one failing test; field name",
+    "diagnostic": "an error at a place; fields file, line, column (optional), message",
+}
+
+PROMPT = """\
+You write patterns for a build tool's regex library. Each pattern reads one whole line of a tool's output.
+Rules: Google RE2 syntax only (no lookaround, no backreferences), anchored with ^ and $, named groups
+(?P<name>...) for exactly the fields listed; kinds and their fields:
+{kinds}
+
+The tool is `{command}`. These lines of its output were read by no pattern:
+{lines}
+{feedback}
+Answer with one FILE block, path={answer}, holding JSON:
+{{"patterns": [{{"name": "lowercase-with-dashes", "regex": "^...$", "kind": "summary|failed_test|diagnostic",
+"fields": ["..."]}}]}}
+"""
+
+
+@dataclass
+class Asked:
+    """One call: what came back, what it cost, and why nothing came back if so."""
+
+    candidates: list[Candidate]
+    tokens: int
+    error: str | None = None
+
+
+def worker_config(spec):
+    """The openai worker's config from the project's [worker] table (its model, key variable and base_url)."""
+    from ..workers.base import WorkerConfig
+
+    w = spec.worker
+    return WorkerConfig(
+        kind="openai",
+        model=w.model,
+        fallback_models=w.fallback_models,
+        base_url=w.base_url,
+        env_key=w.env_key,
+        timeout=w.timeout,
+        idle_timeout=w.idle_timeout,
+        extra=dict(w.extra),
+        secret_names=tuple(name for p in spec.policies.values() for name in p.secrets),
+    )
+
+
+def ask(spec, command: str, lines: Sequence[str], rejected: Sequence[tuple[str, str]], family: str) -> Asked:
+    """One proposal call. `rejected`: (regex, why) of the candidates that did not score, as feedback."""
+    from ..workers import get_worker
+    from ..workers.base import WorkerRequest
+
+    feedback = ""
+    if rejected:
+        feedback = "\nThese patterns were tried and rejected; do better:\n" + "\n".join(
+            f"- {regex}  ({why})" for regex, why in rejected
+        )
+    prompt = PROMPT.format(
+        kinds="\n".join(f"- {k}: {v}" for k, v in KINDS.items()),
+        command=command,
+        lines="\n".join(f"  {line}" for line in lines[:40]),
+        feedback=feedback,
+        answer=ANSWER_FILE,
+    )
+    config = worker_config(spec)
+    with tempfile.TemporaryDirectory(prefix="runner-learn-") as tmp:
+        result = get_worker(config).run(
+            WorkerRequest(prompt=prompt, workspace=Path(tmp), intent=f"learn-{family}", step_key="learn", config=config)
+        )
+    tokens = result.usage.total
+    if not result.ok:
+        return Asked([], tokens, result.error or "the model gave no answer")
+    try:
+        answer = json.loads((result.files or {}).get(ANSWER_FILE) or "")
+        proposed = answer["patterns"]
+    except (ValueError, KeyError, TypeError):
+        return Asked([], tokens, f"the answer has no {ANSWER_FILE} with a patterns list")
+    found = []
+    for item in proposed if isinstance(proposed, list) else []:
+        if not isinstance(item, dict) or not all(isinstance(item.get(k), str) for k in ("name", "regex", "kind")):
+            continue
+        fields = tuple(f for f in item.get("fields") or () if isinstance(f, str))
+        name = "".join(ch if ch.isalnum() or ch in "-_." else "-" for ch in item["name"].lower()).strip("-.") or "model"
+        found.append(
+            Candidate(
+                name=f"{family}-{name}" if not name.startswith(family) else name,
+                regex=item["regex"],
+                kind=item["kind"] if item["kind"] in KINDS else "event",
+                fields=fields,
+                template="",
+                lines=list(lines),
+                source="model",
+            )
+        )
+    return Asked(found, tokens)

@@ -1,0 +1,126 @@
+"""`runner learn`, the pass: misses mined from recorded runs become scored candidates in shadow; where induction
+cannot read a line and a model is configured, the model is asked (the fake Responses server here) and what it
+proposes is scored like the rest: a pattern RE2 refuses, or one that could backtrack, never reaches shadow."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from gate_helpers import FAMILY, Tally
+
+ROOT = Path(__file__).resolve().parents[2]
+FAKE_SERVER = ROOT / "tests" / "fakes" / "fake_responses_server.py"
+
+
+@pytest.fixture
+def tally(tmp_path) -> Tally:
+    return Tally(tmp_path / "proj")
+
+
+@pytest.fixture
+def fake_server(tmp_path):
+    started = []
+
+    def start(script) -> tuple[str, Path]:
+        path = tmp_path / "script.json"
+        path.write_text(json.dumps(script))
+        log = tmp_path / "requests.jsonl"
+        proc = subprocess.Popen(
+            [sys.executable, str(FAKE_SERVER), "--port", "0", "--script", str(path), "--log", str(log)],
+            stdout=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            text=True,
+        )
+        line = proc.stdout.readline()
+        assert line.startswith("listening "), line
+        started.append(proc)
+        return f"http://127.0.0.1:{line.split()[1]}/v1", log
+
+    yield start
+    for proc in started:
+        proc.terminate()
+        proc.wait(10)
+
+
+def test_a_pass_mines_the_misses_and_puts_scored_candidates_in_shadow(tally):
+    assert tally.make("ok", "expected-ParseError", "ok").returncode == 1
+    tally.make("ok", "broken")
+    report = tally.learn()
+    assert report["mined"] > 0 and report["projected_model_calls"] == 0
+    kinds = {p["kind"]: p for p in report["proposed"]}
+    assert {"summary", "failed_test", "diagnostic"} <= set(kinds)
+    assert all(p["verdict"] == "shadow" for p in report["proposed"]), report["proposed"]
+    assert kinds["summary"]["regex"].startswith("^TALLY: (?P<passed>")
+    text = tally.family()
+    assert text.startswith(FAMILY)  # the user's comment and header, byte for byte
+    assert {c["stage"] for c in tally.status().values()} == {"shadow"}
+    # a second pass proposes nothing new for what the candidates read (they are in the library now)
+    again = tally.learn()
+    assert [p for p in again["proposed"] if p["verdict"] == "shadow"] == []
+
+
+def test_a_dry_run_writes_nothing(tally):
+    tally.make("ok", "broken")
+    before = tally.family()
+    done = tally.run("learn", "--dry-run")
+    assert done.returncode == 0, done.stderr
+    assert "(dry run: nothing written)" in done.stdout and "-> shadow" in done.stdout
+    assert tally.family() == before
+
+
+WEIRD_TOOL = """\
+import sys
+print("weird 1.0")
+print("  \\u2717 lexer tokens broke")
+print("  \\u2713 parser holds")
+print("weird: 1 broke")
+sys.exit(1)
+"""
+
+
+def test_what_induction_cannot_read_is_asked_of_the_model_and_scored_like_the_rest(tally, fake_server):
+    (tally.root / "tally.py").write_text(WEIRD_TOOL)
+    good = {
+        "name": "weird-broke",
+        "regex": "^\\s*\\u2717 (?P<name>.+) broke$",
+        "kind": "failed_test",
+        "fields": ["name"],
+    }
+    lookaround = {"name": "weird-ahead", "regex": "^(?=.*broke).*$", "kind": "failed_test", "fields": []}
+    backtracks = {"name": "weird-nested", "regex": "^(\\s*\\S+\\s*)+broke$", "kind": "failed_test", "fields": []}
+    answer = json.dumps({"patterns": [good, lookaround, backtracks]})
+    message = f"<<MIS:START>>\n<<MIS:FILE path=patterns.json>>\n{answer}\n<<MIS:END>>"
+    base_url, requests = fake_server([{"steps": [{"message": message}]}])
+    intents = (tally.root / "intents.toml").read_text()
+    intents = intents.replace("[learn]\n", "[learn]\nmodel_calls = 3\n")
+    intents += textwrap.dedent(
+        f"""
+        [worker]
+        kind = "openai"
+        model = "gpt-test"
+        base_url = "{base_url}"
+        """
+    )
+    (tally.root / "intents.toml").write_text(intents)
+    assert tally.make("ok").returncode == 1
+
+    done = tally.run("learn")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0] == "projected model calls: 1 ([learn] model_calls caps them)"
+    report = json.loads(tally.run("learn", "--json", "--dry-run").stdout)  # what the first pass wrote stands
+    status = tally.status()
+    assert "tally/weird-broke" in status and status["tally/weird-broke"]["stage"] == "shadow"
+    assert "tally/weird-ahead" not in status and "tally/weird-nested" not in status
+    asked = [r for r in map(json.loads, requests.read_text().splitlines()) if r.get("path") == "/v1/responses"]
+    assert len(asked) == 1
+    prompt = json.dumps(asked[0])
+    assert "lexer tokens broke" in prompt
+    assert report["projected_model_calls"] == 0  # everything it asked about is read now
+    lines = done.stdout
+    assert "weird-ahead" in lines and "RE2 refuses it" in lines
+    assert "weird-nested" in lines and "backtrack catastrophically" in lines
