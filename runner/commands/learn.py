@@ -15,6 +15,7 @@ def run(inv: Invocation, dry_run: bool) -> None:
     root = find_root(inv.directory)
     layout = Layout(root)
     layout.ensure()
+
     def projected(calls: int) -> None:  # said before the first call is made
         if not inv.as_json:
             cap = "[learn] model_calls caps them" if calls else "deterministic induction only"
