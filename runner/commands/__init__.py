@@ -28,6 +28,7 @@ NAMES = (
     "init",
     "adapters",
     "parse",
+    "audit",
 )
 
 
