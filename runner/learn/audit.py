@@ -324,6 +324,8 @@ def _detail(name: str, figure: dict) -> str:
 def _trend_text(name: str, trend) -> str:
     if trend is None:
         return ""
+    if trend == 0:
+        return "0 pts" if name in RATES else "0"
     if name in RATES:
         return f"{trend * 100:+.0f} pts"
     return f"{trend:+,}"
