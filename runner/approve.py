@@ -7,6 +7,7 @@ the step is then a cache hit: a model is never paid twice for one change.
 from __future__ import annotations
 
 import hashlib
+import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -64,6 +65,7 @@ def finish(ctx: ApplyContext, intent: Intent, decision: Decision, change: Change
         if ctx.ask is None:
             payload = pending_payload(ctx, intent, decision, change)
             save_pending(ctx.state_dir, intent.name, payload)
+            note_answer(ctx.state_dir, ctx.run_id, intent.name, "pending", None)
             return (
                 BLOCKED,
                 {},
@@ -75,7 +77,9 @@ def finish(ctx: ApplyContext, intent: Intent, decision: Decision, change: Change
             )
         question = f"Apply the change of {intent.name} to {len(change.files)} file(s)?"
         if not ctx.ask(question, planner.cache.mask.text(change.diff(root))):
+            note_answer(ctx.state_dir, ctx.run_id, intent.name, "rejected", "terminal")
             return FAILED, {}, "you rejected the change; nothing was applied"
+        note_answer(ctx.state_dir, ctx.run_id, intent.name, "approved", "terminal")
         if policy.approval == "confirm-phase":
             ctx.apply_confirmed = True
     assert decision.key is not None  # a step that ran had every dependency's outputs, so a key
@@ -124,6 +128,18 @@ def record_and_apply(
     return outputs
 
 
+def note_answer(state_dir: Path, run_id: str | None, intent: str, answer: str, by: str | None) -> None:
+    """How the question before applying a verified change was answered (pending: nobody at a terminal to ask),
+    as a line of the asking run's approvals.jsonl, so `runner audit` can tell approved from rejected once the
+    pending change is gone. A run no longer recorded (pruned) keeps no answer."""
+    run_dir = state_dir / "runs" / (run_id or "")
+    if not run_id or not (run_dir / "events.jsonl").is_file():
+        return
+    line = {"intent": intent, "answer": answer, "by": by, "at": time.strftime("%Y-%m-%dT%H:%M:%S")}
+    with open(run_dir / "approvals.jsonl", "a", encoding="utf-8") as f:
+        f.write(json.dumps(line) + "\n")
+
+
 def pending_payload(ctx: ApplyContext, intent: Intent, decision: Decision, change: Change) -> dict:
     blobs: dict[str, str | None] = {}
     for rel, data in change.files.items():
@@ -159,6 +175,7 @@ def approve(planner: Planner, state_dir: Path, names: list[str] | None, reject: 
         entry = pending[name]
         if reject:
             drop_pending(state_dir, name)
+            note_answer(state_dir, entry.get("run_id"), name, "rejected", "runner approve")
             done.append({"intent": name, "action": "rejected", "files": sorted(entry["files"])})
             continue
         change = Change(files={rel: (planner.cache.get_blob(d) if d else None) for rel, d in entry["files"].items()})
@@ -178,6 +195,7 @@ def approve(planner: Planner, state_dir: Path, names: list[str] | None, reject: 
             planner, state_dir, intent, entry["key"], entry["inputs"], entry["ingredients"], change, run_id
         )
         drop_pending(state_dir, name)
+        note_answer(state_dir, entry.get("run_id"), name, "approved", "runner approve")
         done.append({"intent": name, "action": "applied", "files": sorted(entry["files"])})
     return done
 

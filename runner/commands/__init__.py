@@ -31,6 +31,7 @@ NAMES = (
     "adapters",
     "parse",
     "learn",
+    "audit",
     "clean",
     "completion",
 )
