@@ -121,6 +121,7 @@ def _build(command: Command) -> click.Command:
     # a group; with `run` too (`runner learn` is a pass, `runner learn status` one of its subcommands)
     group = click.Group(command.name, help=command.help, callback=callback, params=params)
     group.invoke_without_command = run is not None
+    group.no_args_is_help = run is None
     for sub in command.subcommands:
         group.add_command(_build(sub))
     return group

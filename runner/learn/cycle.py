@@ -206,8 +206,13 @@ def propose_from_runs(
         family = _target_family(root, group.families)
         existing = library.families.get(family)
         logs = _logs_of(root, mined, group)
+        # the misses are judged against the active patterns: a line a candidate already reads is not new
+        known = [p for p in existing.patterns if p.stage != "retired"] if existing else []
+        lines = [line for line in group.lines if not any(p.search(line) for p in known)]
+        if not lines:
+            continue
         kept, rejected = [], []
-        for candidate in candidates_from_lines(list(group.lines), family, taken):
+        for candidate in candidates_from_lines(lines, family, taken):
             if candidate.kind == "event":
                 continue  # a line that says neither a count, a failing test nor a location changes no finding
             taken.add(candidate.name)
@@ -215,7 +220,7 @@ def propose_from_runs(
             (rejected.append((candidate.regex, why)) if why else kept.append(candidate.regex))
         left = [
             line
-            for line in group.lines
+            for line in lines
             if not any(parse.re2_fullmatch(regex, line) is not None for regex in kept) and _says_something(line)
         ]
         if left:

@@ -48,7 +48,7 @@ def _pattern_table(pattern: Mapping) -> Table:
     if gate:
         inline = tomlkit.table()
         for key, value in gate.items():
-            inline[key] = value
+            inline[key] = _history(value) if key == "history" else value
         table["gate"] = inline
     examples = tomlkit.aot()
     for example in pattern.get("examples", ()):
@@ -62,6 +62,14 @@ def _pattern_table(pattern: Mapping) -> Table:
     if len(examples):
         table["example"] = examples
     return table
+
+
+def _history(lines) -> tomlkit.items.Array:
+    """The gate's history: one move a line, so a reviewer reads a pull request's diff line by line."""
+    history = tomlkit.array()
+    history.extend(lines)
+    history.multiline(True)
+    return history
 
 
 def add_patterns(path: Path, family: str, patterns: Iterable[Mapping], description: str | None = None) -> None:
@@ -107,9 +115,8 @@ def update_patterns(path: Path, changes: Mapping[str, Mapping]) -> None:
                 if key == "history":
                     history = gate.get("history")
                     if history is None:
-                        history = tomlkit.array()
-                        history.multiline(True)
-                        gate["history"] = history
+                        history = gate["history"] = _history([])
+                    history.multiline(True)  # one written inline by hand is made one move a line too
                     history.append(value)
                 elif value is None:
                     if key in gate:

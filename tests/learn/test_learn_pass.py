@@ -87,7 +87,7 @@ def test_what_induction_cannot_read_is_asked_of_the_model_and_scored_like_the_re
     (tally.root / "tally.py").write_text(WEIRD_TOOL)
     good = {
         "name": "weird-broke",
-        "regex": "^\\s*\\u2717 (?P<name>.+) broke$",
+        "regex": "^\\s*\u2717 (?P<name>.+) broke$",
         "kind": "failed_test",
         "fields": ["name"],
     }
@@ -114,8 +114,8 @@ def test_what_induction_cannot_read_is_asked_of_the_model_and_scored_like_the_re
     assert done.stdout.splitlines()[0] == "projected model calls: 1 ([learn] model_calls caps them)"
     report = json.loads(tally.run("learn", "--json", "--dry-run").stdout)  # what the first pass wrote stands
     status = tally.status()
-    assert "tally/weird-broke" in status and status["tally/weird-broke"]["stage"] == "shadow"
-    assert "tally/weird-ahead" not in status and "tally/weird-nested" not in status
+    assert "tally/tally-weird-broke" in status and status["tally/tally-weird-broke"]["stage"] == "shadow"
+    assert "tally/tally-weird-ahead" not in status and "tally/tally-weird-nested" not in status
     asked = [r for r in map(json.loads, requests.read_text().splitlines()) if r.get("path") == "/v1/responses"]
     assert len(asked) == 1
     prompt = json.dumps(asked[0])
