@@ -124,3 +124,65 @@ def test_what_induction_cannot_read_is_asked_of_the_model_and_scored_like_the_re
     lines = done.stdout
     assert "weird-ahead" in lines and "RE2 refuses it" in lines
     assert "weird-nested" in lines and "backtrack catastrophically" in lines
+
+
+def _answer(checks: str) -> str:
+    return f"<<MIS:START>>\n<<MIS:FILE path=src/checks.txt>>\n{checks}\n<<MIS:END>>"
+
+
+FAILED_TEST_PATTERN = """
+[[pattern]]
+name = "tally-check-failed"
+regex = '^\\s*CHECK\\s+(?P<name>[^\\s()\\[\\]{}:,;]+).*?FAILED.*$'
+kind = "failed_test"
+fields = ["name"]
+stage = "STAGE"
+"""
+
+
+@pytest.mark.parametrize("stage", ["shadow", "active"])
+def test_a_promoted_pattern_names_the_failing_tests_in_an_agent_steps_retry(tally, fake_server, stage):
+    """The gate governs use: a shadow pattern's failing tests never reach an agent's prompt; once it is active,
+    the retry of an agent step whose verify runs that tool says which tests failed, not the log's tail."""
+    (tally.root / "regexes" / "tally.toml").write_text(FAMILY + FAILED_TEST_PATTERN.replace("STAGE", stage))
+    base_url, requests = fake_server(
+        [
+            {"match": "What the last attempt got wrong", "steps": [{"message": _answer("good_one=ok")}]},
+            {"steps": [{"message": _answer("good_one=ok check_widget_spin=wobbles")}]},
+        ]
+    )
+    (tally.root / "src" / "checks.txt").write_text("start=ok\n")
+    (tally.root / "intents.toml").write_text(
+        textwrap.dedent(
+            f"""\
+            [project]
+            name = "tally-demo"
+            default = "fix"
+
+            [worker]
+            kind = "openai"
+            model = "gpt-test"
+            base_url = "{base_url}"
+
+            [policy.default]
+            write_files = "auto"
+
+            [intent.fix]
+            goal = "Make every tally check pass"
+            inputs = ["tally.py"]
+            outputs = ["src/checks.txt"]
+            adapter = "tally"
+            verify = ["test"]
+            """
+        )
+    )
+    done = tally.run("make")
+    assert done.returncode == 0, done.stderr
+    prompts = [r["prompt"] for r in map(json.loads, requests.read_text().splitlines()) if r["path"] == "/v1/responses"]
+    assert len(prompts) == 2
+    retry = prompts[1]
+    if stage == "active":
+        assert "Failing tests:\n- check_widget_spin" in retry
+    else:
+        assert "Failing tests:" not in retry
+    assert (tally.root / "src" / "checks.txt").read_text().strip() == "good_one=ok"
