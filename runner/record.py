@@ -46,9 +46,29 @@ class RunRecord:
 
 
 def list_runs(runs_dir: Path) -> list[str]:
+    """The recorded run ids, oldest first. An id holds its start to the second (and a random suffix), and a no-op
+    takes milliseconds: runs of one second are ordered by when their log was last written (runs never overlap:
+    each holds the project lock)."""
     if not runs_dir.is_dir():
         return []
-    return sorted(p.name for p in runs_dir.iterdir() if (p / "events.jsonl").is_file())
+    found = []
+    for p in runs_dir.iterdir():
+        try:
+            found.append((p.name[:15], os.stat(p / "events.jsonl").st_mtime_ns, p.name))
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+    return [name for _second, _written, name in sorted(found)]
+
+
+def runs_after(runs_dir: Path, since: str | None) -> list[str]:
+    """The recorded runs after run `since`, oldest first (every run for None; for a run no longer recorded, those
+    of a later second)."""
+    runs = list_runs(runs_dir)
+    if since is None:
+        return runs
+    if since in runs:
+        return runs[runs.index(since) + 1 :]
+    return [run for run in runs if run[:15] > since[:15]]
 
 
 def read_events(runs_dir: Path, run_id: str) -> list[dict]:

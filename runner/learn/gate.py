@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..record import list_runs
+from ..record import runs_after
 from ..shadow import read_observations
 
 
@@ -75,16 +75,11 @@ class Move:
         return self.to != self.standing.stage or changed_weight
 
 
-def runs_since(runs_dir: Path, since: str | None) -> list[str]:
-    """The recorded runs after `since` (a run id), oldest first."""
-    return [run for run in list_runs(runs_dir) if since is None or run > since]
-
-
 def evaluate(standing: Standing, runs_dir: Path, settings: Settings, today: str) -> Move:
     """The move the observations since the candidate's last move call for."""
     gate = standing.gate
     since = gate.get("since")
-    runs = runs_since(runs_dir, since)
+    runs = runs_after(runs_dir, since)
     seen = {run: [o for o in read_observations(runs_dir / run) if o.get("pattern") == standing.ref] for run in runs}
     seen = {run: found for run, found in seen.items() if found}
     latest = runs[-1] if runs else since

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import bisect
 import json
-import os
 import re
 import shlex
 from collections.abc import Iterable, Iterator
@@ -170,19 +169,8 @@ class Mined:
 
 
 def recorded_runs(root: Path) -> list[str]:
-    """The recorded run ids, oldest first. An id holds its start to the second only (and a random suffix), and a
-    no-op takes milliseconds: runs of one second are ordered by when their record was last written (runs never
-    overlap: they hold the project lock)."""
-    runs_dir = Layout(root).runs_dir
-
-    def when(run_id: str) -> tuple[str, int, str]:
-        try:
-            mtime = os.stat(runs_dir / run_id / "events.jsonl").st_mtime_ns
-        except OSError:
-            mtime = 0
-        return (run_id[:15], mtime, run_id)
-
-    return sorted(list_runs(runs_dir), key=when)
+    """The recorded run ids, oldest first (record.list_runs: to the second by id, then by when each was written)."""
+    return list_runs(Layout(root).runs_dir)
 
 
 def runs_since(runs: list[str], since: str | None) -> int:
