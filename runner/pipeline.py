@@ -70,6 +70,27 @@ def plan(project: Project, target: str | None, force: bool = False) -> tuple[str
         planner.cache.close()
 
 
+def plan_agents(project: Project, target: str | None, force: bool = False):
+    """Stage 3 as `status` and `make -n` show it: the decisions, and for the agent steps that would run, the
+    worker's set-up and their projected model calls (preflight.Preview; None when no agent step would run)."""
+    from .spec import STEP_AGENT
+
+    target, order = select(project, target)
+    planner = planner_for(project, force)
+    try:
+        decisions = make_plan(planner, order)
+        agents = [d for d in decisions if d.action == "run" and project.spec.intents[d.intent].kind == STEP_AGENT]
+        if not agents:
+            return target, decisions, None
+        from .preflight import preview
+
+        steps = [(d.intent, planner.replay_key(d.intent, d) if d.key is not None else None) for d in agents]
+        return target, decisions, preview(project.spec, planner.worker_config, steps)
+    finally:
+        planner.stat.save()
+        planner.cache.close()
+
+
 def _worker_files(planner: Planner) -> list[str]:
     """Files whose change means another worker version, which is part of every agent step's key: the no-op
     proof stats them with the spec files (a Codex upgrade is not a no-op)."""
@@ -212,6 +233,8 @@ def make(
             "target": requested,
             "status": status,
             **summary.counts,
+            "attempts": summary.attempts,
+            "usage": summary.usage,
             "duration": round(time.monotonic() - started, 3),
         }
         if status != "ok":

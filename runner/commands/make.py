@@ -8,7 +8,7 @@ import os
 import sys
 from pathlib import Path
 
-from ..errors import EXIT_BLOCKED, EXIT_INTERRUPTED, EXIT_OK, EXIT_STEP_FAILED, UsageError
+from ..errors import EXIT_BLOCKED, EXIT_INTERRUPTED, EXIT_OK, EXIT_STEP_FAILED, SetupError, UsageError
 from ..spec import MAX_TIMEOUT
 from . import Command, Invocation, argument, echo, flag, option
 
@@ -56,6 +56,8 @@ def make(
         reporter.close()
     if summary.interrupted:
         return EXIT_INTERRUPTED
+    if summary.setup_error:
+        raise SetupError(summary.setup_error)
     if summary.failed:
         return EXIT_STEP_FAILED
     if summary.blocked:
@@ -97,16 +99,21 @@ def run(
     worker: str | None,
     halt_on: str,
 ) -> int:
-    from ..pipeline import load_project, plan
-    from .status import show_plan
+    from ..pipeline import load_project, plan_agents
+    from .status import setup_failed, show_plan
 
     if dry_run:
         requested = target
-        target, decisions = plan(load_project(inv.directory), target, force)
+        project = load_project(inv.directory)
+        target, decisions, agents = plan_agents(project, target, force)
         if inv.as_json:  # one line, as every `runner make --json` writes: a `plan` event (events.json)
-            echo(json.dumps({"event": "plan", "target": requested, "steps": [d.to_json() for d in decisions]}))
+            event = {"event": "plan", "target": requested, "steps": [d.to_json() for d in decisions]}
+            if agents is not None:
+                event["agent"] = agents.to_json()
+            echo(json.dumps(event))
         else:
-            show_plan(target, decisions, inv.as_json)
+            show_plan(target, decisions, inv.as_json, agents)
+        setup_failed(project.spec.root, agents)
         return EXIT_OK
     boundaries = frozenset(b.strip() for b in halt_on.split(",") if b.strip())
     unknown = boundaries - {"write_files", "run_shell", "network"}
