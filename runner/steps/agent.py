@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .. import process
-from ..attempt import Change, find_change, make_workspace, remove_workspace, snapshot, undo_side_effects
+from ..attempt import Change, find_change, make_workspace, remove_workspace, revert, snapshot, undo_side_effects
 from ..errors import UserError
 from ..globs import expand
-from ..policy import RunBudget, Spent, check_change, step_budget_exhausted
+from ..policy import RunBudget, Spent, check_change, only_outside_scope, step_budget_exhausted, writable_scope
 from ..prompts import render
 from .base import StepContext, StepOutcome
 from .shell import adapter_commands
@@ -268,16 +268,28 @@ class AgentStep:
         claimed = _claimed_outside(answer.events, ws) if run.worker_config.kind == "codex" else []
         problems = [f"{p}: outside the project (policy '{policy.name}')" for p in claimed]
         problems += check_change(change, policy, intent)
+        missing = [o for o in intent.outputs if not expand(str(ws), (o,))]
+        if problems and not claimed and only_outside_scope(change, policy, intent):
+            # nothing it may write was changed: a green step would apply nothing (retried, with this feedback)
+            revert(ws, run.root, change.files)  # the next attempt starts without them
+            attempt.kind, attempt.retry = "policy", True
+            attempt.error = (
+                f"the attempt changed only files its policy does not let it write ({', '.join(sorted(change.files))}), "
+                f"so it changed nothing: an agent step must change its {writable_scope(policy, intent)}"
+            )
+            return
         if problems:
             attempt.kind = "policy"
             attempt.error = "refused: " + "; ".join(problems)
             return
-        missing = [o for o in intent.outputs if not expand(str(ws), (o,))]
-        if not change and missing:
-            attempt.kind, attempt.error = (
-                "logic",
-                f"the attempt changed no file; the outputs {', '.join(missing)} do not exist",
+        if not change:
+            # an attempt that did nothing has not done its goal, even when its outputs already exist
+            attempt.kind, attempt.retry = "policy", True
+            attempt.error = (
+                f"the attempt changed nothing: an agent step must change its {writable_scope(policy, intent)}"
             )
+            if missing:
+                attempt.error += f" (the outputs {', '.join(missing)} do not exist)"
             return
         if missing:
             attempt.kind, attempt.error = "logic", f"declared outputs not produced: {', '.join(missing)}"
