@@ -262,3 +262,53 @@ def test_real_codex_an_unreachable_base_url_is_exit_2_naming_it(agent, codex_bin
             "network and DNS"
         )
     assert re.match(r"  the transcript's line: \{.*Connection failed", result.err.splitlines()[1])
+
+
+@pytest.mark.codex_cli
+def test_real_codex_the_checks_send_no_request(agent, server, codex_binary):
+    srv = server([{"steps": [{"message": "never asked"}]}])
+    agent.spec(_real_worker(srv.base_url, codex_binary, agent.home))
+    for args in (["validate"], ["status"], ["make", "-n"]):
+        result = agent.run(*args)
+        assert result.code == 0, result.err
+        assert re.search(r"  ok    version   codex-cli \d+\.\d+", result.out), result.out
+        assert "  ok    key       FAKE_KEY is set" in result.out
+    assert srv.requests() == []  # not one model call
+
+
+# ---- the openai worker: one Responses call per attempt -------------------------------------------------------
+
+
+def _openai_worker(base_url: str) -> str:
+    return (
+        f'[worker]\nkind = "openai"\nmodel = "gpt-5.5"\nbase_url = "{base_url}"\nenv_key = "FAKE_KEY"\ntimeout = 30\n'
+    )
+
+
+def test_openai_a_401_is_exit_2_naming_the_variable(agent, server):
+    srv = server([{"steps": [{"error": 401, "code": "invalid_api_key", "message": "Incorrect API key"}]}])
+    agent.spec(_openai_worker(srv.base_url))
+    result = agent.make()
+    assert result.code == 2, result.err
+    assert result.err.startswith(
+        "error: agent step tests: the openai worker failed (setup): the key in FAKE_KEY was refused (401 "
+        f"Unauthorized) by [worker] base_url {srv.base_url}: check FAKE_KEY ([worker] env_key names it)\n"
+        f'  the transcript\'s line: {{"type": "http.error", "status": 401, "url": "{srv.base_url}/responses", '
+    )
+    assert len(srv.requests()) == 1
+    assert not agent.leaks()
+
+
+def test_openai_a_refused_connection_is_exit_2_without_the_sdk_s_retries(agent):
+    url = f"http://127.0.0.1:{_closed_port()}/v1"
+    agent.spec(_openai_worker(url))
+    t0 = time.monotonic()
+    result = agent.make()
+    assert result.code == 2 and time.monotonic() - t0 < 10, result.err
+    port = url.split(":")[2].split("/")[0]
+    assert (
+        f"nothing answered at 127.0.0.1:{port} ([worker] base_url {url}): the connection was refused or failed; "
+        "is the server up?\n"
+        f'  the transcript\'s line: {{"type": "connect.error", "url": "{url}/responses", '
+        '"error": "ConnectError: [Errno 111] Connection refused"}'
+    ) in result.err
