@@ -17,6 +17,7 @@ FOLDERS = {
     "pytest": ("python", ()),
     "jest": ("node", ("jest",)),
     "vitest": ("node", ("vitest",)),
+    "tap": ("node", ("script",)),  # the package's own scripts.test: node --test, tape
     "gotest": ("go", ()),
     "cargo": ("rust", ()),
     "surefire": ("maven", ()),

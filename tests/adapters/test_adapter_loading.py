@@ -40,6 +40,7 @@ def test_the_six_builtin_adapters_load_without_problems(adapters):
         ("node", ("jest",), "jest"),  # node's own `npm test` runs whatever scripts.test names: no runner assumed
         ("node", ("jest-script",), "jest"),
         ("node", ("vitest-script",), "vitest"),
+        ("node", ("script",), "tap"),  # tape's and node --test's TAP
         ("go", (), "gotest"),
         ("rust", (), "cargo"),
         ("maven", (), "surefire"),
