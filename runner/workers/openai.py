@@ -147,7 +147,7 @@ class _Client(openai.OpenAI):
     connection (refused, or a name that does not resolve) is Unreachable at once instead of retried with
     backoff. `_send_request` is where the SDK sends every attempt (openai 3.x); without it nothing changes."""
 
-    def __init__(self, *args, first_request: bool, **kwargs):
+    def __init__(self, *args, first_request: bool = False, **kwargs):  # a default: the SDK's copy() omits it
         super().__init__(*args, **kwargs)
         self.first_request = first_request
         self.answered = False
