@@ -70,13 +70,14 @@ def plan(project: Project, target: str | None, force: bool = False) -> tuple[str
         planner.cache.close()
 
 
-def plan_agents(project: Project, target: str | None, force: bool = False):
+def plan_agents(project: Project, target: str | None, force: bool = False, worker_kind: str | None = None):
     """Stage 3 as `status` and `make -n` show it: the decisions, and for the agent steps that would run, the
-    worker's set-up and their projected model calls (preflight.Preview; None when no agent step would run)."""
+    worker's set-up and their projected model calls (preflight.Preview; None when no agent step would run).
+    `worker_kind`: `make -n --worker KIND` checks the worker that run would use."""
     from .spec import STEP_AGENT
 
     target, order = select(project, target)
-    planner = planner_for(project, force)
+    planner = planner_for(project, force, worker_kind)
     try:
         decisions = make_plan(planner, order)
         agents = [d for d in decisions if d.action == "run" and project.spec.intents[d.intent].kind == STEP_AGENT]

@@ -134,8 +134,9 @@ def problems(root: str | Path, checks: list[Check]) -> list[Problem]:
         if c.ok:
             continue
         where = _WHERE.get(c.what, "worker")
-        line = locator.line_of(where) if locator is not None else None
+        # at the key it concerns when [worker] declares it, else at the [worker] table, else the file
+        line = locator.first_line(where.split(".")) if locator is not None else None
         if line is None and locator is not None:
-            where, line = "worker", locator.line_of("worker")
+            where, line = "worker", locator.first_line(["worker"])
         out.append(Problem("intents.toml", f"{c.what}: {c.detail}", where if line else "", line))
     return out

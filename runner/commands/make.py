@@ -105,7 +105,7 @@ def run(
     if dry_run:
         requested = target
         project = load_project(inv.directory)
-        target, decisions, agents = plan_agents(project, target, force)
+        target, decisions, agents = plan_agents(project, target, force, worker)
         if inv.as_json:  # one line, as every `runner make --json` writes: a `plan` event (events.json)
             event = {"event": "plan", "target": requested, "steps": [d.to_json() for d in decisions]}
             if agents is not None:

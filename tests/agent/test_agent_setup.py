@@ -70,6 +70,22 @@ def test_validate_says_when_the_codex_binary_is_missing(agent, tmp_path):
     )
 
 
+def test_a_key_no_line_declares_is_reported_at_the_worker_table(agent):
+    agent.spec(agent.fake_codex_worker({}, extra=f'extra = {{ codex_home = "{agent.home}/codex-home" }}'))
+    result = agent.run("validate", env=_without(agent.env(), "CODEX_API_KEY", "CODEX_HOME"))
+    assert result.code == 2
+    assert result.err.splitlines()[1].startswith(
+        f"  intents.toml:{_line(agent, '[worker]')}: worker: key: the environment variable CODEX_API_KEY is not set"
+    )
+
+
+def test_make_n_checks_the_worker_the_run_would_use(agent):
+    agent.spec(agent.fake_codex_worker({}, extra=PROVIDER))
+    result = agent.run("make", "-n", "--worker", "replay", env=_without(agent.env(), "FAKE_KEY"))
+    assert result.code == 2
+    assert "recordings: no recording in" in result.err and "FAKE_KEY" not in result.err  # replay's check
+
+
 def test_the_builtin_provider_needs_codex_api_key_or_a_login(agent):
     agent.spec(agent.fake_codex_worker({}, extra=f'extra = {{ codex_home = "{agent.home}/codex-home" }}'))
     env = _without(agent.env(), "CODEX_API_KEY", "CODEX_HOME")
