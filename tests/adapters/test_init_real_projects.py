@@ -257,4 +257,5 @@ def test_init_then_make_runs_node_s_own_test_script(tmp_path):
     )
     failed = runner(root, "make", "test")
     assert failed.returncode == 1
-    assert "# fail 1" in failed.stderr  # node --test's TAP summary, run by `npm test`: no jest anywhere
+    # node --test's TAP, run by `npm test` (no jest anywhere), read by the tap family: the failing test named
+    assert "failing tests (1):\n    adds\n" in failed.stderr
