@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,6 +46,7 @@ def _build(data: dict, shown: str) -> Adapter:
             contains=tuple((c["file"], c["text"]) for c in v.get("contains", ())),
             vars=tuple(v.get("vars", {}).items()),
             commands=_commands(v.get("commands", {})),
+            keys=tuple((k["file"], k["key"], k.get("text", "")) for k in v.get("keys", ())),
         )
         for vname, v in data.get("variant", {}).items()
     )
@@ -244,15 +246,46 @@ def _contains(root: Path, file: str, text: str) -> bool:
         return False
 
 
-def _variant_evidence(root: Path, v: AdapterVariant) -> str | None:
+def key_value(root: Path, file: str, key: str) -> object | None:
+    """The value at a dotted key of a JSON or TOML file in root (package.json scripts.test), or None when the file
+    or the key is missing or the file does not parse."""
+    try:
+        text = (root / file).read_text(encoding="utf-8", errors="replace")
+        if file.endswith(".json"):
+            value: object = json.loads(text)
+        else:
+            from . import toml_read
+
+            value = toml_read.loads(text)
+    except (OSError, ValueError):  # a TOML error is a ValueError too
+        return None
+    for part in key.split("."):
+        if not isinstance(value, dict) or part not in value:
+            return None
+        value = value[part]
+    return value
+
+
+def variant_evidence(root: Path, v: AdapterVariant) -> tuple[str, str] | None:
+    """(what says the variant applies, the file that says it), or None."""
     for pattern in v.files:
         found = _present(root, pattern)
         if found:
-            return f"{found[0]} found"
+            return f"{found[0]} found", found[0]
     for file, text in v.contains:
         if _contains(root, file, text):
-            return f"{file} mentions {text}"
+            return f"{file} mentions {text}", file
+    for file, key, text in v.keys:
+        value = key_value(root, file, key)
+        if value is not None and (not text or text in str(value)):
+            shown = f" ({json.dumps(value)})" if isinstance(value, str) else ""
+            return f"{file} has {key}{shown}", file
     return None
+
+
+def _variant_evidence(root: Path, v: AdapterVariant) -> str | None:
+    found = variant_evidence(root, v)
+    return found[0] if found else None
 
 
 def detect(root: Path, adapters: dict[str, Adapter]) -> list[Detection]:

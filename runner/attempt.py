@@ -215,6 +215,18 @@ def find_change(workspace: Path, before: dict[str, str], linked: list[str]) -> C
     return change
 
 
+def revert(ws: Path, project: Path, paths) -> None:
+    """Put these paths of the workspace back as the project has them (deleting what the project lacks), so the
+    next attempt starts without a write that was refused."""
+    for rel in paths:
+        target, source = ws / rel, project / rel
+        if source.is_file() and not source.is_symlink():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target)
+        elif target.is_file() or target.is_symlink():
+            target.unlink()
+
+
 def undo_side_effects(ws: Path, before_step: dict[str, str], project: Path, change: Change) -> None:
     """Put back what a verification command wrote (caches, bytecode, reports), so that only the agent's
     own edits make the change. A file's pre-verify content is the agent's version or the project's."""

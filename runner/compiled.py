@@ -274,6 +274,7 @@ def _evidence_files(root: Path, adapter) -> list[str]:
     for v in adapter.variants:
         names.update(v.files)
         names.update(f for f, _text in v.contains)
+        names.update(f for f, _key, _text in v.keys)
     return [str(root)] + sorted(str(root / n) for n in names if not any(ch in n for ch in "*?["))
 
 

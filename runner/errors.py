@@ -69,6 +69,30 @@ class UsageError(UserError):
     """A command was called wrongly (unknown target, bad option value)."""
 
 
+class SetupError(UserError):
+    """An agent step's worker cannot start or reach its model (binary, key variable, refused key, unreachable
+    base_url): the run stopped at once, without retries. Exit 2: the set-up is the user's to fix."""
+
+    def render(self) -> str:
+        return (
+            f"error: {self}\nThe run stopped at once: no retry can mend the agent set-up. "
+            "`runner validate` checks it without calling a model."
+        )
+
+
+class SetupNotReady(UserError):
+    """`validate`, `status` or `make -n` found that the worker cannot start the agent steps (no model called)."""
+
+    def __init__(self, worker: str, problems: list[Problem]):
+        self.worker = worker
+        self.problems = problems
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        head = f"error: the agent set-up is not ready: the {self.worker} worker cannot start the agent steps"
+        return "\n".join([head] + ["  " + p.render() for p in self.problems])
+
+
 class BlockedError(RunnerError):
     """Work stopped waiting for a human or a budget. Exit 3."""
 

@@ -69,6 +69,16 @@ class Summary:
         self.warnings: list[str] = []  # about the spec as the run found it (an input glob that matched nothing)
         # shell steps whose log candidate patterns read (name, slice key, log, passed): shadow.observe's input
         self.observed: list[tuple[str, str | None, str, bool]] = []
+        # what agent steps spent: worker calls, and tokens by kind (run_finished reports them, a CI job too)
+        self.attempts = 0
+        self.usage = {"input_tokens": 0, "cached_input_tokens": 0, "output_tokens": 0}
+        self.setup_error: str | None = None  # an agent step could not reach its model: the run stopped (exit 2)
+
+    def spent(self, details: dict) -> None:
+        """Count what one agent step spent (its outcome's details)."""
+        self.attempts += details.get("attempts", 0)
+        for k, v in (details.get("usage") or {}).items():
+            self.usage[k] = self.usage.get(k, 0) + v
 
 
 class _Active:
@@ -369,11 +379,15 @@ class Executor:
             return
         status, outputs = self._report_run(name, active.decision, outcome, duration, outputs)
         summary.counts[status] += 1
+        if "usage" in outcome.details:
+            summary.spent(outcome.details)
         if status == BLOCKED:
             summary.blocked.append(name)
         elif status == FAILED:
             summary.failed.append(name)
-            if not self.options.keep_going:
+            if outcome.setup and summary.setup_error is None:
+                summary.setup_error = f"agent step {name}: {outcome.error}"
+            if not self.options.keep_going or outcome.setup:  # a broken set-up fails every agent step alike
                 self.stop = True
             self._skip_dependants(name)
         else:
@@ -456,6 +470,9 @@ class Executor:
                 self.summary.observed.append((name, decision.slice_key, outcome.log, outcome.ok))
         if outcome.details:
             event["agent"] = outcome.details
+            if "usage" in outcome.details:  # what the step spent, as run_finished gives it for the run
+                event["attempts"] = outcome.details["attempts"]
+                event["usage"] = outcome.details["usage"]
         if outcome.ok and outcome.change is not None:
             status, outputs, message = self.agents.finish(name, decision, outcome.change)
             if status != RAN:

@@ -136,6 +136,8 @@ def _report(root: str, order: list[str], parsed: dict, started: float) -> None:
         "failed": 0,
         "skipped": 0,
         "blocked": 0,
+        "attempts": 0,
+        "usage": {"input_tokens": 0, "cached_input_tokens": 0, "output_tokens": 0},
         "duration": round(time.monotonic() - started, 3),
     }
     import json

@@ -15,7 +15,7 @@ from .compiled import Compiled, load_compiled, save_unsaved
 from .execute import Executor, RunOptions, Summary
 from .freshness import StatCache, doubtful_steps, drop_proof, first_look, proof_name, record_proof, snapshot_paths
 from .graph import resolve_targets, selected_order
-from .plan import Decision, Planner, make_plan, unmatched_warnings
+from .plan import Planner, make_plan, unmatched_warnings
 from .record import RunRecord, prune
 from .redact import Mask, mask_for_run
 from .workspace import Layout, ProjectLock, locate, recover_inflight
@@ -69,19 +69,29 @@ def planner_for(
     )
 
 
-def plan(
-    project: Project, targets: Sequence[str] = (), force: bool = False
-) -> tuple[str | list[str] | None, list[Decision], list[str]]:
-    """Stage 3: RUN or SKIP with reasons, changing nothing on disk but the stat cache; and a warning for
-    each input glob that matches no file (but for one a step's declared outputs could fill when it runs)."""
+def plan(project: Project, targets: Sequence[str] = (), force: bool = False, worker_kind: str | None = None):
+    """Stage 3 as `status` and `make -n` show it, changing nothing on disk but the stat cache: (the targets as
+    named, RUN or SKIP with reasons, a warning for each input glob that matches no file (but for one a step's
+    declared outputs could fill), and for the agent steps that would run, the worker's set-up and their
+    projected model calls: preflight.Preview, None when no agent step would run). `worker_kind`: `make -n
+    --worker KIND` checks the worker that run would use."""
+    from .spec import STEP_AGENT
+
     target, order = select(project, targets)
-    planner = planner_for(project, force)
+    planner = planner_for(project, force, worker_kind)
     try:
         decisions = make_plan(planner, order)
+        warnings = unmatched_warnings(project.spec, planner.input_files.unmatched, project.compiled.produced)
+        agents = [d for d in decisions if d.action == "run" and project.spec.intents[d.intent].kind == STEP_AGENT]
+        if not agents:
+            return target, decisions, warnings, None
+        from .preflight import preview
+
+        steps = [(d.intent, planner.replay_key(d.intent, d) if d.key is not None else None) for d in agents]
+        return target, decisions, warnings, preview(project.spec, planner.worker_config, steps)
     finally:
         planner.stat.save()
         planner.cache.close()
-    return target, decisions, unmatched_warnings(project.spec, planner.input_files.unmatched, project.compiled.produced)
 
 
 def _worker_files(planner: Planner) -> list[str]:
@@ -259,6 +269,8 @@ def make(
             "target": named(targets),
             "status": status,
             **summary.counts,
+            "attempts": summary.attempts,
+            "usage": summary.usage,
             "duration": round(time.monotonic() - started, 3),
         }
         if status != "ok":

@@ -78,24 +78,9 @@ class Planner:
     @property
     def worker_config(self):
         if self._worker_config is None:
-            from .workers.base import WorkerConfig
+            from .workers import config_for
 
-            w = self.spec.worker
-            extra = dict(w.extra)
-            extra.setdefault("project_root", self.spec.root)
-            self._worker_config = WorkerConfig(
-                kind=self.worker_kind or w.kind,
-                model=w.model,
-                fallback_models=w.fallback_models,
-                base_url=w.base_url,
-                env_key=w.env_key,
-                binary=w.binary,
-                timeout=w.timeout,
-                idle_timeout=w.idle_timeout,
-                replays_dir=w.replays_dir,
-                extra=extra,
-                secret_names=tuple(name for p in self.spec.policies.values() for name in p.secrets),
-            )
+            self._worker_config = config_for(self.spec, self.worker_kind)
         return self._worker_config
 
     def env(self, name: str) -> tuple[tuple[str, str], ...]:

@@ -36,6 +36,27 @@ def check_change(change: Change, policy: Policy, intent: Intent) -> list[str]:
     return problems
 
 
+def writable_scope(policy: Policy, intent: Intent) -> str:
+    """Where the policy lets the step write, in words (its outputs, then the policy's scope)."""
+    parts = [f"outputs {', '.join(intent.outputs)}"] if intent.outputs else []
+    if policy.scope:
+        parts.append(f"the scope of policy '{policy.name}': {', '.join(policy.scope)}")
+    return " or ".join(parts) or "nothing (declare outputs or a scope)"
+
+
+def only_outside_scope(change: Change, policy: Policy, intent: Intent) -> bool:
+    """The change wrote files, every one an ordinary path outside what the policy lets it write (no escape, no
+    symlink, nothing private): an attempt that missed where to write, which the next attempt can mend."""
+    if not change.files or change.symlinks or policy.write_files == "never":
+        return False
+    allowed = tuple(policy.scope) + tuple(intent.outputs)
+    for rel in change.files:
+        parts = rel.split("/")
+        if rel.startswith("/") or ".." in parts or parts[0] in PRIVATE or matches_any(rel, allowed):
+            return False
+    return True
+
+
 def needs_approval(boundary: str, policy: Policy, halt_on: frozenset[str]) -> bool:
     """True when crossing this boundary must wait for a human."""
     return getattr(policy, boundary) == "ask" or boundary in halt_on or policy.approval == "manual"

@@ -68,7 +68,8 @@ class PlainReporter:
     def step_line(self, event: dict) -> None:
         status, name = event["status"], event["intent"]
         if status == "ran":
-            _out(f"[{self.done}/{self.total}] ran {name} ({event.get('duration', 0):.2f}s)")
+            spent = f"; {spent_text(event)}" if "usage" in event else ""
+            _out(f"[{self.done}/{self.total}] ran {name} ({event.get('duration', 0):.2f}s{spent})")
         elif status == "restored":
             _out(f"[{self.done}/{self.total}] restored {name} from cache")
         elif status == "failed":
@@ -141,9 +142,21 @@ def summary_line(event: dict) -> str:
     if status == "ok" and not event.get("ran") and not event.get("restored"):
         head = "runner: nothing to do:"
     line = f"{head} {what} in {event.get('duration', 0):.2f}s (run {event.get('run_id')})"
+    if event.get("attempts"):
+        line += f"\nagent steps spent {spent_text(event)}"
     if event.get("left"):
         line += f"\nnot done: {', '.join(event['left'])}"
     return line
+
+
+def spent_text(event: dict) -> str:
+    """What agent steps spent, from a step_finished or run_finished event: attempts, then tokens by kind."""
+    u = event.get("usage") or {}
+    n = event.get("attempts", 0)
+    return (
+        f"{n} attempt{'s' if n != 1 else ''}, {u.get('input_tokens', 0):,} input tokens "
+        f"({u.get('cached_input_tokens', 0):,} cached), {u.get('output_tokens', 0):,} output tokens"
+    )
 
 
 def make_reporter(json_mode: bool, verbose: bool, terminal: bool):

@@ -70,6 +70,9 @@ class AdapterVariant(NamedTuple):
     contains: tuple[tuple[str, str], ...] = ()  # (file, text): the file holds the text
     vars: tuple[tuple[str, str], ...] = ()
     commands: tuple[AdapterCommand, ...] = ()
+    # (file, dotted key, text): the JSON or TOML file has the key (package.json scripts.test, pyproject.toml
+    # tool.ruff), and its value holds the text when one is given
+    keys: tuple[tuple[str, str, str], ...] = ()
 
 
 PLACEHOLDER = re.compile(r"(?<![$\w])\{([a-z_][a-z0-9_]*)\}")  # ${x} is the shell's

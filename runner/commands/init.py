@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 from pathlib import Path
 
-from ..adapters import Detection, detect
+from ..adapters import Detection, detect, variant_evidence
 from ..errors import InternalError, SpecError, UsageError
+from ..globs import matches_any
 from ..load import load_project_adapters
+from ..manifests import Offered, offered, project_name
 from ..spec import Adapter
 from . import Command, Invocation, echo, flag, print_json
 
@@ -31,6 +34,11 @@ def _q(value: str) -> str:
     return json.dumps(value, ensure_ascii=False)  # a JSON string is a valid TOML basic string
 
 
+def _key(name: str) -> str:
+    """An intent's name as a TOML key: bare when it can be, quoted when it holds a dot (tox-3.13)."""
+    return name if re.fullmatch(r"[A-Za-z0-9_-]+", name) else _q(name)
+
+
 def _list(values) -> str:
     return "[" + ", ".join(_q(v) for v in values) + "]"
 
@@ -41,12 +49,35 @@ def _inputs(root: Path, adapter: Adapter) -> list[str]:
     return matching or list(adapter.inputs)
 
 
-def _step(name: str, adapter: Adapter, command: str, d: Detection, inputs: list[str]) -> list[str]:
+def lint_config(root: Path, adapter: Adapter, d: Detection) -> tuple[str, str] | None:
+    """(what says how the project lints, the file that says it): the adapter's `linter` variant chosen here."""
+    for name in d.variants:
+        v = adapter.variant(name)
+        if v is not None and v.group == "linter":
+            return variant_evidence(root, v)
+    return None
+
+
+def _step(root: Path, name: str, adapter: Adapter, command: str, d: Detection, inputs: list[str]) -> list[str]:
     cmd = adapter.command(command, d.variants)
     line = cmd.run if cmd is not None else command
+    description = f"{command} with the {adapter.name} adapter: {line}"
+    head = []
+    if command == "lint" and any(v.group == "linter" for v in adapter.variants):
+        config = lint_config(root, adapter, d)
+        if config is not None:
+            why, file = config
+            description += f", with the project's own configuration ({why})"
+            head = [f"# lint follows the project's own configuration: {why}"]
+            if not matches_any(file, inputs):  # an edit to the configuration re-runs the lint
+                inputs = [*inputs, file]
+        else:
+            description += " (no lint configuration found here: the linter's defaults)"
+            head = ["# lint: no lint configuration was found here, so the linter runs with its defaults"]
     return [
+        *head,
         f"[intent.{name}]",
-        f"description = {_q(f'{command} with the {adapter.name} adapter: {line}')}",
+        f"description = {_q(description)}",
         f"adapter = {_q(adapter.name)}",
         f"run = {_q(command)}",
         f"inputs = {_list(inputs)}",
@@ -54,11 +85,34 @@ def _step(name: str, adapter: Adapter, command: str, d: Detection, inputs: list[
     ]
 
 
+def _same_command(a: str, b: str) -> bool:
+    """`npm run test` is `npm test` (and `start`): an offered script the generated steps already run."""
+
+    def norm(line: str) -> str:
+        return re.sub(r"^(npm|pnpm|yarn) run (test|start)$", r"\1 \2", line.strip())
+
+    return norm(a) == norm(b)
+
+
+def _offered(root: Path, found: list[Detection], adapters: dict[str, Adapter], ran: list[str]) -> list[Offered]:
+    """What the project already runs, less what the generated steps run."""
+    pm = "npm"
+    for d in found:
+        if d.adapter == "node":
+            values = dict(adapters["node"].vars)
+            for name in d.variants:
+                v = adapters["node"].variant(name)
+                values.update(v.vars if v is not None else ())
+            pm = values.get("pm", "npm")
+    return [o for o in offered(root, pm) if not any(_same_command(o.run, line) for line in ran)]
+
+
 def render(
     root: Path, found: list[Detection], adapters: dict[str, Adapter], agent: bool = True, agent_note: str = ""
 ) -> tuple[str, list[str]]:
     """The intents.toml text and the names of the (uncommented) intents in it."""
     root = Path(root)
+    named = project_name(root)
     head = [
         "# Written by `runner init`. Edit freely: `runner validate` checks it, `runner make` runs the default.",
         "# Detected: "
@@ -71,7 +125,7 @@ def render(
         ),
         "",
         "[project]",
-        f"name = {_q(root.resolve().name or 'project')}",
+        f"name = {_q(named[0])}  # from {named[1]}" if named else f"name = {_q(root.resolve().name or 'project')}",
         'default = "check"',
         "",
     ]
@@ -80,15 +134,18 @@ def render(
     checks: dict[str, list[str]] = {"lint": [], "test": []}
     usable = [d for d in found if adapters[d.adapter].command("test", d.variants)]
     single = len(usable) == 1
+    ran: list[str] = []  # the command lines of the generated steps
     for d in usable:
         adapter = adapters[d.adapter]
         inputs = _inputs(root, adapter)
         for command in ("lint", "test"):
-            if adapter.command(command, d.variants) is None:
+            cmd = adapter.command(command, d.variants)
+            if cmd is None:
                 continue
             name = command if single else f"{command}-{adapter.name}"
-            body += _step(name, adapter, command, d, inputs)
+            body += _step(root, name, adapter, command, d, inputs)
             names.append(name)
+            ran.append(cmd.run)
             if not single:
                 checks[command].append(name)
     for command, parts in checks.items():
@@ -107,6 +164,17 @@ def render(
         parts = [n for n in ("lint", "test") if n in names]
         body += ["[intent.check]", 'description = "Everything CI checks"', f"deps = {_list(parts)}", ""]
         names.append("check")
+    extra = [o for o in _offered(root, found, adapters, ran) if o.name not in names]
+    if extra:
+        body += [
+            "# What the project already runs (its Makefile targets, npm scripts, tox environments), offered as",
+            "# intents: `runner make NAME` runs one. They declare no inputs, so each runs every time, like a phony",
+            "# make target: add inputs (and outputs) to let runner skip one that is up to date.",
+        ]
+        for o in extra:
+            body += [f"[intent.{_key(o.name)}]", f"description = {_q(o.source)}", f"run = {_q(o.run)}", ""]
+            names.append(o.name)
+    if usable:
         first = usable[0]
         example = _agent_example(root, adapters[first.adapter], first)
         if agent:
@@ -128,11 +196,20 @@ def _agent_example(root: Path, adapter: Adapter, d: Detection) -> list[str]:
         f"prompt = {_q(EXAMPLE_PROMPT)}",
         f"adapter = {_q(adapter.name)}",
         f"inputs = {_list(_inputs(root, adapter))}",
-        f"outputs = {_list([TEST_FILES.get(adapter.name, 'tests/**')])}  # what it may write; cached, restored",
+        f"outputs = {_list([_test_files(root, adapter.name)])}  # what it may write; cached, restored",
         'verify = ["test"]',
         'deps = ["test"]' if adapter.command("test", d.variants) else "",
         "",
     ]
+
+
+def _test_files(root: Path, adapter: str) -> str:
+    """Where the example agent step writes tests: the toolchain's usual place, or the folder a node project uses."""
+    if adapter == "node":
+        for folder in ("tests", "test", "__tests__"):
+            if (root / folder).is_dir():
+                return f"{folder}/**"
+    return TEST_FILES.get(adapter, "tests/**")
 
 
 def _validate_text(root: Path, text: str) -> SpecError | None:
@@ -147,10 +224,25 @@ def _validate_text(root: Path, text: str) -> SpecError | None:
                 os.symlink((root / folder).resolve(), scratch / folder)
         (scratch / SPEC_FILE).write_text(text, encoding="utf-8")
         try:
-            load_spec(scratch)
+            spec = load_spec(scratch)
         except SpecError as exc:
             return exc
+        if EXAMPLE_INTENT in spec.intents:
+            return _setup_problem(spec)
     return None
+
+
+def _setup_problem(spec) -> SpecError | None:
+    """The example agent step's worker cannot start here (`runner validate` would exit 2): why, as a problem."""
+    from ..errors import Problem
+    from ..preflight import preview
+    from ..workers import config_for
+
+    agents = preview(spec, config_for(spec), [(EXAMPLE_INTENT, None)])
+    if agents.ok:
+        return None
+    why = "; ".join(f"{c.what}: {c.detail}" for c in agents.checks if not c.ok)
+    return SpecError([Problem(SPEC_FILE, f"the {agents.worker} worker cannot start: {why}")])
 
 
 def init_project(root: Path, dry_run: bool = False) -> tuple[str, dict]:
@@ -170,7 +262,7 @@ def init_project(root: Path, dry_run: bool = False) -> tuple[str, dict]:
         error = _validate_text(root, text)
         if error is not None:
             why = "; ".join(p.message for p in error.problems)
-            note = f"commented out: it does not validate here yet ({why})"
+            note = f"commented out: it does not validate here yet ({why}); uncomment it once it does"
             text, names = render(root, found, adapters, agent=False, agent_note=note)
     error = _validate_text(root, text)
     if error is not None:  # a bug in init, not the user's mistake: say so rather than write a broken file
@@ -183,7 +275,20 @@ def init_project(root: Path, dry_run: bool = False) -> tuple[str, dict]:
             raise UsageError(f"{target} already exists; runner init never overwrites it") from None
     what = ", ".join(f"{d.adapter}" + (f" ({d.variant})" if d.variant else "") for d in found) or "no toolchain"
     verb = "would write" if dry_run else "wrote"
+    named = project_name(root)
     lines = [f"{verb} {target} ({what} detected): intents {', '.join(names)}"]
+    lines.append(
+        f"project name {named[0]!r} from {named[1]}"
+        if named
+        else f"project name {root.resolve().name!r} from the folder (no manifest names it)"
+    )
+    kept = [o for o in offered(root, "") if o.name in names]  # the offered ones init kept (by name)
+    if kept:
+        lines.append(f"offered what the project already runs: {', '.join(o.name for o in kept)}")
+    for d in found:
+        config = lint_config(root, adapters[d.adapter], d)
+        if config is not None and any(n == "lint" or n == f"lint-{d.adapter}" for n in names):
+            lines.append(f"lint ({d.adapter}) follows the project's own configuration: {config[0]}")
     if note:
         lines.append(f"the example agent intent '{EXAMPLE_INTENT}' is {note}")
     if dry_run:
@@ -194,6 +299,9 @@ def init_project(root: Path, dry_run: bool = False) -> tuple[str, dict]:
         "detected": [d.to_json() for d in found],
         "intents": names,
         "agent_example": EXAMPLE_INTENT in names,
+        "name": named[0] if named else root.resolve().name,
+        "name_from": named[1] if named else None,
+        "offered": [o.name for o in kept],
         "note": note or None,
         "content": text,
     }

@@ -8,7 +8,7 @@ import os
 import sys
 from pathlib import Path
 
-from ..errors import EXIT_BLOCKED, EXIT_INTERRUPTED, EXIT_OK, EXIT_STEP_FAILED, UsageError
+from ..errors import EXIT_BLOCKED, EXIT_INTERRUPTED, EXIT_OK, EXIT_STEP_FAILED, SetupError, UsageError
 from ..spec import MAX_TIMEOUT
 from . import SPEC_FILE, Command, Invocation, echo, flag, option, targets_argument, warn
 
@@ -59,6 +59,8 @@ def make(
     warn(summary.warnings)
     if summary.interrupted:
         return EXIT_INTERRUPTED
+    if summary.setup_error:
+        raise SetupError(summary.setup_error)
     if summary.failed:
         return EXIT_STEP_FAILED
     if summary.blocked:
@@ -102,18 +104,22 @@ def run(
     halt_on: str,
 ) -> int:
     from ..pipeline import load_project, plan
-    from .status import show_plan
+    from .status import setup_failed, show_plan
 
     if dry_run:
         from ..pipeline import named
 
-        target, decisions, warnings = plan(load_project(inv.directory, spec_file=spec_file), targets, force)
+        project = load_project(inv.directory, spec_file=spec_file)
+        target, decisions, warnings, agents = plan(project, targets, force, worker)
         if inv.as_json:  # one line, as every `runner make --json` writes: a `plan` event (events.json)
-            steps = [d.to_json() for d in decisions]
-            echo(json.dumps({"event": "plan", "target": named(targets), "steps": steps}))
+            event = {"event": "plan", "target": named(targets), "steps": [d.to_json() for d in decisions]}
+            if agents is not None:
+                event["agent"] = agents.to_json()
+            echo(json.dumps(event))
         else:
-            show_plan(target, decisions, inv.as_json)
+            show_plan(target, decisions, inv.as_json, agents=agents)
         warn(warnings)
+        setup_failed(project.spec.root, agents)
         return EXIT_OK
     boundaries = frozenset(b.strip() for b in halt_on.split(",") if b.strip())
     unknown = boundaries - {"write_files", "run_shell", "network"}

@@ -34,6 +34,7 @@ def replay_run(root: Path, run_id: str) -> dict:
         shutil.copytree(project.layout.root, copy, symlinks=True, ignore=shutil.ignore_patterns(".runner"))
         results = []
         for name, event in sorted(recorded.items()):
+            _clear_outputs(load_project(copy).spec, name)
             events: list[dict] = []
             make(load_project(copy), [name], RunOptions(jobs=1, force=True, worker="replay"), events.append)
             finished = [e for e in events if e.get("event") == "step_finished" and e.get("intent") == name]
@@ -60,6 +61,17 @@ def replay_run(root: Path, run_id: str) -> dict:
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return {"run_id": run_id, "steps": results, "ok": all(r["status"] == "same" for r in results)}
+
+
+def _clear_outputs(spec, name: str) -> None:
+    """Delete the step's outputs from the scratch copy (those it does not also read), as the recorded run found
+    them missing: a recording that writes what is already there would change nothing, which is no success."""
+    from ..globs import expand, matches_any
+
+    intent = spec.intents[name]
+    for rel in expand(spec.root, intent.outputs):
+        if not matches_any(rel, intent.inputs):
+            (Path(spec.root) / rel).unlink(missing_ok=True)
 
 
 def run(inv: Invocation, run_id: str) -> int:

@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .. import process
-from ..attempt import Change, find_change, make_workspace, remove_workspace, snapshot, undo_side_effects
+from ..attempt import Change, find_change, make_workspace, remove_workspace, revert, snapshot, undo_side_effects
 from ..errors import UserError
 from ..globs import expand
-from ..policy import RunBudget, Spent, check_change, step_budget_exhausted
+from ..policy import RunBudget, Spent, check_change, only_outside_scope, step_budget_exhausted, writable_scope
 from ..prompts import render
 from .base import StepContext, StepOutcome
 from .shell import adapter_commands
@@ -27,6 +27,9 @@ if TYPE_CHECKING:
 
 BACKOFF = (1.0, 4.0, 10.0)
 VERIFY_TIMEOUT = 1800.0
+USAGE_KEYS = ("input_tokens", "cached_input_tokens", "output_tokens")  # what a step reports it spent
+# attempt kinds that end a candidate at once: a retry with the same set-up, input or policy cannot do better
+FINAL_KINDS = ("permanent", "config", "setup", "policy", "interrupted")
 
 
 @dataclass
@@ -54,7 +57,8 @@ class Attempt:
     ok: bool = False
     change: Change | None = None
     error: str | None = None
-    kind: str | None = None  # transient | permanent | timeout | config | policy | logic | budget
+    kind: str | None = None  # transient | permanent | timeout | config | setup | policy | logic | budget
+    retry: bool = False  # a policy failure the next attempt can mend (it changed nothing the policy lets it write)
     tokens: int = 0
     seconds: float = 0.0
     workspace: Path | None = None
@@ -65,6 +69,7 @@ class CandidateResult:
     candidate: int
     attempts: list[Attempt] = field(default_factory=list)
     spent: Spent = field(default_factory=Spent)
+    usage: dict[str, int] = field(default_factory=lambda: dict.fromkeys(USAGE_KEYS, 0))  # tokens, by kind
 
     @property
     def final(self) -> Attempt | None:
@@ -108,7 +113,9 @@ class AgentStep:
             ],
             "chosen": best.candidate,
             "tokens": sum(r.spent.tokens for r in results),
-            "attempts": sum(len(r.attempts) for r in results),
+            # attempts that reached the worker (one stopped by a budget before it started is not counted)
+            "attempts": sum(r.spent.attempts for r in results),
+            "usage": {k: sum(r.usage[k] for r in results) for k in USAGE_KEYS},
         }
         final = best.final
         for home in {a.workspace for r in results for a in r.attempts if a.workspace}:
@@ -117,6 +124,9 @@ class AgentStep:
             return StepOutcome(ok=False, error="no attempt was made", details=details)
         if final.ok:
             return StepOutcome(ok=True, change=final.change, details=details)
+        setup = next((a for r in results for a in r.attempts if a.kind == "setup"), None)
+        if setup is not None:  # the worker cannot reach its model: the run stops (exit 2)
+            return StepOutcome(ok=False, error=setup.error, setup=True, details=details)
         if final.kind == "budget":
             return StepOutcome(ok=False, blocked=final.error, error=final.error, details=details)
         if final.kind == "interrupted":
@@ -147,7 +157,7 @@ class AgentStep:
                 attempt.kind, attempt.error = "interrupted", "interrupted"
                 return
             workspace = self._attempt(ctx, run, worker, template, attempt, feedback, result, workspace)
-            if attempt.ok or attempt.kind in ("permanent", "config", "policy", "interrupted"):
+            if attempt.ok or (attempt.kind in FINAL_KINDS and not attempt.retry):
                 return
             feedback = attempt.error
             if attempt.kind in ("transient", "timeout") and number < max_attempts:
@@ -198,6 +208,8 @@ class AgentStep:
         result.spent.tokens += answer.usage.total
         result.spent.seconds += answer.duration_s
         result.spent.attempts += 1
+        for k, v in answer.usage.to_json().items():
+            result.usage[k] += v
         run.budget.charge(answer.usage.total, answer.duration_s)
         (folder / "transcript.jsonl").write_text(mask.text(answer.transcript))
         if answer.ok and answer.files and run.worker_config.kind == "openai":
@@ -257,16 +269,28 @@ class AgentStep:
         claimed = _claimed_outside(answer.events, ws) if run.worker_config.kind == "codex" else []
         problems = [f"{p}: outside the project (policy '{policy.name}')" for p in claimed]
         problems += check_change(change, policy, intent)
+        missing = [o for o in intent.outputs if not expand(str(ws), (o,))]
+        if problems and not claimed and only_outside_scope(change, policy, intent):
+            # nothing it may write was changed: a green step would apply nothing (retried, with this feedback)
+            revert(ws, run.root, change.files)  # the next attempt starts without them
+            attempt.kind, attempt.retry = "policy", True
+            attempt.error = (
+                f"the attempt changed only files its policy does not let it write ({', '.join(sorted(change.files))}), "
+                f"so it changed nothing: an agent step must change its {writable_scope(policy, intent)}"
+            )
+            return
         if problems:
             attempt.kind = "policy"
             attempt.error = "refused: " + "; ".join(problems)
             return
-        missing = [o for o in intent.outputs if not expand(str(ws), (o,))]
-        if not change and missing:
-            attempt.kind, attempt.error = (
-                "logic",
-                f"the attempt changed no file; the outputs {', '.join(missing)} do not exist",
+        if not change:
+            # an attempt that did nothing has not done its goal, even when its outputs already exist
+            attempt.kind, attempt.retry = "policy", True
+            attempt.error = (
+                f"the attempt changed nothing: an agent step must change its {writable_scope(policy, intent)}"
             )
+            if missing:
+                attempt.error += f" (the outputs {', '.join(missing)} do not exist)"
             return
         if missing:
             attempt.kind, attempt.error = "logic", f"declared outputs not produced: {', '.join(missing)}"

@@ -61,6 +61,7 @@ class StepOutcome:
         change: object = None,
         details: dict | None = None,
         log: str | None = None,
+        setup: bool = False,
     ):
         self.ok = ok
         self.exit_code = exit_code
@@ -71,6 +72,7 @@ class StepOutcome:
         self.change = change  # agent steps: the verified Change, applied by the scheduler
         self.details = {} if details is None else details  # agent steps: attempts, usage, workspace
         self.log = log  # shell steps: the log of what the command printed, if it printed anything
+        self.setup = setup  # agent steps: the worker cannot start or reach its model; the run stops (exit 2)
 
     def __repr__(self) -> str:
         return f"StepOutcome(ok={self.ok}, exit_code={self.exit_code}, error={self.error!r})"

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import importlib
+from typing import TYPE_CHECKING
 
 from runner.workers.base import (
     CONFIG,
     FAILURES,
     PERMANENT,
+    SETUP,
     TIMEOUT,
     TRANSIENT,
     Usage,
@@ -16,6 +18,9 @@ from runner.workers.base import (
     WorkerRequest,
     WorkerResult,
 )
+
+if TYPE_CHECKING:
+    from runner.spec import Spec
 
 # kind -> "module:Class". Imported lazily so that only workers/openai.py ever imports the openai SDK,
 # and a codex-only project never pays for it.
@@ -37,6 +42,27 @@ def worker_class(kind: str) -> type:
     return getattr(importlib.import_module(module), name)
 
 
+def config_for(spec: Spec, kind: str | None = None) -> WorkerConfig:
+    """The worker config of a spec's [worker] table (`kind` overrides its kind, as `--worker` does); the secret
+    names its policies list are masked in what the worker records."""
+    w = spec.worker
+    extra = dict(w.extra)
+    extra.setdefault("project_root", spec.root)
+    return WorkerConfig(
+        kind=kind or w.kind,
+        model=w.model,
+        fallback_models=w.fallback_models,
+        base_url=w.base_url,
+        env_key=w.env_key,
+        binary=w.binary,
+        timeout=w.timeout,
+        idle_timeout=w.idle_timeout,
+        replays_dir=w.replays_dir,
+        extra=extra,
+        secret_names=tuple(name for p in spec.policies.values() for name in p.secrets),
+    )
+
+
 def get_worker(config: WorkerConfig | str) -> Worker:
     """The (process-wide, stateless) worker for config.kind. Raises ValueError for an unknown kind."""
     kind = config if isinstance(config, str) else config.kind
@@ -47,6 +73,7 @@ def get_worker(config: WorkerConfig | str) -> Worker:
 
 __all__ = [
     "WORKERS",
+    "config_for",
     "get_worker",
     "worker_class",
     "Worker",
@@ -58,5 +85,6 @@ __all__ = [
     "PERMANENT",
     "TIMEOUT",
     "CONFIG",
+    "SETUP",
     "FAILURES",
 ]

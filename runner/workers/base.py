@@ -11,13 +11,18 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from runner.process import Journal
+    from runner.workers.setup import Check
 
 # The failure classes a worker may report; the agent step decides what to do with each.
 TRANSIENT = "transient"  # retry the attempt (rate limit, overload, dropped stream, malformed answer once)
 PERMANENT = "permanent"  # retrying the same input will not help (auth, bad request, context window, ERR)
 TIMEOUT = "timeout"  # killed by the runner's wall-clock or idle timeout
-CONFIG = "config"  # the user's setup is wrong (binary missing, flag unknown, no recording)
-FAILURES = (TRANSIENT, PERMANENT, TIMEOUT, CONFIG)
+CONFIG = "config"  # the worker's configuration is wrong (a flag unknown, no recording)
+# the worker cannot start or reach its model at all (binary missing, key variable unset, the key refused with a
+# 401, base_url refused or not resolving at the first request): no retry helps and every agent step of the run
+# would fail the same way, so the run stops at once with exit 2
+SETUP = "setup"
+FAILURES = (TRANSIENT, PERMANENT, TIMEOUT, CONFIG, SETUP)
 
 _EMPTY: Mapping[str, str] = MappingProxyType({})
 
@@ -108,7 +113,7 @@ class WorkerResult:
     usage: Usage
     duration_s: float
     model: str  # the model that answered (may be a fallback)
-    failure: str | None = None  # None | transient | permanent | timeout | config
+    failure: str | None = None  # None | transient | permanent | timeout | config | setup
     error: str | None = None  # what happened and what to do about it
     files: dict[str, str | None] | None = None  # openai/replay: path -> content (None = delete)
     worker_version: str = ""  # e.g. "codex-cli 0.163.0"; part of the step key
@@ -164,4 +169,11 @@ class Worker(Protocol):
 
     def run(self, request: WorkerRequest) -> WorkerResult:
         """Run one attempt. Never raises for model/provider/setup trouble: returns a classified result."""
+        ...
+
+    def check(
+        self, config: WorkerConfig, environ: Mapping[str, str], steps: list[tuple[str, str | None]]
+    ) -> list[Check]:
+        """What the worker needs to start, found or not, without calling a model (validate, status, make -n).
+        steps: the agent steps to serve, (intent, replay key or None when not known yet)."""
         ...

@@ -1,5 +1,5 @@
 """The codex worker: `codex exec --json` as a subprocess in its own process group, its JSONL events parsed and
-its failures classified (transient / permanent / timeout / config)."""
+its failures classified (transient / permanent / timeout / config / setup)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 from runner import process
@@ -18,6 +19,7 @@ from runner.redact import redact, redact_obj, secret_values
 from runner.workers.base import (
     CONFIG,
     PERMANENT,
+    SETUP,
     TIMEOUT,
     TRANSIENT,
     Usage,
@@ -26,6 +28,7 @@ from runner.workers.base import (
     WorkerResult,
     failed,
 )
+from runner.workers.setup import Check, codex_home, key_check, unreachable, url_check
 
 PROVIDER = "runner"  # the id of our custom provider in codex's config
 PROVIDER_KEYS = ("request_max_retries", "stream_max_retries", "stream_idle_timeout_ms")
@@ -67,6 +70,17 @@ CLASSIFY: list[tuple[str, re.Pattern]] = [
 ]
 MODEL_MISSING = re.compile(r"model_not_found|model .* (does not exist|not found)|unknown model", re.I)
 
+# Set-up failures, read from codex's `error` and `turn.failed` lines as they arrive (codex-cli.md §1: codex
+# retries a 401 like a 5xx and a refused connection five times, so waiting for its exit wastes those retries).
+# A refused key is one whatever came before; a connection that fails is one only before any answer came back.
+SETUP_AUTH = re.compile(r"\b401\b|Unauthorized", re.I)
+SETUP_KEY = re.compile(r"Missing environment variable", re.I)
+SETUP_CONNECT = re.compile(
+    r"Connection failed|error sending request|failed to lookup address|Name does not resolve|"
+    r"Name or service not known|dns error|Connection refused|tcp connect error",
+    re.I,
+)
+
 
 def classify(text: str) -> str | None:
     """The failure class a codex error text names, or None when nothing matches."""
@@ -75,6 +89,75 @@ def classify(text: str) -> str | None:
         if pattern.search(text):
             return kind
     return None
+
+
+def _message(ev: dict) -> str:
+    """The text of a top-level `error` or `turn.failed` event; "" for any other event."""
+    if ev.get("type") == "error":
+        return str(ev.get("message") or "")
+    if ev.get("type") == "turn.failed":
+        return str((ev.get("error") or {}).get("message") or "")
+    return ""
+
+
+class SetupWatch:
+    """Reads codex's events as they arrive and says when one shows a set-up failure: the key refused, the key
+    variable missing, or no connection before any answer came back (the first request)."""
+
+    def __init__(self, answered: bool = False) -> None:
+        self.answered = answered  # an item or a finished turn came back: the provider was reached
+        self.kind: str | None = None  # auth | key | connect
+        self.line = ""  # the transcript line that shows it
+
+    def saw(self, line: str) -> bool:
+        """True when `line` shows a set-up failure (the caller stops codex)."""
+        try:
+            ev = json.loads(line)
+        except ValueError:
+            return False
+        if not isinstance(ev, dict):
+            return False
+        kind = ev.get("type")
+        if kind == "turn.completed" or (
+            kind in ("item.started", "item.completed") and (ev.get("item") or {}).get("type") != "error"
+        ):
+            self.answered = True  # ("error" items are codex's own warnings, such as a websocket fallback)
+            return False
+        text = re.sub(r"https?://\S+|wss?://\S+", "<url>", _message(ev))  # a port must not read as a status
+        if not text:
+            return False
+        if SETUP_AUTH.search(text):
+            self.kind = "auth"
+        elif SETUP_KEY.search(text):
+            self.kind = "key"
+        elif SETUP_CONNECT.search(text) and not self.answered:
+            self.kind = "connect"
+        else:
+            return False
+        self.line = line.strip()
+        return True
+
+
+def key_names(config: WorkerConfig) -> tuple[str, ...]:
+    """The variable codex reads its key from: the custom provider's env_key, else the built-in provider's."""
+    return (config.env_key or "OPENAI_API_KEY",) if config.base_url else ("CODEX_API_KEY",)
+
+
+def setup_message(kind: str, config: WorkerConfig, line: str) -> str:
+    """A set-up failure in the user's words: which variable or base_url, what to do, the transcript's line."""
+    where = f"[worker] base_url {config.base_url}" if config.base_url else "the OpenAI API (no [worker] base_url)"
+    if kind == "auth":
+        var = key_names(config)[0]
+        if not config.base_url:
+            how = "export the right key, or run `codex login`"
+        else:
+            how = "[worker] env_key names it" if config.env_key else "the default; [worker] env_key names another"
+        text = f"the key in {var} was refused (401 Unauthorized) by {where}: check {var} ({how})"
+    elif kind == "key":
+        text = f"codex found no key variable for {where}: set {key_names(config)[0]} ([worker] env_key names it)"
+    else:
+        text = unreachable(config.base_url)
+    return f"{text}\n  the transcript's line: {line}"
 
 
 def resolve_binary(config: WorkerConfig) -> tuple[str | None, str]:
@@ -175,39 +258,64 @@ def child_env(request: WorkerRequest, binary: str) -> dict[str, str]:
 
 class CodexWorker:
     kind = "codex"
-    _versions: dict[str, str] = {}
+    # `codex --version` per (binary path, mtime): a replaced binary is asked again
+    _versions: dict[tuple[str, int], str] = {}
     _lock = threading.Lock()
+    # providers (base_url, "" for the built-in one) that answered an attempt of this process: after that, a
+    # connection that fails is the network's trouble (transient), not the set-up's
+    _answered: set[str] = set()
 
     def version(self, config: WorkerConfig) -> str:
         binary, _ = resolve_binary(config)
         if not binary:
             return "codex-missing"
+        try:
+            key = (binary, os.stat(binary).st_mtime_ns)
+        except OSError:
+            return "codex-unknown"
         with self._lock:
-            if binary not in self._versions:
+            if key not in self._versions:
                 try:
                     out = subprocess.run(
                         [binary, "--version"], capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL
                     )
-                    self._versions[binary] = (out.stdout.strip().splitlines() or ["codex-unknown"])[0]
+                    self._versions[key] = (out.stdout.strip().splitlines() or ["codex-unknown"])[0]
                 except (OSError, subprocess.SubprocessError):
-                    self._versions[binary] = "codex-unknown"
-            return self._versions[binary]
+                    self._versions[key] = "codex-unknown"
+            return self._versions[key]
+
+    def check(self, config: WorkerConfig, environ: Mapping[str, str], steps=()) -> list[Check]:
+        """The binary (and its version), the key variable (by name), base_url's form; no model is called."""
+        binary, why = resolve_binary(config)
+        checks = [Check("binary", binary is not None, binary or why)]
+        if binary:
+            version = self.version(config)
+            ok = version not in ("codex-unknown", "codex-missing")
+            checks.append(Check("version", ok, version if ok else f"`{binary} --version` failed: is it codex?"))
+        if config.base_url:
+            why = f"codex sends it to {config.base_url} ([worker] env_key names the variable)"
+            checks.append(key_check(key_names(config), environ, why))
+        else:
+            why = (
+                "codex's built-in provider reads it (`codex exec` does not use OPENAI_API_KEY); "
+                "export it, run `codex login`, or set [worker] base_url and env_key"
+            )
+            home = codex_home(config.extra, environ)
+            checks.append(key_check(key_names(config), environ, why, login=home / "auth.json"))
+        checks.append(url_check(config.base_url))
+        return checks
 
     def run(self, request: WorkerRequest) -> WorkerResult:
         cfg = request.config
         t0 = time.monotonic()
         binary, why = resolve_binary(cfg)
         if not binary:
-            return failed(CONFIG, why, model=cfg.model)
+            return failed(SETUP, why, model=cfg.model)
         env = child_env(request, binary)
         secrets = secret_values([cfg.env_key, *cfg.secret_names], environ=env)
-        if cfg.base_url and not env.get(cfg.env_key or "OPENAI_API_KEY"):
-            return failed(
-                CONFIG,
-                f"the environment variable {cfg.env_key or 'OPENAI_API_KEY'} is not set: codex "
-                f"needs it to authenticate to {cfg.base_url} ([worker] env_key names it)",
-                model=cfg.model,
-            )
+        problems = [c.detail for c in self.check(cfg, env) if not c.ok and c.what in ("key", "base_url")]
+        if problems:  # codex would start, then retry a request that cannot succeed
+            return failed(SETUP, "; ".join(problems), model=cfg.model)
         version = self.version(cfg)
         for model in (cfg.model, *cfg.fallback_models):
             result = self._attempt(request, binary, env, model, secrets)
@@ -272,8 +380,10 @@ class CodexWorker:
             t.start()
         deadline = t0 + cfg.timeout
         raw_lines: list[str] = []
+        provider = cfg.base_url or ""
+        watch = SetupWatch(answered=provider in self._answered)
         try:
-            killed = self._pump(group, lines, raw_lines, cfg, deadline, request.cancel)
+            killed = self._pump(group, lines, raw_lines, cfg, deadline, request.cancel, watch)
         except BaseException:
             # Ctrl-C or an error in the runner: codex is in its own session, so no terminal signal reaches
             # it; stop its group before letting the exception go on.
@@ -282,6 +392,10 @@ class CodexWorker:
             raise
         # Whatever is left of the group (commands the agent left running) goes too, before the leader is
         # reaped; a codex that is still running gets its grace first.
+        pumped = len(raw_lines)
+        if watch.answered:
+            with self._lock:
+                self._answered.add(provider)
         group.kill(grace if killed else 0)
         code = group.reap()
         for t in readers:
@@ -291,14 +405,39 @@ class CodexWorker:
             if item is not _EOF:
                 raw_lines.append(item.decode("utf-8", "replace"))
         err_text = redact(err_buf.decode("utf-8", "replace"), secrets)
-        return self._result(request, model, raw_lines, code, killed, err_text, secrets, time.monotonic() - t0, proc.pid)
+        result = self._result(
+            request, model, raw_lines, code, killed, err_text, secrets, time.monotonic() - t0, proc.pid
+        )
+        if watch.kind is None and not result.ok:
+            for line in raw_lines[pumped:]:  # what arrived as codex exited, after the pump stopped
+                if watch.saw(line):
+                    break
+        if watch.kind is not None:
+            message = redact(setup_message(watch.kind, cfg, watch.line), secrets)
+            result = failed(
+                SETUP,
+                message,
+                events=result.events,
+                transcript=result.transcript,
+                usage=result.usage,
+                duration_s=result.duration_s,
+                model=model,
+            )
+        return result
 
     @staticmethod
     def _pump(
-        group: process.Group, lines: queue.Queue, raw_lines: list[str], cfg: WorkerConfig, deadline: float, cancel
+        group: process.Group,
+        lines: queue.Queue,
+        raw_lines: list[str],
+        cfg: WorkerConfig,
+        deadline: float,
+        cancel,
+        watch: SetupWatch | None = None,
     ) -> str | None:
         """Collect stdout lines until codex is done; returns None, or why it must be killed:
-        "timeout" (wall clock), "idle" (no line for idle_timeout) or "cancelled" (request.cancel was set).
+        "timeout" (wall clock), "idle" (no line for idle_timeout), "cancelled" (request.cancel was set) or
+        "setup" (a line showed a set-up failure: the key refused, no connection at the first request).
         The idle clock runs on codex's output lines, which only this loop sees: process.Group.wait watches
         the exit alone."""
         last = time.monotonic()
@@ -326,6 +465,8 @@ class CodexWorker:
                 break
             last = time.monotonic()
             raw_lines.append(item.decode("utf-8", "replace"))
+            if watch is not None and watch.saw(raw_lines[-1]):
+                return "setup"
         # stdout is closed: wait for the exit within what is left of the wall clock.
         return group.wait(max(0.0, deadline - time.monotonic()), cancel)
 
@@ -361,6 +502,8 @@ class CodexWorker:
         base = dict(events=events, transcript=transcript, usage=usage, duration_s=duration, model=model)
         if killed == "cancelled":
             return failed(TIMEOUT, "cancelled by the runner: codex was stopped with its process group", **base)
+        if killed == "setup":  # the caller words it (setup_message)
+            return failed(SETUP, "set-up failure", **base)
         if killed:
             limit = cfg.timeout if killed == "timeout" else cfg.idle_timeout
             what = "wall-clock timeout" if killed == "timeout" else "idle timeout (no event)"

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
@@ -18,8 +20,8 @@ import openai
 
 from runner.redact import redact, redact_obj, secret_values
 from runner.workers.base import (
-    CONFIG,
     PERMANENT,
+    SETUP,
     TIMEOUT,
     TRANSIENT,
     Usage,
@@ -28,6 +30,7 @@ from runner.workers.base import (
     WorkerResult,
     failed,
 )
+from runner.workers.setup import Check, key_check, unreachable, url_check
 
 PROTOCOL_VERSION = "mis-1"  # bump when PROTOCOL_INSTRUCTIONS change: it is part of the worker version (step key)
 PROTOCOL_INSTRUCTIONS = """\
@@ -125,8 +128,6 @@ def _status_failure(e: openai.APIStatusError) -> tuple[str, str]:
         return TRANSIENT, "rate limited: retry later or lower -j"
     if isinstance(e, openai.InternalServerError) or e.status_code in (408, 409) or e.status_code >= 500:
         return TRANSIENT, "the provider failed: retrying may succeed"
-    if isinstance(e, openai.AuthenticationError):
-        return PERMANENT, "the key was refused: check the variable [worker] env_key names"
     if isinstance(e, openai.PermissionDeniedError):
         return PERMANENT, "the key may not use this model or endpoint"
     if isinstance(e, openai.NotFoundError):
@@ -134,6 +135,44 @@ def _status_failure(e: openai.APIStatusError) -> tuple[str, str]:
     if e.status_code == 400 and "context" in code:
         return PERMANENT, "the prompt is too long for the model: shrink the inputs"
     return PERMANENT, "the request was rejected: retrying the same input will not help"
+
+
+class Unreachable(openai.APIConnectionError):
+    """No connection at all before the provider ever answered: a set-up failure, raised from inside the SDK's
+    retry loop (which lets an OpenAIError through as it is) so that no retry is spent on it."""
+
+
+class _Client(openai.OpenAI):
+    """The SDK's client, told whether the provider has answered this process yet. Until it has, a failed
+    connection (refused, or a name that does not resolve) is Unreachable at once instead of retried with
+    backoff. `_send_request` is where the SDK sends every attempt (openai 3.x); without it nothing changes."""
+
+    def __init__(self, *args, first_request: bool = False, **kwargs):  # a default: the SDK's copy() omits it
+        super().__init__(*args, **kwargs)
+        self.first_request = first_request
+        self.answered = False
+
+    def _send_request(self, request, *args, **kwargs):
+        try:
+            response = super()._send_request(request, *args, **kwargs)
+        except Exception as exc:
+            # ConnectError: refused or not resolved; a timeout (the provider is slow) is no set-up failure
+            if self.first_request and not self.answered and type(exc).__name__ == "ConnectError":
+                raise Unreachable(message=f"Connection error: {exc}", request=request) from exc
+            raise
+        self.answered = True
+        return response
+
+
+def _error_line(e: openai.APIError, base_url: str | None) -> str:
+    """The transcript's line for an error that ended the call before any event streamed: what came back."""
+    if isinstance(e, openai.APIStatusError):
+        line = {"type": "http.error", "status": e.status_code, "url": str(e.request.url), "body": e.body}
+    else:
+        cause = e.__cause__
+        error = f"{type(cause).__name__}: {cause}" if cause else str(e)
+        line = {"type": "connect.error", "url": str(e.request.url) if e.request else base_url, "error": error}
+    return json.dumps(line, ensure_ascii=False)
 
 
 def _is_model_missing(e: Exception) -> bool:
@@ -145,8 +184,21 @@ def _is_model_missing(e: Exception) -> bool:
 class OpenAIWorker:
     kind = "openai"
 
+    def __init__(self) -> None:
+        self._answered: set[str] = set()  # providers (base_url) that answered a request of this process
+        self._lock = threading.Lock()
+
     def version(self, config: WorkerConfig) -> str:
         return f"openai-python {openai.__version__} {PROTOCOL_VERSION}"
+
+    def check(self, config: WorkerConfig, environ: Mapping[str, str], steps=()) -> list[Check]:
+        """The key variable (by name) and base_url's form; the SDK's version. No request is sent."""
+        why = "the openai worker sends it to " + (config.base_url or "the OpenAI API") + " ([worker] env_key names it)"
+        return [
+            Check("version", True, self.version(config)),
+            key_check((config.env_key or "OPENAI_API_KEY",), environ, why),
+            url_check(config.base_url),
+        ]
 
     def run(self, request: WorkerRequest) -> WorkerResult:
         cfg = request.config
@@ -155,22 +207,21 @@ class OpenAIWorker:
         key_name = cfg.env_key or "OPENAI_API_KEY"
         secrets = secret_values([cfg.env_key, *cfg.secret_names], environ=env)
         version = self.version(cfg)
-        if not env.get(key_name):
-            return failed(
-                CONFIG,
-                f"the environment variable {key_name} is not set: the openai worker needs an API "
-                "key ([worker] env_key names the variable)",
-                model=cfg.model,
-                worker_version=version,
-            )
+        problems = [c.detail for c in self.check(cfg, env) if not c.ok]
+        if problems:
+            return failed(SETUP, "; ".join(problems), model=cfg.model, worker_version=version)
         timeout = openai.Timeout(
             cfg.timeout, connect=min(10.0, cfg.timeout), read=min(cfg.idle_timeout or cfg.timeout, cfg.timeout)
         )
-        client = openai.OpenAI(
+        provider = cfg.base_url or ""
+        with self._lock:
+            first = provider not in self._answered
+        client = _Client(
             api_key=env[key_name],
             timeout=timeout,
             max_retries=int(cfg.extra.get("max_retries", 2)),
             base_url=cfg.base_url or None,  # None: the SDK's own default (OPENAI_BASE_URL, then api.openai.com)
+            first_request=first,
         )
         tried: list[str] = []
         models = list(dict.fromkeys((cfg.model, *cfg.fallback_models)))
@@ -179,6 +230,24 @@ class OpenAIWorker:
                 tried.append(model)
                 try:
                     result = self._call(client, request, model, t0, secrets)
+                except Unreachable as e:
+                    line = redact(_error_line(e, cfg.base_url), secrets)
+                    result = failed(
+                        SETUP,
+                        f"{unreachable(cfg.base_url)}\n  the transcript's line: {line}",
+                        model=model,
+                        transcript=line + "\n",
+                    )
+                except openai.AuthenticationError as e:
+                    line = redact(_error_line(e, cfg.base_url), secrets)
+                    where = f"[worker] base_url {cfg.base_url}" if cfg.base_url else "the OpenAI API"
+                    result = failed(
+                        SETUP,
+                        f"the key in {key_name} was refused (401 Unauthorized) by {where}: check {key_name} "
+                        f"([worker] env_key names it)\n  the transcript's line: {line}",
+                        model=model,
+                        transcript=line + "\n",
+                    )
                 except openai.APIStatusError as e:
                     if _is_model_missing(e) and i < len(models) - 1:
                         continue  # try the next fallback model
@@ -211,6 +280,9 @@ class OpenAIWorker:
                 break
         finally:
             client.close()
+            if client.answered:
+                with self._lock:
+                    self._answered.add(provider)
         result.worker_version = version
         result.duration_s = time.monotonic() - t0
         return result

@@ -7,11 +7,13 @@ import json
 import os
 import re
 import time
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 
 from runner.redact import redact_obj, secret_values
 from runner.workers.base import CONFIG, PERMANENT, Usage, WorkerConfig, WorkerRequest, WorkerResult, failed
+from runner.workers.setup import Check
 
 REPLAY_FORMAT = 1
 KEY_PREFIX = 16
@@ -140,6 +142,29 @@ class ReplayWorker:
 
     def version(self, config: WorkerConfig) -> str:
         return f"replay-{REPLAY_FORMAT}"
+
+    def check(self, config: WorkerConfig, environ: Mapping[str, str], steps=()) -> list[Check]:
+        """A recording of each step's first attempt (by its key when known, else any of the intent's)."""
+        replays = resolve_replays_dir(config)
+        missing = []
+        for intent, key in steps:
+            if key is not None:
+                request = WorkerRequest(prompt="", workspace=replays, intent=intent, step_key=key, config=config)
+                if find_recording(replays, request) is None:
+                    missing.append(f"{intent} (key {key[:KEY_PREFIX]}…)")
+            elif not any((replays / _safe_name(intent)).glob("*.json")):
+                missing.append(intent)
+        if missing:
+            return [
+                Check(
+                    "recordings",
+                    False,
+                    f"no recording in {replays}/ for {', '.join(missing)}: run once with a live worker and "
+                    "`runner make --record`",
+                )
+            ]
+        n = len(steps)
+        return [Check("recordings", True, f"{replays}/ holds a recording for {n} agent step{'s' if n != 1 else ''}")]
 
     def run(self, request: WorkerRequest) -> WorkerResult:
         t0 = time.monotonic()

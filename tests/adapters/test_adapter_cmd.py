@@ -15,8 +15,9 @@ LOGS = ROOT / "tests" / "parse" / "logs"
 # corpus folder -> the adapter and variants whose `test` command produced such a log
 FOLDERS = {
     "pytest": ("python", ()),
-    "jest": ("node", ()),
+    "jest": ("node", ("jest",)),
     "vitest": ("node", ("vitest",)),
+    "tap": ("node", ("script",)),  # the package's own scripts.test: node --test, tape
     "gotest": ("go", ()),
     "cargo": ("rust", ()),
     "surefire": ("maven", ()),
@@ -49,7 +50,8 @@ def test_the_variant_detected_in_the_project_picks_the_family(tmp_path):
     (tmp_path / "package.json").write_text('{"devDependencies": {"vitest": "^4"}}')
     names, origin = families_for(tmp_path, adapter="node", command="test")
     assert names == ["vitest", "diagnostics", "causes"] and "node (vitest)" in origin
-    assert families_for(tmp_path, adapter="node", command="test", variants=())[0][0] == "jest"
+    assert families_for(tmp_path, adapter="node", command="test", variants=("jest",))[0][0] == "jest"
+    assert families_for(tmp_path, adapter="node", command="test", variants=())[0] == ["diagnostics", "causes"]
 
 
 @pytest.mark.parametrize(

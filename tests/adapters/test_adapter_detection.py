@@ -18,10 +18,26 @@ CASES = [
     ({"pyproject.toml": "", "poetry.lock": ""}, "python", ("poetry",), "poetry run pytest"),
     ({"pyproject.toml": "[tool.poetry]\nname = 'x'\n"}, "python", ("poetry",), "poetry run pytest"),
     ({"requirements.txt": "requests\n"}, "python", ("requirements",), "python3 -m pytest"),
-    ({"package.json": "{}"}, "node", (), "npx --no -- jest --ci"),
-    ({"package.json": "{}", "package-lock.json": "{}"}, "node", ("npm",), "npx --no -- jest --ci"),
-    ({"package.json": "{}", "pnpm-lock.yaml": ""}, "node", ("pnpm",), "pnpm exec jest --ci"),
-    ({"package.json": "{}", "yarn.lock": ""}, "node", ("yarn",), "yarn jest --ci"),
+    ({"package.json": "{}"}, "node", (), "npm test"),  # no runner assumed: npm says what is missing
+    ({"package.json": "{}", "package-lock.json": "{}"}, "node", ("npm",), "npm test"),
+    ({"package.json": "{}", "pnpm-lock.yaml": ""}, "node", ("pnpm",), "pnpm test"),
+    ({"package.json": "{}", "yarn.lock": ""}, "node", ("yarn",), "yarn test"),
+    ({"package.json": '{"scripts": {"test": "tape test/*.js"}}'}, "node", ("script",), "npm test"),
+    (
+        {"package.json": '{"scripts": {"test": "mocha"}, "devDependencies": {"jest": "1"}}'},
+        "node",
+        ("script",),
+        "npm test",
+    ),
+    ({"package.json": '{"scripts": {"test": "jest --coverage"}}'}, "node", ("jest-script",), "npm test"),
+    (
+        {"package.json": '{"scripts": {"test": "vitest run"}}', "pnpm-lock.yaml": ""},
+        "node",
+        ("pnpm", "vitest-script"),
+        "pnpm test",
+    ),
+    ({"package.json": '{"devDependencies": {"jest": "^30"}}'}, "node", ("jest",), "npx --no -- jest --ci"),
+    ({"package.json": "{}", "jest.config.js": "", "yarn.lock": ""}, "node", ("yarn", "jest"), "yarn jest --ci"),
     ({"package.json": '{"devDependencies": {"vitest": "^4"}}'}, "node", ("vitest",), "npx --no -- vitest run"),
     ({"package.json": "{}", "vitest.config.ts": ""}, "node", ("vitest",), "npx --no -- vitest run"),
     (
@@ -73,6 +89,7 @@ def test_evidence_names_the_files_and_the_variants_not_taken(tmp_path, adapters)
         "package.json found",
         "yarn.lock found: variant yarn (yarn installs the packages)",
         'package.json mentions "vitest": variant vitest (vitest runs the tests)',
+        "linter: no evidence for lint-script, eslint, biome: the base commands",
     )
     py = detect(make_tree(tmp_path / "q", {"pyproject.toml": ""}), adapters)[0]
     assert py.evidence[-1] == "manager: no evidence for uv, poetry, requirements: the base commands"

@@ -111,7 +111,7 @@ def test_several_toolchains_get_one_lint_and_test_each_and_aggregates(tmp_path):
         assert name in spec.intents
     assert spec.intents["test"].deps == ("test-node", "test-python")  # equally sure: by name
     assert spec.intents["check"].deps == ("lint", "test")
-    assert "pnpm exec jest --ci" in (root / "intents.toml").read_text()  # the description shows the variant's command
+    assert "test with the node adapter: pnpm test" in (root / "intents.toml").read_text()  # the variant's command
 
 
 def test_the_agent_example_is_commented_out_when_it_would_not_validate(tmp_path, monkeypatch):

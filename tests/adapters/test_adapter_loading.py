@@ -34,18 +34,21 @@ def test_the_six_builtin_adapters_load_without_problems(adapters):
 
 
 @pytest.mark.parametrize(
-    "name,family",
+    "name,variants,family",
     [
-        ("python", "pytest"),
-        ("node", "jest"),
-        ("go", "gotest"),
-        ("rust", "cargo"),
-        ("maven", "surefire"),
-        ("gradle", "gradle"),
+        ("python", (), "pytest"),
+        ("node", ("jest",), "jest"),  # node's own `npm test` runs whatever scripts.test names: no runner assumed
+        ("node", ("jest-script",), "jest"),
+        ("node", ("vitest-script",), "vitest"),
+        ("node", ("script",), "tap"),  # tape's and node --test's TAP
+        ("go", (), "gotest"),
+        ("rust", (), "cargo"),
+        ("maven", (), "surefire"),
+        ("gradle", (), "gradle"),
     ],
 )
-def test_each_adapter_parses_its_test_output_with_its_runner_family(adapters, name, family):
-    assert adapters[name].command("test").parse[0] == family
+def test_each_adapter_parses_its_test_output_with_its_runner_family(adapters, name, variants, family):
+    assert adapters[name].command("test", variants).parse[0] == family
 
 
 def test_every_builtin_command_names_only_shipped_families_and_declared_vars(adapters, library):
@@ -71,11 +74,13 @@ def test_the_python_variants_switch_the_package_manager(adapters):
 
 def test_the_node_variants_combine_manager_and_test_runner(adapters):
     node = adapters["node"]
-    assert node.command("test").run == "npx --no -- jest --ci"
+    assert node.command("test").run == "npm test"
+    assert node.command("test", ("pnpm", "script")).run == "pnpm test"
     assert node.command("test", ("pnpm", "vitest")).run == "pnpm exec vitest run"
     assert node.command("test", ("pnpm", "vitest")).parse == ("vitest", "diagnostics", "causes")
     assert node.command("install", ("pnpm", "vitest")).run == "pnpm install --frozen-lockfile"
-    assert node.command("test", ("yarn",)).run == "yarn jest --ci"
+    assert node.command("test", ("yarn", "jest")).run == "yarn jest --ci"
+    assert node.command("lint", ("yarn", "lint-script")).run == "yarn run lint"
     assert node.command("install", ("npm",)).run == "npm ci"
 
 

@@ -108,8 +108,9 @@ def vitest_project(tmp_path_factory, adapters, library):
 
 
 def test_node_jest_test_reads_counts_and_failing_tests(jest_project, adapters, library):
-    # npm install wrote package-lock.json: the npm variant (npm ci) is now detected as well
-    _detected(jest_project, adapters, "node", ("npm",))
+    # npm install wrote package-lock.json: the npm variant (npm ci) is now detected as well; no scripts.test, but
+    # jest among the dependencies runs it; eslint.config.js says how the project lints
+    _detected(jest_project, adapters, "node", ("npm", "jest", "eslint"))
     ran = run_adapter_command(jest_project, adapters["node"], "test", library)
     assert ran.command == "npx --no -- jest --ci"
     assert ran.code == 1, ran

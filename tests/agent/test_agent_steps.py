@@ -252,7 +252,7 @@ def test_permanent_worker_failure_is_not_retried(agent):
     lines = [
         {"type": "thread.started", "thread_id": "t"},
         {"type": "turn.started"},
-        {"type": "turn.failed", "error": {"message": "unexpected status 401 Unauthorized: bad key"}},
+        {"type": "turn.failed", "error": {"message": "unexpected status 403 Forbidden: no access to the model"}},
     ]
     agent.spec(agent.fake_codex_worker({"lines": lines, "exit": 1}))
     result = agent.make()

@@ -10,7 +10,7 @@ from runner.parse import builtin_dir, decode_log, load_library, parse_findings
 LOGS = Path(__file__).parent / "logs"
 LIB = load_library([builtin_dir()])
 CASES = sorted(LOGS.glob("*/*.log"))
-RUNNERS = ("pytest", "gotest", "cargo", "jest", "vitest", "surefire", "gradle")
+RUNNERS = ("pytest", "gotest", "cargo", "jest", "vitest", "tap", "surefire", "gradle")
 
 
 def families_for(log: Path):

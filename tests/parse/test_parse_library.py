@@ -26,6 +26,7 @@ SHIPPED = [
     "cargo",
     "jest",
     "vitest",
+    "tap",
     "surefire",
     "gradle",
     "codex",

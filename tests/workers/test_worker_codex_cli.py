@@ -10,7 +10,7 @@ import pytest
 from worker_helpers import group_members, make_request, wait_gone
 
 from runner.workers import get_worker
-from runner.workers.base import PERMANENT, TIMEOUT, TRANSIENT, WorkerConfig
+from runner.workers.base import PERMANENT, SETUP, TIMEOUT, TRANSIENT, WorkerConfig
 
 pytestmark = pytest.mark.codex_cli
 
@@ -95,15 +95,18 @@ def test_transient_http_error_then_200_recovers(codex_binary, fake_server, tmp_p
     assert "error" in srv.requests()[0]["step_kind"] and len(srv.requests()) == 3
 
 
-def test_401_is_permanent_and_bounded(codex_binary, fake_server, tmp_path, workspace):
+def test_a_401_is_a_setup_failure_at_the_first_request(codex_binary, fake_server, tmp_path, workspace):
     srv = fake_server({"steps": [{"error": 401, "code": "invalid_api_key", "message": "Incorrect API key"}]})
     t0 = time.monotonic()
-    r = run(
-        codex_binary, tmp_path, workspace, srv.base_url, extra={"request_max_retries": "1", "stream_max_retries": "1"}
+    r = run(codex_binary, tmp_path, workspace, srv.base_url)  # codex itself would retry it (request_max_retries)
+    assert not r.ok and r.failure == SETUP, r.error
+    assert r.error.startswith(
+        f"the key in OPENAI_API_KEY was refused (401 Unauthorized) by [worker] base_url {srv.base_url}: "
+        "check OPENAI_API_KEY (the default; [worker] env_key names another)\n"
+        '  the transcript\'s line: {"type":"error","message":"Reconnecting... 1/'
     )
-    assert not r.ok and r.failure == PERMANENT, r.error
-    assert "401" in r.error
-    assert time.monotonic() - t0 < 30 and len(srv.requests()) <= 6
+    assert "401 Unauthorized: Incorrect API key" in r.error
+    assert time.monotonic() - t0 < 15 and len(srv.requests()) == 1
     assert_group_gone(r)
 
 
@@ -135,19 +138,33 @@ def test_exhausted_500_is_transient(codex_binary, fake_server, tmp_path, workspa
     assert not r.ok and r.failure == TRANSIENT, r.error
 
 
-def test_refused_connection_ends_at_the_runner_timeout(codex_binary, closed_port, tmp_path, workspace):
+def test_a_refused_connection_is_a_setup_failure_without_codex_retrying(codex_binary, closed_port, tmp_path, workspace):
     t0 = time.monotonic()
-    r = run(
-        codex_binary,
-        tmp_path,
-        workspace,
-        f"http://127.0.0.1:{closed_port}/v1",
-        timeout=4,
-        idle_timeout=None,
-        extra={"request_max_retries": "4", "stream_max_retries": "5"},
+    url = f"http://127.0.0.1:{closed_port}/v1"
+    r = run(codex_binary, tmp_path, workspace, url, extra={"request_max_retries": "4", "stream_max_retries": "5"})
+    assert not r.ok and r.failure == SETUP, r.error
+    assert r.error.startswith(
+        f"nothing answered at 127.0.0.1:{closed_port} ([worker] base_url {url}): the connection was refused or "
+        "failed; is the server up?\n  the transcript's line: "
     )
+    assert "Connection failed" in r.error
+    assert time.monotonic() - t0 < 10  # codex's own five reconnects take about 25 s
+    assert_group_gone(r)
+
+
+def test_a_name_that_does_not_resolve_is_a_setup_failure(codex_binary, tmp_path, workspace):
+    r = run(codex_binary, tmp_path, workspace, "http://no-such-host.invalid/v1")
+    assert not r.ok and r.failure == SETUP, r.error
+    assert r.error.startswith("the name no-such-host.invalid of [worker] base_url http://no-such-host.invalid/v1 ")
+    assert_group_gone(r)
+
+
+def test_a_stream_that_never_answers_ends_at_the_wall_clock_timeout(codex_binary, fake_server, tmp_path, workspace):
+    srv = fake_server({"steps": [{"hang": True}]})
+    t0 = time.monotonic()
+    r = run(codex_binary, tmp_path, workspace, srv.base_url, timeout=4, idle_timeout=None)
     took = time.monotonic() - t0
-    assert not r.ok and r.failure == TIMEOUT, r.error
+    assert not r.ok and r.failure == TIMEOUT and "wall-clock timeout of 4s" in r.error, r.error
     assert 3.5 < took < 12
     assert_group_gone(r)
 
@@ -159,19 +176,6 @@ def test_hung_stream_ends_at_the_idle_timeout(codex_binary, fake_server, tmp_pat
     assert not r.ok and r.failure == TIMEOUT and "idle" in r.error, r.error
     assert time.monotonic() - t0 < 15
     assert len(srv.requests()) == 1
-    assert_group_gone(r)
-
-
-def test_refused_connection_without_retries_is_transient(codex_binary, closed_port, tmp_path, workspace):
-    r = run(
-        codex_binary,
-        tmp_path,
-        workspace,
-        f"http://127.0.0.1:{closed_port}/v1",
-        timeout=30,
-        extra={"request_max_retries": "0", "stream_max_retries": "0"},
-    )
-    assert not r.ok and r.failure == TRANSIENT and "Connection failed" in r.error, r.error
     assert_group_gone(r)
 
 

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import time
 
 import pytest
 from worker_helpers import alive, group_members, make_request, wait_gone
 
 from runner.workers import get_worker
-from runner.workers.base import CONFIG, PERMANENT, TIMEOUT, TRANSIENT, WorkerConfig
+from runner.workers.base import CONFIG, PERMANENT, SETUP, TIMEOUT, TRANSIENT, WorkerConfig
 from runner.workers.codex import build_argv, classify
 
 STARTED = [{"type": "thread.started", "thread_id": "t1"}, {"type": "turn.started"}]
@@ -82,10 +83,70 @@ def test_argv_without_provider_uses_builtin():
     assert argv[argv.index("-m") + 1] == "m1" and argv[-2:] == ["--", "-starts-with-dash"]
 
 
-def test_missing_env_key_is_config(fake_codex, workspace, monkeypatch):
+def test_missing_env_key_is_a_setup_failure_before_codex_starts(fake_codex, workspace, monkeypatch):
     monkeypatch.delenv("MY_KEY", raising=False)
     r = run(fake_codex, workspace, cfg(fake_codex, base_url="http://127.0.0.1:9/v1", env_key="MY_KEY"))
-    assert r.failure == CONFIG and "MY_KEY" in r.error
+    assert r.failure == SETUP
+    assert r.error == (
+        "the environment variable MY_KEY is not set: codex sends it to http://127.0.0.1:9/v1 "
+        "([worker] env_key names the variable)"
+    )
+    assert fake_codex.records() == []  # codex never started
+
+
+def test_no_key_for_the_builtin_provider_is_a_setup_failure_unless_logged_in(fake_codex, workspace, tmp_path):
+    home = tmp_path / "codex-home"
+    config = cfg(fake_codex, extra={"kill_grace": "0.5", "codex_home": str(home)})
+    env = {k: v for k, v in fake_codex.env().items() if k not in ("CODEX_API_KEY", "CODEX_HOME")}
+    r = get_worker(config).run(make_request(workspace, config, env=env))
+    assert r.failure == SETUP and r.error.startswith(
+        f"the environment variable CODEX_API_KEY is not set and there is no login in {home}/auth.json: "
+        "codex's built-in provider reads it (`codex exec` does not use OPENAI_API_KEY)"
+    )
+    assert fake_codex.records() == []
+    (home / "auth.json").write_text("{}")  # `codex login` wrote one: the login stands in for the key
+    assert get_worker(config).run(make_request(workspace, config, env=env)).ok
+
+
+def test_a_401_stops_codex_at_its_first_report_instead_of_its_retries(fake_codex, workspace):
+    line = {"type": "error", "message": "Reconnecting... 1/5 (unexpected status 401 Unauthorized: bad key, url: x)"}
+    fake_codex.scenario(lines=[*STARTED, line], hang=True)  # codex would go on retrying
+    t0 = time.monotonic()
+    r = run(fake_codex, workspace, cfg(fake_codex, base_url="http://127.0.0.1:9/v1", env_key="CODEX_API_KEY"))
+    assert r.failure == SETUP and time.monotonic() - t0 < 5
+    assert r.error == (
+        "the key in CODEX_API_KEY was refused (401 Unauthorized) by [worker] base_url http://127.0.0.1:9/v1: "
+        "check CODEX_API_KEY ([worker] env_key names it)\n"
+        f"  the transcript's line: {json.dumps(line)}"
+    )
+    (call,) = fake_codex.records()
+    assert wait_gone([call["pid"]], 3) == []
+
+
+def test_no_connection_before_any_answer_is_setup_after_one_it_is_transient(fake_codex, workspace, closed_port):
+    refused = "Connection failed: error sending request"
+    config = cfg(fake_codex, base_url=f"http://127.0.0.1:{closed_port}/v1", env_key="CODEX_API_KEY")
+    fake_codex.scenario(lines=failed_turn(refused), exit=1)
+    r = run(fake_codex, workspace, config)
+    assert r.failure == SETUP
+    assert r.error.startswith(
+        f"nothing answered at 127.0.0.1:{closed_port} ([worker] base_url http://127.0.0.1:{closed_port}/v1): "
+        "the connection was refused or failed; is the server up?\n  the transcript's line: "
+    )
+    assert refused in r.error
+    answered = {"type": "item.completed", "item": {"id": "r", "type": "reasoning", "text": "thinking"}}
+    fake_codex.scenario(lines=[*STARTED, answered, *failed_turn(refused)[2:]], exit=1)
+    assert run(fake_codex, workspace, config).failure == TRANSIENT  # the provider was reached: a dropped network
+
+
+def test_a_name_that_does_not_resolve_is_said_so(fake_codex, workspace):
+    fake_codex.scenario(lines=failed_turn("Connection failed: error sending request"), exit=1)
+    config = cfg(fake_codex, base_url="http://no-such-host.invalid/v1", env_key="CODEX_API_KEY")
+    r = run(fake_codex, workspace, config)
+    assert r.failure == SETUP and r.error.startswith(
+        "the name no-such-host.invalid of [worker] base_url http://no-such-host.invalid/v1 does not resolve: "
+        "check the URL, or the network and DNS"
+    )
 
 
 def test_exit_zero_without_turn_completed_fails(fake_codex, workspace):
@@ -162,10 +223,10 @@ def test_stray_grandchild_is_reaped_after_success(fake_codex, workspace):
     assert wait_gone([call["child_pid"]], 1.0) == []
 
 
-def test_missing_binary_is_config(workspace, tmp_path):
+def test_missing_binary_is_a_setup_failure(workspace, tmp_path):
     config = WorkerConfig(binary=str(tmp_path / "nope" / "codex"))
     r = get_worker(config).run(make_request(workspace, config))
-    assert not r.ok and r.failure == CONFIG
+    assert not r.ok and r.failure == SETUP
     assert "binary" in r.error and "intents.toml" in r.error
 
 
@@ -176,7 +237,7 @@ def test_missing_binary_everywhere_says_how_to_install(workspace, monkeypatch):
     monkeypatch.setitem(__import__("sys").modules, "codex_cli_bin", None)  # import fails
     config = WorkerConfig()
     r = get_worker(config).run(make_request(workspace, config))
-    assert r.failure == CONFIG and "pip install openai-codex-cli-bin" in r.error
+    assert r.failure == SETUP and "pip install openai-codex-cli-bin" in r.error
 
 
 def test_usage_error_exit_2_is_config(fake_codex, workspace):
@@ -227,7 +288,7 @@ def test_url_ports_do_not_classify():
     "text,kind",
     [
         ("exceeded retry limit, last status: 429 Too Many Requests", TRANSIENT),
-        ("unexpected status 401 Unauthorized: Incorrect API key", PERMANENT),
+        ("unexpected status 401 Unauthorized: Incorrect API key", SETUP),
         ("Codex ran out of room in the model's context window.", PERMANENT),
     ],
 )
@@ -293,7 +354,7 @@ def test_interrupt_in_the_runner_kills_the_group_and_propagates(fake_codex, work
 
     fake_codex.scenario(lines=STARTED, spawn_child=True, hang=True)
 
-    def interrupted(proc, lines, raw_lines, cfg, deadline, cancel):
+    def interrupted(proc, lines, raw_lines, cfg, deadline, cancel, *watch):
         end = time.monotonic() + 5
         while not fake_codex.records() and time.monotonic() < end:
             time.sleep(0.05)

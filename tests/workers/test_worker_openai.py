@@ -9,8 +9,8 @@ import pytest
 from worker_helpers import make_request
 
 from runner.workers import get_worker
-from runner.workers.base import CONFIG, PERMANENT, TIMEOUT, TRANSIENT, WorkerConfig
-from runner.workers.openai import parse_answer
+from runner.workers.base import PERMANENT, SETUP, TIMEOUT, TRANSIENT, WorkerConfig
+from runner.workers.openai import OpenAIWorker, parse_answer
 
 GOOD = (
     "Here you go.\n<<MIS:START>>\n<<MIS:FILE path=src/app.py>>\nprint('hi')\n"
@@ -111,20 +111,57 @@ def test_hung_stream_times_out(fake_server, workspace):
     assert time.monotonic() - t0 < 3
 
 
-def test_refused_connection_is_transient(closed_port, workspace, tmp_path):
-    config = WorkerConfig(
-        kind="openai", base_url=f"http://127.0.0.1:{closed_port}/v1", timeout=5, extra={"max_retries": "0"}
+def test_a_refused_connection_at_the_first_request_is_a_setup_failure_without_retries(closed_port, workspace):
+    url = f"http://127.0.0.1:{closed_port}/v1"
+    config = WorkerConfig(kind="openai", base_url=url, timeout=5, extra={"max_retries": "5"})
+    t0 = time.monotonic()
+    r = OpenAIWorker().run(make_request(workspace, config))  # a fresh worker: no provider has answered it yet
+    assert r.failure == SETUP and time.monotonic() - t0 < 1.5, r.error  # the SDK's 5 retries would back off ~8 s
+    assert r.error == (
+        f"nothing answered at 127.0.0.1:{closed_port} ([worker] base_url {url}): the connection was refused or "
+        "failed; is the server up?\n"
+        f'  the transcript\'s line: {{"type": "connect.error", "url": "{url}/responses", '
+        '"error": "ConnectError: [Errno 111] Connection refused"}'
     )
-    import os
+    assert r.transcript.startswith('{"type": "connect.error"')
 
-    r = get_worker(config).run(make_request(workspace, config, env={**os.environ, "OPENAI_API_KEY": "sk-x" * 4}))
+
+def test_a_name_that_does_not_resolve_is_a_setup_failure(workspace):
+    config = WorkerConfig(kind="openai", base_url="http://no-such-host.invalid/v1", timeout=5)
+    r = OpenAIWorker().run(make_request(workspace, config))
+    assert r.failure == SETUP and r.error.startswith(
+        "the name no-such-host.invalid of [worker] base_url http://no-such-host.invalid/v1 does not resolve"
+    )
+
+
+def test_once_the_provider_answered_a_refused_connection_is_transient(fake_server, workspace):
+    srv = fake_server({"steps": [{"message": GOOD}]})
+    worker = OpenAIWorker()
+    config = cfg(srv, extra={"max_retries": "0"})
+    assert worker.run(make_request(workspace, config)).ok
+    srv.stop()  # the same base_url, nobody listening now: the network dropped, the set-up is fine
+    r = worker.run(make_request(workspace, config))
     assert r.failure == TRANSIENT and "could not reach" in r.error
+
+
+def test_a_401_is_a_setup_failure_naming_the_variable(fake_server, workspace, monkeypatch):
+    srv = fake_server({"steps": [{"error": 401, "code": "invalid_api_key", "message": "Incorrect API key"}]})
+    config = cfg(srv, env_key="MY_OPENAI_KEY")
+    monkeypatch.setenv("MY_OPENAI_KEY", "sk-" + "x" * 20)
+    r = get_worker(config).run(make_request(workspace, config))
+    assert r.failure == SETUP
+    assert r.error.startswith(
+        f"the key in MY_OPENAI_KEY was refused (401 Unauthorized) by [worker] base_url {srv.base_url}: "
+        "check MY_OPENAI_KEY ([worker] env_key names it)\n"
+        f'  the transcript\'s line: {{"type": "http.error", "status": 401, "url": "{srv.base_url}/responses", '
+    )
+    assert "Incorrect API key" in r.error and "x" * 20 not in r.error
+    assert len(srv.requests()) == 1
 
 
 @pytest.mark.parametrize(
     "step,kind,text",
     [
-        ({"error": 401, "code": "invalid_api_key", "message": "Incorrect API key"}, PERMANENT, "AuthenticationError"),
         ({"error": 400, "code": "invalid_value", "message": "bad field"}, PERMANENT, "BadRequestError"),
         ({"error": 403}, PERMANENT, "PermissionDeniedError"),
         ({"error": 422}, PERMANENT, "UnprocessableEntityError"),
@@ -156,11 +193,14 @@ def test_permanent_errors_are_not_retried(fake_server, workspace):
     assert len(srv.requests()) == 1
 
 
-def test_missing_key_is_config(fake_server, workspace, monkeypatch):
+def test_missing_key_is_a_setup_failure(fake_server, workspace, monkeypatch):
     monkeypatch.delenv("NO_SUCH_KEY", raising=False)
     srv = fake_server({"steps": [{"message": GOOD}]})
     r = run(srv, workspace, env_key="NO_SUCH_KEY")
-    assert r.failure == CONFIG and "NO_SUCH_KEY" in r.error
+    assert r.failure == SETUP and r.error == (
+        f"the environment variable NO_SUCH_KEY is not set: the openai worker sends it to {srv.base_url} "
+        "([worker] env_key names it)"
+    )
     assert srv.requests() == []
 
 

@@ -1,0 +1,261 @@
+"""`runner init` on real projects, through the CLI: the project's name from its own manifest, node's own
+`scripts.test` (not jest by assumption), the Makefile targets, npm scripts and tox environments offered as intents,
+and a lint step that follows the project's own configuration and says so."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+from adapter_helpers import FIXTURES, ROOT, copy_fixture
+from ci import need_tools
+
+from runner.globs import matches_any
+
+INIT = FIXTURES / "init"
+
+
+def runner(root: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run(
+        [sys.executable, "-m", "runner", *args, "-C", str(root)],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def init(root: Path, *args: str) -> dict:
+    """`runner init --json` (written unless --dry-run), then `runner validate` must accept what it wrote."""
+    result = runner(root, "init", "--json", *args)
+    assert result.returncode == 0, result.stderr
+    obj = json.loads(result.stdout)
+    if obj["written"]:
+        check = runner(root, "validate")
+        assert check.returncode == 0, check.stderr
+    return obj
+
+
+def tree(root: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    return root
+
+
+@pytest.mark.parametrize(
+    "files,name,source",
+    [
+        ({"pyproject.toml": '[project]\nname = "acme-parser"\n'}, "acme-parser", "pyproject.toml [project] name"),
+        (
+            {"pyproject.toml": '[tool.poetry]\nname = "poetry-app"\nversion = "1"\n'},
+            "poetry-app",
+            "pyproject.toml [tool.poetry] name",
+        ),
+        ({"package.json": '{"name": "@acme/web", "version": "1.0.0"}'}, "@acme/web", "package.json name"),
+        ({"Cargo.toml": '[package]\nname = "acme-cli"\nversion = "0.1.0"\n'}, "acme-cli", "Cargo.toml [package] name"),
+        (
+            {
+                "pom.xml": '<?xml version="1.0"?>\n<project xmlns="http://maven.apache.org/POM/4.0.0">\n'
+                "  <modelVersion>4.0.0</modelVersion>\n"
+                "  <parent><groupId>org.acme</groupId><artifactId>acme-parent</artifactId>"
+                "<version>1</version></parent>\n"
+                "  <artifactId>acme-service</artifactId>\n</project>\n"
+            },
+            "acme-service",
+            "pom.xml <artifactId>",
+        ),
+        (
+            {"settings.gradle": "rootProject.name = 'acme-gradle'\ninclude 'app'\n", "build.gradle": ""},
+            "acme-gradle",
+            "settings.gradle rootProject.name",
+        ),
+        (
+            {"settings.gradle.kts": 'rootProject.name = "acme-kts"\n', "build.gradle.kts": ""},
+            "acme-kts",
+            "settings.gradle.kts rootProject.name",
+        ),
+        ({"go.mod": "module github.com/acme/tool/v2\n\ngo 1.21\n"}, "tool", "go.mod module"),
+    ],
+)
+def test_the_project_name_comes_from_its_manifest_not_the_folder(tmp_path, files, name, source):
+    root = tree(tmp_path / "checkout-1234", files)
+    obj = init(root)
+    assert (obj["name"], obj["name_from"]) == (name, source)
+    assert f"name = {json.dumps(name)}  # from {source}\n" in (root / "intents.toml").read_text()
+
+
+def test_without_a_named_manifest_the_folder_names_the_project(tmp_path):
+    root = tree(tmp_path / "my-tool", {"pyproject.toml": "[build-system]\nrequires = []\n"})
+    obj = init(root, "--dry-run")
+    assert (obj["name"], obj["name_from"]) == ("my-tool", None)
+    assert 'name = "my-tool"\n' in obj["content"]
+    assert "project name 'my-tool' from the folder" in runner(root, "init", "--dry-run").stdout
+
+
+@pytest.mark.parametrize("script", ["tape test/*.js", "mocha", "node --test", "ava --verbose"])
+def test_node_runs_the_package_s_own_test_script(tmp_path, script):
+    package = {"name": "calc", "scripts": {"test": script}, "devDependencies": {"jest": "^30"}}
+    root = tree(tmp_path / "calc", {"package.json": json.dumps(package)})
+    init(root)
+    text = (root / "intents.toml").read_text()
+    assert 'description = "test with the node adapter: npm test"' in text
+    assert "jest" not in text.split("[intent.test]")[1].split("[intent.")[0]
+    shown = runner(root, "adapters", "--json")
+    node = json.loads(shown.stdout)["detected"][0]
+    assert node["commands"]["test"]["run"] == "npm test"
+    assert f"package.json has scripts.test ({json.dumps(script)}): variant script" in " ".join(node["evidence"])
+
+
+def test_node_without_a_test_script_runs_no_runner_by_assumption(tmp_path):
+    root = tree(tmp_path / "bare", {"package.json": '{"name": "bare"}'})
+    assert 'description = "test with the node adapter: npm test"' in init(root, "--dry-run")["content"]
+
+
+def test_makefile_targets_npm_scripts_and_tox_environments_are_offered(tmp_path):
+    root = copy_fixture(INIT / "python-tox", tmp_path / "acme")
+    (root / "package.json").write_text((INIT / "node-script" / "package.json").read_text())
+    obj = init(root)
+    assert obj["offered"] == [
+        "make-all",
+        "make-build",
+        "make-docs",
+        "make-clean",
+        "npm-build",
+        "npm-build-docs",
+        "tox-py311",
+        "tox-py312",
+        "tox-lint",
+        "tox-docs",
+    ]
+    text = (root / "intents.toml").read_text()
+    assert '[intent.make-build]\ndescription = "the Makefile\'s target build"\nrun = "make build"\n' in text
+    assert '[intent.npm-build-docs]\ndescription = "package.json script: ' in text
+    assert 'run = "npm run build:docs"' in text and 'run = "tox -e py312"' in text
+    # npm's own hooks (prepare, pretest) are not tasks; `test` and `lint` are what the generated steps run
+    for skipped in ("npm-prepare", "npm-pretest", "npm-test", "npm-lint"):
+        assert f"[intent.{skipped}]" not in text
+    plan = runner(root, "status", "--json")
+    steps = {s["intent"] for s in json.loads(plan.stdout)["steps"]}
+    assert "make-build" not in steps  # offered, not part of the default target
+
+
+def test_tox_toml_and_pyproject_tox_tables_are_read(tmp_path):
+    root = tree(
+        tmp_path / "a", {"pyproject.toml": "[project]\nname = 'a'\n", "tox.toml": 'env_list = ["3.13", "type"]\n'}
+    )
+    assert init(root, "--dry-run")["offered"] == ["tox-3.13", "tox-type"]
+    legacy = '[project]\nname = "b"\n[tool.tox]\nlegacy_tox_ini = """\n[tox]\nenvlist = py{39,310}-django{42,50}\n"""\n'
+    root = tree(tmp_path / "b", {"pyproject.toml": legacy})
+    assert init(root, "--dry-run")["offered"] == [
+        "tox-py39-django42",
+        "tox-py39-django50",
+        "tox-py310-django42",
+        "tox-py310-django50",
+    ]
+
+
+@pytest.mark.parametrize(
+    "files,says,line",
+    [
+        (
+            {"pyproject.toml": "[project]\nname = 'a'\n[tool.ruff]\nline-length = 99\n"},
+            "pyproject.toml has tool.ruff",
+            "ruff",
+        ),
+        ({"pyproject.toml": "[project]\nname = 'a'\n", "ruff.toml": ""}, "ruff.toml found", "ruff"),
+        ({"pyproject.toml": "[project]\nname = 'a'\n", ".flake8": "[flake8]\n"}, ".flake8 found", "flake8 ."),
+        ({"setup.cfg": "[flake8]\nmax-line-length = 99\n"}, "setup.cfg mentions [flake8]", "flake8 ."),
+        (
+            {"pyproject.toml": "[project]\nname = 'a'\n[tool.pylint.main]\njobs = 2\n"},
+            "pyproject.toml has tool.pylint",
+            "pylint",
+        ),
+        (
+            {"package.json": '{"name": "w", "scripts": {"lint": "biome check ."}}'},
+            'package.json has scripts.lint ("biome check .")',
+            "npm run lint",
+        ),
+        (
+            {"package.json": '{"name": "w"}', "eslint.config.mjs": "export default [];\n"},
+            "eslint.config.mjs found",
+            "eslint",
+        ),
+        ({"Cargo.toml": "[package]\nname = 'c'\n", "clippy.toml": "msrv = '1.70'\n"}, "clippy.toml found", "clippy"),
+        ({"go.mod": "module x\n", ".golangci.yml": "linters: {}\n"}, ".golangci.yml found", "golangci-lint run"),
+    ],
+)
+def test_the_lint_step_follows_the_project_s_own_configuration_and_says_so(tmp_path, files, says, line):
+    root = tree(tmp_path / "p", files)
+    init(root)
+    text = (root / "intents.toml").read_text()
+    assert f"# lint follows the project's own configuration: {says}\n[intent.lint]\n" in text
+    lint = tomllib.loads(text)["intent"]["lint"]
+    assert lint["description"].endswith(f"{line_of(lint)}, with the project's own configuration ({says})")
+    assert line in lint["description"]
+    config = next(f for f in files if f in says)
+    assert matches_any(config, lint["inputs"])  # an edit to the configuration re-runs the lint
+
+
+def line_of(lint: dict) -> str:
+    return lint["description"].split(": ", 1)[1].split(", with the project")[0]
+
+
+def test_a_lint_step_without_configuration_says_it_runs_the_defaults(tmp_path):
+    root = tree(tmp_path / "p", {"pyproject.toml": "[project]\nname = 'a'\n"})
+    text = init(root, "--dry-run")["content"]
+    assert "# lint: no lint configuration was found here, so the linter runs with its defaults\n" in text
+
+
+def test_the_written_file_for_a_real_python_project(tmp_path, snapshot):
+    root = copy_fixture(INIT / "python-tox", tmp_path / "acme")
+    result = runner(root, "init")
+    assert result.returncode == 0, result.stderr
+    assert (root / "intents.toml").read_text() == snapshot
+    assert result.stdout.splitlines()[1:] == [
+        "project name 'acme-parser' from pyproject.toml [project] name",
+        "offered what the project already runs: make-all, make-build, make-docs, make-clean, tox-py311, tox-py312, "
+        "tox-lint, tox-docs",
+        "lint (python) follows the project's own configuration: pyproject.toml has tool.ruff",
+    ]
+
+
+def test_the_example_agent_step_is_commented_out_while_the_worker_cannot_start(tmp_path):
+    root = copy_fixture(INIT / "python-tox", tmp_path / "acme")
+    env = {k: v for k, v in os.environ.items() if k not in ("CODEX_API_KEY", "CODEX_HOME")}
+    result = subprocess.run(
+        [sys.executable, "-m", "runner", "init", "--json"],
+        cwd=root,
+        env={**env, "PYTHONPATH": str(ROOT), "HOME": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    obj = json.loads(result.stdout)
+    assert obj["agent_example"] is False
+    assert "the codex worker cannot start: key: the environment variable CODEX_API_KEY is not set" in obj["note"]
+    assert "\n# [intent.write-tests]\n" in (root / "intents.toml").read_text()
+
+
+@pytest.mark.toolchain
+def test_init_then_make_runs_node_s_own_test_script(tmp_path):
+    need_tools("node", "npm", how="apt-get install -y nodejs npm (Node 20)")
+    root = copy_fixture(INIT / "node-script", tmp_path / "calc")
+    init(root)
+    first = runner(root, "make", "test")
+    assert first.returncode == 0, first.stderr + first.stdout
+    (root / "test" / "calc.test.js").write_text(
+        (root / "test" / "calc.test.js").read_text().replace("add(1, 2), 3", "add(1, 2), 4")
+    )
+    failed = runner(root, "make", "test")
+    assert failed.returncode == 1
+    # node --test's TAP, run by `npm test` (no jest anywhere), read by the tap family: the failing test named
+    assert "failing tests (1):\n    adds\n" in failed.stderr
