@@ -294,6 +294,9 @@ def test_approvals_asked_approved_rejected_pending_and_dropped(agent):
     saved = conforming(agent.run("audit", "--json").out)["figures"]["saved_model_calls"]
     assert (saved["value"], saved["steps"]) == (1, 1)
 
+    # the agent writes the same file each time: without it in the project, each attempt changes something (an
+    # attempt that changed nothing fails before any approval is asked)
+    (agent.root / "tests/test_calc.py").unlink()
     (agent.root / "src/calc.py").write_text((agent.root / "src/calc.py").read_text() + "# two\n")
     assert agent.make().code == 3
     assert agent.run("approve", "tests", "--reject").code == 0
