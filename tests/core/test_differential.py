@@ -34,7 +34,8 @@ from hypothesis import strategies as st
 
 from runner.cli import cli
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600)]
+# each runner call has its own timeout (120 s); the whole exploration may take hours with --hypothesis-profile=long
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(6 * 3600)]
 
 SOURCES = [f"src/f{i}.txt" for i in range(6)]
 GLOB = "src/g_*.txt"
