@@ -295,13 +295,29 @@ def _gate_entry(pattern) -> tuple:
 
 
 def _static_parts(spec: Spec, name: str, gated: list, loaded: dict) -> tuple[dict[str, str], list[str]]:
-    """Digest per key ingredient (the names appear in `explain` and in the reasons). `gated` gets the candidate
-    patterns (shadow, canary) of the families the step's adapter commands are read with."""
+    """Digest per key ingredient (the names appear in `explain` and in the reasons). `gated` gets the gate entries
+    (_gate_entry) of the candidate patterns (shadow, canary) of the families the step's adapter commands are read
+    with, and of the canary variants of an agent step's prompt."""
     intent = spec.intents[name]
     parts = {"definition": digest_value(intent.definition())}
     extra_sources: list[str] = []
     if intent.prompt:
         parts["prompt"] = _file_digest(spec.prompts.get(intent.prompt)) or ""
+        if intent.kind == STEP_AGENT:  # its variants in canary: in the key of the steps whose slice uses one
+            from .prompts import candidates_file, read_candidates
+
+            extra_sources.append(str(candidates_file(spec.root, intent.prompt)))
+            for candidate in read_candidates(spec.root, intent.prompt):
+                if candidate.stage == "canary":
+                    gated.append(
+                        (
+                            f"prompt:{candidate.prompt}",
+                            candidate.name,
+                            "canary",
+                            candidate.weight,
+                            digest_value(candidate.text),
+                        )
+                    )
     if intent.adapter:
         resolved = _resolved(spec, intent.adapter)
         if resolved is not None:
@@ -316,9 +332,7 @@ def _static_parts(spec: Spec, name: str, gated: list, loaded: dict) -> tuple[dic
                 library = _library(spec, loaded)
                 parts["regexes"] = library.digest(families)
                 extra_sources += files
-                candidates = [p for f in families for p in library.family(f).candidates()]
-                if candidates:
-                    gated.extend(candidates)
+                gated.extend(_gate_entry(p) for f in families for p in library.family(f).candidates())
             extra_sources += _evidence_files(Path(spec.root), resolved.adapter)
     if intent.kind == STEP_AGENT:
         w = spec.worker
@@ -339,7 +353,7 @@ def compile_spec(spec: Spec) -> tuple[Compiled, list[str]]:
         gated: list = []
         p, extra = _static_parts(spec, name, gated, loaded)
         if gated:
-            gates[name] = tuple(_gate_entry(pattern) for pattern in gated)
+            gates[name] = tuple(gated)
         parts[name] = p
         static[name] = digest_value(p)
         # the same digest without the worker part: only agent steps have one to leave out

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import NamedTuple
 
 from .spec import Intent
 
@@ -72,3 +73,67 @@ def render(template: str | None, intent: Intent, root: Path, input_files: list[s
     if "{{feedback}}" not in (template or DEFAULT_TEMPLATE) and feedback:
         text += feedback_block(feedback)  # a template that forgot the slot still gets the feedback
     return text
+
+
+# ---- candidates: variants of a template on their way through the learning loop's gate ------------------------
+
+CANDIDATES_SUFFIX = ".candidates.toml"  # prompts/NAME.candidates.toml: the variants of prompts/NAME.md
+CANDIDATE_STAGES = ("proposed", "canary", "active", "retired")
+
+
+class PromptCandidate(NamedTuple):
+    """A variant of a prompt template; `proposed` waits for `runner approve`, `canary` is used for its weight's
+    slice of the agent steps that use the template."""
+
+    prompt: str
+    name: str
+    stage: str
+    weight: int
+    text: str
+
+    @property
+    def ref(self) -> str:
+        """How keys, events and the gate name it: prompt:TEMPLATE/NAME."""
+        return f"prompt:{self.prompt}/{self.name}"
+
+
+def candidates_file(root: str | Path, prompt: str) -> Path:
+    return Path(root) / "prompts" / f"{prompt}{CANDIDATES_SUFFIX}"
+
+
+def read_candidates(root: str | Path, prompt: str) -> list[PromptCandidate]:
+    """The variants of one template, as its candidates file lists them (none when it has no such file)."""
+    from . import toml_read
+    from .errors import UserError
+
+    path = candidates_file(root, prompt)
+    try:
+        data = toml_read.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return []
+    except (OSError, UnicodeDecodeError, toml_read.TOMLDecodeError) as exc:
+        raise UserError(f"{path}: cannot be read ({exc})") from None
+    found = []
+    for i, table in enumerate(data.get("candidate", ())):
+        where = f"{path} candidate[{i}]"
+        name, stage, text = table.get("name"), table.get("stage", "proposed"), table.get("text")
+        if not isinstance(name, str) or not name or not isinstance(text, str):
+            raise UserError(f"{where}: a candidate needs a name and its text (text = '''...''')")
+        if stage not in CANDIDATE_STAGES:
+            raise UserError(f"{where}: stage {stage!r} is not one of {', '.join(CANDIDATE_STAGES)}")
+        weight = (table.get("gate") or {}).get("weight", 0)
+        found.append(PromptCandidate(prompt, name, stage, int(weight) if isinstance(weight, int) else 0, text))
+    return found
+
+
+def choose(root: str | Path, prompt: str | None, template: str | None, slice_key: str | None):
+    """(the template an agent step uses, the candidate it is or None): a canary variant where the step falls in its
+    slice (the same hash as a canary pattern's), else the template itself."""
+    if not prompt or slice_key is None:
+        return template, None
+    from .keys import canary_slot
+
+    for candidate in read_candidates(root, prompt):
+        if candidate.stage == "canary" and canary_slot(slice_key, candidate.ref) < candidate.weight:
+            return candidate.text, candidate
+    return template, None

@@ -96,18 +96,21 @@ def _weight(move: Move) -> int | None:
 
 def apply_moves(moves: list[Move], today_text: str) -> None:
     """Write every move into its family's file, one write per file."""
-    by_file: dict[Path, dict[str, dict]] = {}
+    by_file: dict[tuple[Path, str], dict[str, dict]] = {}
     for move in moves:
+        if not move.gate and move.to == move.standing.stage:
+            continue  # waiting for a human: nothing to write
+        where = (move.standing.file, "candidate" if move.standing.family.startswith("prompt:") else "pattern")
         change: dict = {"gate": dict(move.gate)}
         if move.to != move.standing.stage:
             change["stage"] = move.to
         if move.moved:
             change["gate"]["history"] = f"{today_text} {move.why}"
-        by_file.setdefault(move.standing.file, {})[move.standing.name] = change
+        by_file.setdefault(where, {})[move.standing.name] = change
         for name, other in move.also.items():
-            by_file[move.standing.file][name] = other
-    for path, changes in by_file.items():
-        writeback.update_patterns(path, changes)
+            by_file[where][name] = other
+    for (path, key), changes in by_file.items():
+        writeback.update_patterns(path, changes, key=key)
 
 
 def learn_pass(root: Path, dry_run: bool = False, spec_file: str = "intents.toml", on_projection=None) -> Report:
@@ -118,7 +121,14 @@ def learn_pass(root: Path, dry_run: bool = False, spec_file: str = "intents.toml
     layout = Layout(root)
     report = Report(dry_run)
     day = today()
+    from . import prompts
+
     report.moves = [evaluate(s, layout.runs_dir, settings, day) for s in standings(root)]
+    report.moves += [
+        prompts.evaluate(root, s, layout.runs_dir, settings)
+        for s in prompts.standings(root)
+        if s.stage in ("proposed", "canary")
+    ]
     proposals = propose_from_runs(root, settings, report, spec_file, on_projection)
     if not dry_run:
         apply_moves(report.moves, day)

@@ -29,8 +29,8 @@ def _write(path: Path, doc: tomlkit.TOMLDocument) -> None:
     os.replace(tmp, path)
 
 
-def _patterns(doc: tomlkit.TOMLDocument) -> AoT | None:
-    found = doc.get("pattern")
+def _patterns(doc: tomlkit.TOMLDocument, key: str = "pattern") -> AoT | None:
+    found = doc.get(key)
     return found if isinstance(found, AoT) else None
 
 
@@ -94,11 +94,12 @@ def add_patterns(path: Path, family: str, patterns: Iterable[Mapping], descripti
     _write(path, doc)
 
 
-def update_patterns(path: Path, changes: Mapping[str, Mapping]) -> None:
-    """Change patterns of one family file in one write: name -> {"stage": ..., "gate": {key: value or None}}
-    (None removes a gate key; a "history" value is appended to the list, not set)."""
+def update_patterns(path: Path, changes: Mapping[str, Mapping], key: str = "pattern") -> None:
+    """Change patterns of one family file (`key`: the candidates of a prompt's file) in one write: name ->
+    {"stage": ..., "gate": {key: value or None}} (None removes a gate key; a "history" value is appended to the
+    list, not set)."""
     doc = _read(path)
-    tables = {str(t.get("name")): t for t in _patterns(doc) or ()}
+    tables = {str(t.get("name")): t for t in _patterns(doc, key) or ()}
     for name, change in changes.items():
         table = tables.get(name)
         if table is None:
@@ -124,3 +125,39 @@ def update_patterns(path: Path, changes: Mapping[str, Mapping]) -> None:
                 else:
                     gate[key] = value
     _write(path, doc)
+
+
+def add_prompt_candidate(path: Path, prompt: str, name: str, text: str, stage: str, gate: Mapping) -> None:
+    """Append a variant of a prompt template to its candidates file (made when there is none yet); its text as a
+    multi-line literal string, so the pull request shows it as it reads."""
+    if path.exists():
+        doc = _read(path)
+    else:
+        doc = tomlkit.document()
+        doc.add(tomlkit.comment(f"Variants of prompts/{prompt}.md on their way through `runner learn`'s gate."))
+        doc.add(tomlkit.comment("A proposed one waits for `runner approve --prompt`; see the README, Learning."))
+    existing = _patterns(doc, "candidate")
+    if existing is None:
+        existing = tomlkit.aot()
+        doc.add(tomlkit.nl())
+        doc.append("candidate", existing)
+    table = tomlkit.table()
+    table["name"] = name
+    table["stage"] = stage
+    literal = "'''" not in text and not text.endswith("'")
+    table["text"] = tomlkit.string(text, literal=literal, multiline=True)
+    gate_table = tomlkit.table()
+    for k, v in gate.items():
+        gate_table[k] = _history(v) if k == "history" else v
+    table["gate"] = gate_table
+    existing.append(table)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _write(path, doc)
+
+
+def write_text(path: Path, text: str) -> None:
+    """A whole file the user owns, replaced at once (a promoted prompt template)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)

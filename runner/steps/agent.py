@@ -18,7 +18,7 @@ from ..attempt import Change, find_change, make_workspace, remove_workspace, rev
 from ..errors import UserError
 from ..globs import expand
 from ..policy import RunBudget, Spent, check_change, only_outside_scope, step_budget_exhausted, writable_scope
-from ..prompts import render
+from ..prompts import choose, render
 from .base import StepContext, StepOutcome
 from .shell import adapter_commands
 
@@ -70,6 +70,7 @@ class CandidateResult:
     attempts: list[Attempt] = field(default_factory=list)
     spent: Spent = field(default_factory=Spent)
     usage: dict[str, int] = field(default_factory=lambda: dict.fromkeys(USAGE_KEYS, 0))  # tokens, by kind
+    prompt: str | None = None  # the canary variant of its template it used (prompt:NAME/VARIANT), if one
 
     @property
     def final(self) -> Attempt | None:
@@ -140,7 +141,9 @@ class AgentStep:
         intent = ctx.intent
         policy = ctx.spec.policies[intent.policy]
         worker = get_worker(run.worker_config)
-        template = _template(ctx)
+        # a canary variant of the template where the step falls in its slice (its key holds that variant)
+        template, variant = choose(run.root, ctx.intent.prompt, _template(ctx), run.slice_key)
+        result.prompt = variant.ref if variant else None
         feedback = None
         workspace = None  # shared by the candidate's attempts: a retry fixes what the last one left
         max_attempts = intent.max_attempts
@@ -191,6 +194,7 @@ class AgentStep:
                 "intent": intent.name,
                 "candidate": attempt.candidate,
                 "attempt": attempt.number,
+                **({"prompt": result.prompt} if result.prompt else {}),
             },
         )
         request = WorkerRequest(
