@@ -119,8 +119,11 @@ def _build(command: Command) -> click.Command:
     if not command.subcommands:
         return click.Command(command.name, callback=callback, params=params, help=command.help)
     # a group; with `run` too (`runner learn` is a pass, `runner learn status` one of its subcommands)
-    group = click.Group(command.name, help=command.help, callback=callback, params=params)
-    group.invoke_without_command = run is not None
+    # invoke_without_command given to the constructor, which derives no_args_is_help from it: set afterwards,
+    # a bare `runner learn` printed the group's help and exited 2 instead of running the pass
+    group = click.Group(
+        command.name, help=command.help, callback=callback, params=params, invoke_without_command=run is not None
+    )
     for sub in command.subcommands:
         group.add_command(_build(sub))
     return group
