@@ -118,9 +118,7 @@ def _build(command: Command) -> click.Command:
     params = [_click_param(p) for p in command.params] + list(_SHARED) if run is not None else []
     if not command.subcommands:
         return click.Command(command.name, callback=callback, params=params, help=command.help)
-    # a group; with `run` too (`runner learn` is a pass, `runner learn status` one of its subcommands)
-    # invoke_without_command given to the constructor, which derives no_args_is_help from it: set afterwards,
-    # a bare `runner learn` printed the group's help and exited 2 instead of running the pass
+    # a group, with `run` too (`runner learn`, `runner learn status`): given to __init__, which sets no_args_is_help
     group = click.Group(
         command.name, help=command.help, callback=callback, params=params, invoke_without_command=run is not None
     )
