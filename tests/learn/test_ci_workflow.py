@@ -303,6 +303,11 @@ def github(tmp_path) -> GitHub:
     return GitHub(tmp_path / "github")
 
 
+def _succeeded(job: Job) -> None:
+    failed = [s for s in job.steps if s.code not in (0, None)]
+    assert not failed, "\n".join(f"step {s.name!r} of run {job.run_id} exited {s.code}:\n{s.output}" for s in failed)
+
+
 def _report(body: str) -> list[str]:
     """The pass's report: the fenced block of the pull request's body."""
     found = re.search(r"^```text\n(.*?)^```$", body, re.S | re.M)
@@ -351,7 +356,7 @@ def test_the_job_proposes_what_the_pass_changed_and_nothing_when_nothing_is_new(
     make = first.step("runner make")
     assert make.code == 0, make.output  # the failure is noted, and the pass goes on
     assert "::notice title=runner make exited with 1::" in make.output
-    assert all(s.code == 0 for s in first.steps if s.code is not None), first.steps
+    _succeeded(first)
     _proposed(github, first)
     report = _report(github.gh_calls()[-1]["body"])
     assert report[0] == "projected model calls: 0 (deterministic induction only)"
@@ -369,7 +374,7 @@ def test_the_job_proposes_what_the_pass_changed_and_nothing_when_nothing_is_new(
     github.merge("runner/learn-1001")
     github.fix_checks("parse_empty=ok parse_bad=ok\n")
     second = github.run_job("1002")
-    assert all(s.code == 0 for s in second.steps if s.code is not None), second.steps
+    _succeeded(second)
     assert "::notice" not in second.step("runner make").output
     _proposed(github, second)
     report = _report(github.gh_calls()[-1]["body"])
@@ -382,7 +387,7 @@ def test_the_job_proposes_what_the_pass_changed_and_nothing_when_nothing_is_new(
     github.merge("runner/learn-1002")
     calls = len(github.gh_calls())
     third = github.run_job("1003")
-    assert all(s.code == 0 for s in third.steps if s.code is not None), third.steps
+    _succeeded(third)
     assert (
         "nothing to propose: the pass left regexes/ as it was"
         in third.step("Propose the changes as a pull request").output
