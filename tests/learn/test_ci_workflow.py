@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 from ci import need_tools
-from test_gate import INTENTS, Tally
+from gate_helpers import INTENTS, Tally
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKFLOW = ROOT / "examples" / "ci" / "learn.yml"
