@@ -118,10 +118,10 @@ def _build(command: Command) -> click.Command:
     params = [_click_param(p) for p in command.params] + list(_SHARED) if run is not None else []
     if not command.subcommands:
         return click.Command(command.name, callback=callback, params=params, help=command.help)
-    # a group; with `run` too (`runner learn` is a pass, `runner learn status` one of its subcommands)
-    group = click.Group(command.name, help=command.help, callback=callback, params=params)
-    group.invoke_without_command = run is not None
-    group.no_args_is_help = run is None
+    # a group, with `run` too (`runner learn`, `runner learn status`): given to __init__, which sets no_args_is_help
+    group = click.Group(
+        command.name, help=command.help, callback=callback, params=params, invoke_without_command=run is not None
+    )
     for sub in command.subcommands:
         group.add_command(_build(sub))
     return group

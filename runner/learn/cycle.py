@@ -94,12 +94,28 @@ def _weight(move: Move) -> int | None:
     return move.gate.get("weight", move.standing.gate.get("weight"))
 
 
+_COUNTS = ("runs", "failed_checks", "disagreements")  # gate counters: an absent one is 0
+
+
+def changes_nothing(move: Move) -> bool:
+    """A stay on which no run since the candidate's last record observed anything: its record would differ
+    only in `since`, moved past runs that held nothing for it. Not written, so that a pass over runs that
+    bring nothing new leaves the family files as they were, and a scheduled pass proposes no change."""
+    if move.moved or move.also:
+        return False
+    before = move.standing.gate
+    return all(
+        value == before.get(key, 0 if key in _COUNTS else None) for key, value in move.gate.items() if key != "since"
+    )
+
+
 def apply_moves(moves: list[Move], today_text: str) -> None:
-    """Write every move into its family's file, one write per file."""
+    """Write every move into its family's file (a prompt's variants into its candidates file), one write per
+    file; a move that changes nothing (a stay with nothing observed, a variant waiting for a human) is left out."""
     by_file: dict[tuple[Path, str], dict[str, dict]] = {}
     for move in moves:
-        if not move.gate and move.to == move.standing.stage:
-            continue  # waiting for a human: nothing to write
+        if changes_nothing(move):
+            continue
         where = (move.standing.file, "candidate" if move.standing.family.startswith("prompt:") else "pattern")
         change: dict = {"gate": dict(move.gate)}
         if move.to != move.standing.stage:

@@ -274,6 +274,17 @@ def test_log_shows_last_run(chain):
     assert as_json["events"][-1]["event"] == "run_finished"
 
 
+def test_runs_are_listed_in_the_order_they_ran_within_one_second_too(chain):
+    """A run's id sorts as it started, also beside a run that started in the same second: `log --list`, the
+    newest run, and every reader of "the runs since RUN" (the learning gate) take that order from the ids."""
+    made = []
+    for i in range(8):  # a make takes a fraction of a second: several of them share a second
+        chain.write("src/y.txt", f"world {i}\n")
+        events = chain.make().events()
+        made.append(next(e["run_id"] for e in events if e["event"] == "run_started"))
+    assert [r["run_id"] for r in json.loads(chain.run("log", "--list", "--json").out)["runs"]] == made
+
+
 def test_cache_stats_gc_clear(chain):
     chain.make()
     chain.write("src/x.txt", "changed\n")

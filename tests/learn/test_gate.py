@@ -169,3 +169,28 @@ def test_shadow_and_canary_candidates_change_no_key_outside_their_slice(tally):
     again = tally.run("make", "--json")
     finished = [json.loads(line) for line in again.stdout.splitlines()][-1]
     assert finished["ran"] == 0 and finished["cached"] == 1, again.stdout
+
+
+def test_a_pass_over_runs_that_observed_nothing_leaves_the_family_file_as_it_was(tally):
+    """A candidate no run observed since its last record stays where it is, and its file is not rewritten (not
+    even `since`): a scheduled pass in CI that brings nothing new proposes no change (examples/ci/learn.yml)."""
+    (tally.root / "regexes" / "tally.toml").write_text(
+        FAMILY
+        + textwrap.dedent(
+            """
+            [[pattern]]
+            name = "summary"
+            regex = '^TALLY: (?P<passed>\\d+) ok, (?P<failed>\\d+) failed, (?P<skipped>\\d+) skipped$'
+            kind = "summary"
+            fields = ["passed", "failed", "skipped"]
+            stage = "shadow"
+            """
+        )
+    )
+    assert tally.make("ok", "ok").returncode == 0  # the step runs: the candidate observes it
+    assert tally.learn()["moved"][0]["why"] == "stays in shadow: 1 of 2 runs"
+    observed = tally.family()
+    assert "runs = 1" in observed
+    assert tally.run("make").returncode == 0  # cached: a run in which no candidate observed anything
+    assert tally.learn()["moved"][0]["why"] == "stays in shadow: 1 of 2 runs"
+    assert tally.family() == observed
