@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from ..errors import EXIT_OK, EXIT_STEP_FAILED, UsageError
-from . import SPEC_FILE, Command, Invocation, argument, echo, flag, print_json
+from . import SPEC_FILE, Command, Invocation, argument, echo, flag, option, print_json
 
 
-def run(inv: Invocation, intents: tuple[str, ...], spec_file: str | None, reject: bool) -> int:
+def run(inv: Invocation, intents: tuple[str, ...], spec_file: str | None, reject: bool, prompt: str | None) -> int:
+    if prompt is not None:
+        return _prompt(inv, prompt, reject)
     from ..apply import load_pending
     from ..approve import approve as approve_pending
     from ..approve import grant
@@ -58,6 +60,22 @@ def run(inv: Invocation, intents: tuple[str, ...], spec_file: str | None, reject
     return EXIT_STEP_FAILED if any(d["action"] == "failed" for d in done) else EXIT_OK
 
 
+def _prompt(inv: Invocation, ref: str, reject: bool) -> int:
+    """A variant of a prompt template: into canary, or (ready there) promoted; --reject retires it."""
+    from ..learn.cycle import settings_of, today
+    from ..learn.prompts import approve
+    from ..workspace import Layout, ProjectLock, find_root
+
+    root = find_root(inv.directory)
+    with ProjectLock(Layout(root), "runner approve --prompt"):
+        done = approve(root, ref, reject, settings_of(root), today())
+    if inv.as_json:
+        print_json({"done": [done]})
+    else:
+        echo(done)
+    return EXIT_OK
+
+
 COMMAND = Command(
     "approve",
     "Apply (or --reject) verified changes that wait for approval; no model is called.",
@@ -65,6 +83,12 @@ COMMAND = Command(
         argument("intents", nargs=-1),
         SPEC_FILE,
         flag("--reject", dest="reject", help="Drop the pending change instead of applying it."),
+        option(
+            "--prompt",
+            dest="prompt",
+            help="A variant of a prompt template (NAME/VARIANT): into canary, or promoted once ready.",
+            metavar="NAME/VARIANT",
+        ),
     ),
     run,
 )

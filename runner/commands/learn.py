@@ -32,6 +32,10 @@ def run(inv: Invocation, dry_run: bool) -> None:
         echo(note)
     echo(f"mined {report.mined} miss{'es' if report.mined != 1 else ''} from the recorded runs")
     for p in report.proposed:
+        if p["kind"] == "prompt":
+            template = p["family"].removeprefix("prompt:")
+            echo(f"proposed a variant of prompts/{template}.md: waits for `runner approve --prompt {template}/{p['name']}`")
+            continue
         verdict = "-> shadow" if p["verdict"] == "shadow" else f"dropped: {p['why']}"
         echo(
             f"proposed {p['family']}/{p['name']} ({p['kind']}): precision {p['precision']:.2f}, "
@@ -99,17 +103,22 @@ def _names_in(path: Path) -> set[str]:
 
 
 def status(inv: Invocation) -> None:
+    from ..learn import prompts
     from ..learn.cycle import settings_of, standings, today
     from ..learn.gate import evaluate
     from ..workspace import Layout, find_root
 
     root = find_root(inv.directory)
     settings = settings_of(root)
+    runs_dir = Layout(root).runs_dir
     rows = []
-    for s in standings(root, ("shadow", "canary", "active", "retired")):
+    for s in standings(root, ("shadow", "canary", "active", "retired")) + prompts.standings(root):
         if s.stage in ("active", "retired") and not s.gate:
             continue  # hand-written patterns the gate never touched
-        nxt = evaluate(s, Layout(root).runs_dir, settings, today()).why if s.stage in ("shadow", "canary") else None
+        if s.family.startswith("prompt:"):
+            nxt = prompts.evaluate(root, s, runs_dir, settings).why if s.stage in ("proposed", "canary") else None
+        else:
+            nxt = evaluate(s, runs_dir, settings, today()).why if s.stage in ("shadow", "canary") else None
         rows.append(
             {
                 "pattern": s.ref,

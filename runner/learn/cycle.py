@@ -251,14 +251,15 @@ def propose_from_runs(
         ]
         if left:
             unread.append((group, family, left, rejected, logs))
-    spec = _model_spec(root, spec_file) if settings.model_calls and unread else None
-    calls = min(settings.model_calls, len(unread)) if spec is not None else 0
+    spec = _model_spec(root, spec_file) if settings.model_calls else None
+    templates = _templates_to_improve(root, spec, mined) if spec is not None else []
+    calls = min(settings.model_calls, len(unread) + len(templates)) if spec is not None else 0
     report.projected_model_calls = calls
     if on_projection is not None:
         on_projection(calls)
     if report.dry_run:
         return proposals.out
-    from .model import ask
+    from .model import ask, ask_for_template
 
     for group, family, left, rejected, logs in unread[:calls]:
         asked = ask(spec, group.command or group.adapter or family, left, rejected, family)
@@ -273,7 +274,57 @@ def propose_from_runs(
                 candidate.name, n = f"{base}-{n}", n + 1
             taken.add(candidate.name)
             proposals.judge(candidate, family, library.families.get(family), logs)
+    for name, template, failures in templates[: calls - report.model_calls]:
+        text, tokens, error = ask_for_template(spec, name, template, failures)
+        report.model_calls += 1
+        report.model_tokens += tokens
+        if text is None:
+            report.notes.append(f"the model proposed no variant of prompts/{name}.md: {error}")
+            continue
+        variant = f"learned-{today()}"
+        writeback.add_prompt_candidate(
+            root / "prompts" / f"{name}.candidates.toml",
+            name,
+            variant,
+            text,
+            "proposed",
+            {"source": "model", "history": [f"{today()} proposed by the model after {len(failures)} failing line(s)"]},
+        )
+        report.proposed.append(
+            {
+                "name": variant,
+                "family": f"prompt:{name}",
+                "kind": "prompt",
+                "regex": None,
+                "source": "model",
+                "precision": None,
+                "recall": None,
+                "verdict": "proposed",
+                "why": "a prompt variant waits for `runner approve --prompt` (it cannot be scored offline)",
+            }
+        )
     return proposals.out
+
+
+def _templates_to_improve(root: Path, spec, mined) -> list[tuple[str, str, list[str]]]:
+    """(template name, its text, the failing lines) for each prompt whose agent steps failed their verify at the
+    first attempt (or never converged) in the recorded runs, and that has no variant proposed or in canary."""
+    from ..prompts import read_candidates
+
+    failures: dict[str, list[str]] = {}
+    for miss in mined.misses:
+        if miss.kind not in ("verify-failed-first", "retry-not-converged") or miss.step not in spec.intents:
+            continue
+        prompt = spec.intents[miss.step].prompt
+        if prompt and prompt in spec.prompts:
+            lines = failures.setdefault(prompt, [])
+            lines += [line.text for line in miss.lines if line.text not in lines]
+    found = []
+    for name, lines in sorted(failures.items()):
+        if any(c.stage in ("proposed", "canary") for c in read_candidates(root, name)):
+            continue  # one variant at a time: the last one has not been judged yet
+        found.append((name, Path(spec.prompts[name]).read_text(encoding="utf-8"), lines))
+    return found
 
 
 def _says_something(line: str) -> bool:

@@ -110,3 +110,49 @@ def ask(spec, command: str, lines: Sequence[str], rejected: Sequence[tuple[str, 
             )
         )
     return Asked(found, tokens)
+
+
+PROMPT_FOR_PROMPT = """\
+You improve a prompt template that a build tool gives a coding agent. The template's placeholders
+({{{{goal}}}}, {{{{acceptance}}}}, {{{{outputs}}}}, {{{{inputs}}}}, {{{{feedback}}}}) are filled in for each task; keep
+every one the template has.
+
+The template, prompts/{name}.md:
+----
+{template}
+----
+
+Agent steps given this template failed their verification at the first attempt; what the checks said:
+{failures}
+
+Answer with one FILE block, path={answer}, holding the whole improved template.
+"""
+PROMPT_ANSWER_FILE = "template.md"
+
+
+def ask_for_template(spec, name: str, template: str, failures: Sequence[str]) -> tuple[str | None, int, str | None]:
+    """One call for a variant of a prompt template: (its text or None, tokens spent, why none came back)."""
+    from ..workers import get_worker
+    from ..workers.base import WorkerRequest
+
+    prompt = PROMPT_FOR_PROMPT.format(
+        name=name,
+        template=template,
+        failures="\n".join(f"  {line}" for line in failures[:40]) or "  (no lines recorded)",
+        answer=PROMPT_ANSWER_FILE,
+    )
+    config = worker_config(spec)
+    with tempfile.TemporaryDirectory(prefix="runner-learn-") as tmp:
+        result = get_worker(config).run(
+            WorkerRequest(prompt=prompt, workspace=Path(tmp), intent=f"learn-{name}", step_key="learn", config=config)
+        )
+    tokens = result.usage.total
+    if not result.ok:
+        return None, tokens, result.error or "the model gave no answer"
+    text = (result.files or {}).get(PROMPT_ANSWER_FILE)
+    if not text or not text.strip():
+        return None, tokens, f"the answer has no {PROMPT_ANSWER_FILE}"
+    missing = [p for p in ("{{goal}}", "{{feedback}}") if p in template and p not in text]
+    if missing:
+        return None, tokens, f"the proposed template drops {', '.join(missing)}"
+    return text, tokens, None
