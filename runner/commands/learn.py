@@ -34,7 +34,8 @@ def run(inv: Invocation, dry_run: bool) -> None:
     for p in report.proposed:
         if p["kind"] == "prompt":
             template = p["family"].removeprefix("prompt:")
-            echo(f"proposed a variant of prompts/{template}.md: waits for `runner approve --prompt {template}/{p['name']}`")
+            waits = f"`runner approve --prompt {template}/{p['name']}`"
+            echo(f"proposed a variant of prompts/{template}.md: waits for {waits}")
             continue
         verdict = "-> shadow" if p["verdict"] == "shadow" else f"dropped: {p['why']}"
         echo(
