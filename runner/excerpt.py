@@ -570,13 +570,19 @@ def step_families(spec, intent) -> list[Family]:
 
     _line, names = step_command(spec, intent)
     try:
-        folder = Path(spec.root) / "regexes"
-        # keyed by the project's regex files as they are now: a long-lived process sees an edit
-        stamp = tuple(sorted((p.name, p.stat().st_mtime_ns) for p in folder.glob("*.toml"))) if folder.is_dir() else ()
-        library = _library(str(spec.root), stamp)
+        library = library_of(spec)
         return [library.family(name) for name in names if name in library.families]
     except RunnerError:
         return []
+
+
+def library_of(spec) -> Library:
+    """The project's regex library (built-in families, then its own), loaded once while its files stay the same;
+    raises the library's own error for a broken project regex file."""
+    folder = Path(spec.root) / "regexes"
+    # keyed by the project's regex files as they are now: a long-lived process sees an edit
+    stamp = tuple(sorted((p.name, p.stat().st_mtime_ns) for p in folder.glob("*.toml"))) if folder.is_dir() else ()
+    return _library(str(spec.root), stamp)
 
 
 @functools.lru_cache(maxsize=4)

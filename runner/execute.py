@@ -468,6 +468,10 @@ class Executor:
             event["log"] = outcome.log
             if name in self.planner.compiled.gates and self.spec.intents[name].kind == STEP_SHELL:
                 self.summary.observed.append((name, decision.slice_key, outcome.log, outcome.ok))
+        if name in self.planner.compiled.gates and self.spec.intents[name].kind == STEP_AGENT:
+            # an agent step's attempts: the candidates are compared on each verify command's output
+            attempts = str(self.record.dir / "attempts" / name)
+            self.summary.observed.append((name, decision.slice_key, attempts, outcome.ok))
         if outcome.details:
             event["agent"] = outcome.details
             if "usage" in outcome.details:  # what the step spent, as run_finished gives it for the run

@@ -15,6 +15,7 @@ import bisect
 import json
 from pathlib import Path
 
+from .errors import RunnerError
 from .excerpt import read_text, step_command, step_families
 from .parse import Family, Match, Pattern
 from .redact import Mask
@@ -25,26 +26,71 @@ SHOWN = 5  # lines of evidence kept per observation
 
 def observe(spec, run_dir: Path, steps: list[tuple[str, str | None, str, bool]], mask: Mask) -> int:
     """Record what the candidates find on these steps' logs ((name, slice key, log path, passed), in the order
-    they finished); returns how many observations were written."""
+    they finished: a shell step's log, or an agent step's attempts folder, whose verify logs are read); returns
+    how many observations were written."""
     lines = []
     for name, slice_key, log, passed in steps:
         intent = spec.intents[name]
-        text = read_text(log)
-        if not text:
-            continue
-        command, _names = step_command(spec, intent)
-        # the log opens with the runner's own "$ command" line(s), not with what the tool printed
-        skip = len(f"$ {command}".splitlines()) if text.startswith("$ ") else 0
-        body = "\n".join(text.split("\n")[skip:])
-        for family in step_families(spec, intent):
-            for candidate in family.candidates():
-                seen = compare(body, family, candidate, passed)
-                seen.update(step=name, stage=candidate.stage, used=candidate.used_for(slice_key))
-                lines.append(mask.text(json.dumps(seen)))
+        for body, families, ok in _logs(spec, intent, Path(log), passed):
+            for family in families:
+                for candidate in family.candidates():
+                    seen = compare(body, family, candidate, ok)
+                    seen.update(step=name, stage=candidate.stage, used=candidate.used_for(slice_key))
+                    lines.append(mask.text(json.dumps(seen)))
     if lines:
         with open(run_dir / GATE_FILE, "a", encoding="utf-8") as f:
             f.write("\n".join(lines) + "\n")
     return len(lines)
+
+
+def _logs(spec, intent, log: Path, passed: bool):
+    """(text, the families that read it, whether its command passed) for each log a step left: a shell step's
+    one log; for an agent step, each verify command's part of each attempt's verify log."""
+    if log.is_dir():
+        yield from _verify_logs(spec, intent, log)
+        return
+    text = read_text(log)
+    if not text:
+        return
+    command, _names = step_command(spec, intent)
+    # the log opens with the runner's own "$ command" line(s), not with what the tool printed
+    skip = len(f"$ {command}".splitlines()) if text.startswith("$ ") else 0
+    yield "\n".join(text.split("\n")[skip:]), step_families(spec, intent), passed
+
+
+def _verify_logs(spec, intent, attempts: Path):
+    """Each verify command's output in each attempt's verify.log (cut at the runner's `$ command` lines); the
+    last part of a failed attempt is the command that failed, every other part passed."""
+    from .excerpt import library_of
+
+    try:
+        from .adapters import resolve
+
+        commands = resolve(intent.adapter, Path(spec.root), spec.adapters).commands if intent.adapter else {}
+        library = library_of(spec)
+    except RunnerError:
+        return
+    by_line = {}
+    for name in intent.verify:
+        cmd = commands.get(name)
+        if cmd is not None:
+            by_line[f"$ {cmd.run}"] = [library.families[f] for f in cmd.parse if f in library.families]
+    for folder in sorted(p for p in attempts.iterdir() if p.is_dir()) if attempts.is_dir() else []:
+        text = read_text(folder / "verify.log")
+        if not text:
+            continue
+        try:
+            ok = bool(json.loads((folder / "result.json").read_text()).get("ok"))
+        except (OSError, ValueError):
+            continue  # an attempt a crash cut short says nothing
+        parts: list[tuple[list, list[str]]] = []
+        for line in text.split("\n"):
+            if line in by_line:
+                parts.append((by_line[line], []))
+            elif parts:
+                parts[-1][1].append(line)
+        for i, (families, body) in enumerate(parts):
+            yield "\n".join(body), families, ok or i < len(parts) - 1
 
 
 def _extractions(matches: list[Match], starts: list[int]) -> set[tuple]:

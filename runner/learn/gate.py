@@ -23,6 +23,10 @@ from ..record import runs_after
 from ..shadow import read_observations
 
 
+def _runs(n: int) -> str:
+    return f"{n} run{'s' if n != 1 else ''}"
+
+
 @dataclass(frozen=True)
 class Settings:
     """The [learn] table of intents.toml."""
@@ -123,7 +127,7 @@ def evaluate(standing: Standing, runs_dir: Path, settings: Settings, today: str)
                 standing,
                 "canary",
                 {**record, "runs": 0, "weight": weight, "since": latest, "hit": None},
-                f"to canary at {weight}%: {counted} runs in shadow, no failed check",
+                f"to canary at {weight}%: {_runs(counted)} in shadow, no failed check",
             )
         more = {"hit": True} if hits else {}
         return Move(
@@ -148,7 +152,7 @@ def evaluate(standing: Standing, runs_dir: Path, settings: Settings, today: str)
             standing,
             "canary",
             {**record, "runs": 0, "weight": higher[0], "since": latest},
-            f"canary {weight}% -> {higher[0]}%: {counted} runs used it, no failed check",
+            f"canary {weight}% -> {higher[0]}%: {_runs(counted)} used it, no failed check",
         )
     also = {}
     if standing.replaces:
@@ -163,6 +167,6 @@ def evaluate(standing: Standing, runs_dir: Path, settings: Settings, today: str)
         standing,
         "active",
         {**record, "weight": None, "since": latest, "promoted": today},
-        f"promoted: {counted} runs used it at {weight}%, no failed check",
+        f"promoted: {_runs(counted)} used it at {weight}%, no failed check",
         also,
     )

@@ -22,16 +22,16 @@ def _log_of_last_run(tally: Tally) -> Path:
     return runs[-1] / "logs" / "test.log"
 
 
-def test_induced_patterns_go_from_shadow_through_canary_to_active_and_back(tally, snapshot):
+def test_mined_patterns_go_from_shadow_through_canary_to_active_and_back(tally, snapshot):
     # a failing run of the tool; nothing reads its output
     assert tally.make("ok", "expected-ParseError", "ok").returncode == 1
     before = tally.findings("CHECK parse_x ..... FAILED (5ms)\nTALLY: 1 ok, 1 failed, 0 skipped\n")
     assert before["failed_tests"] == [] and before["summary"]["failed"] is None
 
-    induced = tally.run("learn", "induce", str(_log_of_last_run(tally)), "--family", "tally", "--json")
-    assert induced.returncode == 0, induced.stderr
-    kinds = {p["name"]: p["kind"] for p in json.loads(induced.stdout)["patterns"]}
-    assert {"summary", "failed_test", "diagnostic"} <= set(kinds.values())
+    # the pass mines the misses, proposes, scores and writes the survivors in shadow
+    report = tally.learn()
+    kinds = {p["name"]: p["kind"] for p in report["proposed"] if p["verdict"] == "shadow"}
+    assert sorted(kinds.values()) == ["diagnostic", "failed_test", "summary"]
     assert tally.run("validate").returncode == 0
     status = tally.status()
     assert {c["stage"] for c in status.values()} == {"shadow"}
@@ -194,3 +194,22 @@ def test_a_pass_over_runs_that_observed_nothing_leaves_the_family_file_as_it_was
     assert tally.run("make").returncode == 0  # cached: a run in which no candidate observed anything
     assert tally.learn()["moved"][0]["why"] == "stays in shadow: 1 of 2 runs"
     assert tally.family() == observed
+
+
+def test_learn_induce_prints_the_patterns_and_an_assignment_per_line_and_adds_them_in_shadow(tally):
+    assert tally.make("ok", "expected-ParseError").returncode == 1
+    log = _log_of_last_run(tally)
+    dry = tally.run("learn", "induce", str(log), "--family", "tally", "--json", "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    found = json.loads(dry.stdout)
+    lines = log.read_text().splitlines()
+    assert len(found["assignments"]) == len(lines)
+    by_name = {p["name"]: p for p in found["patterns"]}
+    for line, name in zip(lines, found["assignments"], strict=True):
+        assert name is None or name in by_name, (line, name)
+    summary = next(p for p in found["patterns"] if p["kind"] == "summary")
+    assert summary["template"] == "TALLY: <*> ok, <*> failed, <*> skipped"
+    assert tally.family() == FAMILY  # --dry-run wrote nothing
+    assert tally.run("learn", "induce", str(log), "--family", "tally").returncode == 0
+    assert {c["stage"] for c in tally.status().values()} == {"shadow"}
+    assert tally.family().startswith(FAMILY)

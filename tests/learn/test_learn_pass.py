@@ -76,7 +76,7 @@ def test_a_dry_run_writes_nothing(tally):
 WEIRD_TOOL = """\
 import sys
 print("weird 1.0")
-print("  \\u2717 lexer tokens broke")
+print("  \\u2717 lexer tokens broke (error)")
 print("  \\u2713 parser holds")
 print("weird: 1 broke")
 sys.exit(1)
@@ -87,13 +87,27 @@ def test_what_induction_cannot_read_is_asked_of_the_model_and_scored_like_the_re
     (tally.root / "tally.py").write_text(WEIRD_TOOL)
     good = {
         "name": "weird-broke",
-        "regex": "^\\s*\u2717 (?P<name>.+) broke$",
+        "regex": "^\\s*\u2717 (?P<name>.+) broke \\(error\\)$",
         "kind": "failed_test",
         "fields": ["name"],
     }
     lookaround = {"name": "weird-ahead", "regex": "^(?=.*broke).*$", "kind": "failed_test", "fields": []}
     backtracks = {"name": "weird-nested", "regex": "^(\\s*\\S+\\s*)+broke$", "kind": "failed_test", "fields": []}
-    answer = json.dumps({"patterns": [good, lookaround, backtracks]})
+    # regresses on the recorded logs: reads the summary line an active summary pattern reads already
+    claims = {
+        "name": "weird-total",
+        "regex": "^weird: (?P<failed>\\d+) broke$",
+        "kind": "summary",
+        "fields": ["failed"],
+    }
+    # imprecise: reads the summary line too, as a failing test
+    greedy = {"name": "weird-any", "regex": "^\\s*(?P<name>.+) broke.*$", "kind": "failed_test", "fields": ["name"]}
+    answer = json.dumps({"patterns": [good, lookaround, backtracks, claims, greedy]})
+    (tally.root / "regexes" / "tally.toml").write_text(
+        FAMILY
+        + "\n[[pattern]]\nname = \"summary\"\nregex = '^weird: (?P<failed>\\d+) broke$'\n"
+        + 'kind = "summary"\nfields = ["failed"]\n'
+    )
     message = f"<<MIS:START>>\n<<MIS:FILE path=patterns.json>>\n{answer}\n<<MIS:END>>"
     base_url, requests = fake_server([{"steps": [{"message": message}]}])
     intents = (tally.root / "intents.toml").read_text()
@@ -115,7 +129,8 @@ def test_what_induction_cannot_read_is_asked_of_the_model_and_scored_like_the_re
     report = json.loads(tally.run("learn", "--json", "--dry-run").stdout)  # what the first pass wrote stands
     status = tally.status()
     assert "tally/tally-weird-broke" in status and status["tally/tally-weird-broke"]["stage"] == "shadow"
-    assert "tally/tally-weird-ahead" not in status and "tally/tally-weird-nested" not in status
+    for dropped in ("weird-ahead", "weird-nested", "weird-total", "weird-any"):
+        assert f"tally/tally-{dropped}" not in status
     asked = [r for r in map(json.loads, requests.read_text().splitlines()) if r.get("path") == "/v1/responses"]
     assert len(asked) == 1
     prompt = json.dumps(asked[0])
@@ -124,6 +139,8 @@ def test_what_induction_cannot_read_is_asked_of_the_model_and_scored_like_the_re
     lines = done.stdout
     assert "weird-ahead" in lines and "RE2 refuses it" in lines
     assert "weird-nested" in lines and "backtrack catastrophically" in lines
+    assert "weird-total" in lines and "which an active summary pattern reads already" in lines
+    assert "weird-any" in lines and "precision 0.50 < 0.95 (it also reads 'weird: 1 broke')" in lines
 
 
 def _answer(checks: str) -> str:
@@ -185,4 +202,12 @@ def test_a_promoted_pattern_names_the_failing_tests_in_an_agent_steps_retry(tall
         assert "Failing tests:\n- check_widget_spin" in retry
     else:
         assert "Failing tests:" not in retry
+        # in shadow it was observed on the agent's verify output, each attempt's: a hit on the failing one,
+        # nothing to read on the passing one, no failed check
+        (run,) = (tally.root / ".runner" / "runs").iterdir()
+        seen = [json.loads(line) for line in (run / "gate.jsonl").read_text().splitlines()]
+        assert [(o["pattern"], o["step"], o["hits"], o["check"]) for o in seen] == [
+            ("tally/tally-check-failed", "fix", 1, "pass"),
+            ("tally/tally-check-failed", "fix", 0, "pass"),
+        ]
     assert (tally.root / "src" / "checks.txt").read_text().strip() == "good_one=ok"

@@ -66,7 +66,7 @@ class Agentic(Tally):
 
     def variant(self, stage: str = "proposed") -> None:
         (self.root / "prompts" / "fix-checks.candidates.toml").write_text(
-            "# our note on the variant\n\n[[candidate]]\nname = \"terse\"\n"
+            '# our note on the variant\n\n[[candidate]]\nname = "terse"\n'
             f"stage = \"{stage}\"\ntext = '''{VARIANT}'''\n"
         )
 
