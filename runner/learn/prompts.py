@@ -16,7 +16,7 @@ from ..record import read_events, runs_after
 from . import writeback
 from .gate import Move, Settings, Standing
 
-TOKEN_SLACK = 1.5  # a variant may spend up to this many times the template's tokens per step
+SLACK = 1.5  # a variant may take up to this many times the template's attempts and tokens per step
 
 
 def standings(root: Path) -> list[Standing]:
@@ -86,6 +86,10 @@ def _rate(uses: list[tuple[str, _Use]]) -> float:
     return sum(u.first_ok for _r, u in uses) / len(uses)
 
 
+def _attempts(uses: list[tuple[str, _Use]]) -> float:
+    return sum(u.attempts for _r, u in uses) / len(uses)
+
+
 def _tokens(uses: list[tuple[str, _Use]]) -> float:
     return sum(u.tokens for _r, u in uses) / len(uses)
 
@@ -110,7 +114,9 @@ def evaluate(root: Path, standing: Standing, runs_dir: Path, settings: Settings)
         why = "no run used it since its last move (no data)"
     elif control and _rate(mine) < _rate(control):
         why = f"verify passed at the first attempt {_rate(mine):.0%} of its uses, the template's {_rate(control):.0%}"
-    elif control and _tokens(mine) > TOKEN_SLACK * _tokens(control):
+    elif control and _attempts(mine) > SLACK * _attempts(control):
+        why = f"{_attempts(mine):.1f} attempts a use, the template's {_attempts(control):.1f}"
+    elif control and _tokens(mine) > SLACK * _tokens(control):
         why = f"{_tokens(mine):.0f} tokens a use, the template's {_tokens(control):.0f}"
     if why:
         failed += 1
