@@ -44,29 +44,20 @@ class Asked:
     error: str | None = None
 
 
-def worker_config(spec):
-    """The openai worker's config from the project's [worker] table (its model, key variable and base_url)."""
-    from ..workers.base import WorkerConfig
+def _call(spec, prompt: str, intent: str):
+    """One Responses call through the openai worker, with the project's [worker] model, key and base_url."""
+    from ..workers import config_for, get_worker
+    from ..workers.base import WorkerRequest
 
-    w = spec.worker
-    return WorkerConfig(
-        kind="openai",
-        model=w.model,
-        fallback_models=w.fallback_models,
-        base_url=w.base_url,
-        env_key=w.env_key,
-        timeout=w.timeout,
-        idle_timeout=w.idle_timeout,
-        extra=dict(w.extra),
-        secret_names=tuple(name for p in spec.policies.values() for name in p.secrets),
-    )
+    config = config_for(spec, "openai")
+    with tempfile.TemporaryDirectory(prefix="runner-learn-") as tmp:
+        return get_worker(config).run(
+            WorkerRequest(prompt=prompt, workspace=Path(tmp), intent=intent, step_key="learn", config=config)
+        )
 
 
 def ask(spec, command: str, lines: Sequence[str], rejected: Sequence[tuple[str, str]], family: str) -> Asked:
     """One proposal call. `rejected`: (regex, why) of the candidates that did not score, as feedback."""
-    from ..workers import get_worker
-    from ..workers.base import WorkerRequest
-
     feedback = ""
     if rejected:
         feedback = "\nThese patterns were tried and rejected; do better:\n" + "\n".join(
@@ -79,11 +70,7 @@ def ask(spec, command: str, lines: Sequence[str], rejected: Sequence[tuple[str, 
         feedback=feedback,
         answer=ANSWER_FILE,
     )
-    config = worker_config(spec)
-    with tempfile.TemporaryDirectory(prefix="runner-learn-") as tmp:
-        result = get_worker(config).run(
-            WorkerRequest(prompt=prompt, workspace=Path(tmp), intent=f"learn-{family}", step_key="learn", config=config)
-        )
+    result = _call(spec, prompt, f"learn-{family}")
     tokens = result.usage.total
     if not result.ok:
         return Asked([], tokens, result.error or "the model gave no answer")
@@ -132,20 +119,13 @@ PROMPT_ANSWER_FILE = "template.md"
 
 def ask_for_template(spec, name: str, template: str, failures: Sequence[str]) -> tuple[str | None, int, str | None]:
     """One call for a variant of a prompt template: (its text or None, tokens spent, why none came back)."""
-    from ..workers import get_worker
-    from ..workers.base import WorkerRequest
-
     prompt = PROMPT_FOR_PROMPT.format(
         name=name,
         template=template,
         failures="\n".join(f"  {line}" for line in failures[:40]) or "  (no lines recorded)",
         answer=PROMPT_ANSWER_FILE,
     )
-    config = worker_config(spec)
-    with tempfile.TemporaryDirectory(prefix="runner-learn-") as tmp:
-        result = get_worker(config).run(
-            WorkerRequest(prompt=prompt, workspace=Path(tmp), intent=f"learn-{name}", step_key="learn", config=config)
-        )
+    result = _call(spec, prompt, f"learn-{name}")
     tokens = result.usage.total
     if not result.ok:
         return None, tokens, result.error or "the model gave no answer"

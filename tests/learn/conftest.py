@@ -1,6 +1,7 @@
 """Make the repository importable when the package is not installed (the venv has no editable install), and share
 the projects other folders' tests drive: `project` (tests/core: a project through the real CLI) and `agent`
-(tests/agent: an agent step served by the fake codex). The learning tests' own helpers are in learn_helpers.py."""
+(tests/agent: an agent step served by the fake codex), `server` (the fake Responses server), and `tally` (a tool
+no built-in family knows). The learning tests' own helpers are in learn_helpers.py."""
 
 import sys
 from pathlib import Path
@@ -10,5 +11,12 @@ for path in (ROOT, ROOT / "tests", ROOT / "tests" / "agent", Path(__file__).pare
     if str(path) not in sys.path:
         sys.path.insert(0, str(path))
 
-from agent.conftest import agent  # noqa: E402, F401 - the fixture, shared (needs tests/agent on sys.path first)
+import pytest  # noqa: E402 - after the paths above
+from agent.conftest import agent, server  # noqa: E402, F401 - the fixtures, shared (tests/agent on sys.path first)
 from core.conftest import project  # noqa: E402, F401 - the fixture, shared
+from gate_helpers import Tally  # noqa: E402 - the learning tests' project
+
+
+@pytest.fixture
+def tally(tmp_path) -> Tally:
+    return Tally(tmp_path / "proj")

@@ -8,13 +8,7 @@ import json
 import textwrap
 from pathlib import Path
 
-import pytest
 from gate_helpers import FAMILY, Tally
-
-
-@pytest.fixture
-def tally(tmp_path) -> Tally:
-    return Tally(tmp_path / "proj")
 
 
 def _log_of_last_run(tally: Tally) -> Path:

@@ -5,46 +5,10 @@ proposes is scored like the rest: a pattern RE2 refuses, or one that could backt
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import textwrap
-from pathlib import Path
 
 import pytest
-from gate_helpers import FAMILY, Tally
-
-ROOT = Path(__file__).resolve().parents[2]
-FAKE_SERVER = ROOT / "tests" / "fakes" / "fake_responses_server.py"
-
-
-@pytest.fixture
-def tally(tmp_path) -> Tally:
-    return Tally(tmp_path / "proj")
-
-
-@pytest.fixture
-def fake_server(tmp_path):
-    started = []
-
-    def start(script) -> tuple[str, Path]:
-        path = tmp_path / "script.json"
-        path.write_text(json.dumps(script))
-        log = tmp_path / "requests.jsonl"
-        proc = subprocess.Popen(
-            [sys.executable, str(FAKE_SERVER), "--port", "0", "--script", str(path), "--log", str(log)],
-            stdout=subprocess.PIPE,
-            stdin=subprocess.DEVNULL,
-            text=True,
-        )
-        line = proc.stdout.readline()
-        assert line.startswith("listening "), line
-        started.append(proc)
-        return f"http://127.0.0.1:{line.split()[1]}/v1", log
-
-    yield start
-    for proc in started:
-        proc.terminate()
-        proc.wait(10)
+from gate_helpers import FAMILY
 
 
 def test_a_pass_mines_the_misses_and_puts_scored_candidates_in_shadow(tally):
@@ -83,7 +47,7 @@ sys.exit(1)
 """
 
 
-def test_what_induction_cannot_read_is_asked_of_the_model_and_scored_like_the_rest(tally, fake_server):
+def test_what_induction_cannot_read_is_asked_of_the_model_and_scored_like_the_rest(tally, server):
     (tally.root / "tally.py").write_text(WEIRD_TOOL)
     good = {
         "name": "weird-broke",
@@ -109,7 +73,8 @@ def test_what_induction_cannot_read_is_asked_of_the_model_and_scored_like_the_re
         + 'kind = "summary"\nfields = ["failed"]\n'
     )
     message = f"<<MIS:START>>\n<<MIS:FILE path=patterns.json>>\n{answer}\n<<MIS:END>>"
-    base_url, requests = fake_server([{"steps": [{"message": message}]}])
+    srv = server([{"steps": [{"message": message}]}])
+    base_url, requests = srv.base_url, srv.log
     intents = (tally.root / "intents.toml").read_text()
     intents = intents.replace("[learn]\n", "[learn]\nmodel_calls = 3\n")
     intents += textwrap.dedent(
@@ -158,16 +123,17 @@ stage = "STAGE"
 
 
 @pytest.mark.parametrize("stage", ["shadow", "active"])
-def test_a_promoted_pattern_names_the_failing_tests_in_an_agent_steps_retry(tally, fake_server, stage):
+def test_a_promoted_pattern_names_the_failing_tests_in_an_agent_steps_retry(tally, server, stage):
     """The gate governs use: a shadow pattern's failing tests never reach an agent's prompt; once it is active,
     the retry of an agent step whose verify runs that tool says which tests failed, not the log's tail."""
     (tally.root / "regexes" / "tally.toml").write_text(FAMILY + FAILED_TEST_PATTERN.replace("STAGE", stage))
-    base_url, requests = fake_server(
+    srv = server(
         [
             {"match": "What the last attempt got wrong", "steps": [{"message": _answer("good_one=ok")}]},
             {"steps": [{"message": _answer("good_one=ok check_widget_spin=wobbles")}]},
         ]
     )
+    base_url, requests = srv.base_url, srv.log
     (tally.root / "src" / "checks.txt").write_text("start=ok\n")
     (tally.root / "intents.toml").write_text(
         textwrap.dedent(

@@ -6,16 +6,11 @@ back with no human; the model proposes one for a template whose steps failed at 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
-import pytest
 from gate_helpers import Tally
 
-ROOT = Path(__file__).resolve().parents[2]
-FAKE_SERVER = ROOT / "tests" / "fakes" / "fake_responses_server.py"
 TEMPLATE = "TEMPLATE: {{goal}}\n\n{{inputs}}\n{{feedback}}"
 VARIANT = "VARIANT: {{goal}} (write only src/checks.txt)\n\n{{inputs}}\n{{feedback}}"
 
@@ -94,38 +89,13 @@ class Agentic(Tally):
         raise AssertionError(f"no run was given the variant in {tries} runs")
 
 
-@pytest.fixture
-def serve(tmp_path):
-    started = []
-
-    def start(script) -> tuple[str, Path]:
-        path = tmp_path / "script.json"
-        path.write_text(json.dumps(script))
-        log = tmp_path / "requests.jsonl"
-        proc = subprocess.Popen(
-            [sys.executable, str(FAKE_SERVER), "--port", "0", "--script", str(path), "--log", str(log)],
-            stdout=subprocess.PIPE,
-            stdin=subprocess.DEVNULL,
-            text=True,
-        )
-        line = proc.stdout.readline()
-        assert line.startswith("listening "), line
-        started.append(proc)
-        return f"http://127.0.0.1:{line.split()[1]}/v1", log
-
-    yield start
-    for proc in started:
-        proc.terminate()
-        proc.wait(10)
-
-
 def _moves(project: Agentic) -> dict[str, dict]:
     return {m["pattern"]: m for m in project.learn()["moved"]}
 
 
-def test_a_variant_waits_for_approve_goes_through_canary_and_is_promoted_by_approve(tmp_path, serve):
-    base_url, log = serve([{"steps": [{"message": _answer("good=ok")}]}])
-    project = Agentic(tmp_path / "proj", base_url, log)
+def test_a_variant_waits_for_approve_goes_through_canary_and_is_promoted_by_approve(tmp_path, server):
+    srv = server([{"steps": [{"message": _answer("good=ok")}]}])
+    project = Agentic(tmp_path / "proj", srv.base_url, srv.log)
     project.variant("proposed")
     before = (project.root / "prompts" / "fix-checks.candidates.toml").read_text()
 
@@ -159,16 +129,16 @@ def test_a_variant_waits_for_approve_goes_through_canary_and_is_promoted_by_appr
     assert 'name = "before-terse"' in candidates and TEMPLATE in candidates  # the old text, kept retired
 
 
-def test_a_variant_worse_than_the_template_is_rolled_back_without_a_human(tmp_path, serve):
+def test_a_variant_worse_than_the_template_is_rolled_back_without_a_human(tmp_path, server):
     # the variant's first attempts fail their verify; the template's pass
-    base_url, log = serve(
+    srv = server(
         [
             {"match": "What the last attempt got wrong", "steps": [{"message": _answer("good=ok")}]},
             {"match": "VARIANT", "steps": [{"message": _answer("good=ok still=broken")}]},
             {"steps": [{"message": _answer("good=ok")}]},
         ]
     )
-    project = Agentic(tmp_path / "proj", base_url, log)
+    project = Agentic(tmp_path / "proj", srv.base_url, srv.log)
     project.variant("canary")
     text = (project.root / "prompts" / "fix-checks.candidates.toml").read_text()
     (project.root / "prompts" / "fix-checks.candidates.toml").write_text(text + "[candidate.gate]\nweight = 50\n")
@@ -185,9 +155,9 @@ def test_a_variant_worse_than_the_template_is_rolled_back_without_a_human(tmp_pa
     assert project.status()["prompt:fix-checks/terse"]["stage"] == "retired"
 
 
-def test_the_model_proposes_a_variant_for_a_template_whose_steps_failed_first_and_it_waits(tmp_path, serve):
+def test_the_model_proposes_a_variant_for_a_template_whose_steps_failed_first_and_it_waits(tmp_path, server):
     improved = "IMPROVED: {{goal}} Run the checks in your head first.\n\n{{inputs}}\n{{feedback}}"
-    base_url, log = serve(
+    srv = server(
         [
             {
                 "match": "You improve a prompt template",
@@ -197,7 +167,7 @@ def test_the_model_proposes_a_variant_for_a_template_whose_steps_failed_first_an
             {"steps": [{"message": _answer("good=ok still=broken")}]},
         ]
     )
-    project = Agentic(tmp_path / "proj", base_url, log)
+    project = Agentic(tmp_path / "proj", srv.base_url, srv.log)
     intents = (project.root / "intents.toml").read_text().replace("[learn]\n", "[learn]\nmodel_calls = 2\n")
     (project.root / "intents.toml").write_text(intents)
     project.agent_run()  # the first attempt fails its verify, the retry passes
