@@ -24,10 +24,10 @@ from . import __version__
 from .freshness import content_digest, stat_of, vouches
 from .globs import GLOB_CHARS
 from .keys import digest_bytes, digest_value
-from .spec import BUILTIN_DIR, STEP_AGENT, Intent, Spec, runs_always
+from .spec import BUILTIN_DIR, STEP_AGENT, STEP_AGGREGATE, Intent, Spec, runs_always
 from .workspace import Layout
 
-_FORMAT = 11  # 11: stats with ctime, and the time the compile began
+_FORMAT = 12  # 11: stats with ctime, and the time the compile began; 12: the aggregates
 _WATCHED_DIRS = ("adapters", "prompts", "regexes")
 
 
@@ -126,6 +126,7 @@ class Compiled:
         agents: frozenset[str],
         unprovable: frozenset[str],
         token: str,
+        aggregates: frozenset[str] = frozenset(),
     ):
         self.spec = spec
         self.order = order  # every intent, topologically sorted (deterministic)
@@ -138,6 +139,8 @@ class Compiled:
         self.parts = parts  # intent -> digest per key ingredient
         self.declared_by = declared_by  # literal path -> the intents naming it
         self.agents = agents  # agent steps
+        # targets with only deps: no step of their own, so a run neither reports nor counts them
+        self.aggregates = aggregates
         # steps no stat snapshot can prove up to date: they run every time, or a glob could match a new file
         self.unprovable = unprovable
         self.token = token  # names this compilation: a no-op snapshot made from it may reuse its order and paths
@@ -159,6 +162,7 @@ class Compiled:
             self.agents,
             self.unprovable,
             self.token,
+            self.aggregates,
             keys,
             records_ends,
             len(records_blob),
@@ -171,7 +175,7 @@ class Compiled:
     def unpacked(cls, header: tuple, blobs) -> Compiled:
         """The compiled spec over `blobs` (a memoryview of the file, mapped: only the records a run asks
         for are read from it)."""
-        spec, sources, agents, unprovable, token, order, records_ends, split, paths, paths_ends = header
+        spec, sources, agents, unprovable, token, aggregates, order, records_ends, split, paths, paths_ends = header
         if len(blobs) != split + (array("Q", paths_ends)[-1] if paths_ends else 0):
             raise ValueError("the compiled spec's records are cut short")  # load_compiled makes it again
         steps = PackedTable(order, blobs[:split], records_ends, _step_record)
@@ -183,6 +187,7 @@ class Compiled:
             agents=agents,
             unprovable=unprovable,
             token=token,
+            aggregates=aggregates,
             declared_by=PackedTable(paths, blobs[split:], paths_ends),
             **columns,
         )
@@ -298,6 +303,7 @@ def compile_spec(spec: Spec) -> tuple[Compiled, list[str]]:
         for path in declared[name]:
             declared_by.setdefault(path, []).append(name)
     agents = frozenset(name for name in order if intents[name].kind == STEP_AGENT)
+    aggregates = frozenset(name for name in order if intents[name].kind == STEP_AGGREGATE)
     unprovable = frozenset(
         name
         for name in order
@@ -314,6 +320,7 @@ def compile_spec(spec: Spec) -> tuple[Compiled, list[str]]:
         static_replay=static_replay,
         declared=declared,
         agents=agents,
+        aggregates=aggregates,
         unprovable=unprovable,
         dependants={name: tuple(names) for name, names in dependants.items()},
         declared_by={path: tuple(names) for path, names in declared_by.items()},

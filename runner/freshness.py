@@ -340,18 +340,20 @@ def _load(root: str) -> dict:
 
 
 def _entry(proofs: dict, target: str | None) -> tuple | None:
-    """(paths, digest of their stats, order, kept digests, token, number of spec files, stats as bytes)."""
+    """(paths, digest of their stats, order, kept digests, token, number of spec files, stats as bytes, the
+    positions of the aggregates in order)."""
     entry = proofs.get(_slot(target))
-    return entry if isinstance(entry, tuple) and len(entry) == 7 else None
+    return entry if isinstance(entry, tuple) and len(entry) == 8 else None
 
 
-def prove_target(root: str, target: str | None) -> list[str] | None:
-    """The steps of `target` in order, if its last good run's proof holds now (nothing to do); else None."""
+def prove_target(root: str, target: str | None) -> tuple[list[str], tuple[int, ...]] | None:
+    """The steps of `target` in order and the positions of its aggregates among them, if its last good run's
+    proof holds now (nothing to do); else None."""
     proofs = _load(root)
     entry = _entry(proofs, target)
     if entry is None:
         return None
-    paths, digest, order, kept, token, n_sources, stats_bytes = entry
+    paths, digest, order, kept, token, n_sources, stats_bytes, aggregates = entry
     taken = time.time_ns()
     stats = _each_stat(root, paths)
     if hashlib.sha256(_stats_bytes(stats)).hexdigest() != digest:
@@ -368,9 +370,9 @@ def prove_target(root: str, target: str | None) -> list[str] | None:
         position = {rel: i for i, rel in enumerate(paths)}
         still = {rel: d for rel, d in kept.items() if (s := stats[position[rel]]) is None or not vouches(s, now)}
         if still != kept:
-            proofs[_slot(target)] = (paths, digest, order, still, token, n_sources, stats_bytes)
+            proofs[_slot(target)] = (paths, digest, order, still, token, n_sources, stats_bytes, aggregates)
             _write(root, proofs)
-    return order
+    return order, aggregates
 
 
 def snapshot_paths(
@@ -425,7 +427,7 @@ def first_look(root: str, target: str | None, token: str, sources: list[str], re
     entry = _entry(look.proofs, target)
     if entry is None:
         return look
-    paths, _digest, order, kept, entry_token, n_sources, stats_bytes = entry
+    paths, _digest, order, kept, entry_token, n_sources, stats_bytes, _aggregates = entry
     if entry_token != token or n_sources != len(sources) or paths[:n_sources] != sources:
         return look
     try:
@@ -478,13 +480,15 @@ def record_proof(
     stat: StatCache,
     doubtful: set[str] | None,
     declared_by: Mapping[str, tuple[str, ...]],
+    aggregates: Set[str] = frozenset(),
 ) -> None:
     """After a good run of the steps `order`, record the proof of `target` (see shortcut 3 above).
 
     `spec_stats`: the stats the compiled spec was made from, one per compiled spec file (the first paths),
     `spec_kept` the digests of those whose stats could not vouch for the bytes read; `doubtful`: the steps
     the rule decided (None: all), the others were proved as the run began; `stat.views`: what the decided
-    steps' verdicts saw.
+    steps' verdicts saw; `aggregates`: the targets with only deps, which the no-op reports as a run does
+    (not at all).
     """
     proofs = look.proofs
     slot = _slot(target)
@@ -531,7 +535,17 @@ def record_proof(
         if seen is not None and not vouches(seen, hashed_at):
             kept[rel] = digest
     stats_bytes = _stats_bytes(stats)
-    proofs[slot] = (paths, hashlib.sha256(stats_bytes).hexdigest(), order, kept, token, n_sources, stats_bytes)
+    positions = tuple(i for i, name in enumerate(order) if name in aggregates) if aggregates else ()
+    proofs[slot] = (
+        paths,
+        hashlib.sha256(stats_bytes).hexdigest(),
+        order,
+        kept,
+        token,
+        n_sources,
+        stats_bytes,
+        positions,
+    )
     _write(root, proofs)
 
 

@@ -234,6 +234,7 @@ def make(
                 planner.stat,
                 doubtful,
                 compiled.declared_by,
+                compiled.aggregates,
             )
         planner.stat.save()
         prune(layout.runs_dir)
