@@ -4,6 +4,7 @@ as data and built into click commands here, when the command line names them."""
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -100,40 +101,70 @@ def cli() -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
+    args = sys.argv[1:] if argv is None else argv
+    # asked for JSON: read from the words themselves, since click may refuse them before it reads --json
+    as_json = "--json" in (args[: args.index("--")] if "--" in args else args)
     try:
         cli.main(args=argv, prog_name="runner", standalone_mode=False)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.ClickException as exc:
         exc.show()
+        if as_json:
+            error_object(exc.exit_code, exc.format_message())
         sys.exit(exc.exit_code)  # 2 for usage errors, as the user's mistake
     except click.exceptions.Abort:
+        if as_json:
+            error_object(EXIT_INTERRUPTED, "interrupted")
         sys.exit(EXIT_INTERRUPTED)
     except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 - the boundary: a message and an exit code
-        sys.exit(exit_for(exc))
+        sys.exit(exit_for(exc, as_json=as_json))
     sys.exit(EXIT_OK)
 
 
-def exit_for(exc: BaseException, directory: Path | None = None) -> int:
-    """Say what went wrong on stderr and return the exit code (called inside the except block: an internal
-    error's traceback is saved from there). `directory` is the command's -C, when click did not read it."""
+def exit_for(exc: BaseException, directory: Path | None = None, as_json: bool = False) -> int:
+    """Say what went wrong on stderr (and with `as_json`, as an error object on stdout) and return the exit
+    code (called inside the except block: an internal error's traceback is saved from there). `directory` is
+    the command's -C, when click did not read it."""
     from .redact import current_mask
 
     mask = current_mask()  # a message may quote a value from the environment, a log or a worker's answer
     if isinstance(exc, RunnerError):
         message = mask.text(exc.render())
         click.echo(message if message.startswith("error") else f"error: {message}", err=True)
+        if as_json and not exc.answered_in_json:
+            problems = [p.to_json() for p in getattr(exc, "problems", ())]
+            error_object(exc.exit_code, message, [json.loads(mask.text(json.dumps(p))) for p in problems])
         return exc.exit_code
     if isinstance(exc, KeyboardInterrupt):
         click.echo("runner: interrupted", err=True)
+        if as_json:
+            error_object(EXIT_INTERRUPTED, "interrupted")
         return EXIT_INTERRUPTED
     if isinstance(exc, BrokenPipeError):
         return EXIT_OK
     if directory is not None:
         _directory[0] = directory
     path = _save_traceback()  # a bug of ours: keep the traceback for the report, show one line
-    click.echo(mask.text(f"runner: internal error: {exc!r}; the traceback is in {path}. Please report it."), err=True)
+    message = mask.text(f"internal error: {exc!r}; the traceback is in {path}. Please report it.")
+    click.echo(f"runner: {message}", err=True)
+    if as_json:
+        error_object(EXIT_INTERNAL, message)
     return EXIT_INTERNAL
+
+
+def error_object(code: int, message: str, problems: list[dict] | None = None) -> None:
+    """A command asked for --json that cannot do its work says why on stdout too, in one line that a
+    script reads as it reads the command's results: {"event": "error", "code": N, "message": ..., "problems":
+    [...]} (runner/schemas/events.json; `problems` lists a spec error's problems, each located)."""
+    for prefix in ("error: ", "Error: "):
+        message = message.removeprefix(prefix)
+    line = json.dumps({"event": "error", "code": code, "message": message, "problems": problems or []})
+    try:
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
+    except (BrokenPipeError, OSError):
+        pass  # nobody reads stdout any more: stderr and the exit code still say it
 
 
 def _save_traceback() -> str:

@@ -14,6 +14,7 @@ def run(inv: Invocation) -> None:
     except SpecError as exc:
         if inv.as_json:
             print_json({"ok": False, "problems": [p.to_json() for p in exc.problems]})
+            exc.answered_in_json = True
         raise
     n = len(project.spec.intents)
     if inv.as_json:
