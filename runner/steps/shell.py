@@ -39,8 +39,8 @@ class RunningShell:
     What the child prints comes through a pipe and goes to the step's log, which is created on the first
     byte: most steps of a big build print nothing, and creating a file costs more than starting the step.
     With secrets in the run's environment, each chunk is masked on its way to the log, so a secret the child
-    prints never reaches the disk: the last `longest - 1` bytes are held back until the next chunk (or the
-    end), since a secret cut by a chunk boundary starts within them.
+    prints never reaches the disk: a chunk's end that could be the start of a secret (Mask.cut) is held back
+    until the next chunk (or the end), since a secret cut by a chunk boundary starts there.
 
     With `ctx.on_output` (`runner make -v`), what goes to the log is also cut into whole lines and handed
     on as it comes (masked as the log is): the piece after the last newline waits for the rest of its line.
@@ -115,11 +115,11 @@ class RunningShell:
         """What of the output so far can be written masked; the rest waits in _held for what follows."""
         mask = self.ctx.mask
         data = mask.data(self._held + data)
-        keep = mask.longest - 1
-        if len(data) <= keep:
-            self._held = data
-            return b""
-        self._held = data[len(data) - keep :] if keep else b""
+        keep = mask.cut(data)
+        if not keep:
+            self._held = b""
+            return data
+        self._held = data[len(data) - keep :]
         return data[: len(data) - keep]
 
     def close_output(self) -> None:
