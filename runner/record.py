@@ -11,7 +11,10 @@ KEEP_RUNS = 50
 
 
 def new_run_id() -> str:
-    return time.strftime("%Y%m%d-%H%M%S") + "-" + os.urandom(3).hex()
+    """The time to the second, then the microseconds (5 hex digits) and 4 random bits: runs started within
+    one second sort in the order they started, as `runner log` (the last run) and pruning read them."""
+    now = time.time()
+    return time.strftime("%Y%m%d-%H%M%S", time.localtime(now)) + f"-{int(now % 1 * 1e6):05x}{os.urandom(1)[0] & 15:x}"
 
 
 class RunRecord:
