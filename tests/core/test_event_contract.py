@@ -222,3 +222,42 @@ def test_agent_steps_served_by_the_replay_worker_and_an_apply_recovered(tmp_path
     assert {"attempt_started", "attempt_finished"} <= {e["event"] for e in events}
     applied = [e for e in events if e["event"] == "step_finished" and e["status"] == "ran" and "agent" in e]
     assert applied and all(e["outputs"] for e in applied)
+
+
+UNKNOWN = "unknown target 'nosuch'; `runner graph` lists the intents"
+
+
+@pytest.mark.parametrize("extra", [[], ["-v"]], ids=["plain-path", "click"])
+def test_a_run_that_cannot_start_writes_one_error_object(chain, extra):
+    """Without click (entry's plain path) and through click's boundary alike: the message on stderr, the same
+    as one JSON line on stdout, and no run recorded."""
+    result = chain.make("nosuch", *extra)
+    assert (result.code, result.err) == (2, f"error: {UNKNOWN}\n")
+    assert conforming(result.out) == [{"event": "error", "code": 2, "message": UNKNOWN, "problems": []}]
+    assert not (chain.root / ".runner" / "runs").exists()
+
+
+def test_a_spec_error_lists_its_problems_in_the_error_object(project):
+    project.spec("""
+        [intent.a]
+        run = "echo a"
+        colour = "blue"
+        timeout = "soon"
+    """)
+    result = project.make()
+    assert result.code == 2
+    (error,) = conforming(result.out)
+    assert error["message"] == result.err.rstrip("\n").removeprefix("error: ")
+    assert error["message"].startswith("2 problems in the spec\n")
+    validated = json.loads(project.run("validate", "--json").out)  # the same problems validate lists
+    assert error["problems"] == validated["problems"] and len(error["problems"]) == 2
+    assert {p["path"] for p in error["problems"]} == {"intent.a.colour", "intent.a.timeout"}
+    assert all(p["file"].endswith("intents.toml") and p["line"] for p in error["problems"])
+
+
+def test_every_command_with_json_says_its_error_in_json_once(chain):
+    status = chain.run("status", "nosuch", "--json")
+    assert status.code == 2 and conforming(status.out)[0]["message"] == UNKNOWN
+    chain.spec("[intent.a]\nrun = 3\n")
+    validate = chain.run("validate", "--json")  # its answer is the problems: no second document after it
+    assert validate.code == 2 and json.loads(validate.out)["ok"] is False
