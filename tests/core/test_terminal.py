@@ -167,3 +167,35 @@ def test_what_a_verbose_run_shows_on_a_terminal(project, snapshot):
     shown = [row for row in term.screen() if row]
     normal = [re.sub(r"\d+\.\d\ds", "<t>s", re.sub(r"run \d{8}-\d{6}-[0-9a-f]{6}", "run <id>", r)) for r in shown]
     assert normal == snapshot
+
+
+ASKS = """
+[worker]
+kind = "replay"
+
+[policy.default]
+approval = "manual"
+
+[intent.first]
+run = "sleep 0.5"
+inputs = ["x"]
+
+[intent.notes]
+goal = "Write notes.md"
+inputs = ["x"]
+outputs = ["notes.md"]
+deps = ["first"]
+"""
+
+
+def test_a_question_asked_while_steps_run_shows_and_takes_the_answer(project):
+    """The agent step's question comes while the progress line is up (its dependency ran under it): the
+    question is a line without its end, which the live display held back unseen, and the run hung."""
+    project.spec(ASKS)
+    project.write("x", "1")
+    term = Terminal(project.root, "make")
+    term.expect(r"running: first")
+    term.expect(r"Run agent step notes\? \[y/N\]: ")
+    term.child.sendline("n")
+    assert term.finish() == 1, term.text()
+    assert "FAILED notes: you declined to run it" in term.text()
