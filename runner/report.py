@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 import sys
 import time
-from typing import TYPE_CHECKING
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: the no-op imports summary_line from here
 if TYPE_CHECKING:
     from rich.live import Live
 
