@@ -101,8 +101,10 @@ def test_no_progress_line_while_waiting_for_the_lock_nor_when_nothing_runs(proje
     first = subprocess.Popen(
         [sys.executable, "-m", "runner", "make", "--json"], cwd=project.root, stdout=subprocess.PIPE, text=True
     )
-    while '"step_started"' not in first.stdout.readline():
-        pass
+    line = ""
+    while '"step_started"' not in line:  # the first runner holds the lock and runs `hold`
+        line = first.stdout.readline()
+        assert line, "the first runner ended before its step started"
     second = Terminal(project.root, "make")
     second.expect("waiting for the lock held by pid")
     time.sleep(0.6)  # several redraws' worth, had a live display started
