@@ -124,11 +124,12 @@ class LiveReporter(PlainReporter):
 
     def __rich_console__(self, console, options):
         """The progress line, made anew at each refresh (8 a second): its timer ticks while steps run."""
-        if not self.running:
+        running = list(self.running.items())  # copied at once: the scheduler's thread changes it meanwhile
+        if not running:
             return
         from rich.text import Text
 
-        names = sorted(self.running, key=self.running.__getitem__)
+        names = [name for name, _since in sorted(running, key=lambda item: item[1])]
         shown = ", ".join(names[:4]) + (f" +{len(names) - 4}" if len(names) > 4 else "")
         line = Text(f"{self.counter} {time.monotonic() - self.started:5.1f}s  running: {shown}", style="bold")
         line.truncate(options.max_width, overflow="ellipsis")
