@@ -4,7 +4,6 @@ as data and built into click commands here, when the command line names them."""
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -13,6 +12,7 @@ import click
 from . import __version__
 from .commands import NAMES, Command, Invocation, Param, load
 from .errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, RunnerError
+from .report import asked_for_json, error_line
 
 _directory = [Path(".")]  # the -C of the running command: where an internal error's traceback goes
 
@@ -101,21 +101,16 @@ def cli() -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = sys.argv[1:] if argv is None else argv
-    # asked for JSON: read from the words themselves, since click may refuse them before it reads --json
-    as_json = "--json" in (args[: args.index("--")] if "--" in args else args)
+    as_json = asked_for_json(sys.argv[1:] if argv is None else argv)
     try:
         cli.main(args=argv, prog_name="runner", standalone_mode=False)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.ClickException as exc:
         exc.show()
-        if as_json:
-            error_object(exc.exit_code, exc.format_message())
+        error_line(exc.exit_code, exc.format_message(), when=as_json)
         sys.exit(exc.exit_code)  # 2 for usage errors, as the user's mistake
     except click.exceptions.Abort:
-        if as_json:
-            error_object(EXIT_INTERRUPTED, "interrupted")
         sys.exit(EXIT_INTERRUPTED)
     except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 - the boundary: a message and an exit code
         sys.exit(exit_for(exc, as_json=as_json))
@@ -123,48 +118,28 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def exit_for(exc: BaseException, directory: Path | None = None, as_json: bool = False) -> int:
-    """Say what went wrong on stderr (and with `as_json`, as an error object on stdout) and return the exit
-    code (called inside the except block: an internal error's traceback is saved from there). `directory` is
-    the command's -C, when click did not read it."""
+    """Say what went wrong on stderr (with `as_json` on stdout too) and return the exit code (called inside the
+    except block: an internal error's traceback is saved from there). `directory`: -C, when click did not read it."""
     from .redact import current_mask
 
     mask = current_mask()  # a message may quote a value from the environment, a log or a worker's answer
     if isinstance(exc, RunnerError):
         message = mask.text(exc.render())
         click.echo(message if message.startswith("error") else f"error: {message}", err=True)
-        if as_json and not exc.answered_in_json:
-            problems = [p.to_json() for p in getattr(exc, "problems", ())]
-            error_object(exc.exit_code, message, [json.loads(mask.text(json.dumps(p))) for p in problems])
+        error_line(exc.exit_code, message, getattr(exc, "problems", ()), when=as_json and not exc.answered_in_json)
         return exc.exit_code
     if isinstance(exc, KeyboardInterrupt):
         click.echo("runner: interrupted", err=True)
-        if as_json:
-            error_object(EXIT_INTERRUPTED, "interrupted")
+        error_line(EXIT_INTERRUPTED, "interrupted", when=as_json)
         return EXIT_INTERRUPTED
     if isinstance(exc, BrokenPipeError):
         return EXIT_OK
     if directory is not None:
         _directory[0] = directory
     path = _save_traceback()  # a bug of ours: keep the traceback for the report, show one line
-    message = mask.text(f"internal error: {exc!r}; the traceback is in {path}. Please report it.")
-    click.echo(f"runner: {message}", err=True)
-    if as_json:
-        error_object(EXIT_INTERNAL, message)
+    click.echo(mask.text(f"runner: internal error: {exc!r}; the traceback is in {path}. Please report it."), err=True)
+    error_line(EXIT_INTERNAL, f"internal error: {exc!r}; the traceback is in {path}", when=as_json)
     return EXIT_INTERNAL
-
-
-def error_object(code: int, message: str, problems: list[dict] | None = None) -> None:
-    """A command asked for --json that cannot do its work says why on stdout too, in one line that a
-    script reads as it reads the command's results: {"event": "error", "code": N, "message": ..., "problems":
-    [...]} (runner/schemas/events.json; `problems` lists a spec error's problems, each located)."""
-    for prefix in ("error: ", "Error: "):
-        message = message.removeprefix(prefix)
-    line = json.dumps({"event": "error", "code": code, "message": message, "problems": problems or []})
-    try:
-        sys.stdout.write(line + "\n")
-        sys.stdout.flush()
-    except (BrokenPipeError, OSError):
-        pass  # nobody reads stdout any more: stderr and the exit code still say it
 
 
 def _save_traceback() -> str:

@@ -207,6 +207,29 @@ def summary_line(event: dict) -> str:
     return line
 
 
+def asked_for_json(argv: list[str]) -> bool:
+    """Whether the command line asks for --json, read from its words (before a `--`): click may refuse them
+    before it reads that option, and the error must be said in JSON all the same."""
+    return "--json" in (argv[: argv.index("--")] if "--" in argv else argv)
+
+
+def error_line(code: int, message: str, problems=(), when: bool = True) -> None:
+    """With `when` (--json): a command that cannot do its work says why on stdout too, in one line a script
+    reads as it reads the command's results, `{"event": "error", "code": N, "message": ..., "problems": [...]}`
+    (runner/schemas/events.json; `problems` a spec error's, each located), masked as stderr is."""
+    if not when:
+        return
+    from .redact import current_mask  # not at the top: the fast no-op imports this module
+
+    mask = current_mask()
+    message = mask.text(message.removeprefix("error: ").removeprefix("Error: "))
+    error = {"event": "error", "code": code, "message": message, "problems": mask.obj([p.to_json() for p in problems])}
+    try:
+        _out(json.dumps(error))
+    except (BrokenPipeError, OSError):
+        pass  # nobody reads stdout any more: stderr and the exit code still say it
+
+
 def make_reporter(json_mode: bool, verbose: bool, terminal: bool):
     if json_mode:
         return JsonReporter()
