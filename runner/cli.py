@@ -12,6 +12,7 @@ import click
 from . import __version__
 from .commands import NAMES, Command, Invocation, Param, load
 from .errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, RunnerError
+from .report import asked_for_json, error_line
 
 _directory = [Path(".")]  # the -C of the running command: where an internal error's traceback goes
 
@@ -147,32 +148,36 @@ def cli() -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
+    as_json = asked_for_json(sys.argv[1:] if argv is None else argv)
     try:
         cli.main(args=argv, prog_name="runner", standalone_mode=False)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.ClickException as exc:
         exc.show()
+        error_line(exc.exit_code, exc.format_message(), when=as_json)
         sys.exit(exc.exit_code)  # 2 for usage errors, as the user's mistake
     except click.exceptions.Abort:
         sys.exit(EXIT_INTERRUPTED)
     except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 - the boundary: a message and an exit code
-        sys.exit(exit_for(exc))
+        sys.exit(exit_for(exc, as_json=as_json))
     sys.exit(EXIT_OK)
 
 
-def exit_for(exc: BaseException, directory: Path | None = None) -> int:
-    """Say what went wrong on stderr and return the exit code (called inside the except block: an internal
-    error's traceback is saved from there). `directory` is the command's -C, when click did not read it."""
+def exit_for(exc: BaseException, directory: Path | None = None, as_json: bool = False) -> int:
+    """Say what went wrong on stderr (with `as_json` on stdout too) and return the exit code (called inside the
+    except block: an internal error's traceback is saved from there). `directory`: -C, when click did not read it."""
     from .redact import current_mask
 
     mask = current_mask()  # a message may quote a value from the environment, a log or a worker's answer
     if isinstance(exc, RunnerError):
         message = mask.text(exc.render())
         click.echo(message if message.startswith("error") else f"error: {message}", err=True)
+        error_line(exc.exit_code, message, getattr(exc, "problems", ()), when=as_json and not exc.answered_in_json)
         return exc.exit_code
     if isinstance(exc, KeyboardInterrupt):
         click.echo("runner: interrupted", err=True)
+        error_line(EXIT_INTERRUPTED, "interrupted", when=as_json)
         return EXIT_INTERRUPTED
     if isinstance(exc, BrokenPipeError):
         return EXIT_OK
@@ -180,6 +185,7 @@ def exit_for(exc: BaseException, directory: Path | None = None) -> int:
         _directory[0] = directory
     path = _save_traceback()  # a bug of ours: keep the traceback for the report, show one line
     click.echo(mask.text(f"runner: internal error: {exc!r}; the traceback is in {path}. Please report it."), err=True)
+    error_line(EXIT_INTERNAL, f"internal error: {exc!r}; the traceback is in {path}", when=as_json)
     return EXIT_INTERNAL
 
 

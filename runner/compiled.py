@@ -24,10 +24,10 @@ from . import __version__
 from .freshness import content_digest, stat_of, vouches
 from .globs import GLOB_CHARS
 from .keys import digest_bytes, digest_value
-from .spec import BUILTIN_DIR, STEP_AGENT, Intent, Spec, env_refs, runs_always
+from .spec import BUILTIN_DIR, STEP_AGENT, STEP_AGGREGATE, Intent, Spec, env_refs, runs_always
 from .workspace import Layout
 
-_FORMAT = 13  # 13: the candidate patterns (gates) in the header; 12: intents with exclude, outputs, env names
+_FORMAT = 14  # 14: the aggregates; 13: the candidate patterns (gates) in the header; 12: exclude, outputs, env
 _WATCHED_DIRS = ("adapters", "prompts", "regexes")
 
 
@@ -129,6 +129,7 @@ class Compiled:
         produced: tuple[str, ...] = (),
         env_names: tuple[str, ...] = (),
         gates: Mapping[str, tuple] | None = None,
+        aggregates: frozenset[str] = frozenset(),
     ):
         self.spec = spec
         self.order = order  # every intent, topologically sorted (deterministic)
@@ -141,6 +142,8 @@ class Compiled:
         self.parts = parts  # intent -> digest per key ingredient
         self.declared_by = declared_by  # literal path -> the intents naming it
         self.agents = agents  # agent steps
+        # targets with only deps: no step of their own, so a run neither reports nor counts them
+        self.aggregates = aggregates
         # steps no stat snapshot can prove up to date: they run every time, or a glob could match a new file
         self.unprovable = unprovable
         # every intent's declared outputs: an input glob reads what they name even where git ignores it
@@ -173,6 +176,7 @@ class Compiled:
             self.produced,
             self.env_names,
             self.gates,
+            self.aggregates,
             keys,
             records_ends,
             len(records_blob),
@@ -194,6 +198,7 @@ class Compiled:
             produced,
             env_names,
             gates,
+            aggregates,
             order,
             records_ends,
             split,
@@ -214,6 +219,7 @@ class Compiled:
             produced=produced,
             env_names=env_names,
             gates=gates,
+            aggregates=aggregates,
             declared_by=PackedTable(paths, blobs[split:], paths_ends),
             **columns,
         )
@@ -373,6 +379,7 @@ def compile_spec(spec: Spec) -> tuple[Compiled, list[str]]:
         for path in declared[name]:
             declared_by.setdefault(path, []).append(name)
     agents = frozenset(name for name in order if intents[name].kind == STEP_AGENT)
+    aggregates = frozenset(name for name in order if intents[name].kind == STEP_AGGREGATE)
     unprovable = frozenset(
         name
         for name in order
@@ -389,6 +396,7 @@ def compile_spec(spec: Spec) -> tuple[Compiled, list[str]]:
         static_replay=static_replay,
         declared=declared,
         agents=agents,
+        aggregates=aggregates,
         unprovable=unprovable,
         dependants={name: tuple(names) for name, names in dependants.items()},
         declared_by={path: tuple(names) for path, names in declared_by.items()},

@@ -26,7 +26,7 @@ def main() -> None:
         except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 - the boundary, as in cli.main
             from .cli import exit_for
 
-            code = exit_for(exc, args["directory"])
+            code = exit_for(exc, args["directory"], as_json=args.get("as_json", False))
         sys.exit(code)
     from .cli import main as cli_main
 

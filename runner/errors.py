@@ -41,6 +41,9 @@ class RunnerError(Exception):
     """Base of every error the CLI turns into a message and an exit code."""
 
     exit_code = EXIT_INTERNAL
+    # the command already printed its --json answer for this error (`runner validate`: the problems):
+    # the boundary adds no error object after it, so stdout stays one JSON document
+    answered_in_json = False
 
     def render(self) -> str:
         return str(self)

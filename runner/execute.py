@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
 RAN, CACHED, RESTORED, FAILED, SKIPPED, BLOCKED = "ran", "cached", "restored", "failed", "skipped", "blocked"
 _EXITED, _PRINTED = "exited", "printed"  # what a shell step's file descriptor in the selector says
+_AGGREGATE = "aggregate"  # what _finish_skip says of an aggregate: its dependencies are done, nothing to report
 
 
 class RunOptions:
@@ -44,6 +45,7 @@ class RunOptions:
         halt_on: frozenset = frozenset(),
         ask=None,
         worker: str | None = None,
+        on_output=None,
     ):
         self.jobs = jobs
         self.keep_going = keep_going
@@ -53,6 +55,8 @@ class RunOptions:
         self.halt_on = halt_on  # boundaries that need a human this run (write_files, run_shell)
         self.ask = ask  # callable(question, detail) -> bool when a human is at a terminal
         self.worker = worker  # override [worker] kind for this run (e.g. replay)
+        # callable(intent, lines): what shell steps print, line by line as they print it (-v); None: only logged
+        self.on_output = on_output
 
 
 class Summary:
@@ -152,17 +156,20 @@ class Executor:
         started = time.monotonic()
         all_deps = self.planner.compiled.deps
         self.produced: dict[str, str] = {}  # intent -> digest of its outputs
-        self.emit(
-            {"event": "run_started", "run_id": self.record.run_id, "steps": len(order), "jobs": self.options.jobs}
-        )
         doubtful = self.doubtful
         if doubtful is None:
             todo, selected = order, set(order)
         else:  # an edit in a 10,000-step graph leaves a few hundred steps to schedule
-            self._report_proven([n for n in order if n not in doubtful])
             todo = [n for n in order if n in doubtful]
             selected = doubtful
         self.position = {name: i for i, name in enumerate(todo)}
+        # an aggregate names a set of steps and is no step of its own: the run neither reports nor counts it.
+        # Each one is in `todo`: with no result of its own to vouch for it, it is never proved up to date.
+        self.aggregates = aggregates = self.planner.compiled.aggregates
+        steps = len(order) - sum(1 for name in aggregates if name in self.position)
+        self.emit({"event": "run_started", "run_id": self.record.run_id, "steps": steps, "jobs": self.options.jobs})
+        if doubtful is not None:
+            self._report_proven([n for n in order if n not in doubtful])
         self.dependants: dict[str, list[str]] = {n: [] for n in todo}
         self.waiting: dict[str, int] = {}
         state = self.planner.state
@@ -221,7 +228,7 @@ class Executor:
             summary.duration = time.monotonic() - started
             self.inflight.close(settled and not self._deferred)
             self.interrupts.restore()
-        summary.left = [n for n in todo if n not in self.produced]
+        summary.left = [n for n in todo if n not in self.produced and n not in aggregates]
         return summary
 
     def _release(self, name: str) -> None:
@@ -241,7 +248,8 @@ class Executor:
             if decision.action != RUN:
                 status = self._finish_skip(name, decision)
                 if status is not None:
-                    summary.counts[status] += 1
+                    if status is not _AGGREGATE:
+                        summary.counts[status] += 1
                     self.produced[name] = outputs_digest(decision.outputs)
                     self._release(name)
                     continue
@@ -458,6 +466,7 @@ class Executor:
             environ=self.environ,
             created_ahead=self.created_ahead,
             mask=self.mask,
+            on_output=self.options.on_output,
         )
 
     def _report_run(
@@ -546,7 +555,9 @@ class Executor:
                     return None
                 self.planner.stat.written(self.spec.root, rel, name)
             status = RESTORED
-        if self.spec.intents[name].kind != STEP_AGGREGATE and decision.key:
+        if self.spec.intents[name].kind == STEP_AGGREGATE:
+            return _AGGREGATE
+        if decision.key:
             self.planner.state.set(name, decision.key, decision.outputs, decision.inplace)
         self.emit({"event": "step_finished", "intent": name, "status": status, "reasons": decision.reasons})
         return status
@@ -566,6 +577,8 @@ class Executor:
         )
 
     def _skip(self, name: str, why: str) -> None:
+        if name in self.aggregates:
+            return
         self.summary.counts[SKIPPED] += 1
         self.emit({"event": "step_finished", "intent": name, "status": SKIPPED, "reasons": [why]})
 

@@ -368,9 +368,9 @@ def _load(root: str) -> dict:
 
 def _entry(proofs: dict, target: str | None) -> tuple | None:
     """(paths, digest of their stats, order, kept digests, token, number of spec files, stats as bytes, the
-    variables `env` values read with the digest of their values)."""
+    variables `env` values read with the digest of their values, the positions of the aggregates in order)."""
     entry = proofs.get(_slot(target))
-    return entry if isinstance(entry, tuple) and len(entry) == 8 else None
+    return entry if isinstance(entry, tuple) and len(entry) == 9 else None
 
 
 def env_digest(names: tuple[str, ...]) -> str:
@@ -379,13 +379,14 @@ def env_digest(names: tuple[str, ...]) -> str:
     return hashlib.sha256("\0".join(f"{n}\0{environ.get(n, chr(1))}" for n in names).encode()).hexdigest()
 
 
-def prove_target(root: str, target: str | None) -> list[str] | None:
-    """The steps of `target` in order, if its last good run's proof holds now (nothing to do); else None."""
+def prove_target(root: str, target: str | None) -> tuple[list[str], tuple[int, ...]] | None:
+    """The steps of `target` in order and the positions of its aggregates among them, if its last good run's
+    proof holds now (nothing to do); else None."""
     proofs = _load(root)
     entry = _entry(proofs, target)
     if entry is None:
         return None
-    paths, digest, order, kept, token, n_sources, stats_bytes, env = entry
+    paths, digest, order, kept, token, n_sources, stats_bytes, env, aggregates = entry
     if env[0] and env_digest(env[0]) != env[1]:  # a variable an `env` value reads changed: keys may differ
         _loaded[root] = proofs
         return None
@@ -405,9 +406,9 @@ def prove_target(root: str, target: str | None) -> list[str] | None:
         position = {rel: i for i, rel in enumerate(paths)}
         still = {rel: d for rel, d in kept.items() if (s := stats[position[rel]]) is None or not vouches(s, now)}
         if still != kept:
-            proofs[_slot(target)] = (paths, digest, order, still, token, n_sources, stats_bytes, env)
+            proofs[_slot(target)] = (paths, digest, order, still, token, n_sources, stats_bytes, env, aggregates)
             _write(root, proofs)
-    return order
+    return order, aggregates
 
 
 def snapshot_paths(
@@ -462,7 +463,7 @@ def first_look(root: str, target: str | None, token: str, sources: list[str], re
     entry = _entry(look.proofs, target)
     if entry is None:
         return look
-    paths, _digest, order, kept, entry_token, n_sources, stats_bytes, env = entry
+    paths, _digest, order, kept, entry_token, n_sources, stats_bytes, env, _aggregates = entry
     if entry_token != token or n_sources != len(sources) or paths[:n_sources] != sources:
         return look
     try:
@@ -517,13 +518,15 @@ def record_proof(
     doubtful: set[str] | None,
     declared_by: Mapping[str, tuple[str, ...]],
     env_names: tuple[str, ...] = (),
+    aggregates: Set[str] = frozenset(),
 ) -> None:
     """After a good run of the steps `order`, record the proof of `target` (see shortcut 3 above).
 
     `spec_stats`: the stats the compiled spec was made from, one per compiled spec file (the first paths),
     `spec_kept` the digests of those whose stats could not vouch for the bytes read; `doubtful`: the steps
     the rule decided (None: all), the others were proved as the run began; `stat.views`: what the decided
-    steps' verdicts saw.
+    steps' verdicts saw; `aggregates`: the targets with only deps, which the no-op reports as a run does
+    (not at all).
     """
     proofs = look.proofs
     slot = _slot(target)
@@ -571,7 +574,18 @@ def record_proof(
             kept[rel] = digest
     stats_bytes = _stats_bytes(stats)
     env = (env_names, env_digest(env_names)) if env_names else ((), "")
-    proofs[slot] = (paths, hashlib.sha256(stats_bytes).hexdigest(), order, kept, token, n_sources, stats_bytes, env)
+    positions = tuple(i for i, name in enumerate(order) if name in aggregates) if aggregates else ()
+    proofs[slot] = (
+        paths,
+        hashlib.sha256(stats_bytes).hexdigest(),
+        order,
+        kept,
+        token,
+        n_sources,
+        stats_bytes,
+        env,
+        positions,
+    )
     _write(root, proofs)
 
 

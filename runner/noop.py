@@ -107,23 +107,27 @@ def try_noop(argv: list[str]) -> int | None:
         return None
     started = time.monotonic()
     root, spec_file = locate(parsed["directory"], parsed.get("spec_file"))
-    order = prove_target(root, proof_name(parsed["targets"], spec_file))
-    if order is None:
+    proved = prove_target(root, proof_name(parsed["targets"], spec_file))
+    if proved is None:
         return None
-    _report(root, order, parsed, started)
+    _report(root, *proved, parsed, started)
     return 0
 
 
-def _report(root: str, order: list[str], parsed: dict, started: float) -> None:
-    """The events of the full pipeline's no-op, key for key (runner/schemas/events.json), with "fast": true."""
+def _report(root: str, order: list[str], aggregates: tuple[int, ...], parsed: dict, started: float) -> None:
+    """The events of the full pipeline's no-op, key for key (runner/schemas/events.json), with "fast": true.
+    The aggregates (at their `aggregates` positions in `order`) are no steps: neither reported nor counted."""
     from .record import new_run_id
     from .report import summary_line
 
     run_id = new_run_id()
     targets = parsed["targets"]
     jobs = parsed.get("jobs") or os.cpu_count() or 1  # as make_command.run defaults it
-    lines = [f'{{"event": "run_started", "run_id": "{run_id}", "steps": {len(order)}, "jobs": {jobs}, "fast": true}}']
-    lines += cached_lines(order)
+    steps = cached_lines(order)
+    for position in reversed(aggregates):
+        del steps[position]
+    lines = [f'{{"event": "run_started", "run_id": "{run_id}", "steps": {len(steps)}, "jobs": {jobs}, "fast": true}}']
+    lines += steps
     finished = {
         "event": "run_finished",
         "run_id": run_id,
@@ -131,7 +135,7 @@ def _report(root: str, order: list[str], parsed: dict, started: float) -> None:
         "target": None if not targets else targets[0] if len(targets) == 1 else targets,
         "status": "ok",
         "ran": 0,
-        "cached": len(order),
+        "cached": len(steps),
         "restored": 0,
         "failed": 0,
         "skipped": 0,

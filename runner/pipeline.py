@@ -294,6 +294,7 @@ def make(
                 doubtful,
                 compiled.declared_by,
                 compiled.env_names,
+                aggregates=compiled.aggregates,
             )
         planner.stat.save()
         prune(layout.runs_dir)

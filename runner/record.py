@@ -11,12 +11,10 @@ KEEP_RUNS = 50
 
 
 def new_run_id() -> str:
-    """YYYYmmdd-HHMMSS-xxxxxx, in the order runs start, within one second too: the six hex digits are the
-    microsecond and a random digit (they were all random, so two runs in one second sorted either way, and a
-    reader of "the runs since RUN" or "the newest run" by id, as the learning gate is, could miss one)."""
+    """The time to the second, then the microseconds (5 hex digits) and 4 random bits: runs started within
+    one second sort in the order they started, as `runner log` (the last run) and pruning read them."""
     now = time.time()
-    micro = int(now % 1 * 1_000_000)
-    return time.strftime("%Y%m%d-%H%M%S", time.localtime(now)) + f"-{(micro << 4) | (os.urandom(1)[0] & 15):06x}"
+    return time.strftime("%Y%m%d-%H%M%S", time.localtime(now)) + f"-{int(now % 1 * 1e6):05x}{os.urandom(1)[0] & 15:x}"
 
 
 class RunRecord:
@@ -109,3 +107,41 @@ def tail(path: str | Path, lines: int = 20) -> str:
     except OSError:
         return ""
     return "\n".join(data.splitlines()[-lines:])
+
+
+def step_runs(runs_dir: Path, run_id: str, intent: str) -> list[dict]:
+    """The events of `intent` in one run (its name, quoted, picks the lines to parse: a 10,000-step run's
+    record is mostly other steps)."""
+    needle = f'"intent": {json.dumps(intent)}'
+    found = []
+    with open(runs_dir / run_id / "events.jsonl", encoding="utf-8") as f:
+        for line in f:
+            if needle in line:
+                try:
+                    found.append(json.loads(line))
+                except ValueError:
+                    break  # the torn last line of a killed run
+    return [e for e in found if e.get("intent") == intent]
+
+
+def last_run_of(runs_dir: Path, intent: str) -> tuple[str | None, bool]:
+    """(the newest recorded run in which `intent` ran, or None; whether any recorded run names it at all).
+    A step ran in a run that started it: a cached step's run holds no log of it, its last log is older."""
+    named = False
+    for run_id in reversed(list_runs(runs_dir)):
+        events = step_runs(runs_dir, run_id, intent)
+        named = named or bool(events)
+        if any(e.get("event") == "step_started" for e in events):
+            return run_id, True
+    return None, named
+
+
+def attempts_of(run_dir: Path, events: list[dict]) -> dict[str, list[dict]]:
+    """intent -> its agent attempts in a run (attempt_finished events), each with the folder holding its
+    prompt, transcript, diff and verify log."""
+    found: dict[str, list[dict]] = {}
+    for e in events:
+        if e.get("event") == "attempt_finished":
+            folder = run_dir / "attempts" / e["intent"] / f"c{e['candidate']}-a{e['attempt']}"
+            found.setdefault(e["intent"], []).append({**e, "folder": str(folder)})
+    return found

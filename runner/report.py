@@ -6,6 +6,10 @@ import json
 import sys
 import time
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: the no-op imports summary_line from here
+if TYPE_CHECKING:
+    from rich.live import Live
+
 
 def _out(text: str, err: bool = False) -> None:
     stream = sys.stderr if err else sys.stdout
@@ -38,22 +42,34 @@ class JsonReporter:
 
 
 class PlainReporter:
-    """Plain lines for logs and pipes: what ran, what failed (with its log's tail), the summary."""
+    """Plain lines for logs and pipes: what ran, what failed (with its log's tail), the summary; with -v also
+    what each step prints, line by line as it prints it, after the step's name (`NAME | line`).
+
+    `[N/M]` counts the steps shown: N those shown so far, M those the run may still show (its steps less the
+    ones that finished unshown, cached steps without -v), so the numbers go up by one a line and end equal."""
 
     def __init__(self, verbose: bool = False):
         self.verbose = verbose
-        self.total = 0
-        self.done = 0
+        self.total = 0  # the run's steps
+        self.shown = 0  # steps whose end was shown
+        self.unshown = 0  # steps that ended without a line (cached, skipped: shown with -v only)
+
+    @property
+    def counter(self) -> str:
+        return f"[{self.shown}/{self.total - self.unshown}]"
 
     def __call__(self, event: dict) -> None:
         kind = event["event"]
         if kind == "run_started":
             self.total = event["steps"]
         elif kind == "step_started" and self.verbose:
-            _out(f"[{self.done}/{self.total}] run {event['intent']}: {'; '.join(event.get('reasons', []))}")
+            _out(f"run {event['intent']}: {'; '.join(event.get('reasons', []))}")
         elif kind == "step_finished":
-            self.done += 1
-            self.step_line(event)
+            if self.verbose or event["status"] not in _QUIET:
+                self.shown += 1
+                self.step_line(event)
+            else:
+                self.unshown += 1
         elif kind == "run_finished":
             _out(summary_line(event), err=event.get("status") != "ok")
         elif kind == "attempt_finished" and not event.get("ok"):
@@ -65,60 +81,102 @@ class PlainReporter:
         elif kind == "recovered":
             _out(f"runner: {event['message']}", err=True)
 
+    def output(self, intent: str, lines: list[str]) -> None:
+        """What a shell step printed (-v): each line after the step's name, as docker compose shows services."""
+        _out("\n".join(f"{intent} | {line}" for line in lines))
+
     def step_line(self, event: dict) -> None:
         status, name = event["status"], event["intent"]
         if status == "ran":
             spent = f"; {spent_text(event)}" if "usage" in event else ""
-            _out(f"[{self.done}/{self.total}] ran {name} ({event.get('duration', 0):.2f}s{spent})")
+            _out(f"{self.counter} ran {name} ({event.get('duration', 0):.2f}s{spent})")
         elif status == "restored":
-            _out(f"[{self.done}/{self.total}] restored {name} from cache")
+            _out(f"{self.counter} restored {name} from cache")
         elif status == "failed":
             _out(failure_text(event), err=True)
         elif status == "blocked":
             _out(f"BLOCKED {name}: {event.get('error') or '; '.join(event.get('reasons', []))}", err=True)
-        elif self.verbose:
-            _out(f"[{self.done}/{self.total}] {status} {name}: {'; '.join(event.get('reasons', []))}")
+        else:
+            _out(f"{self.counter} {status} {name}: {'; '.join(event.get('reasons', []))}")
 
     def close(self) -> None:
         pass
 
 
+_QUIET = frozenset(("cached", "skipped"))  # statuses shown with -v only
+
+
 class LiveReporter(PlainReporter):
-    """rich's live display on a terminal: done/total, what is running, elapsed."""
+    """The plain lines, and under them rich's live progress line on a terminal: the steps shown of those
+    the run may show, the time since the first step started, what is running. It appears when the first
+    step starts (a run with nothing to run shows none) and shows nothing while no step runs.
+
+    Every line is printed whole: the console soft-wraps (rich never cuts a line at the terminal's width, so
+    a path stays one line to copy), and the progress line is cut to the width with an ellipsis instead."""
 
     def __init__(self, verbose: bool = False):
         super().__init__(verbose)
-        from rich.console import Console  # only on a terminal with work to show
-        from rich.live import Live
+        from rich.console import Console  # only on a terminal
 
-        self.console = Console(stderr=True)
+        self.console = Console(stderr=True, soft_wrap=True)
         self.running: dict[str, float] = {}
-        self.started = time.monotonic()
-        self.live = Live(self._render(), console=self.console, refresh_per_second=8, transient=True)
-        self.live.start()
+        self.started = 0.0
+        self.live: Live | None = None
 
-    def _render(self):
+    def __rich_console__(self, console, options):
+        """The progress line, made anew at each refresh (8 a second): its timer ticks while steps run."""
+        running = list(self.running.items())  # copied at once: the scheduler's thread changes it meanwhile
+        if not running:
+            return
         from rich.text import Text
 
-        elapsed = time.monotonic() - self.started
-        names = sorted(self.running, key=self.running.__getitem__)
+        names = [name for name, _since in sorted(running, key=lambda item: item[1])]
         shown = ", ".join(names[:4]) + (f" +{len(names) - 4}" if len(names) > 4 else "")
-        return Text(f"[{self.done}/{self.total}] {elapsed:5.1f}s  running: {shown or '-'}", style="bold")
+        line = Text(f"{self.counter} {time.monotonic() - self.started:5.1f}s  running: {shown}", style="bold")
+        line.truncate(options.max_width, overflow="ellipsis")
+        yield line
 
     def __call__(self, event: dict) -> None:
         kind = event["event"]
         if kind == "step_started":
+            if self.live is None:
+                self._start()
             self.running[event["intent"]] = time.monotonic()
         elif kind == "step_finished":
             self.running.pop(event["intent"], None)
-        if kind == "run_finished":
-            self.live.stop()
+        elif kind == "run_finished":
+            self.close()
         super().__call__(event)
-        if kind != "run_finished":
-            self.live.update(self._render())
+
+    def _start(self) -> None:
+        from rich.live import Live
+
+        self.started = time.monotonic()
+        # lines printed meanwhile (ours, through sys.stdout and sys.stderr) go above the progress line
+        self.live = Live(self, console=self.console, refresh_per_second=8, transient=True)
+        self.live.start(refresh=True)
+
+    def asking(self, ask):
+        """`ask` with the progress line out of the way: a question is a line without its end, which would
+        wait under the live display (and behind its redraws) instead of showing."""
+
+        def paused(question: str, detail: str) -> bool:
+            live = self.live
+            if live is None:
+                return ask(question, detail)
+            live.stop()
+            try:
+                return ask(question, detail)
+            finally:
+                live.start(refresh=True)
+
+        return paused
 
     def close(self) -> None:
-        self.live.stop()
+        if self.live is not None:
+            self.running.clear()  # its last frame is empty: no "running" left on the screen
+            self.live.stop()
+            self.live = None
 
 
 def failure_text(event: dict) -> str:
@@ -157,6 +215,29 @@ def spent_text(event: dict) -> str:
         f"{n} attempt{'s' if n != 1 else ''}, {u.get('input_tokens', 0):,} input tokens "
         f"({u.get('cached_input_tokens', 0):,} cached), {u.get('output_tokens', 0):,} output tokens"
     )
+
+
+def asked_for_json(argv: list[str]) -> bool:
+    """Whether the command line asks for --json, read from its words (before a `--`): click may refuse them
+    before it reads that option, and the error must be said in JSON all the same."""
+    return "--json" in (argv[: argv.index("--")] if "--" in argv else argv)
+
+
+def error_line(code: int, message: str, problems=(), when: bool = True) -> None:
+    """With `when` (--json): a command that cannot do its work says why on stdout too, in one line a script
+    reads as it reads the command's results, `{"event": "error", "code": N, "message": ..., "problems": [...]}`
+    (runner/schemas/events.json; `problems` a spec error's, each located), masked as stderr is."""
+    if not when:
+        return
+    from .redact import current_mask  # not at the top: the fast no-op imports this module
+
+    mask = current_mask()
+    message = mask.text(message.removeprefix("error: ").removeprefix("Error: "))
+    error = {"event": "error", "code": code, "message": message, "problems": mask.obj([p.to_json() for p in problems])}
+    try:
+        _out(json.dumps(error))
+    except (BrokenPipeError, OSError):
+        pass  # nobody reads stdout any more: stderr and the exit code still say it
 
 
 def make_reporter(json_mode: bool, verbose: bool, terminal: bool):

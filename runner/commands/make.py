@@ -50,6 +50,10 @@ def make(
         worker=worker,
     )
     reporter = make_reporter(as_json, verbose, terminal=is_terminal(sys.stdout) and is_terminal(sys.stderr))
+    if verbose and not as_json:  # JSON lines hold events only: a step's output stays in its log
+        options.on_output = reporter.output
+    if ask is not None and hasattr(reporter, "asking"):
+        options.ask = reporter.asking(ask)
     try:
         summary = run_pipeline(
             project, targets, options, reporter, wait_for_lock=not no_wait, on_wait=on_wait or _say_waiting
@@ -165,7 +169,12 @@ COMMAND = Command(
             maximum=MAX_TIMEOUT,
         ),
         flag("--no-wait", dest="no_wait", help="Fail (exit 3) instead of waiting when another runner holds the lock."),
-        flag("-v", "--verbose", dest="verbose", help="Also list cached steps and why each step runs."),
+        flag(
+            "-v",
+            "--verbose",
+            dest="verbose",
+            help="Stream what each step prints, line by line after its name; list cached steps and why steps run.",
+        ),
         flag("--record", dest="record", help="Write every worker exchange to replays/ (redacted)."),
         option(
             "--worker",

@@ -15,6 +15,7 @@ def run(inv: Invocation, spec_file: str | None) -> None:
     except SpecError as exc:
         if inv.as_json:
             print_json({"ok": False, "problems": [p.to_json() for p in exc.problems]})
+            exc.answered_in_json = True
         raise
     from ..plan import InputFiles, unmatched_warnings
 

@@ -30,6 +30,7 @@ class StepContext:
         environ: dict[bytes, bytes] | None = None,
         created_ahead=None,
         mask: Mask | None = None,
+        on_output: Callable[[str, list[str]], None] | None = None,
     ):
         self.spec = spec
         self.intent = intent
@@ -45,6 +46,8 @@ class StepContext:
         self.environ = environ
         self.created_ahead = created_ahead  # steps.spawn.CreatedAhead: redirect files made before the start
         self.mask = Mask() if mask is None else mask  # the run's secrets, hidden in what the step's logs hold
+        # (intent, lines): told each whole line a shell step prints, as its log gets it (`runner make -v`)
+        self.on_output = on_output
 
 
 class StepOutcome:

@@ -39,8 +39,11 @@ class RunningShell:
     What the child prints comes through a pipe and goes to the step's log, which is created on the first
     byte: most steps of a big build print nothing, and creating a file costs more than starting the step.
     With secrets in the run's environment, each chunk is masked on its way to the log, so a secret the child
-    prints never reaches the disk: the last `longest - 1` bytes are held back until the next chunk (or the
-    end), since a secret cut by a chunk boundary starts within them.
+    prints never reaches the disk: a chunk's end that could be the start of a secret (Mask.cut) is held back
+    until the next chunk (or the end), since a secret cut by a chunk boundary starts there.
+
+    With `ctx.on_output` (`runner make -v`), what goes to the log is also cut into whole lines and handed
+    on as it comes (masked as the log is): the piece after the last newline waits for the rest of its line.
     """
 
     def __init__(self, ctx: StepContext, proc: subprocess.Popen | SpawnedChild, line: str, output_fd: int):
@@ -51,6 +54,8 @@ class RunningShell:
         self.log: str | None = None  # the log's path, once the child printed something
         self._log_fd: int | None = None
         self._held = b""  # masked output not yet written: it may end with the start of a secret
+        self._partial = b""  # streamed (-v): the start of a line whose end has not come yet
+        self._header = 0  # streamed (-v): bytes of the log's "$ command" header not to stream
         self.started = time.monotonic()
         self.deadline = self.started + ctx.timeout if ctx.timeout else None
 
@@ -76,21 +81,45 @@ class RunningShell:
             if self._log_fd is None:
                 self.log = str(self.ctx.log_path)
                 self._log_fd = os.open(self.log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
-                data = f"$ {self.line}\n".encode() + data
+                header = f"$ {self.line}\n".encode()
+                if self.ctx.on_output is not None:
+                    self._header = len(self.ctx.mask.data(header) if self.ctx.mask else header)
+                data = header + data
             if self.ctx.mask:
                 data = self._mask(data)
             os.write(self._log_fd, data)
+            if self.ctx.on_output is not None:
+                self._stream(data)
         return True
+
+    def _stream(self, data: bytes, end: bool = False) -> None:
+        """Hand on the whole lines of what the log just got (the header excepted); `end`: the last piece
+        too. A line longer than 64 KB is handed on in pieces of that size rather than held without bound."""
+        if self._header:
+            skip = min(self._header, len(data))
+            data, self._header = data[skip:], self._header - skip
+        lines = (self._partial + data).split(b"\n")
+        self._partial = lines.pop()
+        while len(self._partial) > 1 << 16:
+            lines.append(self._partial[: 1 << 16])
+            self._partial = self._partial[1 << 16 :]
+        if end and self._partial:
+            lines.append(self._partial)
+            self._partial = b""
+        if lines:
+            on_output = self.ctx.on_output
+            assert on_output is not None  # only called when streaming
+            on_output(self.ctx.intent.name, [line.decode("utf-8", "replace").rstrip("\r") for line in lines])
 
     def _mask(self, data: bytes) -> bytes:
         """What of the output so far can be written masked; the rest waits in _held for what follows."""
         mask = self.ctx.mask
         data = mask.data(self._held + data)
-        keep = mask.longest - 1
-        if len(data) <= keep:
-            self._held = data
-            return b""
-        self._held = data[len(data) - keep :] if keep else b""
+        keep = mask.cut(data)
+        if not keep:
+            self._held = b""
+            return data
+        self._held = data[len(data) - keep :]
         return data[: len(data) - keep]
 
     def close_output(self) -> None:
@@ -102,9 +131,11 @@ class RunningShell:
         os.close(self.output_fd)
         self.output_fd = None
         if self._log_fd is not None:
-            if self._held:
-                os.write(self._log_fd, self._held)
-                self._held = b""
+            held, self._held = self._held, b""
+            if held:
+                os.write(self._log_fd, held)
+            if self.ctx.on_output is not None:
+                self._stream(held, end=True)
             os.close(self._log_fd)
             self._log_fd = None
 

@@ -42,8 +42,7 @@ def test_quickstart_runs_offline_from_recordings(tmp_path):
         "docs": "ran",
         "tests": "ran",
         "check": "ran",
-        "all": "cached",
-    }
+    }  # and `all`, an aggregate, is no step of its own: neither reported nor counted
     assert finished["tests"]["agent"]["attempts"] == 2  # the recorded retry: a failing test, then the fix
     attempts = [e for e in events if e["event"] == "attempt_finished" and e["intent"] == "tests"]
     assert "test_mean" in attempts[0]["error"]
@@ -95,3 +94,39 @@ def test_runner_replay_reexecutes_a_run_and_flags_what_no_longer_matches(tmp_pat
     code, report = _replay(root, run_id)
     assert code == 1
     assert {s["status"] for s in report["steps"]} == {"unmatched"}
+
+
+def _log(root: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "runner", "log", *args], cwd=root, capture_output=True, text=True, timeout=60
+    )
+
+
+def test_runner_log_shows_each_agent_attempt_with_its_tokens_and_folder(tmp_path):
+    """The quickstart's `tests` step took two recorded attempts (a failing test, then the fix): `runner log`
+    lists both with their verdicts, tokens and artefact folders, and the run's total; `runner log tests`
+    the step's own."""
+    root = _copy(tmp_path)
+    run_id = json.loads(_make(root).stdout.splitlines()[-1])["run_id"]
+    attempts = [e for e in map(json.loads, _make(root, "-B").stdout.splitlines()) if e["event"] == "attempt_finished"]
+    view = _log(root, run_id)
+    assert view.returncode == 0, view.stderr
+    folder = root / ".runner/runs" / run_id / "attempts/tests"
+    lines = view.stdout.splitlines()
+    at = lines.index(next(line for line in lines if line.startswith("  ran      tests")))
+    first, second = lines[at + 1], lines[at + 2]
+    assert first.startswith("           attempt 1 of candidate 1: rejected (logic), ") and first.endswith(
+        f"{folder}/c1-a1"
+    )
+    assert second.startswith("           attempt 2 of candidate 1: verified, ") and second.endswith(f"{folder}/c1-a2")
+    assert (folder / "c1-a1" / "prompt.md").is_file() and (folder / "c1-a2" / "diff.patch").is_file()
+    as_json = json.loads(_log(root, run_id, "--json").stdout)
+    tests = next(s for s in as_json["steps"] if s["intent"] == "tests")
+    assert [a["tokens"] for a in tests["attempts"]] == [a["tokens"] for a in attempts if a["intent"] == "tests"]
+    assert tests["tokens"] == sum(a["tokens"] for a in tests["attempts"]) > 0
+    assert as_json["tokens"] == sum(a["tokens"] for a in attempts) and f"; {as_json['tokens']:,} tokens" in view.stdout
+    # the step's own: its attempts from the last run that started it (the -B run)
+    step = _log(root, "tests")
+    assert step.returncode == 0, step.stderr
+    assert step.stdout.splitlines()[0].startswith("attempt 1 of candidate 1: rejected (logic): ")
+    assert "/attempts/tests/c1-a2" in step.stdout.splitlines()[-1] and run_id not in step.stdout

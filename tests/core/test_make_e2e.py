@@ -19,7 +19,7 @@ from runner.spec import MAX_TIMEOUT
 def test_first_make_runs_everything_then_nothing(chain):
     first = chain.make()
     assert first.code == 0, first.err
-    assert first.statuses() == {"a": "ran", "b": "ran", "c": "ran", "all": "cached"}
+    assert first.statuses() == {"a": "ran", "b": "ran", "c": "ran"}
     assert chain.read("out/b.txt") == "HELLO\nWORLD\n"
     last = first.finished()
     assert last["event"] == "run_finished" and last["ran"] == 3 and last["failed"] == 0 and last["run_id"]
@@ -34,7 +34,7 @@ def test_editing_an_input_reruns_exactly_its_downstream(chain):
     chain.make()
     chain.write("src/x.txt", "HELLO again\n")
     result = chain.make()
-    assert result.statuses() == {"a": "ran", "b": "ran", "c": "cached", "all": "cached"}
+    assert result.statuses() == {"a": "ran", "b": "ran", "c": "cached"}
 
 
 def test_touch_without_content_change_runs_nothing(chain):
@@ -64,7 +64,7 @@ def test_deleted_output_is_restored_from_cache_without_running(chain):
     (chain.root / "out/b.txt").unlink()
     chain.write("out/c.txt", "tampered\n")
     result = chain.make()
-    assert result.statuses() == {"a": "cached", "b": "restored", "c": "restored", "all": "cached"}
+    assert result.statuses() == {"a": "cached", "b": "restored", "c": "restored"}
     assert result.finished()["ran"] == 0
     assert chain.read("out/b.txt") == "HELLO\nWORLD\n"
     assert chain.read("out/c.txt").strip() == "6"
@@ -251,7 +251,7 @@ def test_json_contract_event_shapes(chain):
         assert "event" in e
         json.dumps(e)
     finished = [e for e in events if e["event"] == "step_finished"]
-    assert [e["intent"] for e in finished][-1] == "all"
+    assert [e["intent"] for e in finished][-1] == "b"  # the aggregate `all` is no step: never reported
     assert all(e["status"] in {"ran", "cached", "restored", "failed", "skipped"} for e in finished)
     assert {"run_id", "ran", "cached", "failed"} <= set(events[-1])
 
@@ -260,7 +260,7 @@ def test_plain_output_is_lines_not_json(chain):
     result = chain.run("make")
     assert result.code == 0
     assert "ran a" in result.out
-    assert result.out.strip().splitlines()[-1].startswith("runner: 3 ran, 1 cached in ")
+    assert result.out.strip().splitlines()[-1].startswith("runner: 3 ran in ")  # `all`, an aggregate, is not "cached"
 
 
 def test_log_shows_last_run(chain):
@@ -359,7 +359,7 @@ def test_a_spec_cache_in_an_older_layout_is_made_again(chain):
     assert result.code == 0, result.err
     assert set(result.statuses().values()) == {"cached"}
     chain.write("src/x.txt", "edited\n")
-    assert chain.make().statuses() == {"a": "ran", "b": "ran", "c": "cached", "all": "cached"}
+    assert chain.make().statuses() == {"a": "ran", "b": "ran", "c": "cached"}
 
 
 def test_a_state_index_and_stat_cache_in_the_first_layout_are_read(chain):
@@ -374,7 +374,7 @@ def test_a_state_index_and_stat_cache_in_the_first_layout_are_read(chain):
     (chain.root / ".runner/noop").unlink()
     result = chain.make()
     assert result.code == 0, result.err
-    assert result.statuses() == {"a": "cached", "b": "cached", "c": "cached", "all": "cached"}
+    assert result.statuses() == {"a": "cached", "b": "cached", "c": "cached"}
     assert {e["intent"]: e["reasons"] for e in result.events() if e.get("status") == "cached"}["a"] == ["up to date"]
 
 
@@ -443,8 +443,14 @@ def test_a_plain_make_runs_without_click_and_a_bad_option_still_gets_clicks_mess
     assert chain.make().finished()["ran"] == 0
     for bad in (["-j", "0"], ["-j0"], ["--timeout", "-1"]):
         result = chain.make(*bad)
-        assert result.code == 2 and result.out == "", bad
-        assert "Invalid value for" in result.err, bad
+        assert result.code == 2 and "Invalid value for" in result.err, bad
+        # asked for --json: the same message as an error object on stdout (runner/schemas/events.json)
+        assert json.loads(result.out) == {
+            "event": "error",
+            "code": 2,
+            "message": result.err.strip().splitlines()[-1].removeprefix("Error: "),
+            "problems": [],
+        }, bad
 
 
 def test_a_spec_cache_cut_short_is_made_again(chain):
@@ -457,4 +463,4 @@ def test_a_spec_cache_cut_short_is_made_again(chain):
     chain.write("src/x.txt", "edited\n")
     result = chain.make()
     assert result.code == 0, result.err
-    assert result.statuses() == {"a": "ran", "b": "ran", "c": "cached", "all": "cached"}
+    assert result.statuses() == {"a": "ran", "b": "ran", "c": "cached"}
