@@ -282,7 +282,8 @@ def test_explain_shows_env_and_cwd(project):
 def test_a_variable_that_is_not_set_stops_the_run_before_anything_runs(project):
     project.spec(ENV)
     result = project.make()
-    assert result.code == 2 and result.out == ""
+    # nothing ran: no event but the error object (--json), the same words on stderr
+    assert result.code == 2 and [e["event"] for e in result.events()] == ["error"]
     assert result.err.strip() == (
         "error: intents.toml:6: intent.greet.env.GREETING: $PLACE is not set in runner's environment; set it, "
         "or give a default (${PLACE:-default}, or ${PLACE:-} for empty)"
