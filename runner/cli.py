@@ -85,12 +85,11 @@ def _click_param(p: Param) -> click.Parameter:
     decls = [*p.decls, p.dest]
     if p.kind == "flag":
         return click.Option(decls, is_flag=True, help=p.help)
-    multiple = p.kind == "multiple"
     return click.Option(
         decls,
         type=_click_type(p),
         default=p.default,
-        multiple=multiple,
+        multiple=p.kind == "multiple",
         metavar=p.metavar,
         help=p.help,
         shell_complete=complete,
@@ -104,25 +103,19 @@ def _ask(question: str, detail: str) -> bool:
 
 def _build(command: Command) -> click.Command:
     run = command.run
-    callback = None
-    if run is not None:
 
-        def callback(directory: Path = Path("."), as_json: bool = False, **values) -> None:
-            if click.get_current_context().invoked_subcommand:
-                return  # `runner learn status`: the subcommand runs, not the group's own pass
-            from .workspace import at_terminal
+    def callback(directory: Path = Path("."), as_json: bool = False, **values) -> None:
+        from .workspace import at_terminal
 
-            code = run(Invocation(directory, as_json, _ask if at_terminal() else None), **values)
-            if code:
-                sys.exit(code)
+        if run is not None and not click.get_current_context().invoked_subcommand:
+            sys.exit(run(Invocation(directory, as_json, _ask if at_terminal() else None), **values) or EXIT_OK)
 
     params = [_click_param(p) for p in command.params] + list(_SHARED) if run is not None else []
     if not command.subcommands:
         return click.Command(command.name, callback=callback, params=params, help=command.help)
-    # a group, with `run` too (`runner learn`, `runner learn status`): given to __init__, which sets no_args_is_help
-    group = click.Group(
-        command.name, help=command.help, callback=callback, params=params, invoke_without_command=run is not None
-    )
+    # a group that also runs with no subcommand named: `runner learn` is a pass, `runner learn status` a subcommand
+    group = click.Group(command.name, help=command.help, params=params, invoke_without_command=run is not None)
+    group.callback = callback if run is not None else None
     for sub in command.subcommands:
         group.add_command(_build(sub))
     return group

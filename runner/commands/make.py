@@ -64,7 +64,9 @@ def make(
     if summary.interrupted:
         return EXIT_INTERRUPTED
     if summary.setup_error:
-        raise SetupError(summary.setup_error)
+        error = SetupError(summary.setup_error)
+        error.answered_in_json = True  # the run started: its run_finished is the last line, as for any run
+        raise error
     if summary.failed:
         return EXIT_STEP_FAILED
     if summary.blocked:
