@@ -13,8 +13,22 @@ if TYPE_CHECKING:
 
 def _out(text: str, err: bool = False) -> None:
     stream = sys.stderr if err else sys.stdout
-    stream.write(text + "\n")
-    stream.flush()
+    try:
+        stream.write(text + "\n")
+        stream.flush()
+    except BrokenPipeError:
+        reader_gone(stream)
+
+
+def reader_gone(stream) -> None:
+    """Whoever read this stream went away (`runner make --json | head -1`): the run goes on, its record whole,
+    and what it would still print goes to /dev/null (Python's advice for a broken pipe) instead of raising in
+    every thread that reports."""
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, stream.fileno())
+    os.close(devnull)
 
 
 class JsonReporter:
@@ -32,10 +46,13 @@ class JsonReporter:
         self.pending.append(line)
 
     def flush(self) -> None:
-        if self.pending:
-            sys.stdout.write("\n".join(self.pending) + "\n")
-            self.pending.clear()
-        sys.stdout.flush()
+        try:
+            if self.pending:
+                sys.stdout.write("\n".join(self.pending) + "\n")
+            sys.stdout.flush()
+        except BrokenPipeError:
+            reader_gone(sys.stdout)
+        self.pending.clear()
 
     def close(self) -> None:
         self.flush()

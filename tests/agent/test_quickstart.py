@@ -132,3 +132,23 @@ def test_runner_log_shows_each_agent_attempt_with_its_tokens_and_folder(tmp_path
     assert step.returncode == 0, step.stderr
     assert step.stdout.splitlines()[0].startswith("attempt 1 of candidate 1: rejected (logic): ")
     assert step.stdout.splitlines()[-1].endswith(f"{run_id}/attempts/tests/c1-a2")
+
+
+def test_a_reader_that_goes_away_stops_nothing(tmp_path):
+    """`runner make --json | head -1`: the run goes on to the end, quietly (no traceback from the threads that
+    report agent attempts), and its record is whole."""
+    root = _copy(tmp_path)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "runner", "make", "--json"],
+        cwd=root,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(root)},  # no key: nothing can call a model
+    )
+    first = json.loads(proc.stdout.readline())
+    proc.stdout.close()  # as head does after its line
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 0, err
+    assert "Traceback" not in err and "BrokenPipe" not in err, err
+    last = (root / ".runner" / "runs" / first["run_id"] / "events.jsonl").read_text().splitlines()[-1]
+    assert json.loads(last)["event"] == "run_finished" and json.loads(last)["status"] == "ok"
