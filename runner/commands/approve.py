@@ -6,9 +6,16 @@ from ..errors import EXIT_OK, EXIT_STEP_FAILED, UsageError
 from . import SPEC_FILE, Command, Invocation, argument, echo, flag, option, print_json
 
 
-def run(inv: Invocation, intents: tuple[str, ...], spec_file: str | None, reject: bool, prompt: str | None) -> int:
-    if prompt is not None:
-        return _prompt(inv, prompt, reject)
+def run(
+    inv: Invocation,
+    intents: tuple[str, ...],
+    spec_file: str | None,
+    reject: bool,
+    prompt: str | None,
+    pattern: str | None,
+) -> int:
+    if prompt is not None or pattern is not None:
+        return _candidate(inv, prompt, pattern, reject)
     from ..apply import load_pending
     from ..approve import approve as approve_pending
     from ..approve import grant
@@ -60,15 +67,20 @@ def run(inv: Invocation, intents: tuple[str, ...], spec_file: str | None, reject
     return EXIT_STEP_FAILED if any(d["action"] == "failed" for d in done) else EXIT_OK
 
 
-def _prompt(inv: Invocation, ref: str, reject: bool) -> int:
-    """A variant of a prompt template: into canary, or (ready there) promoted; --reject retires it."""
-    from ..learn.cycle import settings_of, today
+def _candidate(inv: Invocation, prompt: str | None, pattern: str | None, reject: bool) -> int:
+    """A variant of a prompt template (into canary, or promoted once ready there), or a pattern ready to be
+    promoted ([learn] approve_patterns); --reject retires either."""
+    from ..learn.cycle import approve_pattern, settings_of, today
     from ..learn.prompts import approve
     from ..workspace import Layout, ProjectLock, find_root
 
     root = find_root(inv.directory)
-    with ProjectLock(Layout(root), "runner approve --prompt"):
-        done = approve(root, ref, reject, settings_of(root), today())
+    with ProjectLock(Layout(root), "runner approve"):
+        if prompt is not None:
+            done = approve(root, prompt, reject, settings_of(root), today())
+        else:
+            assert pattern is not None
+            done = approve_pattern(root, pattern, reject)
     if inv.as_json:
         print_json({"done": [done]})
     else:
@@ -88,6 +100,12 @@ COMMAND = Command(
             dest="prompt",
             help="A variant of a prompt template (NAME/VARIANT): into canary, or promoted once ready.",
             metavar="NAME/VARIANT",
+        ),
+        option(
+            "--pattern",
+            dest="pattern",
+            help="A candidate pattern ready to be promoted ([learn] approve_patterns).",
+            metavar="FAMILY/NAME",
         ),
     ),
     run,

@@ -390,3 +390,23 @@ def rollback(root: Path, name: str | None = None) -> list[str]:
         done.append(f"{last.family}/{last.replaces}: retired -> active")
     writeback.update_patterns(last.file, changes)
     return done
+
+
+def approve_pattern(root: Path, ref: str, reject: bool) -> str:
+    """`runner approve --pattern FAMILY/NAME`: promote a canary pattern that is ready ([learn] approve_patterns),
+    or (`reject`) retire it. Returns what was done, in a line."""
+    from .gate import promotion
+
+    found = [s for s in standings(root) if s.ref == ref or s.name == ref]
+    if not found:
+        waiting = ", ".join(s.ref for s in standings(root) if s.gate.get("ready")) or "none"
+        raise UserError(f"no candidate pattern {ref!r} (ready for approval: {waiting})")
+    standing, day = found[0], today()
+    if reject:
+        move = Move(standing, "retired", {"weight": None, "ready": None, "reason": "rejected by hand"}, "rejected")
+    elif standing.gate.get("ready"):
+        move = promotion(standing, {}, "approved: promoted", day)
+    else:
+        raise UserError(f"{standing.ref} is in {standing.stage}: not ready to promote (`runner learn status`)")
+    apply_moves([move], day)
+    return f"{standing.ref}: {standing.stage} -> {move.to}"

@@ -38,6 +38,7 @@ class Settings:
     canary_runs: int = 3
     max_failed_checks: int = 2
     model_calls: int = 0
+    approve_patterns: bool = False  # a pattern's promotion to active waits for `runner approve --pattern` too
 
     @classmethod
     def of(cls, table: dict | None) -> Settings:
@@ -79,8 +80,9 @@ class Move:
         return self.to != self.standing.stage or changed_weight
 
 
-def evaluate(standing: Standing, runs_dir: Path, settings: Settings, today: str) -> Move:
-    """The move the observations since the candidate's last move call for."""
+def evaluate(standing: Standing, runs_dir: Path, settings: Settings, today: str, approved: bool = False) -> Move:
+    """The move the observations since the candidate's last move call for (`approved`: `runner approve --pattern`
+    said yes to a promotion that waits for it)."""
     gate = standing.gate
     since = gate.get("since")
     runs = runs_after(runs_dir, since)
@@ -154,6 +156,20 @@ def evaluate(standing: Standing, runs_dir: Path, settings: Settings, today: str)
             {**record, "runs": 0, "weight": higher[0], "since": latest},
             f"canary {weight}% -> {higher[0]}%: {_runs(counted)} used it, no failed check",
         )
+    if settings.approve_patterns and not approved:
+        return Move(
+            standing,
+            "canary",
+            {**record, "ready": True, "since": latest},
+            f"ready: waits for `runner approve --pattern {standing.ref}` to be promoted ([learn] approve_patterns)",
+        )
+    return promotion(
+        standing, record | {"since": latest}, f"promoted: {_runs(counted)} used it at {weight}%, no failed check", today
+    )
+
+
+def promotion(standing: Standing, record: dict, why: str, today: str) -> Move:
+    """The move to active (the pattern it replaces retired beside it, for a one-step rollback)."""
     also = {}
     if standing.replaces:
         also[standing.replaces] = {
@@ -163,10 +179,4 @@ def evaluate(standing: Standing, runs_dir: Path, settings: Settings, today: str)
                 "history": f"{today} retired: replaced by {standing.name}",
             },
         }
-    return Move(
-        standing,
-        "active",
-        {**record, "weight": None, "since": latest, "promoted": today},
-        f"promoted: {_runs(counted)} used it at {weight}%, no failed check",
-        also,
-    )
+    return Move(standing, "active", {**record, "weight": None, "ready": None, "promoted": today}, why, also)

@@ -16,7 +16,12 @@ def _log_of_last_run(tally: Tally) -> Path:
     return runs[-1] / "logs" / "test.log"
 
 
-def test_mined_patterns_go_from_shadow_through_canary_to_active_and_back(tally, snapshot):
+def test_mined_patterns_go_from_shadow_through_canary_to_active_and_back(tally, server, snapshot):
+    # a model is there (the fake Responses server), and allowed one call a pass: deterministic induction first
+    srv = server([{"steps": [{"message": "<<MIS:START>>\n<<MIS:END>>"}]}])
+    intents = (tally.root / "intents.toml").read_text().replace("[learn]\n", "[learn]\nmodel_calls = 1\n")
+    worker = f'\n[worker]\nkind = "openai"\nmodel = "gpt-test"\nbase_url = "{srv.base_url}"\n'
+    (tally.root / "intents.toml").write_text(intents + worker)
     # a failing run of the tool; nothing reads its output
     assert tally.make("ok", "expected-ParseError", "ok").returncode == 1
     before = tally.findings("CHECK parse_x ..... FAILED (5ms)\nTALLY: 1 ok, 1 failed, 0 skipped\n")
@@ -26,6 +31,7 @@ def test_mined_patterns_go_from_shadow_through_canary_to_active_and_back(tally, 
     report = tally.learn()
     kinds = {p["name"]: p["kind"] for p in report["proposed"] if p["verdict"] == "shadow"}
     assert sorted(kinds.values()) == ["diagnostic", "failed_test", "summary"]
+    assert report["projected_model_calls"] == 0 and srv.requests() == []  # induction read it all: no model paid
     assert tally.run("validate").returncode == 0
     status = tally.status()
     assert {c["stage"] for c in status.values()} == {"shadow"}
@@ -207,3 +213,36 @@ def test_learn_induce_prints_the_patterns_and_an_assignment_per_line_and_adds_th
     assert tally.run("learn", "induce", str(log), "--family", "tally").returncode == 0
     assert {c["stage"] for c in tally.status().values()} == {"shadow"}
     assert tally.family().startswith(FAMILY)
+
+
+def test_with_approve_patterns_a_promotion_waits_for_a_human(tally):
+    """[learn] approve_patterns: the policy marks a pattern's promotion risky, so it waits for runner approve."""
+    intents = (tally.root / "intents.toml").read_text().replace("[learn]\n", "[learn]\napprove_patterns = true\n")
+    (tally.root / "intents.toml").write_text(intents)
+    (tally.root / "regexes" / "tally.toml").write_text(
+        FAMILY
+        + textwrap.dedent(
+            """
+            [[pattern]]
+            name = "summary"
+            regex = '^TALLY: (?P<passed>\\d+) ok, (?P<failed>\\d+) failed, (?P<skipped>\\d+) skipped$'
+            kind = "summary"
+            fields = ["passed", "failed", "skipped"]
+            stage = "canary"
+            [pattern.gate]
+            weight = 99
+            """
+        )
+    )
+    for _ in range(30):
+        tally.make("ok")
+        if any(o["used"] for o in _observations(tally, "tally/summary")):
+            break
+    moved = tally.learn()["moved"][0]
+    assert moved["to"] == "canary" and moved["why"].startswith("ready: waits for `runner approve --pattern tally/summary`")
+    assert tally.findings("TALLY: 1 ok, 0 failed, 0 skipped\n")["summary"]["passed"] is None  # not active yet
+    done = tally.run("approve", "--pattern", "tally/summary")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "tally/summary: canary -> active"
+    assert tally.findings("TALLY: 1 ok, 0 failed, 0 skipped\n")["summary"]["passed"] == 1
+    assert tally.status()["tally/summary"]["stage"] == "active"
