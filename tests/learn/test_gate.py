@@ -239,7 +239,9 @@ def test_with_approve_patterns_a_promotion_waits_for_a_human(tally):
         if any(o["used"] for o in _observations(tally, "tally/summary")):
             break
     moved = tally.learn()["moved"][0]
-    assert moved["to"] == "canary" and moved["why"].startswith("ready: waits for `runner approve --pattern tally/summary`")
+    assert moved["to"] == "canary" and moved["why"].startswith(
+        "ready: waits for `runner approve --pattern tally/summary`"
+    )
     assert tally.findings("TALLY: 1 ok, 0 failed, 0 skipped\n")["summary"]["passed"] is None  # not active yet
     done = tally.run("approve", "--pattern", "tally/summary")
     assert done.returncode == 0, done.stderr
