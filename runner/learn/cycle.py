@@ -261,7 +261,10 @@ def propose_from_runs(
         return proposals.out
     from .model import ask, ask_for_template
 
+    budget = _token_budget(spec)
     for group, family, left, rejected, logs in unread[:calls]:
+        if _spent(report, budget):
+            break
         asked = ask(spec, group.command or group.adapter or family, left, rejected, family)
         report.model_calls += 1
         report.model_tokens += asked.tokens
@@ -274,7 +277,9 @@ def propose_from_runs(
                 candidate.name, n = f"{base}-{n}", n + 1
             taken.add(candidate.name)
             proposals.judge(candidate, family, library.families.get(family), logs)
-    for name, template, failures in templates[: calls - report.model_calls]:
+    for name, template, failures in templates[: max(0, calls - len(unread[:calls]))]:
+        if _spent(report, budget):
+            break
         text, tokens, error = ask_for_template(spec, name, template, failures)
         report.model_calls += 1
         report.model_tokens += tokens
@@ -325,6 +330,25 @@ def _templates_to_improve(root: Path, spec, mined) -> list[tuple[str, str, list[
             continue  # one variant at a time: the last one has not been judged yet
         found.append((name, Path(spec.prompts[name]).read_text(encoding="utf-8"), lines))
     return found
+
+
+def _token_budget(spec) -> int | None:
+    """The tokens a pass may spend on the model: the default policy's run budget, else its step budget (the
+    budgets any agent step spends under), else none beyond [learn] model_calls."""
+    policy = spec.policies.get("default")
+    if policy is None:
+        return None
+    return policy.run_budget.tokens or policy.step_budget.tokens
+
+
+def _spent(report: Report, budget: int | None) -> bool:
+    """Whether the pass's model tokens reached the budget (said once in the report's notes)."""
+    if budget is None or report.model_tokens < budget:
+        return False
+    note = f"no more model calls: the default policy's token budget ({budget}) is spent ({report.model_tokens} tokens)"
+    if note not in report.notes:
+        report.notes.append(note)
+    return True
 
 
 def _says_something(line: str) -> bool:

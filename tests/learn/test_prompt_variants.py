@@ -185,3 +185,28 @@ def _today() -> str:
     import datetime
 
     return datetime.date.today().isoformat()
+
+
+def test_the_model_is_asked_within_the_default_policys_token_budget(tmp_path, server):
+    """The pass's model calls spend under the budget any agent step spends under: once the default policy's
+    tokens are spent, the calls left are not made, and the report says why."""
+    srv = server(
+        [
+            {"match": "What the last attempt got wrong", "steps": [{"message": _answer("good=ok")}]},
+            {"match": "TEMPLATE:", "steps": [{"message": _answer("good=ok still=broken")}]},
+            {"steps": [{"message": "<<MIS:START>>\n<<MIS:FILE path=patterns.json>>\n{\"patterns\": []}\n<<MIS:END>>"}]},
+        ]
+    )
+    project = Agentic(tmp_path / "proj", srv.base_url, srv.log)
+    # the tool also prints a line induction cannot read: a group for the model, beside the template
+    tool = (project.root / "tally.py").read_text()
+    (project.root / "tally.py").write_text(tool.replace("sys.exit(", 'print("  \\u2717 widget broke (error)")\nsys.exit(', 1))
+    intents = (project.root / "intents.toml").read_text().replace("[learn]\n", "[learn]\nmodel_calls = 3\n")
+    (project.root / "intents.toml").write_text(intents)
+    project.agent_run()  # the first attempt fails its verify, the retry passes
+    budget = intents.replace('write_files = "auto"\n', 'write_files = "auto"\nbudget = { tokens = 1 }\n')
+    (project.root / "intents.toml").write_text(budget)
+    report = project.learn()
+    assert report["projected_model_calls"] == 2
+    assert report["model_calls"] == 1 and report["model_tokens"] > 1
+    assert any("the default policy's token budget (1) is spent" in note for note in report["notes"]), report
