@@ -194,13 +194,15 @@ def test_the_model_is_asked_within_the_default_policys_token_budget(tmp_path, se
         [
             {"match": "What the last attempt got wrong", "steps": [{"message": _answer("good=ok")}]},
             {"match": "TEMPLATE:", "steps": [{"message": _answer("good=ok still=broken")}]},
-            {"steps": [{"message": "<<MIS:START>>\n<<MIS:FILE path=patterns.json>>\n{\"patterns\": []}\n<<MIS:END>>"}]},
+            {"steps": [{"message": '<<MIS:START>>\n<<MIS:FILE path=patterns.json>>\n{"patterns": []}\n<<MIS:END>>'}]},
         ]
     )
     project = Agentic(tmp_path / "proj", srv.base_url, srv.log)
     # the tool also prints a line induction cannot read: a group for the model, beside the template
     tool = (project.root / "tally.py").read_text()
-    (project.root / "tally.py").write_text(tool.replace("sys.exit(", 'print("  \\u2717 widget broke (error)")\nsys.exit(', 1))
+    (project.root / "tally.py").write_text(
+        tool.replace("sys.exit(", 'print("  \\u2717 widget broke (error)")\nsys.exit(', 1)
+    )
     intents = (project.root / "intents.toml").read_text().replace("[learn]\n", "[learn]\nmodel_calls = 3\n")
     (project.root / "intents.toml").write_text(intents)
     project.agent_run()  # the first attempt fails its verify, the retry passes
