@@ -1,7 +1,7 @@
-"""Make the repository importable when the package is not installed (the venv has no editable install), and share
-the projects other folders' tests drive: `project` (tests/core: a project through the real CLI) and `agent`
-(tests/agent: an agent step served by the fake codex), `server` (the fake Responses server), and `tally` (a tool
-no built-in family knows). The learning tests' own helpers are in learn_helpers.py."""
+"""Share with the learning tests the projects other folders' tests drive: `project` (tests/core: a project through
+the real CLI), `agent` (tests/agent: an agent step served by the fake codex), `server` (the fake Responses server),
+and `tally` (a tool no built-in family knows, from gate_helpers.py). The folders they come from are put on sys.path
+so their helpers import by name, whatever pytest's import mode. Mining's helpers are in learn_helpers.py."""
 
 import sys
 from pathlib import Path
