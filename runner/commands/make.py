@@ -29,6 +29,7 @@ def make(
     as_json: bool = False,
     ask=None,
     on_wait=None,
+    improve: dict[str, dict] | None = None,
 ) -> int:
     """Bring `targets` (intents or declared output paths; none: the default) up to date; the exit code says how
     it went. `ask(question, detail)` asks a human."""
@@ -48,6 +49,7 @@ def make(
         halt_on=halt_on,
         ask=ask,
         worker=worker,
+        improve=improve,
     )
     reporter = make_reporter(as_json, verbose, terminal=is_terminal(sys.stdout) and is_terminal(sys.stderr))
     if verbose and not as_json:  # JSON lines hold events only: a step's output stays in its log
