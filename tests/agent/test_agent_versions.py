@@ -288,3 +288,82 @@ def _git(agent, env, *args: str) -> str:
     return subprocess.run(
         ["git", *args], cwd=agent.root, env=env, capture_output=True, text=True, check=True
     ).stdout
+
+
+CHECKPOINT = '[policy.default]\ncheckpoint = "commit"'
+
+
+def _git_project(agent, server, git_env):
+    agent.root.mkdir(parents=True, exist_ok=True)
+    _git(agent, git_env, "init", "-q")
+    (agent.root / ".gitignore").write_text(".runner/\n")
+    srv = _project(agent, server, policy=CHECKPOINT)
+    _git(agent, git_env, "add", "-A")
+    _git(agent, git_env, "commit", "-qm", "start")
+    return srv
+
+
+def test_checkpoints_commit_only_the_applied_files_and_rollback_reverts_them(agent, server, git_env):
+    _git_project(agent, server, git_env)
+    (agent.root / "notes.txt").write_text("mine, staged\n")
+    _git(agent, git_env, "add", "notes.txt")
+    (agent.root / "src/calc.py").write_text((agent.root / "src/calc.py").read_text() + "# unstaged edit\n")
+    assert agent.make("tests", env=git_env).code == 0
+    assert agent.run("improve", "tests", "--feedback", FEEDBACK, env=git_env).code == 0
+
+    log = _git(agent, git_env, "log", "--format=%s", "-3").splitlines()
+    one, two = json.loads(agent.run("history", "tests", "--json").out)["versions"]
+    assert log == [f"runner: tests version 2 (run {two['run']})", f"runner: tests version 1 (run {one['run']})", "start"]
+    assert _git(agent, git_env, "show", "--name-only", "--format=", "HEAD").split() == ["tests/test_calc.py"]
+    assert two["checkpoint"] == [_git(agent, git_env, "rev-parse", "HEAD").strip()]
+    # the user's staged and unstaged changes are theirs still, and in no checkpoint
+    assert _git(agent, git_env, "status", "--porcelain").splitlines() == ["A  notes.txt", " M src/calc.py"]
+
+    rolled = agent.run("rollback", "tests", "--json", env=git_env)
+    assert rolled.code == 2  # git revert will not run over the staged notes.txt
+    assert rolled.err == (
+        "error: cannot roll 'tests' back to version 1: git revert refused: error: your local changes would be "
+        "overwritten by revert.; the tree is as it was: resolve that, then run the rollback again\n"
+    )
+    assert (agent.root / "tests/test_calc.py").read_text() == SECOND_TEST
+    assert _git(agent, git_env, "status", "--porcelain").splitlines() == ["A  notes.txt", " M src/calc.py"]
+
+    _git(agent, git_env, "commit", "-qm", "notes")
+    rolled = agent.run("rollback", "tests", "--json", env=git_env)
+    assert rolled.code == 0, rolled.err
+    done = json.loads(rolled.out)
+    assert (agent.root / "tests/test_calc.py").read_bytes() == PASSING_TEST.encode()
+    subject = _git(agent, git_env, "log", "--format=%s", "-1").strip()
+    assert subject == f'Revert "runner: tests version 2 (run {two["run"]})"'
+    assert done["checkpoint"] == [_git(agent, git_env, "rev-parse", "HEAD").strip()]
+    assert _git(agent, git_env, "status", "--porcelain").splitlines() == [" M src/calc.py"]
+    steps = {s["intent"]: s["action"] for s in json.loads(agent.run("status", "report", "--json").out)["steps"]}
+    assert steps == {"tests": "skip", "report": "run"}
+
+
+def test_a_checkpoint_revert_that_conflicts_leaves_the_tree_as_it_was(agent, server, git_env):
+    _git_project(agent, server, git_env)
+    assert agent.make("tests", env=git_env).code == 0
+    assert agent.run("improve", "tests", "--feedback", FEEDBACK, env=git_env).code == 0
+    (agent.root / "tests/test_calc.py").write_text(SECOND_TEST + "# reviewed\n")
+    _git(agent, git_env, "commit", "-qam", "a later edit of the same lines")
+    head = _git(agent, git_env, "rev-parse", "HEAD")
+    rolled = agent.run("rollback", "tests", "--to", "1", "--force", env=git_env)
+    assert rolled.code == 2
+    assert "CONFLICT (content): Merge conflict in tests/test_calc.py" in rolled.err
+    assert rolled.err.endswith("; the tree is as it was: resolve that, then run the rollback again\n")
+    assert _git(agent, git_env, "rev-parse", "HEAD") == head
+    assert _git(agent, git_env, "status", "--porcelain") == ""
+    assert (agent.root / "tests/test_calc.py").read_text() == SECOND_TEST + "# reviewed\n"
+    assert [v["kind"] for v in json.loads(agent.run("history", "tests", "--json").out)["versions"]] == ["make", "improve"]
+
+
+def test_a_checkpoint_outside_a_git_repository_is_a_validate_error(agent, server):
+    _project(agent, server, policy=CHECKPOINT)
+    result = agent.run("validate")
+    assert result.code == 2
+    assert result.err == (
+        "error: 1 problem in the spec\n"
+        f"  intents.toml:11: policy.default.checkpoint: checkpoint = \"commit\" needs a git repository, and "
+        f"{agent.root.resolve()} is not in one: run `git init` there, or drop checkpoint\n"
+    )
