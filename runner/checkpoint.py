@@ -102,7 +102,9 @@ def revert(root: Path, commits: list[str]) -> list[str]:
 def _said_all(proc: subprocess.CompletedProcess) -> str:
     lines = [line.strip() for line in (proc.stderr + proc.stdout).splitlines() if line.strip()]
     # git's own reasons; "fatal: revert failed" only says that it failed
-    wanted = [line for line in lines if line.startswith(("error:", "CONFLICT", "fatal:")) and "revert failed" not in line]
+    wanted = [
+        line for line in lines if line.startswith(("error:", "CONFLICT", "fatal:")) and "revert failed" not in line
+    ]
     wanted = wanted or lines[-1:]
     return "; ".join(dict.fromkeys(wanted)) or f"exit {proc.returncode}"
 

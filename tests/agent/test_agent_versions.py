@@ -17,11 +17,14 @@ SECOND_TEST = PASSING_TEST + "\n\ndef test_mean_even():\n    assert mean([2, 4])
 
 
 def _answer(text: str) -> str:
-    return f"<<MIS:START>>\n<<MIS:FILE path=tests/test_calc.py>>\n{text}<<MIS:JSON>>\n{{\"summary\": \"tests\"}}\n<<MIS:END>>\n"
+    return f'<<MIS:START>>\n<<MIS:FILE path=tests/test_calc.py>>\n{text}<<MIS:JSON>>\n{{"summary": "tests"}}\n<<MIS:END>>\n'
 
 
 SCRIPT = [
-    {"match": FEEDBACK, "steps": [{"message": _answer(SECOND_TEST), "usage": {"input_tokens": 40, "output_tokens": 9}}]},
+    {
+        "match": FEEDBACK,
+        "steps": [{"message": _answer(SECOND_TEST), "usage": {"input_tokens": 40, "output_tokens": 9}}],
+    },
     {"steps": [{"message": _answer(PASSING_TEST), "usage": {"input_tokens": 30, "output_tokens": 7}}]},
 ]
 
@@ -81,7 +84,9 @@ def test_improve_makes_version_2_with_the_feedback_in_the_request_and_history_li
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d", two["time"])
     assert re.fullmatch(r"[0-9a-f]{64}", two["key"])
     assert two["key"] == one["key"]  # feedback is not part of the key: the next make finds version 2 up to date
-    assert {k: two[k] for k in ("version", "kind", "improves", "feedback", "tokens", "attempts", "verified", "verify")} == {
+    assert {
+        k: two[k] for k in ("version", "kind", "improves", "feedback", "tokens", "attempts", "verified", "verify")
+    } == {
         "version": 2,
         "kind": "improve",
         "improves": 1,
@@ -226,7 +231,10 @@ def test_improve_and_rollback_of_an_intent_that_never_ran_are_clear_errors(agent
         "error: agent intent 'tests' has no version yet: `runner make tests` applies its first change\n",
     )
     history = agent.run("history", "tests")
-    assert (history.code, history.out) == (0, "tests has no version yet: `runner make tests` applies its first change\n")
+    assert (history.code, history.out) == (
+        0,
+        "tests has no version yet: `runner make tests` applies its first change\n",
+    )
     assert srv.requests() == []
 
 
@@ -285,9 +293,7 @@ def git_env(agent):
 
 
 def _git(agent, env, *args: str) -> str:
-    return subprocess.run(
-        ["git", *args], cwd=agent.root, env=env, capture_output=True, text=True, check=True
-    ).stdout
+    return subprocess.run(["git", *args], cwd=agent.root, env=env, capture_output=True, text=True, check=True).stdout
 
 
 CHECKPOINT = '[policy.default]\ncheckpoint = "commit"'
@@ -313,7 +319,11 @@ def test_checkpoints_commit_only_the_applied_files_and_rollback_reverts_them(age
 
     log = _git(agent, git_env, "log", "--format=%s", "-3").splitlines()
     one, two = json.loads(agent.run("history", "tests", "--json").out)["versions"]
-    assert log == [f"runner: tests version 2 (run {two['run']})", f"runner: tests version 1 (run {one['run']})", "start"]
+    assert log == [
+        f"runner: tests version 2 (run {two['run']})",
+        f"runner: tests version 1 (run {one['run']})",
+        "start",
+    ]
     assert _git(agent, git_env, "show", "--name-only", "--format=", "HEAD").split() == ["tests/test_calc.py"]
     assert two["checkpoint"] == [_git(agent, git_env, "rev-parse", "HEAD").strip()]
     # the user's staged and unstaged changes are theirs still, and in no checkpoint
@@ -355,7 +365,10 @@ def test_a_checkpoint_revert_that_conflicts_leaves_the_tree_as_it_was(agent, ser
     assert _git(agent, git_env, "rev-parse", "HEAD") == head
     assert _git(agent, git_env, "status", "--porcelain") == ""
     assert (agent.root / "tests/test_calc.py").read_text() == SECOND_TEST + "# reviewed\n"
-    assert [v["kind"] for v in json.loads(agent.run("history", "tests", "--json").out)["versions"]] == ["make", "improve"]
+    assert [v["kind"] for v in json.loads(agent.run("history", "tests", "--json").out)["versions"]] == [
+        "make",
+        "improve",
+    ]
 
 
 def test_a_checkpoint_outside_a_git_repository_is_a_validate_error(agent, server):
@@ -364,6 +377,6 @@ def test_a_checkpoint_outside_a_git_repository_is_a_validate_error(agent, server
     assert result.code == 2
     assert result.err == (
         "error: 1 problem in the spec\n"
-        f"  intents.toml:11: policy.default.checkpoint: checkpoint = \"commit\" needs a git repository, and "
+        f'  intents.toml:11: policy.default.checkpoint: checkpoint = "commit" needs a git repository, and '
         f"{agent.root.resolve()} is not in one: run `git init` there, or drop checkpoint\n"
     )
