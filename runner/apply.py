@@ -94,7 +94,8 @@ def recover(root: Path, state_dir: Path) -> list[str]:
         if journal.is_file():
             entries = json.loads(journal.read_text())["entries"]
             _roll_forward(root, tx, entries)
-            done.append(f"completed the interrupted apply {tx.name} ({len(entries)} files)")
+            files = sum(1 for entry in entries if not entry.get("state"))  # the project's: what the user sees
+            done.append(f"completed the interrupted apply {tx.name} ({files} files)")
         else:
             shutil.rmtree(tx, ignore_errors=True)
             done.append(f"discarded the unfinished apply {tx.name}: the project was not touched")

@@ -17,7 +17,8 @@ SECOND_TEST = PASSING_TEST + "\n\ndef test_mean_even():\n    assert mean([2, 4])
 
 
 def _answer(text: str) -> str:
-    return f'<<MIS:START>>\n<<MIS:FILE path=tests/test_calc.py>>\n{text}<<MIS:JSON>>\n{{"summary": "tests"}}\n<<MIS:END>>\n'
+    summary = json.dumps({"summary": "tests"})
+    return f"<<MIS:START>>\n<<MIS:FILE path=tests/test_calc.py>>\n{text}<<MIS:JSON>>\n{summary}\n<<MIS:END>>\n"
 
 
 SCRIPT = [
@@ -194,7 +195,7 @@ def test_a_rollback_killed_after_its_commit_point_is_completed_by_the_next_start
     remade = agent.make("report")
     assert remade.code == 0, remade.err
     assert [e["message"] for e in remade.events() if e["event"] == "recovered"] == [
-        f"completed the interrupted apply {tx} (4 files)"
+        f"completed the interrupted apply {tx} (1 files)"
     ]
     assert (agent.root / "tests/test_calc.py").read_bytes() == PASSING_TEST.encode()
     assert remade.step("tests")["status"] == "cached"  # its state came with the same journal
