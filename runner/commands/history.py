@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from . import SPEC_FILE, Command, Invocation, echo, print_json, target_argument
 
-FIELDS = ("version", "kind", "run", "time", "key", "diffstat", "tokens", "attempts", "verified", "verify")
+FIELDS = ("version", "kind", "run", "time", "key", "diffstat", "tokens", "attempts", "verified", "verify", "checkpoint")
 
 
 def summary(record: dict) -> dict:
     """What history lists of a version (show gives the rest: files, diff, transcript)."""
-    out = {k: record.get(k) for k in FIELDS}
-    for extra in ("feedback", "improves", "restores", "applied_by", "checkpoint"):
+    out = {k: record.get(k) for k in FIELDS} | {"checkpoint": record.get("checkpoint") or []}
+    for extra in ("feedback", "improves", "restores", "applied_by", "checkpoint_error"):
         if record.get(extra):
             out[extra] = record[extra]
     return out

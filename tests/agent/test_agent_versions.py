@@ -101,6 +101,11 @@ def test_improve_makes_version_2_with_the_feedback_in_the_request_and_history_li
     assert one["diffstat"] == {"files": 1, "insertions": len(PASSING_TEST.splitlines()), "deletions": 0}
     assert (one["version"], one["kind"], one["tokens"]) == (1, "make", 37)
 
+    table = agent.run("history", "tests").out.splitlines()
+    assert re.split(r"\s{2,}", table[0]) == ["VERSION", "TIME", "RUN", "KIND", "CHANGE", "TOKENS", "VERIFIED"]
+    assert re.split(r"\s{2,}", table[2])[3:] == ["improve of 1", "1 file +4 -0", "49", "yes (test)"]
+    assert len(table) == 3
+
     again = agent.make("report")
     assert again.code == 0 and again.step("tests")["status"] == "cached"
     assert again.step("report")["status"] == "ran"
@@ -381,3 +386,40 @@ def test_a_checkpoint_outside_a_git_repository_is_a_validate_error(agent, server
         f'  intents.toml:11: policy.default.checkpoint: checkpoint = "commit" needs a git repository, and '
         f"{agent.root.resolve()} is not in one: run `git init` there, or drop checkpoint\n"
     )
+
+
+def test_a_change_approved_later_is_a_version_of_the_run_that_made_it(agent, server):
+    _project(agent, server, policy='[policy.default]\nwrite_files = "ask"')
+    blocked = agent.make("tests")
+    assert blocked.code == 3
+    assert json.loads(agent.run("history", "tests", "--json").out)["versions"] == []
+    assert agent.run("approve", "tests").code == 0
+    (one,) = json.loads(agent.run("history", "tests", "--json").out)["versions"]
+    assert (one["version"], one["run"], one["applied_by"], one["tokens"]) == (
+        1,
+        blocked.events()[-1]["run_id"],
+        "runner approve",
+        37,
+    )
+    assert "response.completed" in json.loads(agent.run("show", "tests", "--json").out)["transcript"]
+
+
+def test_a_checkpoint_git_refuses_leaves_the_change_applied_and_says_why(agent, server, git_env):
+    _git_project(agent, server, git_env)
+    env = {k: v for k, v in git_env.items() if not k.startswith(("GIT_AUTHOR", "GIT_COMMITTER", "EMAIL"))}
+    env |= {
+        "HOME": str(agent.home),
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_COUNT": "1",
+        "GIT_CONFIG_KEY_0": "user.useConfigOnly",
+        "GIT_CONFIG_VALUE_0": "true",
+    }
+    result = agent.make("tests", env=env)
+    assert result.code == 0, result.err
+    assert (agent.root / "tests/test_calc.py").read_text() == PASSING_TEST
+    assert result.err.startswith("runner: tests version 1 is applied but not committed: git commit-tree failed: "), (
+        result.err
+    )
+    (one,) = json.loads(agent.run("history", "tests", "--json").out)["versions"]
+    assert one["checkpoint"] == [] and one["checkpoint_error"].startswith("git commit-tree failed: ")
+    assert _git(agent, git_env, "log", "--format=%s").splitlines() == ["start"]
