@@ -54,7 +54,7 @@ def explain_intent(project, name: str) -> dict:
             "duration": round(record.duration, 3),
             "outputs": {p: _short(d) for p, d in record.outputs.items()},
         }
-        if getattr(record, "drift", None):
+        if record.drift:
             report["last_run"]["drift"] = record.drift
     return report
 
