@@ -122,11 +122,11 @@ class AgentHandoff:
                 self._budget = RunBudget(tokens=b.tokens, seconds=b.seconds, attempts=b.attempts)
             return self._budget
 
-    def finish(self, name: str, decision: Decision, change) -> tuple[str, dict, str | None]:
+    def finish(self, name: str, decision: Decision, change, drift: list | None = None) -> tuple[str, dict, str | None]:
         """Apply a verified change as the step's policy says: (status, outputs, message)."""
         from .approve import finish
 
-        return finish(self._apply_context(), self.spec.intents[name], decision, change)
+        return finish(self._apply_context(), self.spec.intents[name], decision, change, drift)
 
     def _apply_context(self) -> ApplyContext:
         from .approve import ApplyContext

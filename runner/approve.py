@@ -53,8 +53,11 @@ def _outputs_after(root: Path, intent: Intent, change: Change, planner: Planner)
     return out
 
 
-def finish(ctx: ApplyContext, intent: Intent, decision: Decision, change: Change) -> tuple[str, dict, str | None]:
-    """(status, outputs, message) for a verified change: applied, blocked pending approval, or rejected."""
+def finish(
+    ctx: ApplyContext, intent: Intent, decision: Decision, change: Change, drift: list | None = None
+) -> tuple[str, dict, str | None]:
+    """(status, outputs, message) for a verified change: applied, blocked pending approval, or rejected; its
+    drift (runner/drift.py) goes with it into the pending entry and the step record."""
     planner = ctx.planner
     policy = planner.spec.policies[intent.policy]
     root = Path(planner.spec.root)
@@ -64,6 +67,8 @@ def finish(ctx: ApplyContext, intent: Intent, decision: Decision, change: Change
     if ask_needed:
         if ctx.ask is None:
             payload = pending_payload(ctx, intent, decision, change)
+            if drift:
+                payload["drift"] = drift
             save_pending(ctx.state_dir, intent.name, payload)
             note_answer(ctx.state_dir, ctx.run_id, intent.name, "pending", None)
             return (
@@ -92,6 +97,7 @@ def finish(ctx: ApplyContext, intent: Intent, decision: Decision, change: Change
         planner.ingredients(intent.name, decision),
         change,
         ctx.run_id,
+        drift,
     )
     return RAN, outputs, None
 
@@ -105,6 +111,7 @@ def record_and_apply(
     ingredients: dict,
     change: Change,
     run_id: str,
+    drift: list | None = None,
 ) -> dict:
     root = Path(planner.spec.root)
     outputs = _outputs_after(root, intent, change, planner)
@@ -116,7 +123,13 @@ def record_and_apply(
             planner.cache.put_blob(digest, (root / rel).read_bytes())
     planner.cache.put_record(
         StepRecord(
-            intent=intent.name, key=key, outputs=outputs, created=time.time(), ingredients=ingredients, run_id=run_id
+            intent=intent.name,
+            key=key,
+            outputs=outputs,
+            created=time.time(),
+            ingredients=ingredients,
+            run_id=run_id,
+            drift=drift or None,
         )
     )
     inplace = {p: d for p, d in inputs.items() if p in outputs}
@@ -192,7 +205,15 @@ def approve(planner: Planner, state_dir: Path, names: list[str] | None, reject: 
             continue
         intent = planner.spec.intents[name]
         record_and_apply(
-            planner, state_dir, intent, entry["key"], entry["inputs"], entry["ingredients"], change, run_id
+            planner,
+            state_dir,
+            intent,
+            entry["key"],
+            entry["inputs"],
+            entry["ingredients"],
+            change,
+            run_id,
+            entry.get("drift"),
         )
         drop_pending(state_dir, name)
         note_answer(state_dir, entry.get("run_id"), name, "approved", "runner approve")
