@@ -90,10 +90,10 @@ def sync(root: Path, spec_path: Path, done: set[str]) -> Synced:
         if not edits:
             continue
         for number, changes in edits.items():
-            line = lines[number - 1]
+            changed = lines[number - 1]
             for start, end, tick in sorted(set(changes), reverse=True):
-                line = line[:start] + tick + line[end:]
-            lines[number - 1] = line
+                changed = changed[:start] + tick + changed[end:]
+            lines[number - 1] = changed
         replace_file(path, "\n".join(lines).encode("utf-8"))
     result.ticked.sort(key=lambda t: (t["file"], t["line"]))
     return result
