@@ -58,8 +58,8 @@ def test_a_phase_is_done_when_its_heading_or_every_task_under_it_says_so(project
 
 def test_an_existing_intents_file_is_shown_a_diff_and_written_only_with_yes(project):
     original = (
-        "# the team's own comment\n[project]\nname = \"acme\"  # keep me\n\n"
-        "[intent.lint]\nrun = \"true\"   # odd   spacing\n\n[policy.default]\nscope = [\"docs/**\"]\n"
+        '# the team\'s own comment\n[project]\nname = "acme"  # keep me\n\n'
+        '[intent.lint]\nrun = "true"   # odd   spacing\n\n[policy.default]\nscope = ["docs/**"]\n'
     )
     project.write("intents.toml", original)
     project.write("ROADMAP.md", "## Docs\n\n- [ ] Write `docs/guide.md`\n- [x] Old task\n")
@@ -76,7 +76,7 @@ def test_an_existing_intents_file_is_shown_a_diff_and_written_only_with_yes(proj
     written = project.run("import", "ROADMAP.md", "--yes")
     assert written.code == 0, written.err
     after = project.read("intents.toml")
-    assert after.startswith("# the team's own comment\n[project]\nname = \"acme\"  # keep me\n\n")
+    assert after.startswith('# the team\'s own comment\n[project]\nname = "acme"  # keep me\n\n')
     assert 'run = "true"   # odd   spacing\n' in after and after.endswith('[policy.default]\nscope = ["docs/**"]\n')
     assert "old-task" not in after, "a done task is not written"
     assert project.run("list").code == 0
@@ -110,8 +110,11 @@ def test_two_tasks_naming_one_file_leave_it_to_the_first(project):
     "args,message",
     [
         (["NOPE.md"], "error: NOPE.md: no such file; name the markdown roadmap to import"),
-        (["empty.md"], "error: empty.md: no task found (a checkbox item `- [ ] ...`, a bullet or numbered item, "
-         "under a heading or not); nothing to import"),
+        (
+            ["empty.md"],
+            "error: empty.md: no task found (a checkbox item `- [ ] ...`, a bullet or numbered item, "
+            "under a heading or not); nothing to import",
+        ),
     ],
 )
 def test_a_wrong_roadmap_is_a_clear_error(project, args, message):
