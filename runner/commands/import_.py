@@ -13,7 +13,7 @@ from . import SPEC_FILE, Command, Invocation, Param, echo, flag, print_json
 
 
 def run(inv: Invocation, roadmap: str, yes: bool, spec_file: str | None) -> None:
-    from ..plans.intents import diff, plan_import
+    from ..plans.intents import diff, named, plan_import
     from ..plans.roadmap import parse
 
     intents_path = inv.directory / (spec_file or "intents.toml")
@@ -31,15 +31,17 @@ def run(inv: Invocation, roadmap: str, yes: bool, spec_file: str | None) -> None
     if relative.startswith(".."):
         raise UsageError(f"error: {roadmap}: outside the project ({root}); move it into the project to import it")
     relative = Path(relative).as_posix()
-    found = plan_import(lambda taken: parse(text, taken), relative, intents_path, root.resolve().name or "project")
-    if not found.entries:
+    old = intents_path.read_text(encoding="utf-8") if intents_path.exists() else None
+    entries = named(old, intents_path, lambda taken: parse(text, taken), relative)
+    if not entries:
         raise UserError(
             f"{roadmap}: no task found (a checkbox item `- [ ] ...`, a bullet or numbered item, under a heading or "
             "not); nothing to import"
         )
     if inv.as_json:
-        print_json({"intents": [e.to_json() for e in found.entries]})
+        print_json({"intents": [e.to_json() for e in entries]})
         return
+    found = plan_import(entries, old, intents_path, relative, root.resolve().name or "project")
     shown = os.path.relpath(intents_path, inv.directory) if intents_path.is_absolute() else str(intents_path)
     shown = Path(shown).as_posix()
     done = sum(1 for e in found.entries if e.done)

@@ -24,6 +24,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 from .. import toml_write
+from ..errors import UserError
+from ..toml_read import TOMLDecodeError, loads
 from .roadmap import PHASE, Entry
 
 LINK = "roadmap"
@@ -47,20 +49,32 @@ def linked(doc: dict | None) -> dict[tuple[str, str], str]:
     return found
 
 
-def plan_import(entries_of, roadmap: str, intents_path: Path, project: str) -> Import:
-    """`entries_of(taken)`: the roadmap's entries with names outside `taken`; `roadmap`: its path relative to
-    the project root, as the links name it."""
-    old = intents_path.read_text(encoding="utf-8") if intents_path.exists() else None
-    doc = toml_write.parse(old, intents_path, "`runner import`") if old is not None else None
-    existing = doc.get("intent") if doc is not None else None
-    taken = {str(name) for name in existing or {}}
-    links = linked(doc)
-    entries: list[Entry] = entries_of(taken)
+def named(text: str | None, intents_path: Path, entries_of, roadmap: str) -> list[Entry]:
+    """The roadmap's entries named as intents.toml names (or would name) them: `entries_of(taken)` gives them
+    names outside the file's intents, and an item imported before keeps the name it has. Reads the file with
+    the fast reader: `--json` of a 2,000-item roadmap builds no TOML document."""
+    data: dict = {}
+    if text is not None:
+        try:
+            data = loads(text)
+        except TOMLDecodeError as exc:
+            raise UserError(f"{intents_path}: not valid TOML ({exc}); fix it, then import again") from None
+    intents = data.get("intent")
+    intents = intents if isinstance(intents, dict) else {}
+    links = linked(data)
+    entries: list[Entry] = entries_of({str(name) for name in intents})
     renamed = {e.name: links[(roadmap, e.title)] for e in entries if (roadmap, e.title) in links}
-    if renamed:  # an item imported before keeps the name it has (its own slug was taken by itself)
-        entries = [
-            e._replace(name=renamed.get(e.name, e.name), deps=tuple(renamed.get(d, d) for d in e.deps)) for e in entries
-        ]
+    if not renamed:
+        return entries
+    return [
+        e._replace(name=renamed.get(e.name, e.name), deps=tuple(renamed.get(d, d) for d in e.deps)) for e in entries
+    ]
+
+
+def plan_import(entries: list[Entry], old: str | None, intents_path: Path, roadmap: str, project: str) -> Import:
+    """The intents file with a table added for each open phase and task it does not have yet (`entries` as
+    named() names them); `roadmap`: the roadmap's path relative to the project root, as the links name it."""
+    doc = toml_write.parse(old, intents_path, "`runner import`") if old is not None else None
     if doc is None:
         doc = toml_write.document()
         doc.add(toml_write.comment(f"Intents imported from {roadmap} by `runner import` (the README says what"))
@@ -74,7 +88,7 @@ def plan_import(entries_of, roadmap: str, intents_path: Path, project: str) -> I
         doc.add(toml_write.nl())
         doc["intent"] = intents
     produced = _outputs(intents)
-    present = set(taken)
+    present = {str(name) for name in intents}
     new = [e for e in entries if not e.done and e.name not in present]
     written = present | {e.name for e in new}
     last_in_file = list(doc.keys())[-1] == "intent"
