@@ -6,9 +6,11 @@ were checked by hand once); the file written is a spec `runner validate` reads w
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
-from conftest import ROADMAPS
+
+ROADMAPS = Path(__file__).parent / "roadmaps"
 
 REAL = ["datanav-TODO.md", "restrict_lang-ROADMAP.md", "cpp-remote-profiler-ROADMAP.md"]
 OWN = ["own-checkboxes.md", "own-emoji.md", "own-prose.md"]
