@@ -1,0 +1,2 @@
+"""Plans, a subsystem: markdown roadmaps read into intents (`roadmap`), written into intents.toml (`intents`), and
+their items ticked once the intents completed (`sync`). It imports the core; the core never imports it."""
