@@ -72,57 +72,61 @@ def named(text: str | None, intents_path: Path, entries_of, roadmap: str) -> lis
 
 
 def plan_import(entries: list[Entry], old: str | None, intents_path: Path, roadmap: str, project: str) -> Import:
-    """The intents file with a table added for each open phase and task it does not have yet (`entries` as
-    named() names them); `roadmap`: the roadmap's path relative to the project root, as the links name it."""
-    doc = toml_write.parse(old, intents_path, "`runner import`") if old is not None else None
-    if doc is None:
-        doc = toml_write.document()
-        doc.add(toml_write.comment(f"Intents imported from {roadmap} by `runner import` (the README says what"))
-        doc.add(toml_write.comment("each becomes). Edit them freely: importing again only adds what is new."))
-        header = toml_write.table()
-        header["name"] = project
-        doc["project"] = header
-    intents = doc.get("intent")
-    if intents is None:
-        intents = toml_write.table(is_super_table=True)
-        doc.add(toml_write.nl())
-        doc["intent"] = intents
+    """The intents file with a table added at its end for each open phase and task it does not have yet
+    (`entries` as named() names them); `roadmap`: the roadmap's path relative to the project root, as the links
+    name it. Every byte of the file before stays: the tables are appended as text (toml_write.table_text)."""
+    data: dict = {}
+    if old is not None:
+        try:
+            data = loads(old)
+        except TOMLDecodeError as exc:
+            raise UserError(f"{intents_path}: not valid TOML ({exc}); fix it, then import again") from None
+    intents = data.get("intent")
+    if intents is not None and not isinstance(intents, dict):
+        raise UserError(f"{intents_path}: `intent` is not a table; fix it, then import again")
+    intents = intents or {}
     produced = _outputs(intents)
-    present = {str(name) for name in intents}
-    new = [e for e in entries if not e.done and e.name not in present]
-    written = present | {e.name for e in new}
-    last_in_file = list(doc.keys())[-1] == "intent"
-    for n, entry in enumerate(new):
-        table = _table(entry, roadmap, written, produced)
-        if not (last_in_file and n == len(new) - 1):
-            table.add(toml_write.nl())
-        intents[entry.name] = table
-    return Import(entries, old, toml_write.dumps(doc), [e.name for e in new])
+    new = [e for e in entries if not e.done and e.name not in intents]
+    written = set(intents) | {e.name for e in new}
+    tables = "\n".join(toml_write.table_text(["intent", e.name], _fields(e, roadmap, written, produced)) for e in new)
+    if old is None:
+        head = (
+            f"# Intents imported from {roadmap} by `runner import` (the README says what\n"
+            "# each becomes). Edit them freely: importing again only adds what is new.\n\n"
+            f"[project]\nname = {toml_write.value_text(project)}\n"
+        )
+        text = head + ("\n" + tables if tables else "")
+    elif tables:
+        text = old + ("" if old.endswith("\n") or not old else "\n") + ("\n" if old.strip() else "") + tables
+    else:
+        text = old
+    return Import(entries, old, text, [e.name for e in new])
 
 
-def _outputs(intents) -> dict[str, str]:
+def _outputs(intents: dict) -> dict[str, str]:
     owners: dict[str, str] = {}
     for name, table in intents.items():
-        for out in (table.get("outputs") if isinstance(table, dict) else None) or ():
+        outputs = table.get("outputs") if isinstance(table, dict) else None
+        for out in outputs if isinstance(outputs, list) else ():
             owners.setdefault(str(out), str(name))
     return owners
 
 
-def _table(entry: Entry, roadmap: str, written: set[str], produced: dict[str, str]):
-    table = toml_write.table()
+def _fields(entry: Entry, roadmap: str, written: set[str], produced: dict[str, str]) -> dict:
+    fields: dict = {}
     deps = [d for d in entry.deps if d in written]
     if entry.kind == PHASE:
-        table["description"] = entry.title
+        fields["description"] = entry.title
     else:
         outputs = [p for p in entry.paths if p not in produced]
         taken = [p for p in entry.paths if p in produced]
         if outputs:
-            table["goal"] = entry.goal
-            table["outputs"] = outputs
+            fields["goal"] = entry.goal
+            fields["outputs"] = outputs
             for path in outputs:
                 produced[path] = entry.name
         else:
-            table["description"] = entry.title
+            fields["description"] = entry.title
             why = (
                 f"the files it names are outputs of intent {produced[taken[0]]} (a file has one producer)"
                 if taken
@@ -132,15 +136,13 @@ def _table(entry: Entry, roadmap: str, written: set[str], produced: dict[str, st
                 f"{roadmap}:{entry.line}: roadmap task {entry.name} has no recipe yet: {why}; give "
                 f"[intent.{entry.name}] a goal and outputs (an agent step) or a run line"
             )
-            table["run"] = f"echo {shlex.quote(message)} >&2; exit 1"
+            fields["run"] = f"echo {shlex.quote(message)} >&2; exit 1"
     if deps:
-        table["deps"] = deps
-    if entry.kind != PHASE and "goal" in table and entry.notes:
-        table["acceptance"] = list(entry.notes)
-    link = toml_write.inline_table()
-    link.update({"file": roadmap, "line": entry.line, "item": entry.title})
-    table[LINK] = link
-    return table
+        fields["deps"] = deps
+    if entry.kind != PHASE and "goal" in fields and entry.notes:
+        fields["acceptance"] = list(entry.notes)
+    fields[LINK] = {"file": roadmap, "line": entry.line, "item": entry.title}
+    return fields
 
 
 def diff(found: Import, shown: str) -> str:
