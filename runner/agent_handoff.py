@@ -123,11 +123,14 @@ class AgentHandoff:
                 self._budget = RunBudget(tokens=b.tokens, seconds=b.seconds, attempts=b.attempts)
             return self._budget
 
-    def finish(self, name: str, decision: Decision, change, details: dict) -> tuple[str, dict, str | None]:
+    def finish(
+        self, name: str, decision: Decision, change, drift: list | None = None, details: dict | None = None
+    ) -> tuple[str, dict, str | None]:
         """Apply a verified change as the step's policy says: (status, outputs, message)."""
         from .approve import finish
 
-        return finish(self._apply_context(), self.spec.intents[name], decision, change, self._about(name, details))
+        about = self._about(name, details or {})
+        return finish(self._apply_context(), self.spec.intents[name], decision, change, drift, about)
 
     def _about(self, name: str, details: dict) -> dict:
         """What the change's version records beside its files: how it was made, what it cost, where the winning

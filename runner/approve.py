@@ -66,10 +66,16 @@ def _outputs_after(root: Path, intent: Intent, change: Change, planner: Planner)
 
 
 def finish(
-    ctx: ApplyContext, intent: Intent, decision: Decision, change: Change, about: dict | None = None
+    ctx: ApplyContext,
+    intent: Intent,
+    decision: Decision,
+    change: Change,
+    drift: list | None = None,
+    about: dict | None = None,
 ) -> tuple[str, dict, str | None]:
-    """(status, outputs, message) for a verified change: applied, blocked pending approval, or rejected. `about`:
-    what its version records beside the change (kind, tokens, attempts, the transcript's path, feedback)."""
+    """(status, outputs, message) for a verified change: applied, blocked pending approval, or rejected; its
+    drift (runner/drift.py) goes with it into the pending entry and the step record. `about`: what its version
+    records beside the change (kind, tokens, attempts, the transcript's path, feedback)."""
     planner = ctx.planner
     policy = planner.spec.policies[intent.policy]
     root = Path(planner.spec.root)
@@ -79,6 +85,8 @@ def finish(
     if ask_needed:
         if ctx.ask is None:
             payload = pending_payload(ctx, intent, decision, change)
+            if drift:
+                payload["drift"] = drift
             if about:
                 payload["version"] = about
             save_pending(ctx.state_dir, intent.name, payload)
@@ -109,6 +117,7 @@ def finish(
         planner.ingredients(intent.name, decision),
         change,
         ctx.run_id,
+        drift,
         about,
     )
     return RAN, outputs, None
@@ -123,6 +132,7 @@ def record_and_apply(
     ingredients: dict,
     change: Change,
     run_id: str,
+    drift: list | None = None,
     about: dict | None = None,
 ) -> dict:
     root = Path(planner.spec.root)
@@ -145,7 +155,13 @@ def record_and_apply(
     staged = version_files(state_dir, planner.cache.mask.obj(record), diff, transcript, datas)
     planner.cache.put_record(
         StepRecord(
-            intent=intent.name, key=key, outputs=outputs, created=time.time(), ingredients=ingredients, run_id=run_id
+            intent=intent.name,
+            key=key,
+            outputs=outputs,
+            created=time.time(),
+            ingredients=ingredients,
+            run_id=run_id,
+            drift=drift or None,
         )
     )
     inplace = {p: d for p, d in inputs.items() if p in outputs}
@@ -291,7 +307,16 @@ def approve(planner: Planner, state_dir: Path, names: list[str] | None, reject: 
         intent = planner.spec.intents[name]
         about = {**entry.get("version", {}), "run": entry.get("run_id") or run_id, "applied_by": "runner approve"}
         record_and_apply(
-            planner, state_dir, intent, entry["key"], entry["inputs"], entry["ingredients"], change, run_id, about
+            planner,
+            state_dir,
+            intent,
+            entry["key"],
+            entry["inputs"],
+            entry["ingredients"],
+            change,
+            run_id,
+            entry.get("drift"),
+            about,
         )
         drop_pending(state_dir, name)
         note_answer(state_dir, entry.get("run_id"), name, "approved", "runner approve")

@@ -24,6 +24,7 @@ class StepRecord:
         created: float = 0.0,
         duration: float = 0.0,
         run_id: str = "",
+        drift: list | None = None,
     ):
         self.intent = intent
         self.key = key
@@ -32,9 +33,13 @@ class StepRecord:
         self.created = created
         self.duration = duration
         self.run_id = run_id
+        self.drift = drift  # an agent step's change that drifted beyond its intent (runner/drift.py); else None
 
     def to_dict(self) -> dict:
-        return dict(self.__dict__)
+        value = dict(self.__dict__)
+        if value["drift"] is None:
+            del value["drift"]  # a record without drift keeps the shape records had before it
+        return value
 
 
 class State:

@@ -24,10 +24,12 @@ from . import __version__
 from .freshness import content_digest, stat_of, vouches
 from .globs import GLOB_CHARS
 from .keys import digest_bytes, digest_value
+from .memory import key_parts as memory_parts
 from .spec import BUILTIN_DIR, STEP_AGENT, STEP_AGGREGATE, Intent, Spec, env_refs, runs_always
 from .workspace import Layout
 
-_FORMAT = 14  # 14: the aggregates; 13: the candidate patterns (gates) in the header; 12: exclude, outputs, env
+_FORMAT = 15  # 15: an intent's memory and scope
+# 14: the aggregates; 13: the candidate patterns (gates) in the header; 12: exclude, outputs, env
 _WATCHED_DIRS = ("adapters", "prompts", "regexes")
 
 
@@ -345,6 +347,7 @@ def _static_parts(spec: Spec, name: str, gated: list, loaded: dict) -> tuple[dic
         parts["worker"] = digest_value([w.kind, w.model, list(w.fallback_models), w.base_url])
         p = spec.policies[intent.policy]
         parts["policy"] = digest_value([p.write_files, p.run_shell, p.network, list(p.scope)])
+        parts.update(memory_parts(intent))  # one part per field, so a reason can say which one changed
     return parts, extra_sources
 
 

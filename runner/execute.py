@@ -81,6 +81,7 @@ class Summary:
         self.attempts = 0
         self.usage = {"input_tokens": 0, "cached_input_tokens": 0, "output_tokens": 0}
         self.setup_error: str | None = None  # an agent step could not reach its model: the run stopped (exit 2)
+        self.drift: list[str] = []  # agent steps whose change drifted beyond their intent (runner/drift.py)
 
     def spent(self, details: dict) -> None:
         """Count what one agent step spent (its outcome's details)."""
@@ -486,12 +487,16 @@ class Executor:
             attempts = str(self.record.dir / "attempts" / name)
             self.summary.observed.append((name, decision.slice_key, attempts, outcome.ok))
         if outcome.details:
-            event["agent"] = outcome.details
+            event["agent"] = {k: v for k, v in outcome.details.items() if k != "drift"}
             if "usage" in outcome.details:  # what the step spent, as run_finished gives it for the run
                 event["attempts"] = outcome.details["attempts"]
                 event["usage"] = outcome.details["usage"]
+        drift = outcome.details.get("drift")
+        if drift:  # flagged whatever becomes of the change: applied, waiting for approval, or rejected
+            event["drift"] = drift
+            self.summary.drift.append(name)
         if outcome.ok and outcome.change is not None:
-            status, outputs, message = self.agents.finish(name, decision, outcome.change, outcome.details)
+            status, outputs, message = self.agents.finish(name, decision, outcome.change, drift, outcome.details)
             if status != RAN:
                 self.emit({**event, "status": status, "error": message, "reasons": [message]})
                 return status, {}

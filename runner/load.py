@@ -10,6 +10,8 @@ from pathlib import Path
 from . import toml_read
 from .errors import Problem, SpecError, UsageError
 from .globs import GLOB_CHARS, matches
+from .memory import FIELDS as MEMORY_FIELDS
+from .memory import too_big
 from .spec import (
     BUILTIN_DIR,
     STEP_AGENT,
@@ -40,6 +42,7 @@ _PATTERN_RULES = {
     "^[A-Za-z0-9][A-Za-z0-9_.-]*$": "start with a letter or digit, then use letters, digits, '_', '-', '.'",
     "^[a-z][a-z0-9_-]*$": "start with a lowercase letter, then use lowercase letters, digits, '_', '-'",
     "^[a-z_][a-z0-9_]*$": "use lowercase letters, digits and '_', not starting with a digit",
+    "^[^\\n\\r]*$": "must be one line (what the intent is for); put the details in 'facts'",
 }
 # An intent's name names files: .runner/runs/<id>/logs/NAME.log, attempts/NAME/, pending/NAME.json,
 # replays/NAME/ and an attempt's temporary folder runner-NAME-XXXXXXXX (NAME + 16 bytes, the longest). 128
@@ -547,12 +550,12 @@ def _intent(reader: _Reader, shown: str, name: str, d: dict) -> Intent:
         )
     kind = STEP_AGENT if has_goal else STEP_SHELL if has_run else STEP_AGGREGATE
     if kind != STEP_AGENT:
-        for field in ("prompt", "acceptance", "candidates", "verify"):
+        for field in ("prompt", "acceptance", "candidates", "verify", *MEMORY_FIELDS):
             if field in d:
                 reader.problem(
                     shown, f"{where}.{field}", f"'{field}' only applies to agent steps (with 'goal'); remove it"
                 )
-    for field in ("inputs", "outputs", "exclude"):
+    for field in ("inputs", "outputs", "exclude", "scope"):
         for i, pattern in enumerate(d.get(field, ())):
             why = check_glob(pattern)
             if why:
@@ -599,7 +602,7 @@ def _intent(reader: _Reader, shown: str, name: str, d: dict) -> Intent:
                     "once verified",
                     pattern,
                 )
-    return Intent(
+    intent = Intent(
         name=name,
         kind=kind,
         deps=tuple(d.get("deps", ())),
@@ -619,7 +622,17 @@ def _intent(reader: _Reader, shown: str, name: str, d: dict) -> Intent:
         timeout=d.get("timeout"),
         env=tuple(sorted(d.get("env", {}).items())),
         cwd=d.get("cwd", "."),
+        anchor=d.get("anchor", ""),
+        facts=tuple(d.get("facts", ())),
+        non_goals=tuple(d.get("non_goals", ())),
+        constraints=tuple(d.get("constraints", ())),
+        open_questions=tuple(d.get("open_questions", ())),
+        scope=tuple(d.get("scope", ())),
     )
+    big = too_big(intent) if kind == STEP_AGENT else None
+    if big:  # the bound holds where it is written, not when a prompt is rendered mid-run
+        reader.problem(shown, f"{where}.{big[0]}", big[1])
+    return intent
 
 
 def _cross_check(

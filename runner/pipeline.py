@@ -276,6 +276,8 @@ def make(
         }
         if status != "ok":
             finished["left"] = summary.left
+        if summary.drift:
+            finished["drift"] = summary.drift
         sink(finished)
         planner.state.save()
         planner.cache.close()

@@ -11,6 +11,7 @@ from .compiled import Compiled
 from .freshness import ALWAYS, RUN, SKIP, Decision, StatCache, decide
 from .globs import GLOB_CHARS, expand, may_overlap
 from .keys import digest_value, outputs_digest, step_key
+from .memory import FIELDS, PART_PREFIX
 from .spec import STEP_AGENT, Intent, expand_env
 
 if TYPE_CHECKING:
@@ -131,8 +132,15 @@ class Planner:
             return ["no cache entry"]
         before = record.ingredients
         reasons = []
-        for part, value in self.parts(name).items():
-            if before.get("parts", {}).get(part) != value:
+        parts, old_parts = self.parts(name), before.get("parts", {})
+        # the memory's fields in one reason, added and dropped ones too (an intent without memory has no part)
+        memory = [p for p in FIELDS if old_parts.get(PART_PREFIX + p) != parts.get(PART_PREFIX + p)]
+        if memory:
+            reasons.append(f"intent memory changed: {', '.join(memory)}")
+        for part, value in parts.items():
+            if part.startswith(PART_PREFIX):
+                continue
+            if old_parts.get(part) != value:
                 label = {"definition": "definition changed", "env": "a variable its env reads changed"}.get(part)
                 if part == "prompt":
                     label = f"prompt {self.spec.intents[name].prompt} changed"

@@ -1,10 +1,12 @@
-"""Prompt templates: render a template with the goal, acceptance, inputs and the last attempt's feedback."""
+"""Prompt templates: render a template with the goal, the intent's memory, acceptance, inputs and the last
+attempt's feedback."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import NamedTuple
 
+from .memory import section as memory_section
 from .spec import Intent
 
 MAX_FILE_CHARS = 20_000
@@ -70,10 +72,16 @@ def improve_block(version: int, feedback: str, diff: str) -> str:
 
 def render(template: str | None, intent: Intent, root: Path, input_files: list[str], feedback: str | None) -> str:
     text = template if template is not None else DEFAULT_TEMPLATE
+    memory = memory_section(intent)
+    if memory and "{{memory}}" not in text:
+        # a template without the slot (every one written before it) gets the memory right after the goal, or last;
+        # an intent without memory leaves the prompt as it was, byte for byte
+        text = text.replace("{{goal}}", "{{goal}}\n\n{{memory}}", 1) if "{{goal}}" in text else text + "\n{{memory}}\n"
     acceptance = "\n".join(f"- {a}" for a in intent.acceptance) or "- the project's checks pass"
     outputs = "\n".join(f"- {o}" for o in intent.outputs) or "- (no declared outputs: stay within the policy's scope)"
     values = {
         "goal": intent.goal or "",
+        "memory": memory,
         "acceptance": acceptance,
         "outputs": outputs,
         "inputs": _inputs_block(root, input_files),

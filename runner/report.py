@@ -115,6 +115,8 @@ class PlainReporter:
             _out(f"BLOCKED {name}: {event.get('error') or '; '.join(event.get('reasons', []))}", err=True)
         else:
             _out(f"{self.counter} {status} {name}: {'; '.join(event.get('reasons', []))}")
+        if event.get("drift"):  # under the step's own line, on the same stream
+            _out(drift_text(event), err=status in ("failed", "blocked"))
 
     def close(self) -> None:
         pass
@@ -221,7 +223,14 @@ def summary_line(event: dict) -> str:
         line += f"\nagent steps spent {spent_text(event)}"
     if event.get("left"):
         line += f"\nnot done: {', '.join(event['left'])}"
+    if event.get("drift"):
+        line += f"\ndrift flagged: {', '.join(event['drift'])} (`runner log STEP` shows what)"
     return line
+
+
+def drift_text(event: dict) -> str:
+    """A step's drift flags, one a line, under its step line."""
+    return "\n".join(f"  DRIFT {event['intent']}: {d['message']}" for d in event["drift"])
 
 
 def spent_text(event: dict) -> str:

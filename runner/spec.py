@@ -195,6 +195,14 @@ class Intent(NamedTuple):
     env: tuple[tuple[str, str], ...] = ()
     cwd: str = "."
     exclude: tuple[str, ...] = ()  # globs taken out of what the input globs expand to
+    # an agent intent's memory (runner/memory.py): what it is for, what stays true, what it must not do
+    anchor: str = ""
+    facts: tuple[str, ...] = ()
+    non_goals: tuple[str, ...] = ()
+    constraints: tuple[str, ...] = ()
+    open_questions: tuple[str, ...] = ()
+    # globs it may change besides its outputs without being flagged as drift; never wider than its policy allows
+    scope: tuple[str, ...] = ()
 
     def definition(self) -> dict:
         """What the user wrote that changes what the step does (part of its key)."""

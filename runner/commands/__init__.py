@@ -32,6 +32,7 @@ NAMES = (
     "rollback",
     "replay",
     "init",
+    "import",
     "adapters",
     "parse",
     "learn",
@@ -39,6 +40,9 @@ NAMES = (
     "clean",
     "completion",
 )
+
+# a command whose name is a Python keyword lives in a module named otherwise (`runner import` in import_.py)
+MODULES = {"import": "import_"}
 
 
 class Param(NamedTuple):
@@ -106,7 +110,7 @@ SPEC_FILE = Param(
 
 
 def load(name: str) -> Command:
-    command: Command = import_module(f"{__name__}.{name}").COMMAND
+    command: Command = import_module(f"{__name__}.{MODULES.get(name, name)}").COMMAND
     return command
 
 

@@ -54,6 +54,8 @@ def explain_intent(project, name: str) -> dict:
             "duration": round(record.duration, 3),
             "outputs": {p: _short(d) for p, d in record.outputs.items()},
         }
+        if record.drift:
+            report["last_run"]["drift"] = record.drift
     return report
 
 
@@ -97,8 +99,9 @@ def render_explanation(r: dict) -> str:
     if r.get("key"):
         lines.append(f"  key: {r['key']}")
     lines.append("  key ingredients:")
+    width = max([12, *map(len, r["ingredients"]["static"])])  # memory.open_questions is the longest name
     for part, digest in r["ingredients"]["static"].items():
-        lines.append(f"    {part:<12} {digest}")
+        lines.append(f"    {part:<{width}} {digest}")
     for path, digest in r["ingredients"]["inputs"].items():
         lines.append(f"    input        {path} {digest or '(missing)'}")
     for dep in r["deps"]:
@@ -109,6 +112,8 @@ def render_explanation(r: dict) -> str:
         lines.append(f"  last run: {last['run_id']} (key {last['key']}, {last['duration']:.2f}s)")
         for path, digest in last["outputs"].items():
             lines.append(f"    output       {path} {digest}")
+        for flag in last.get("drift", ()):
+            lines.append(f"    drift        {flag['message']}")
     else:
         lines.append("  last run: none recorded")
     return "\n".join(lines)

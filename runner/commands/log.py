@@ -38,6 +38,8 @@ def run_steps(run_dir: Path, events: list[dict]) -> list[dict]:
         if e.get("event") != "step_finished" or e.get("status") not in _WORKED:
             continue
         step: dict = {k: e.get(k) for k in ("intent", "status", "duration", "error", "log")}
+        if e.get("drift"):
+            step["drift"] = e["drift"]
         tried = attempts.get(e["intent"])
         if tried:
             step["attempts"] = tried
@@ -57,6 +59,8 @@ def render_run(run_id: str, events: list[dict], steps: list[dict]) -> str:
         lines.append(line)
         if step.get("log"):
             lines.append(f"           log: {step['log']}")
+        for drifted in step.get("drift") or ():
+            lines.append(f"           drift: {drifted['message']}")
         for a in step.get("attempts") or ():
             verdict = "verified" if a["ok"] else f"rejected ({a['kind']})"
             lines.append(
@@ -84,7 +88,7 @@ def show_step(inv: Invocation, runs_dir: Path, run_id: str, intent: str) -> None
     if inv.as_json:
         text = path.read_text(encoding="utf-8", errors="replace") if log else None
         found = {"intent": intent, "run_id": run_id, "status": finished.get("status"), "log": log, "text": text}
-        print_json(found | ({"attempts": attempts} if attempts else {}))
+        print_json(found | ({"attempts": attempts} if attempts else {}) | _drift(finished))
         return
     status = finished.get("status") or "did not finish"
     for a in attempts:
@@ -92,6 +96,8 @@ def show_step(inv: Invocation, runs_dir: Path, run_id: str, intent: str) -> None
         spent = f"{a['tokens']:,} tokens, {a['seconds']:.1f}s"
         echo(f"attempt {a['attempt']} of candidate {a['candidate']}: {verdict}; {spent}")
         echo(f"  {a['folder']}")
+    for drifted in finished.get("drift") or ():
+        echo(f"drift: {drifted['message']}")
     if log:
         print(f"runner: {intent} {status} in run {run_id}; its log is {log}", file=sys.stderr, flush=True)
         with open(path, "rb") as f:
@@ -99,6 +105,10 @@ def show_step(inv: Invocation, runs_dir: Path, run_id: str, intent: str) -> None
         sys.stdout.flush()
     elif not attempts:
         print(f"runner: {intent} {status} in run {run_id} and printed nothing", file=sys.stderr, flush=True)
+
+
+def _drift(finished: dict) -> dict:
+    return {"drift": finished["drift"]} if finished.get("drift") else {}
 
 
 def run(inv: Invocation, what: str | None, list_runs_flag: bool) -> None:

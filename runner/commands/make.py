@@ -30,6 +30,7 @@ def make(
     ask=None,
     on_wait=None,
     improve: dict[str, dict] | None = None,
+    sync_roadmap: bool = False,
 ) -> int:
     """Bring `targets` (intents or declared output paths; none: the default) up to date; the exit code says how
     it went. `ask(question, detail)` asks a human."""
@@ -63,6 +64,8 @@ def make(
     finally:
         reporter.close()
     warn(summary.warnings)
+    if sync_roadmap and not summary.interrupted:  # what completed before a set-up failure completed too
+        _sync_roadmap(project, targets, summary, as_json)
     if summary.interrupted:
         return EXIT_INTERRUPTED
     if summary.setup_error:
@@ -74,6 +77,23 @@ def make(
     if summary.blocked:
         return EXIT_BLOCKED
     return EXIT_OK
+
+
+def _sync_roadmap(project, targets, summary, as_json: bool) -> None:
+    """Tick the roadmap item of each intent the run completed (runner/plans/sync.py)."""
+    from ..graph import resolve_targets, selected_order
+    from ..plans.sync import completed, sync
+
+    compiled, spec = project.compiled, project.spec
+    order = selected_order(compiled.order, compiled.deps, resolve_targets(spec, list(targets)))
+    unfinished = set(summary.failed) | set(summary.blocked) | set(summary.left)
+    done = completed(order, compiled.deps, compiled.aggregates, unfinished)
+    result = sync(Path(spec.root), Path(spec.root) / spec.file, done)
+    if as_json:
+        echo(json.dumps(result.to_json(), ensure_ascii=False))
+    else:
+        for line in result.lines():
+            echo(line)
 
 
 def _say_waiting(holder: str) -> None:
@@ -110,6 +130,7 @@ def run(
     record: bool,
     worker: str | None,
     halt_on: str,
+    sync_roadmap: bool = False,
 ) -> int:
     from ..pipeline import load_project, plan
     from .status import setup_failed, show_plan
@@ -150,6 +171,7 @@ def run(
         halt_on=boundaries,
         as_json=inv.as_json,
         ask=None if inv.as_json else inv.ask,
+        sync_roadmap=sync_roadmap,
     )
 
 
@@ -180,6 +202,11 @@ COMMAND = Command(
             help="Stream what each step prints, line by line after its name; list cached steps and why steps run.",
         ),
         flag("--record", dest="record", help="Write every worker exchange to replays/ (redacted)."),
+        flag(
+            "--sync-roadmap",
+            dest="sync_roadmap",
+            help="Then mark done the roadmap item of each intent that completed (see `runner import`).",
+        ),
         option(
             "--worker",
             dest="worker",

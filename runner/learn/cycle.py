@@ -261,7 +261,7 @@ def propose_from_runs(
         return proposals.out
     from .model import ask, ask_for_template
 
-    budget = _token_budget(spec)
+    budget = _token_budget(spec) if spec is not None else None  # no spec read: [learn] model_calls is 0
     for group, family, left, rejected, logs in unread[:calls]:
         if _spent(report, budget):
             break

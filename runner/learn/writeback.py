@@ -1,32 +1,23 @@
-"""Writing the learning loop's results into the files a user owns (regexes/FAMILY.toml) with tomlkit: comments,
-order and formatting of everything else stay byte for byte, and a file is replaced whole or not at all.
-The one importer of tomlkit."""
+"""Writing the learning loop's results into the files a user owns (regexes/FAMILY.toml, a prompt's candidates,
+a promoted template) through runner/toml_write.py (tomlkit's one importer): comments, order and formatting of
+everything else stay byte for byte, and a file is replaced whole or not at all."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-import tomlkit
-from tomlkit.items import AoT, Table
-
+from .. import toml_write as tomlkit
 from ..errors import UserError
+from ..toml_write import AoT, Table
 
 
 def _read(path: Path) -> tomlkit.TOMLDocument:
-    try:
-        return tomlkit.parse(path.read_text(encoding="utf-8"))
-    except tomlkit.exceptions.ParseError as exc:
-        raise UserError(f"{path}: not valid TOML ({exc}); fix it before `runner learn` writes to it") from None
+    return tomlkit.read(path, "`runner learn`")
 
 
 def _write(path: Path, doc: tomlkit.TOMLDocument) -> None:
-    """Atomically: the new bytes in a file beside it, then renamed over it."""
-    text = tomlkit.dumps(doc)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    tomlkit.write(path, doc)
 
 
 def _patterns(doc: tomlkit.TOMLDocument, key: str = "pattern") -> AoT | None:
@@ -64,7 +55,7 @@ def _pattern_table(pattern: Mapping) -> Table:
     return table
 
 
-def _history(lines) -> tomlkit.items.Array:
+def _history(lines) -> tomlkit.Array:
     """The gate's history: one move a line, so a reviewer reads a pull request's diff line by line."""
     history = tomlkit.array()
     history.extend(lines)
@@ -157,7 +148,4 @@ def add_prompt_candidate(path: Path, prompt: str, name: str, text: str, stage: s
 
 def write_text(path: Path, text: str) -> None:
     """A whole file the user owns, replaced at once (a promoted prompt template)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    tomlkit.replace_file(path, text.encode("utf-8"))

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from .. import process
 from ..attempt import Change, find_change, make_workspace, remove_workspace, revert, snapshot, undo_side_effects
+from ..drift import find_drift
 from ..errors import UserError
 from ..globs import expand
 from ..policy import RunBudget, Spent, check_change, only_outside_scope, step_budget_exhausted, writable_scope
@@ -63,6 +64,7 @@ class Attempt:
     tokens: int = 0
     seconds: float = 0.0
     workspace: Path | None = None
+    summary: str = ""  # the worker's final message: what the agent says it did (read for drift)
 
 
 @dataclass
@@ -125,6 +127,10 @@ class AgentStep:
         if final is None:
             return StepOutcome(ok=False, error="no attempt was made", details=details)
         if final.ok:
+            assert final.change is not None
+            drift = find_drift(intent, list(final.change.files), final.summary)
+            if drift:  # a flag, not a refusal: the change passed its policy and its verification
+                details["drift"] = drift
             return StepOutcome(ok=True, change=final.change, details=details)
         setup = next((a for r in results for a in r.attempts if a.kind == "setup"), None)
         if setup is not None:  # the worker cannot reach its model: the run stops (exit 2)
@@ -212,6 +218,7 @@ class AgentStep:
         )
         answer = worker.run(request)
         attempt.tokens, attempt.seconds = answer.usage.total, answer.duration_s
+        attempt.summary = answer.final_message or ""
         result.spent.tokens += answer.usage.total
         result.spent.seconds += answer.duration_s
         result.spent.attempts += 1

@@ -1,0 +1,57 @@
+"""A project in a temp folder with a roadmap in it, driven through the real CLI (`python -m runner`)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import NamedTuple
+
+import pytest
+
+ROADMAPS = Path(__file__).parent / "roadmaps"
+
+
+class Result(NamedTuple):
+    code: int
+    out: str
+    err: str
+
+
+class Project:
+    def __init__(self, root: Path):
+        self.root = root
+        root.mkdir(parents=True, exist_ok=True)
+
+    def write(self, rel: str, data: str | bytes) -> Path:
+        path = self.root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data.encode("utf-8") if isinstance(data, str) else data)
+        return path
+
+    def roadmap(self, name: str, rel: str = "ROADMAP.md") -> Path:
+        """One of tests/plans/roadmaps/ copied into the project, byte for byte."""
+        return self.write(rel, (ROADMAPS / name).read_bytes())
+
+    def read(self, rel: str) -> str:
+        return (self.root / rel).read_text(encoding="utf-8")
+
+    def bytes(self, rel: str) -> bytes:
+        return (self.root / rel).read_bytes()
+
+    def run(self, *args: str) -> Result:
+        proc = subprocess.run(
+            [sys.executable, "-m", "runner", *args],
+            cwd=self.root,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=dict(os.environ),
+        )
+        return Result(proc.returncode, proc.stdout, proc.stderr)
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Project:
+    return Project(tmp_path / "proj")
