@@ -423,3 +423,16 @@ def test_a_checkpoint_git_refuses_leaves_the_change_applied_and_says_why(agent, 
     (one,) = json.loads(agent.run("history", "tests", "--json").out)["versions"]
     assert one["checkpoint"] == [] and one["checkpoint_error"].startswith("git commit-tree failed: ")
     assert _git(agent, git_env, "log", "--format=%s").splitlines() == ["start"]
+
+
+def test_a_make_killed_after_the_apply_s_commit_point_has_its_version_recorded_at_the_next_start(agent, server):
+    srv = _project(agent, server)
+    killed = agent.make("tests", env=dict(agent.env(), RUNNER_TEST_CRASH_AT="journaled"))
+    assert killed.code == -9
+    assert json.loads(agent.run("history", "tests", "--json").out)["versions"] == []  # not applied yet
+    again = agent.make("tests")
+    assert again.code == 0 and again.step("tests")["status"] == "cached"
+    (one,) = json.loads(agent.run("history", "tests", "--json").out)["versions"]
+    assert (one["version"], one["run"], one["tokens"]) == (1, killed.events()[0]["run_id"], 37)
+    assert (agent.root / "tests/test_calc.py").read_text() == PASSING_TEST
+    assert len(srv.requests()) == 1
