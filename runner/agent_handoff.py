@@ -109,6 +109,7 @@ class AgentHandoff:
             record=self.options.record,
             halt_on=self.options.halt_on,
             emit=self.emit,
+            improve=(self.options.improve.get(name) or {}).get("prompt"),
         )
 
     def _run_budget(self) -> RunBudget:
@@ -122,11 +123,30 @@ class AgentHandoff:
                 self._budget = RunBudget(tokens=b.tokens, seconds=b.seconds, attempts=b.attempts)
             return self._budget
 
-    def finish(self, name: str, decision: Decision, change, drift: list | None = None) -> tuple[str, dict, str | None]:
+    def finish(
+        self, name: str, decision: Decision, change, drift: list | None = None, details: dict | None = None
+    ) -> tuple[str, dict, str | None]:
         """Apply a verified change as the step's policy says: (status, outputs, message)."""
         from .approve import finish
 
-        return finish(self._apply_context(), self.spec.intents[name], decision, change, drift)
+        about = self._about(name, details or {})
+        return finish(self._apply_context(), self.spec.intents[name], decision, change, drift, about)
+
+    def _about(self, name: str, details: dict) -> dict:
+        """What the change's version records beside its files: how it was made, what it cost, where the winning
+        attempt's transcript is."""
+        chosen = details.get("chosen", 1)
+        tries = next((c["attempts"] for c in details.get("candidates", ()) if c["candidate"] == chosen), 1)
+        about = {
+            "kind": "make",
+            "tokens": details.get("tokens", 0),
+            "attempts": details.get("attempts", 0),
+            "transcript": str(self.record.dir / "attempts" / name / f"c{chosen}-a{tries}" / "transcript.jsonl"),
+        }
+        improving = self.options.improve.get(name)
+        if improving:
+            about |= {"kind": "improve", "feedback": improving["feedback"], "improves": improving["version"]}
+        return about
 
     def _apply_context(self) -> ApplyContext:
         from .approve import ApplyContext

@@ -1,19 +1,31 @@
-"""What happens to a verified agent change: ask a human, or save it as pending (blocked), or record and apply it.
+"""What happens to a verified agent change: ask a human, or save it as pending (blocked), or record and apply it
+as the intent's next version (and commit it, under a policy with checkpoint = "commit").
 
 The cache record is written before the apply, so a crash mid-apply is rolled forward at the next start and
-the step is then a cache hit: a model is never paid twice for one change.
+the step is then a cache hit: a model is never paid twice for one change. The version record is committed by
+the apply's own journal (apply.py).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .apply import apply_change, drop_pending, load_pending, save_pending
+from .apply import (
+    apply_change,
+    diff_stat,
+    drop_pending,
+    load_pending,
+    save_pending,
+    version_files,
+    version_numbers,
+    versions_dir,
+)
 from .attempt import Change
 from .cache import StepRecord
 from .globs import expand, matches_any
@@ -54,10 +66,16 @@ def _outputs_after(root: Path, intent: Intent, change: Change, planner: Planner)
 
 
 def finish(
-    ctx: ApplyContext, intent: Intent, decision: Decision, change: Change, drift: list | None = None
+    ctx: ApplyContext,
+    intent: Intent,
+    decision: Decision,
+    change: Change,
+    drift: list | None = None,
+    about: dict | None = None,
 ) -> tuple[str, dict, str | None]:
     """(status, outputs, message) for a verified change: applied, blocked pending approval, or rejected; its
-    drift (runner/drift.py) goes with it into the pending entry and the step record."""
+    drift (runner/drift.py) goes with it into the pending entry and the step record. `about`: what its version
+    records beside the change (kind, tokens, attempts, the transcript's path, feedback)."""
     planner = ctx.planner
     policy = planner.spec.policies[intent.policy]
     root = Path(planner.spec.root)
@@ -69,6 +87,8 @@ def finish(
             payload = pending_payload(ctx, intent, decision, change)
             if drift:
                 payload["drift"] = drift
+            if about:
+                payload["version"] = about
             save_pending(ctx.state_dir, intent.name, payload)
             note_answer(ctx.state_dir, ctx.run_id, intent.name, "pending", None)
             return (
@@ -98,6 +118,7 @@ def finish(
         change,
         ctx.run_id,
         drift,
+        about,
     )
     return RAN, outputs, None
 
@@ -112,15 +133,26 @@ def record_and_apply(
     change: Change,
     run_id: str,
     drift: list | None = None,
+    about: dict | None = None,
 ) -> dict:
     root = Path(planner.spec.root)
     outputs = _outputs_after(root, intent, change, planner)
+    datas: dict[str, bytes] = {}
     for data in change.files.values():
         if data is not None:
+            datas[hashlib.sha256(data).hexdigest()] = data
             planner.cache.put_blob(hashlib.sha256(data).hexdigest(), data)
     for rel, digest in outputs.items():  # unchanged outputs too, so a restore never misses one
-        if rel not in change.files and not planner.cache.has_blob(digest):
-            planner.cache.put_blob(digest, (root / rel).read_bytes())
+        if rel not in change.files:
+            data = (root / rel).read_bytes()
+            datas[digest] = data
+            if not planner.cache.has_blob(digest):
+                planner.cache.put_blob(digest, data)
+    record = version_record(planner, state_dir, intent, key, change, outputs, run_id, about or {})
+    diff = planner.cache.mask.text(change.diff(root))  # against the project as it is before the apply
+    record["diffstat"] = diff_stat(diff) | {"files": len(change.files)}
+    transcript = _read(about.get("transcript")) if about else None
+    staged = version_files(state_dir, planner.cache.mask.obj(record), diff, transcript, datas)
     planner.cache.put_record(
         StepRecord(
             intent=intent.name,
@@ -135,10 +167,79 @@ def record_and_apply(
     inplace = {p: d for p, d in inputs.items() if p in outputs}
     planner.state.set(intent.name, key, outputs, inplace)
     planner.state.save()
-    apply_change(root, state_dir, change, f"{run_id}-{intent.name}")
+    apply_change(root, state_dir, change, f"{run_id}-{intent.name}", staged)
     for rel in change.files:
         planner.stat.written(str(root), rel, intent.name)
+    if planner.spec.policies[intent.policy].checkpoint == "commit":
+        checkpoint(root, state_dir, record, sorted(change.files), planner.cache.mask)
     return outputs
+
+
+def version_record(
+    planner: Planner,
+    state_dir: Path,
+    intent: Intent,
+    key: str,
+    change: Change,
+    outputs: dict,
+    run_id: str,
+    about: dict,
+) -> dict:
+    """The version an applied change becomes: its number, run, time, key, files (the declared outputs and the
+    other files it wrote, each path -> digest, None for deleted), what it cost and how it was verified."""
+    root = Path(planner.spec.root)
+    numbers = version_numbers(state_dir, intent.name)
+    files: dict[str, str | None] = dict(outputs)
+    files.update(change.digests())
+    record = {
+        "intent": intent.name,
+        "version": (numbers[-1] if numbers else 0) + 1,
+        "kind": about.get("kind", "make"),
+        "run": about.get("run", run_id),
+        "time": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        "key": key,
+        "files": dict(sorted(files.items())),
+        "created": sorted(rel for rel, data in change.files.items() if data is not None and not (root / rel).exists()),
+        "tokens": about.get("tokens", 0),
+        "attempts": about.get("attempts", 0),
+        # only a change that passed every verify command is applied: verified when the intent declares some
+        "verified": bool(intent.verify),
+        "verify": list(intent.verify),
+        "checkpoint": [],
+    }
+    for extra in ("feedback", "improves", "restores", "applied_by"):
+        if about.get(extra) is not None:
+            record[extra] = about[extra]
+    return record
+
+
+def checkpoint(root: Path, state_dir: Path, record: dict, paths: list[str], mask, commits: list[str] | None = None):
+    """Commit the applied paths alone (checkpoint.py), naming intent, version and run; the commit goes into the
+    version's record. A commit git refuses leaves the change applied and says why on stderr."""
+    from .cache import atomic_write
+    from .checkpoint import CheckpointError, commit_paths
+
+    name, number, run = record["intent"], record["version"], record["run"]
+    try:
+        if commits is None:
+            message = f"runner: {name} version {number} (run {run})\n\nThe {record['kind']} of agent intent {name}"
+            if record.get("restores"):
+                message += f", back to version {record['restores']}"
+            message += f" (key {record['key'][:12]}).\n"
+            commits = [commit_paths(root, state_dir, paths, mask.text(message))]
+        record["checkpoint"] = commits
+    except CheckpointError as exc:
+        record["checkpoint_error"] = str(exc)
+        print(f"runner: {name} version {number} is applied but not committed: {exc}", file=sys.stderr, flush=True)
+    path = versions_dir(state_dir, name) / str(number) / "version.json"
+    atomic_write(str(path), json.dumps(mask.obj(record), indent=2).encode())
+
+
+def _read(path: str | None) -> str | None:
+    try:
+        return Path(path).read_text(encoding="utf-8") if path else None
+    except OSError:
+        return None  # its run is no longer recorded (pruned): the version keeps no transcript
 
 
 def note_answer(state_dir: Path, run_id: str | None, intent: str, answer: str, by: str | None) -> None:
@@ -204,6 +305,7 @@ def approve(planner: Planner, state_dir: Path, names: list[str] | None, reject: 
             )
             continue
         intent = planner.spec.intents[name]
+        about = {**entry.get("version", {}), "run": entry.get("run_id") or run_id, "applied_by": "runner approve"}
         record_and_apply(
             planner,
             state_dir,
@@ -214,6 +316,7 @@ def approve(planner: Planner, state_dir: Path, names: list[str] | None, reject: 
             change,
             run_id,
             entry.get("drift"),
+            about,
         )
         drop_pending(state_dir, name)
         note_answer(state_dir, entry.get("run_id"), name, "approved", "runner approve")

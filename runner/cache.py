@@ -83,6 +83,10 @@ class State:
             write_marshal(self.path, self._encoded, durable=True)
             self.dirty = False
 
+    def file_bytes(self) -> bytes:
+        """What save() would write: for a journal that replaces the file along with the change it belongs to."""
+        return marshal.dumps(self._encoded)
+
 
 class Cache:
     """The diskcache database under .runner/cache, opened only when something needs it.

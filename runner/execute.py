@@ -46,6 +46,7 @@ class RunOptions:
         ask=None,
         worker: str | None = None,
         on_output=None,
+        improve: dict[str, dict] | None = None,
     ):
         self.jobs = jobs
         self.keep_going = keep_going
@@ -57,6 +58,9 @@ class RunOptions:
         self.worker = worker  # override [worker] kind for this run (e.g. replay)
         # callable(intent, lines): what shell steps print, line by line as they print it (-v); None: only logged
         self.on_output = on_output
+        # `runner improve`: intent -> {"version", "feedback", "prompt"}: run again with the reviewer's feedback and
+        # the previous version in its prompt (plans/versions.py), its result recorded as the next version
+        self.improve = improve or {}
 
 
 class Summary:
@@ -492,7 +496,7 @@ class Executor:
             event["drift"] = drift
             self.summary.drift.append(name)
         if outcome.ok and outcome.change is not None:
-            status, outputs, message = self.agents.finish(name, decision, outcome.change, drift)
+            status, outputs, message = self.agents.finish(name, decision, outcome.change, drift, outcome.details)
             if status != RAN:
                 self.emit({**event, "status": status, "error": message, "reasons": [message]})
                 return status, {}

@@ -272,6 +272,8 @@ def decide(
     }
     if planner.force:
         return Decision(name, RUN, ["forced"], **made)
+    if name in planner.forced:
+        return Decision(name, RUN, ["runner improve: run again with feedback"], **made)
     if runs_always(intent):
         return Decision(name, RUN, [ALWAYS], **made)
     if last and last[0] == key:

@@ -809,8 +809,24 @@ def _policies(d: dict, broken: set[str]) -> dict[str, Policy]:
             secrets=tuple(p.get("secrets", ())),
             step_budget=Budget(**p.get("budget", {})),
             run_budget=Budget(**p.get("run_budget", {})),
+            checkpoint=p.get("checkpoint", "none"),
         )
     return out
+
+
+def _checkpoints(reader: _Reader, shown: str, root: Path, policies: dict[str, Policy]) -> None:
+    """A git checkpoint needs a git repository to commit to."""
+    from .checkpoint import git_dir_of
+
+    for policy in policies.values():
+        if policy.checkpoint == "commit" and git_dir_of(root) is None:
+            reader.problem(
+                shown,
+                f"{toml_path(['policy', policy.name])}.checkpoint",
+                f'checkpoint = "commit" needs a git repository, and {root} is not in one: run `git init` there, '
+                "or drop checkpoint",
+                "commit",
+            )
 
 
 def _worker(d: dict) -> WorkerSettings:
@@ -939,6 +955,7 @@ def load_spec(root: Path, spec_file: str = SPEC_FILE) -> Spec:
             if why:
                 where = f"{toml_path(['policy', policy.name])}.scope[{i}]"
                 reader.problem(shown, where, f"path '{pattern}' {why}", pattern)
+    _checkpoints(reader, shown, root, policies)
     _cross_check(
         reader,
         shown,

@@ -218,6 +218,7 @@ def make(
         if compiled.env_names:
             mask = mask_for_run(project.spec, extra=_env_secrets(project.spec, compiled, resolved))
         planner = planner_for(project, options.force, options.worker, owner=True, mask=mask)
+        planner.forced = frozenset(options.improve)
         record = RunRecord(layout.runs_dir)
         root = str(layout.root)
         sources = compiled.sources + (_worker_files(planner) if compiled.agents else [])

@@ -71,6 +71,7 @@ class Planner:
         self.state = state
         self.cache = cache
         self.force = force
+        self.forced: Set[str] = frozenset()  # steps that run whatever their state (`runner improve`'s intent)
         self._worker_config: WorkerConfig | None = None
         self.worker_kind = worker_kind  # `--worker replay`: the same steps, served from recordings
         self._agent_static: dict[str, str] = {}

@@ -58,6 +58,18 @@ def feedback_block(feedback: str | None) -> str:
     )
 
 
+def improve_block(version: int, feedback: str, diff: str) -> str:
+    """What `runner improve` adds to every prompt of its run: the reviewer's feedback on the applied version and
+    that version's diff (the project already holds it)."""
+    if len(diff) > MAX_FILE_CHARS:
+        diff = diff[:MAX_FILE_CHARS] + f"\n... ({len(diff) - MAX_FILE_CHARS} more characters not shown)"
+    return (
+        f"\n## Improve version {version}\n\nVersion {version} of this step is applied: the project holds it. "
+        f"A reviewer asks for this change:\n\n{feedback}\n\nChange the files accordingly; keep what already works.\n"
+        f"\n### The diff of version {version}\n\n```diff\n{diff or '(no textual change)'}\n```\n"
+    )
+
+
 def render(template: str | None, intent: Intent, root: Path, input_files: list[str], feedback: str | None) -> str:
     text = template if template is not None else DEFAULT_TEMPLATE
     memory = memory_section(intent)

@@ -37,6 +37,7 @@ class Policy(NamedTuple):
     secrets: tuple[str, ...] = ()
     step_budget: Budget = Budget()
     run_budget: Budget = Budget()
+    checkpoint: str = "none"  # none | commit: each applied agent change is a git commit of its files alone
 
 
 class WorkerSettings(NamedTuple):

@@ -29,6 +29,7 @@ def make(
     as_json: bool = False,
     ask=None,
     on_wait=None,
+    improve: dict[str, dict] | None = None,
     sync_roadmap: bool = False,
 ) -> int:
     """Bring `targets` (intents or declared output paths; none: the default) up to date; the exit code says how
@@ -49,6 +50,7 @@ def make(
         halt_on=halt_on,
         ask=ask,
         worker=worker,
+        improve=improve,
     )
     reporter = make_reporter(as_json, verbose, terminal=is_terminal(sys.stdout) and is_terminal(sys.stderr))
     if verbose and not as_json:  # JSON lines hold events only: a step's output stays in its log

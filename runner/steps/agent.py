@@ -49,6 +49,7 @@ class AgentRun:
     emit: Callable[[dict], object] | None = None
     ask: Callable[[str], bool] | None = None  # on a terminal, else None
     slice_key: str | None = None  # the key without canary patterns: which canaries read its verify output
+    improve: str | None = None  # `runner improve`: the feedback and the previous version, added to every prompt
 
 
 @dataclass
@@ -191,6 +192,8 @@ class AgentStep:
         home, ws, before, linked = workspace
         attempt.workspace = home
         prompt = render(template, intent, run.root, run.input_files, feedback)
+        if run.improve:
+            prompt += run.improve
         mask = ctx.mask  # every artefact of the attempt is masked as it is written; the change itself is not
         (folder / "prompt.md").write_text(mask.text(prompt))
         _emit(

@@ -62,7 +62,11 @@ def test_attempt_artefacts_recordings_and_feedback_are_masked_and_the_applied_ch
         str(p)
         for folder in (agent.root / ".runner", agent.root / "replays")
         for p in folder.rglob("*")
-        if p.is_file() and secret.encode() in p.read_bytes() and p.parent.name != "cache"
+        # the user's own bytes: the cache's blobs, and a version's copies of its files (what a rollback restores)
+        if p.is_file() and secret.encode() in p.read_bytes() and p.parent.name not in ("cache", "blobs")
     ]
     assert list((agent.root / "replays").rglob("*.json")), "--record wrote no recording"
+    version = agent.root / ".runner/versions/tests/1"
+    assert "[REDACTED:MY_SERVICE_TOKEN]" in (version / "diff.patch").read_text()
+    assert "using [REDACTED:MY_SERVICE_TOKEN]" in (version / "transcript.jsonl").read_text()
     assert holding == []

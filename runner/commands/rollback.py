@@ -1,0 +1,37 @@
+"""`runner rollback INTENT [--to VERSION]`: restore an earlier version of an agent intent's outputs."""
+
+from __future__ import annotations
+
+from . import SPEC_FILE, Command, Invocation, echo, flag, option, print_json, target_argument
+
+
+def run(inv: Invocation, intent: str, to: int | None, spec_file: str | None, force: bool) -> None:
+    from ..pipeline import load_project
+    from ..plans.versions import rollback
+    from .history import summary
+
+    project = load_project(inv.directory, spec_file=spec_file)
+    record = rollback(project, intent, to, force)
+    if inv.as_json:
+        print_json(summary(record) | {"files": record["files"]})
+        return
+    how = f"git revert, commits {' '.join(c[:12] for c in record['checkpoint'])}" if record["checkpoint"] else None
+    restored = ", ".join(record["files"]) or "no files"
+    echo(f"rolled {intent} back to version {record['restores']} as version {record['version']}: {restored}")
+    if how and record.get("kind") == "rollback":
+        echo(f"checkpoint: {how}")
+    echo("its dependants are now out of date: `runner status` lists them, `runner make` brings them up to date")
+
+
+COMMAND = Command(
+    "rollback",
+    "Restore an earlier version of an agent intent's outputs (the one before the latest by default), recorded as "
+    "its next version; the steps that depend on it become out of date.",
+    (
+        target_argument("intent", required=True),
+        option("--to", dest="to", help="The version to restore (see `runner history`).", type=int, minimum=1),
+        SPEC_FILE,
+        flag("--force", dest="force", help="Roll back even though its files changed since the latest version."),
+    ),
+    run,
+)
