@@ -40,14 +40,15 @@ class Project:
     def bytes(self, rel: str) -> bytes:
         return (self.root / rel).read_bytes()
 
-    def run(self, *args: str) -> Result:
+    def run(self, *args: str, unset: tuple[str, ...] = ()) -> Result:
+        """`python -m runner ARGS` in the project; `unset`: variables taken out of its environment."""
         proc = subprocess.run(
             [sys.executable, "-m", "runner", *args],
             cwd=self.root,
             capture_output=True,
             text=True,
             timeout=120,
-            env=dict(os.environ),
+            env={k: v for k, v in os.environ.items() if k not in unset},
         )
         return Result(proc.returncode, proc.stdout, proc.stderr)
 
