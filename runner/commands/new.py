@@ -22,7 +22,7 @@ def _no_model(data: dict, spec, shown: str) -> str | None:
     from ..workers import config_for, get_worker
 
     config = config_for(spec, "openai")
-    problems = [c.detail for c in get_worker(config).check(config, os.environ) if not c.ok]
+    problems = [c.detail for c in get_worker(config).check(config, os.environ, []) if not c.ok]
     return "; ".join(problems) or None
 
 

@@ -172,7 +172,7 @@ def checked(answer: object, g: Grounding) -> list[dict]:
         names.append(unique(slug(given, "intent"), taken))
         renamed.setdefault(given, names[-1])
     drafted = []
-    for item, name in zip(items, names):
+    for item, name in zip(items, names, strict=True):
         goal = item.get("goal")
         if not isinstance(goal, str) or not goal.strip():
             raise UserError(f"the model's draft intent {name} has no goal; {NOTHING}")

@@ -10,6 +10,13 @@ from typing import NamedTuple
 
 import pytest
 
+# the fake Responses server's fixture (`runner new`'s tests), shared with tests/agent as tests/learn shares it
+for _path in (Path(__file__).resolve().parents[1], Path(__file__).resolve().parents[1] / "agent"):
+    if str(_path) not in sys.path:
+        sys.path.insert(0, str(_path))
+
+from agent.conftest import server  # noqa: E402, F401 - the fixture, shared
+
 ROADMAPS = Path(__file__).parent / "roadmaps"
 
 

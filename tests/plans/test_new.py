@@ -5,16 +5,8 @@ a draft that is not valid, or a project with no model, is said exactly."""
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import pytest
-
-for _path in (Path(__file__).resolve().parents[1], Path(__file__).resolve().parents[1] / "agent"):
-    if str(_path) not in sys.path:
-        sys.path.insert(0, str(_path))
-
-from agent.conftest import server  # noqa: E402, F401 - the fake Responses server's fixture, shared
 
 GOAL = "Add rate limiting to the API"
 HEAD = """\
@@ -59,7 +51,9 @@ def _fixture(project, base_url: str | None) -> str:
     project.write("pyproject.toml", '[project]\nname = "shop"\nversion = "0.1.0"\n')
     project.write("src/shop/__init__.py", "")
     project.write("src/shop/api.py", "def handle(request):\n    return 200\n")
-    project.write("tests/test_api.py", "from shop.api import handle\n\n\ndef test_ok():\n    assert handle(None) == 200\n")
+    project.write(
+        "tests/test_api.py", "from shop.api import handle\n\n\ndef test_ok():\n    assert handle(None) == 200\n"
+    )
     text = HEAD + (WORKER.format(base_url=base_url) if base_url else "")
     project.write("intents.toml", text)
     return text
@@ -131,7 +125,9 @@ def test_without_yes_an_existing_file_gets_a_diff_and_is_not_written(project, se
     assert done.code == 0, done.err
     assert done.out.startswith("--- intents.toml\n+++ intents.toml\n")
     assert "+[intent.rate-limiter]\n" in done.out and "+[intent.rate-limit-tests]\n" in done.out
-    assert done.err == "2 intents drafted for the goal; intents.toml exists: not written (again with --yes to write it)\n"
+    assert (
+        done.err == "2 intents drafted for the goal; intents.toml exists: not written (again with --yes to write it)\n"
+    )
     assert project.bytes("intents.toml") == old
 
 
@@ -215,5 +211,3 @@ def test_a_draft_that_does_not_load_says_why_and_writes_nothing(project, server)
     assert "tests/test_ratelimit.py" not in done.err and "src/shop/ratelimit.py" in done.err
     assert project.bytes("intents.toml") == old
     assert not list((project.root / ".runner").glob("new-draft-*"))
-
-
