@@ -33,6 +33,7 @@ NAMES = (
     "replay",
     "init",
     "import",
+    "new",
     "adapters",
     "parse",
     "learn",

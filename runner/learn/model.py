@@ -6,10 +6,8 @@ is scored like an induced one, and one that RE2 refuses or that could backtrack 
 from __future__ import annotations
 
 import json
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 from .propose import Candidate
 
@@ -46,14 +44,9 @@ class Asked:
 
 def _call(spec, prompt: str, intent: str):
     """One Responses call through the openai worker, with the project's [worker] model, key and base_url."""
-    from ..workers import config_for, get_worker
-    from ..workers.base import WorkerRequest
+    from ..workers import ask
 
-    config = config_for(spec, "openai")
-    with tempfile.TemporaryDirectory(prefix="runner-learn-") as tmp:
-        return get_worker(config).run(
-            WorkerRequest(prompt=prompt, workspace=Path(tmp), intent=intent, step_key="learn", config=config)
-        )
+    return ask(spec, prompt, intent, "learn")
 
 
 def ask(spec, command: str, lines: Sequence[str], rejected: Sequence[tuple[str, str]], family: str) -> Asked:

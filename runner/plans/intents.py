@@ -96,11 +96,16 @@ def plan_import(entries: list[Entry], old: str | None, intents_path: Path, roadm
             f"[project]\nname = {toml_write.value_text(project)}\n"
         )
         text = head + ("\n" + tables if tables else "")
-    elif tables:
-        text = old + ("" if old.endswith("\n") or not old else "\n") + ("\n" if old.strip() else "") + tables
     else:
-        text = old
+        text = appended(old, tables)
     return Import(entries, old, text, [e.name for e in new])
+
+
+def appended(old: str, tables: str) -> str:
+    """The file's text with `tables` after it, every byte before kept (a newline added if it had none last)."""
+    if not tables:
+        return old
+    return old + ("" if old.endswith("\n") or not old else "\n") + ("\n" if old.strip() else "") + tables
 
 
 def _outputs(intents: dict) -> dict[str, str]:
@@ -146,6 +151,11 @@ def _fields(entry: Entry, roadmap: str, written: set[str], produced: dict[str, s
 
 
 def diff(found: Import, shown: str) -> str:
-    before = (found.old or "").splitlines(keepends=True)
-    after = found.new.splitlines(keepends=True)
-    return "".join(difflib.unified_diff(before, after, "/dev/null" if found.old is None else shown, shown))
+    return diff_text(found.old, found.new, shown)
+
+
+def diff_text(old: str | None, new: str, shown: str) -> str:
+    """The unified diff of the intents file, from /dev/null when there was none."""
+    before = (old or "").splitlines(keepends=True)
+    after = new.splitlines(keepends=True)
+    return "".join(difflib.unified_diff(before, after, "/dev/null" if old is None else shown, shown))

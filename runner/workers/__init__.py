@@ -63,6 +63,20 @@ def config_for(spec: Spec, kind: str | None = None) -> WorkerConfig:
     )
 
 
+def ask(spec: Spec, prompt: str, intent: str, step_key: str) -> WorkerResult:
+    """One question to the model outside any step (a learning pass's proposal, `runner new`'s draft): one
+    Responses call through the openai worker with the project's [worker] model, key and base_url, in an empty
+    temporary workspace; the answer comes back as the FILE blocks of the result."""
+    import tempfile
+    from pathlib import Path
+
+    config = config_for(spec, "openai")
+    with tempfile.TemporaryDirectory(prefix=f"runner-{step_key}-") as tmp:
+        return get_worker(config).run(
+            WorkerRequest(prompt=prompt, workspace=Path(tmp), intent=intent, step_key=step_key, config=config)
+        )
+
+
 def get_worker(config: WorkerConfig | str) -> Worker:
     """The (process-wide, stateless) worker for config.kind. Raises ValueError for an unknown kind."""
     kind = config if isinstance(config, str) else config.kind
@@ -73,6 +87,7 @@ def get_worker(config: WorkerConfig | str) -> Worker:
 
 __all__ = [
     "WORKERS",
+    "ask",
     "config_for",
     "get_worker",
     "worker_class",

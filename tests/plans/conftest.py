@@ -10,6 +10,13 @@ from typing import NamedTuple
 
 import pytest
 
+# the fake Responses server's fixture (`runner new`'s tests), shared with tests/agent as tests/learn shares it
+for _path in (Path(__file__).resolve().parents[1], Path(__file__).resolve().parents[1] / "agent"):
+    if str(_path) not in sys.path:
+        sys.path.insert(0, str(_path))
+
+from agent.conftest import server  # noqa: E402, F401 - the fixture, shared
+
 ROADMAPS = Path(__file__).parent / "roadmaps"
 
 
@@ -40,14 +47,15 @@ class Project:
     def bytes(self, rel: str) -> bytes:
         return (self.root / rel).read_bytes()
 
-    def run(self, *args: str) -> Result:
+    def run(self, *args: str, unset: tuple[str, ...] = ()) -> Result:
+        """`python -m runner ARGS` in the project; `unset`: variables taken out of its environment."""
         proc = subprocess.run(
             [sys.executable, "-m", "runner", *args],
             cwd=self.root,
             capture_output=True,
             text=True,
             timeout=120,
-            env=dict(os.environ),
+            env={k: v for k, v in os.environ.items() if k not in unset},
         )
         return Result(proc.returncode, proc.stdout, proc.stderr)
 
