@@ -68,7 +68,7 @@ def run(inv: Invocation, goal: str, yes: bool, spec_file: str | None) -> None:
     g = ground(root, data)
     why = _no_model(data, spec, shown)
     if why is None:
-        answer, _tokens = ask(spec, prompt(goal, g))
+        answer, _tokens = ask(spec, prompt(goal, g), root)
         drafted = checked(answer, g)
     else:
         drafted = fallback(goal, g, shown)

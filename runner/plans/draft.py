@@ -135,17 +135,35 @@ def prompt(goal: str, g: Grounding) -> str:
     )
 
 
-def ask(spec, text: str) -> tuple[object, int]:
-    """The model's answer (the JSON it wrote) and the tokens spent; a UserError when no draft came back."""
+def ask(spec, text: str, root: Path) -> tuple[object, int]:
+    """The model's answer (the JSON it wrote) and the tokens spent (0: an answer kept from before); a UserError
+    when no draft came back.
+
+    An answer is kept in `.runner/drafts/`, keyed by the prompt (goal and grounding) and the worker's model and
+    base_url: `runner new GOAL` to read the diff, then `runner new GOAL --yes` to write it, pays for one call and
+    writes the draft that was shown. A changed repository, goal or model asks again."""
+    from ..keys import digest_bytes
     from ..workers import ask as ask_worker
 
+    w = spec.worker
+    kept = root / ".runner" / "drafts" / (digest_bytes(f"{w.model}\0{w.base_url}\0{text}".encode())[:32] + ".json")
+    try:
+        return json.loads(kept.read_text(encoding="utf-8")), 0
+    except (OSError, ValueError):
+        pass  # none kept (or a damaged one): ask
     result = ask_worker(spec, text, "new", "new")
     if not result.ok:
         raise UserError(f"the model gave no draft: {result.error or 'no answer'}; {NOTHING}")
+    raw = (result.files or {}).get(ANSWER_FILE) or ""
     try:
-        return json.loads((result.files or {}).get(ANSWER_FILE) or ""), result.usage.total
+        answer = json.loads(raw)
     except ValueError:
         raise UserError(f"the model's answer has no {ANSWER_FILE} holding JSON; {NOTHING}") from None
+    kept.parent.mkdir(parents=True, exist_ok=True)
+    tmp = kept.with_name(f".{kept.name}.{os.getpid()}.tmp")
+    tmp.write_text(raw, encoding="utf-8")
+    os.replace(tmp, kept)  # whole or not at all: a reader never takes half an answer for a draft
+    return answer, result.usage.total
 
 
 def _strings(item: dict, key: str, name: str) -> list[str]:

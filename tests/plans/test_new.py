@@ -129,6 +129,10 @@ def test_without_yes_an_existing_file_gets_a_diff_and_is_not_written(project, se
         done.err == "2 intents drafted for the goal; intents.toml exists: not written (again with --yes to write it)\n"
     )
     assert project.bytes("intents.toml") == old
+    written = project.run("new", GOAL, "--yes")  # the diff read, now written: the same draft, no second call
+    assert written.code == 0, written.err
+    assert "+[intent.rate-limiter]\n" in written.out
+    assert project.bytes("intents.toml").startswith(old) and len(_asked(srv)) == 1
 
 
 def test_no_model_configured_drafts_one_intent_and_says_so(project, snapshot):
