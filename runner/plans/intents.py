@@ -49,16 +49,21 @@ def linked(doc: dict | None) -> dict[tuple[str, str], str]:
     return found
 
 
+def _data(text: str | None, intents_path: Path) -> dict:
+    """The intents file read with the fast reader ({} when there is none)."""
+    if text is None:
+        return {}
+    try:
+        return loads(text)
+    except TOMLDecodeError as exc:
+        raise UserError(f"{intents_path}: not valid TOML ({exc}); fix it, then import again") from None
+
+
 def named(text: str | None, intents_path: Path, entries_of, roadmap: str) -> list[Entry]:
     """The roadmap's entries named as intents.toml names (or would name) them: `entries_of(taken)` gives them
     names outside the file's intents, and an item imported before keeps the name it has. Reads the file with
     the fast reader: `--json` of a 2,000-item roadmap builds no TOML document."""
-    data: dict = {}
-    if text is not None:
-        try:
-            data = loads(text)
-        except TOMLDecodeError as exc:
-            raise UserError(f"{intents_path}: not valid TOML ({exc}); fix it, then import again") from None
+    data = _data(text, intents_path)
     intents = data.get("intent")
     intents = intents if isinstance(intents, dict) else {}
     links = linked(data)
@@ -75,12 +80,7 @@ def plan_import(entries: list[Entry], old: str | None, intents_path: Path, roadm
     """The intents file with a table added at its end for each open phase and task it does not have yet
     (`entries` as named() names them); `roadmap`: the roadmap's path relative to the project root, as the links
     name it. Every byte of the file before stays: the tables are appended as text (toml_write.table_text)."""
-    data: dict = {}
-    if old is not None:
-        try:
-            data = loads(old)
-        except TOMLDecodeError as exc:
-            raise UserError(f"{intents_path}: not valid TOML ({exc}); fix it, then import again") from None
+    data = _data(old, intents_path)
     intents = data.get("intent")
     if intents is not None and not isinstance(intents, dict):
         raise UserError(f"{intents_path}: `intent` is not a table; fix it, then import again")
