@@ -168,7 +168,7 @@ def test_a_remote_that_never_answers_costs_one_bounded_wait(team):
     thread = threading.Thread(target=accept, daemon=True)
     thread.start()
     try:
-        first = team('timeout = 1\nupload_timeout = 2', steps=5)
+        first = team("timeout = 1\nupload_timeout = 2", steps=5)
         env = {
             "RUNNER_REMOTE_CACHE": "s3://silent/cache",
             "AWS_ENDPOINT_URL": f"http://127.0.0.1:{silent.getsockname()[1]}",
@@ -203,4 +203,19 @@ def test_explain_and_cache_stats_tell_remote_hits_from_local_ones(team, tmp_path
     (second.root / "out/s0.txt").unlink()
     assert second.make().finished()["restored"] == 1  # from the local copy now
     stats = json.loads(second.run("cache", "stats", "--json").out)
-    assert stats["hits"] == {"local": 1, "remote": 3}
+    assert stats["hits"] == {"local": 3, "remote": 3}  # the last run: 1 restored, 2 up to date
+
+
+def test_audit_counts_the_step_seconds_the_remote_saved(team, tmp_path):
+    first = team(steps=2)
+    with open(first.root / "intents.toml", "a") as f:
+        f.write('\n[intent.slow]\nrun = "sleep 0.3; cp src/0.txt out/slow.txt"\ninputs = ["src/0.txt"]\n')
+        f.write('outputs = ["out/slow.txt"]\n')
+    assert first.make("slow").code == 0
+    second = first.clone(tmp_path / "second")
+    assert second.make("slow").remote()["hits"] == 1
+    figures = json.loads(second.run("audit", "--json").out)["figures"]
+    assert figures["remote_saved_seconds"]["value"] >= 0.3
+    assert figures["remote_saved_model_calls"] == {"value": 0, "steps": 1, "previous": None, "trend": None}
+    shown = second.run("audit").out
+    assert "step-seconds the remote cache saved" in shown
