@@ -95,8 +95,8 @@ class Mirror:
     # writing
     def upload(self, blobs: dict[str, bytes], records: list[StepRecord]) -> None:
         """Queue a committed batch for the store: blobs first, then the records that name them."""
-        if not self.writes or not records:
-            return
+        if not self.writes or not (blobs or records):
+            return  # (an agent step's blobs are stored before its record, in their own batch)
         if self.down is not None:
             self.upload_failed += len(records)
             return

@@ -12,7 +12,14 @@ import uuid
 from pathlib import Path
 
 import pytest
-from store_helpers import Clone, wide
+
+# the agent tests' fixtures (an agent-step project, the fake Responses server), shared as tests/plans shares them
+for _path in (Path(__file__).resolve().parents[1], Path(__file__).resolve().parents[1] / "agent"):
+    if str(_path) not in sys.path:
+        sys.path.insert(0, str(_path))
+
+from agent.conftest import agent, server  # noqa: E402, F401 - the fixtures, shared
+from store_helpers import Clone, wide  # noqa: E402 - after the path above
 
 
 class Moto:
@@ -72,13 +79,13 @@ def moto(tmp_path_factory):
         else:
             time.sleep(0.05)
     assert port, "moto's server did not start"
-    server = Moto(proc, port)
+    s3 = Moto(proc, port)
     try:
-        yield server
+        yield s3
         key = os.environ["OPENAI_API_KEY"].encode()
-        client = server.client()
+        client = s3.client()
         for bucket in client.list_buckets().get("Buckets", []):
-            leaked = [k for k, data in server.objects(bucket["Name"]).items() if key in data]
+            leaked = [k for k, data in s3.objects(bucket["Name"]).items() if key in data]
             assert not leaked, f"SECRET LEAK: the session's API key is in the remote cache: {leaked[:5]}"
     finally:
         proc.terminate()
