@@ -219,3 +219,18 @@ def test_audit_counts_the_step_seconds_the_remote_saved(team, tmp_path):
     assert figures["remote_saved_model_calls"] == {"value": 0, "steps": 1, "previous": None, "trend": None}
     shown = second.run("audit").out
     assert "step-seconds the remote cache saved" in shown
+
+
+def test_a_remote_record_naming_an_output_outside_the_project_is_refused(team, tmp_path, shared):
+    first = team(steps=1)
+    assert first.make().code == 0
+    path = records(shared)[0]
+    envelope = json.loads(path.read_bytes())
+    digest = next(iter(envelope["record"]["outputs"].values()))
+    envelope["record"]["outputs"] = {"../escaped.txt": digest}
+    path.write_text(json.dumps(envelope))
+    second = first.clone(tmp_path / "second")
+    run = second.make()
+    assert run.code == 0 and run.statuses()["s0"] == "ran"
+    assert run.remote()["refused"] == 1
+    assert not (tmp_path / "escaped.txt").exists()
