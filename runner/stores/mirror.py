@@ -116,13 +116,10 @@ class Mirror:
             try:
                 if self.down is not None:
                     raise RemoteError(self.down)
-                for digest, data in blobs.items():
-                    if digest not in self._sent:  # content-addressed: one upload per digest per run
-                        self.store.put_blob(digest, data)
-                        self._sent.add(digest)
-                for record in records:
-                    self.store.put_record(record)
-                    done += 1
+                new = {d: data for d, data in blobs.items() if d not in self._sent}  # one upload a digest
+                self.store.put_many(new, records)
+                self._sent.update(new)
+                done = len(records)
             except RemoteError as exc:
                 self._gone(exc)
             except Exception as exc:  # noqa: BLE001 - an upload never fails the build; it is counted

@@ -86,6 +86,7 @@ class RemoteStore:
         if hasattr(self.fs, "retries"):
             self.fs.retries = 1
         self.local = protocol in ("file", "local")
+        self._folders: set[str] = set()  # folders of a file:// remote known to exist
         self.root = root.rstrip("/") + "/v1"
         self.refused = 0
         self.refusals: dict[str, str] = {}  # key or digest -> why it was refused
@@ -100,24 +101,33 @@ class RemoteStore:
     # the wire
     def _read(self, path: str) -> bytes | None:
         try:
+            if self.local:  # a folder: plain reads (fsspec's layer costs more than the read itself)
+                with open(path, "rb") as f:
+                    return f.read()
             return self.fs.cat_file(path)
         except FileNotFoundError:
             return None
         except Exception as exc:  # noqa: BLE001 - any backend's failure is the remote's, never the build's
             raise RemoteError(_words(exc)) from None
 
-    def _write(self, path: str, data: bytes) -> None:
-        """A reader never sees half an object: an object store's PUT is whole or absent; on a folder, the
-        bytes go to a temporary name beside it and are renamed over it."""
+    def _write_many(self, objects: dict[str, bytes]) -> None:
+        """A reader never sees half an object: an object store's PUT is whole or absent (fsspec sends a batch
+        concurrently); in a folder, each file is written under a temporary name beside it and renamed."""
+        if not objects:
+            return
         try:
-            if self.local:
+            if not self.local:
+                self.fs.pipe(objects)
+                return
+            for path, data in objects.items():
                 folder = posixpath.dirname(path)
-                self.fs.makedirs(folder, exist_ok=True)
+                if folder not in self._folders:
+                    os.makedirs(folder, exist_ok=True)
+                    self._folders.add(folder)
                 tmp = f"{folder}/.{posixpath.basename(path)}.{uuid.uuid4().hex}.tmp"
-                self.fs.pipe_file(tmp, data)
+                with open(tmp, "wb") as f:
+                    f.write(data)
                 os.replace(tmp, path)
-            else:
-                self.fs.pipe_file(path, data)
         except Exception as exc:  # noqa: BLE001 - any backend's failure is the remote's, never the build's
             raise RemoteError(_words(exc)) from None
 
@@ -137,9 +147,7 @@ class RemoteStore:
         return data
 
     def put_blob(self, digest: str, data: bytes) -> None:
-        if hashlib.sha256(data).hexdigest() != digest:
-            raise ValueError(f"blob {digest[:12]} does not hold its bytes")
-        self._write(self.blob_path(digest), data)
+        self.put_many({digest: data}, [])
 
     # records
     def get_record(self, key: str) -> StepRecord | None:
@@ -174,11 +182,22 @@ class RemoteStore:
         return StepRecord(**{k: record[k] for k in _FIELDS if k in record})
 
     def put_record(self, record: StepRecord) -> None:
-        value = record.to_dict()
-        envelope: dict = {"format": FORMAT, "record": value}
-        if self.signing_key is not None:
-            envelope["signature"] = sign(self.signing_key, record.key, value)
-        self._write(self.record_path(record.key), _canonical(envelope))
+        self.put_many({}, [record])
+
+    def put_many(self, blobs: dict[str, bytes], records: list[StepRecord]) -> None:
+        """Blobs first, then the records that name them (a reader finding a record finds its blobs)."""
+        for digest, data in blobs.items():
+            if hashlib.sha256(data).hexdigest() != digest:
+                raise ValueError(f"blob {digest[:12]} does not hold its bytes")
+        self._write_many({self.blob_path(d): data for d, data in blobs.items()})
+        encoded = {}
+        for record in records:
+            value = record.to_dict()
+            envelope: dict = {"format": FORMAT, "record": value}
+            if self.signing_key is not None:
+                envelope["signature"] = sign(self.signing_key, record.key, value)
+            encoded[self.record_path(record.key)] = _canonical(envelope)
+        self._write_many(encoded)
 
 
 def _extra(protocol: str) -> str:
