@@ -91,7 +91,8 @@ def main(argv: list[str] | None = None) -> None:
         served.append(took)
         print(
             f"rep {rep + 1} (wall, cpu): full {full[-1][0]:.2f}s {full[-1][1]:.2f}s, "
-            f"full+upload {upload[-1][0]:.2f}s {upload[-1][1]:.2f}s, from remote {served[-1][0]:.2f}s {served[-1][1]:.2f}s"
+            f"full+upload {upload[-1][0]:.2f}s {upload[-1][1]:.2f}s, "
+            f"from remote {served[-1][0]:.2f}s {served[-1][1]:.2f}s"
         )
     result: dict = {"steps": args.steps, "jobs": args.jobs, "reps": args.reps}
     for name, samples in (("full_build", full), ("full_build_with_upload", upload), ("served_from_remote", served)):

@@ -75,16 +75,18 @@ def planner_for(
     )
 
 
-def plan(project: Project, targets: Sequence[str] = (), force: bool = False, worker_kind: str | None = None):
+def plan(
+    project: Project, targets: Sequence[str] = (), force: bool = False, worker_kind: str | None = None, remote=None
+):
     """Stage 3 as `status` and `make -n` show it, changing nothing on disk but the stat cache: (the targets as
     named, RUN or SKIP with reasons, a warning for each input glob that matches no file (but for one a step's
     declared outputs could fill), and for the agent steps that would run, the worker's set-up and their
     projected model calls: preflight.Preview, None when no agent step would run). `worker_kind`: `make -n
-    --worker KIND` checks the worker that run would use."""
+    --worker KIND` checks the worker that run would use. `remote`: a shared cache, only read (runner/stores)."""
     from .spec import STEP_AGENT
 
     target, order = select(project, targets)
-    planner = planner_for(project, force, worker_kind)
+    planner = planner_for(project, force, worker_kind, remote=remote)
     try:
         decisions = make_plan(planner, order)
         warnings = unmatched_warnings(project.spec, planner.input_files.unmatched, project.compiled.produced)

@@ -151,9 +151,11 @@ def run(
 
     if dry_run:
         from ..pipeline import named
+        from ..stores import mirror_named
 
         project = load_project(inv.directory, spec_file=spec_file)
-        target, decisions, warnings, agents = plan(project, targets, force, worker)
+        mirror = mirror_named(project.spec.root, project.spec_file, remote, "read")  # asked, never written
+        target, decisions, warnings, agents = plan(project, targets, force, worker, remote=mirror)
         if inv.as_json:  # one line, as every `runner make --json` writes: a `plan` event (events.json)
             event = {"event": "plan", "target": named(targets), "steps": [d.to_json() for d in decisions]}
             if agents is not None:

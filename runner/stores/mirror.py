@@ -35,7 +35,6 @@ class Mirror:
         self.uploaded = self.upload_failed = 0
         self.saved_seconds = 0.0
         self.saved_attempts = 0
-        self.hit_intents: list[str] = []
         self._why: dict[str, str] = {}
         self._lock = threading.Lock()
         self._queue: queue.Queue = queue.Queue()
@@ -72,7 +71,6 @@ class Mirror:
         self.hits += 1
         self.saved_seconds += float(record.duration or 0.0)
         self.saved_attempts += int(record.attempts or 0)
-        self.hit_intents.append(record.intent)
         self._why[key] = f"inputs match a run in the remote cache {self.url}"
         return record
 
@@ -156,7 +154,6 @@ class Mirror:
             "upload_failed": self.upload_failed + left,
             "saved_seconds": round(self.saved_seconds, 3),
             "saved_attempts": self.saved_attempts,
-            "hit_intents": self.hit_intents,
             "down": self.down,
         }
 

@@ -198,6 +198,10 @@ def test_explain_and_cache_stats_tell_remote_hits_from_local_ones(team, tmp_path
     second = first.clone(tmp_path / "second")
     shown = second.run("explain", "s2")
     assert "remote cache: inputs match a run in the remote cache file://" in shown.out
+    status = json.loads(second.run("status", "--json").out)
+    steps = {s["intent"]: s for s in status["steps"] if s["intent"] != "all"}
+    assert {name: s["action"] for name, s in steps.items()} == {"s0": "skip", "s1": "skip", "s2": "skip"}
+    assert steps["s0"]["reasons"][0].startswith("inputs match a run in the remote cache file://")
     run = second.make()
     assert run.remote()["hits"] == 3
     (second.root / "out/s0.txt").unlink()
