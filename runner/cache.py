@@ -145,7 +145,10 @@ class Cache:
         if self.owner and (self._pulled_blobs or self._pulled_records):
             blobs, records = self._pulled_blobs, list(self._pulled_records.values())
             self._pulled_blobs, self._pulled_records = {}, {}
-            self._put_many_local(blobs, records)
+            try:
+                self._put_many_local(blobs, records)
+            except Exception:  # noqa: BLE001 - a copy of the remote's entries kept here is only a cache
+                pass
         if self._db is not None:
             self._db.close()
             self._db = None

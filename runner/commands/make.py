@@ -46,7 +46,7 @@ def make(
     project = load_project(directory, spec_file=spec_file)
     from ..stores import mirror_named
 
-    mirror = mirror_named(project.spec.root, project.spec_file, remote, remote_mode)
+    mirror = mirror_named(project.spec.root, project.spec_file, remote, remote_mode, project.compiled.token)
     options = RunOptions(
         jobs=jobs or os.cpu_count() or 1,
         keep_going=keep_going,
@@ -154,7 +154,9 @@ def run(
         from ..stores import mirror_named
 
         project = load_project(inv.directory, spec_file=spec_file)
-        mirror = mirror_named(project.spec.root, project.spec_file, remote, "read")  # asked, never written
+        mirror = mirror_named(
+            project.spec.root, project.spec_file, remote, "read", project.compiled.token
+        )  # asked, never written
         target, decisions, warnings, agents = plan(project, targets, force, worker, remote=mirror)
         if inv.as_json:  # one line, as every `runner make --json` writes: a `plan` event (events.json)
             event = {"event": "plan", "target": named(targets), "steps": [d.to_json() for d in decisions]}

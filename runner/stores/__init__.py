@@ -4,6 +4,7 @@ URL), `mirror` (the core's cache.Remote: read-through, background uploads, count
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import sys
@@ -18,25 +19,45 @@ DEFAULT_TIMEOUT = 5.0
 _CACHE_TABLE = re.compile(r'^[ \t]*(\[[ \t]*"?cache"?[ \t]*\]|"?cache"?[ \t]*[.=])', re.MULTILINE)
 
 
-def settings_of(root: Path, spec_file: str = "intents.toml") -> dict:
-    """The [cache] table (validated with the rest of the spec by every command that loads it)."""
+def settings_of(root: Path, spec_file: str = "intents.toml", token: str | None = None) -> dict:
+    """The [cache] table (validated with the rest of the spec by every command that loads it). `token`: the
+    compiled spec's (runner/compiled.py), new whenever a spec file changed: the table found for it is kept in
+    .runner/remote.json, so a 100,000-intent file is not read again on every run to learn it has none."""
     from .. import toml_read
 
+    memo = root / ".runner" / "remote.json"
+    if token:
+        try:
+            kept = json.loads(memo.read_text(encoding="utf-8"))
+            if kept.get("token") == token and kept.get("file") == spec_file and isinstance(kept.get("table"), dict):
+                return kept["table"]
+        except (OSError, ValueError, AttributeError):
+            pass
     try:
         text = (root / spec_file).read_text(encoding="utf-8")
-        # a 10,000-intent file is not parsed again to learn it has no [cache] table
-        data = toml_read.loads(text) if _CACHE_TABLE.search(text) else {}
+        data = toml_read.loads(text) if "cache" in text and _CACHE_TABLE.search(text) else {}
     except (OSError, UnicodeDecodeError, toml_read.TOMLDecodeError):
         data = {}
     table = data.get("cache")
-    return table if isinstance(table, dict) else {}
+    table = table if isinstance(table, dict) else {}
+    if token and memo.parent.is_dir():
+        from ..cache import atomic_write
+
+        try:
+            atomic_write(str(memo), json.dumps({"token": token, "file": spec_file, "table": table}).encode())
+        except OSError:
+            pass  # only a shortcut
+    return table
 
 
-def mirror_named(root: str | Path, spec_file: str, url: str | None = None, mode: str | None = None):
-    """mirror_for, when a remote is named anywhere; else None, and fsspec is never imported."""
-    if not url and not os.environ.get(ENV_URL) and not settings_of(Path(root), spec_file).get("remote"):
+def mirror_named(
+    root: str | Path, spec_file: str, url: str | None = None, mode: str | None = None, token: str | None = None
+):
+    """mirror_for, when a remote is named anywhere; else None, and fsspec is never imported. `token`: the
+    compiled spec's (settings_of)."""
+    if not url and not os.environ.get(ENV_URL) and not settings_of(Path(root), spec_file, token).get("remote"):
         return None
-    return mirror_for(Path(root), spec_file, url, mode)
+    return mirror_for(Path(root), spec_file, url, mode, token=token)
 
 
 def mirror_for(
@@ -46,6 +67,7 @@ def mirror_for(
     mode: str | None = None,
     environ: Mapping[str, str] | None = None,
     say=None,
+    token: str | None = None,
 ):
     """The run's remote cache (runner/stores/mirror.py), or None. `url` and `mode`: `--remote`,
     `--remote-mode`; then `RUNNER_REMOTE_CACHE`, `RUNNER_REMOTE_MODE`; then `[cache] remote`, `mode`."""
@@ -53,7 +75,7 @@ def mirror_for(
     from .remote import RemoteError, RemoteStore
 
     env = os.environ if environ is None else environ
-    table = settings_of(root, spec_file)
+    table = settings_of(root, spec_file, token)
     url = url or env.get(ENV_URL) or table.get("remote")
     if not url:
         return None
