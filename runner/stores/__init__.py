@@ -16,6 +16,7 @@ from ..errors import UsageError
 ENV_URL = "RUNNER_REMOTE_CACHE"
 ENV_MODE = "RUNNER_REMOTE_MODE"
 DEFAULT_TIMEOUT = 5.0
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")  # as the schema's [cache] remote
 _CACHE_TABLE = re.compile(r'^[ \t]*(\[[ \t]*"?cache"?[ \t]*\]|"?cache"?[ \t]*[.=])', re.MULTILINE)
 
 
@@ -79,6 +80,10 @@ def mirror_for(
     url = url or env.get(ENV_URL) or table.get("remote")
     if not url:
         return None
+    if not _URL.match(url):
+        raise UsageError(
+            f"error: remote cache '{url}' is not a URL: use one such as s3://bucket/prefix or file:///mnt/shared/cache"
+        )
     mode = mode or env.get(ENV_MODE) or table.get("mode") or READWRITE
     if mode not in MODES:
         raise UsageError(f"error: remote cache mode '{mode}': use read, write or readwrite")

@@ -238,3 +238,23 @@ def test_a_remote_record_naming_an_output_outside_the_project_is_refused(team, t
     assert run.code == 0 and run.statuses()["s0"] == "ran"
     assert run.remote()["refused"] == 1
     assert not (tmp_path / "escaped.txt").exists()
+
+
+def test_write_mode_never_reads_and_bad_settings_are_usage_errors(team, tmp_path):
+    first = team(steps=2)
+    assert first.make().code == 0
+    second = first.clone(tmp_path / "second")
+    run = second.make("--remote-mode", "write")
+    assert run.code == 0 and run.finished()["ran"] == 2 and run.remote()["hits"] == 0
+    assert run.remote()["uploaded"] == 2
+    wrong = second.run("make", "--remote", "team-cache")
+    assert wrong.code == 2
+    assert wrong.err.strip() == (
+        "error: remote cache 'team-cache' is not a URL: use one such as s3://bucket/prefix or file:///mnt/shared/cache"
+    )
+    # (-B: a proven no-op answers from stats alone and never asks the remote, nor reads its settings)
+    mode = second.run("make", "-B", env={"RUNNER_REMOTE_MODE": "sometimes"})
+    assert mode.code == 2
+    assert mode.err.strip() == "error: remote cache mode 'sometimes': use read, write or readwrite"
+    unknown = second.run("make", "--remote", "nosuch://bucket/x")
+    assert unknown.code == 2 and unknown.err.startswith("error: remote cache nosuch://bucket/x: ")
