@@ -162,6 +162,7 @@ def record_and_apply(
             ingredients=ingredients,
             run_id=run_id,
             drift=drift or None,
+            attempts=(about or {}).get("attempts") or None,  # what a remote hit on it spares (runner audit)
         )
     )
     inplace = {p: d for p, d in inputs.items() if p in outputs}

@@ -7,6 +7,7 @@ import os
 import sys
 import time
 from collections.abc import Mapping
+from typing import Protocol
 
 from .keys import digest_bytes, read_encoded, write_marshal
 from .redact import Mask
@@ -25,6 +26,7 @@ class StepRecord:
         duration: float = 0.0,
         run_id: str = "",
         drift: list | None = None,
+        attempts: int | None = None,
     ):
         self.intent = intent
         self.key = key
@@ -34,12 +36,27 @@ class StepRecord:
         self.duration = duration
         self.run_id = run_id
         self.drift = drift  # an agent step's change that drifted beyond its intent (runner/drift.py); else None
+        self.attempts = attempts  # an agent step's model calls: what a remote hit on it spared; else None
 
     def to_dict(self) -> dict:
         value = dict(self.__dict__)
-        if value["drift"] is None:
-            del value["drift"]  # a record without drift keeps the shape records had before it
+        for optional in ("drift", "attempts"):
+            if value[optional] is None:
+                del value[optional]  # a record without them keeps the shape records had before them
         return value
+
+
+class Remote(Protocol):
+    """A shared cache behind the local one (runner/stores builds it; the core only calls it): asked on a local
+    miss, handed each committed batch of successes to upload in the background."""
+
+    def fetch_record(self, key: str) -> StepRecord | None: ...
+
+    def fetch_blob(self, digest: str) -> bytes | None: ...
+
+    def upload(self, blobs: dict[str, bytes], records: list[StepRecord]) -> None: ...
+
+    def why(self, key: str) -> str | None: ...
 
 
 class State:
@@ -96,10 +113,15 @@ class Cache:
     than every `runner make` ending in an internal error. Only the holder of the project lock (`owner`) moves
     it; a reader without the lock (`runner status`) reads it as empty and leaves it for the next make.
     Step records are masked (`mask`); output blobs are the user's own bytes and are stored as they are.
+    `remote`: a shared cache read on a local miss (what it gives is kept here too, when this process holds
+    the lock) and given every committed record, masked as stored here, with its blobs.
     """
 
-    def __init__(self, directory: str, mask: Mask | None = None, owner: bool = False):
+    def __init__(self, directory: str, mask: Mask | None = None, owner: bool = False, remote: Remote | None = None):
         self.directory = directory
+        self.remote = remote
+        self._pulled_blobs: dict[str, bytes] = {}  # what the remote gave, written here at close()
+        self._pulled_records: dict[str, StepRecord] = {}
         self.mask = Mask() if mask is None else mask
         self.owner = owner
         self.set_aside: str | None = None  # where a damaged database was moved to
@@ -120,6 +142,13 @@ class Cache:
         return self._db
 
     def close(self) -> None:
+        if self.owner and (self._pulled_blobs or self._pulled_records):
+            blobs, records = self._pulled_blobs, list(self._pulled_records.values())
+            self._pulled_blobs, self._pulled_records = {}, {}
+            try:
+                self._put_many_local(blobs, records)
+            except Exception:  # noqa: BLE001 - a copy of the remote's entries kept here is only a cache
+                pass
         if self._db is not None:
             self._db.close()
             self._db = None
@@ -156,14 +185,40 @@ class Cache:
     # records
     def get_record(self, key: str) -> StepRecord | None:
         try:
-            if self._absent("step:" + key):
-                return None
-            value = self.db.get("step:" + key)
+            value = None if self._absent("step:" + key) else self.db.get("step:" + key)
         except Exception as exc:  # noqa: BLE001 - _recover tells damage from anything else, raised
             if not self._recover(exc):
                 raise
+            value = None
+        if value:
+            return StepRecord(**value)
+        return self._pull_record(key)
+
+    def _pull_record(self, key: str) -> StepRecord | None:
+        if self.remote is None:
             return None
-        return StepRecord(**value) if value else None
+        if key in self._pulled_records:
+            return self._pulled_records[key]
+        record = self.remote.fetch_record(key)
+        if record is not None:
+            self._pulled_records[key] = record
+        return record
+
+    def _pull_blob(self, digest: str) -> bytes | None:
+        """The remote's copy of a blob, verified by its digest there (runner/stores/remote.py) and here."""
+        if self.remote is None:
+            return None
+        data = self._pulled_blobs.get(digest)
+        if data is None:
+            data = self.remote.fetch_blob(digest)
+            if data is None or digest_bytes(data) != digest:
+                return None
+            self._pulled_blobs[digest] = data
+        return data
+
+    def remote_why(self, key: str) -> str | None:
+        """Why the remote had, or had not, the record for `key`; None with no remote or when it was not asked."""
+        return None if self.remote is None else self.remote.why(key)
 
     def put_record(self, record: StepRecord) -> None:
         self.put_many({}, [record])
@@ -171,11 +226,13 @@ class Cache:
     # blobs
     def has_blob(self, digest: str) -> bool:
         try:
-            return not self._absent("blob:" + digest) and "blob:" + digest in self.db
+            if not self._absent("blob:" + digest) and "blob:" + digest in self.db:
+                return True
         except Exception as exc:  # noqa: BLE001 - _recover tells damage from anything else, raised
             if not self._recover(exc):
                 raise
-            return False
+        # fetched now rather than at restore: a damaged remote copy makes the step run, said by the plan
+        return self._pull_blob(digest) is not None
 
     def get_blob(self, digest: str) -> bytes | None:
         """The blob's bytes, or None if it is gone or is not what its digest says (a damaged copy)."""
@@ -185,7 +242,9 @@ class Cache:
             if not self._recover(exc):
                 raise
             return None
-        return data if data is not None and digest_bytes(data) == digest else None
+        if data is not None and digest_bytes(data) == digest:
+            return data
+        return self._pull_blob(digest)
 
     def put_blob(self, digest: str, data: bytes) -> None:
         self.put_many({digest: data}, [])
@@ -193,15 +252,22 @@ class Cache:
     def put_many(self, blobs: dict[str, bytes], records: list[StepRecord]) -> None:
         """Blobs and step records in one transaction (a commit per step costs more than the step's own
         process). On a damaged database, set aside, they go into a fresh one."""
+        stored = self._put_many_local(blobs, records)
+        if self.remote is not None:
+            self.remote.upload(blobs, stored)
+
+    def _put_many_local(self, blobs: dict[str, bytes], records: list[StepRecord]) -> list[StepRecord]:
         try:
-            self._put_many(blobs, records)
+            return self._put_many(blobs, records)
         except Exception as exc:  # noqa: BLE001 - _recover tells damage from anything else, raised
             if not self._recover(exc) or not self.owner:
                 raise
-            self._put_many(blobs, records)
+            return self._put_many(blobs, records)
 
-    def _put_many(self, blobs: dict[str, bytes], records: list[StepRecord]) -> None:
+    def _put_many(self, blobs: dict[str, bytes], records: list[StepRecord]) -> list[StepRecord]:
+        """Store them; the records as stored (masked), which is also what a remote is given."""
         mask = self.mask
+        stored = []
         with self.db.transact():
             for digest, data in blobs.items():
                 key = "blob:" + digest
@@ -214,6 +280,9 @@ class Cache:
                     value = mask.obj(value) | {"outputs": record.outputs}
                 self.db.set("step:" + record.key, value)
                 self._written.add("step:" + record.key)
+                if self.remote is not None:
+                    stored.append(StepRecord(**value))
+        return stored
 
     def restore(self, digest: str, dest: str) -> bool:
         """Write blob `digest` to dest atomically (temp file + rename); False if the blob is gone or damaged."""

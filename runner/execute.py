@@ -82,6 +82,7 @@ class Summary:
         self.usage = {"input_tokens": 0, "cached_input_tokens": 0, "output_tokens": 0}
         self.setup_error: str | None = None  # an agent step could not reach its model: the run stopped (exit 2)
         self.drift: list[str] = []  # agent steps whose change drifted beyond their intent (runner/drift.py)
+        self.remote: dict | None = None  # what the shared cache did in this run (runner/stores/mirror.py)
 
     def spent(self, details: dict) -> None:
         """Count what one agent step spent (its outcome's details)."""

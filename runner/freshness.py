@@ -279,9 +279,11 @@ def decide(
     if last and last[0] == key:
         return _check_outputs(planner, name, last[1], made, ["up to date"])
     record = planner.cache.get_record(key)
+    remote = planner.cache.remote_why(key)  # the shared cache's word on a local miss (runner/stores)
     if record is None:
-        return Decision(name, RUN, planner.why_missed(name, last, inputs, deps), **made)
-    return _check_outputs(planner, name, record.outputs, made, ["inputs match an earlier cached run"])
+        why = planner.why_missed(name, last, inputs, deps)
+        return Decision(name, RUN, why + [remote] if remote else why, **made)
+    return _check_outputs(planner, name, record.outputs, made, [remote or "inputs match an earlier cached run"])
 
 
 def _check_outputs(planner: Planner, name: str, outputs: Mapping, made: dict, why: list[str]) -> Decision:

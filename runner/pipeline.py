@@ -54,31 +54,39 @@ def select(project: Project, targets: Sequence[str] = ()) -> tuple[str | list[st
 
 
 def planner_for(
-    project: Project, force: bool = False, worker_kind: str | None = None, owner: bool = False, mask: Mask | None = None
+    project: Project,
+    force: bool = False,
+    worker_kind: str | None = None,
+    owner: bool = False,
+    mask: Mask | None = None,
+    remote=None,
 ) -> Planner:
-    """owner: the caller holds the project lock, so a damaged cache database may be set aside (cache.Cache)."""
+    """owner: the caller holds the project lock, so a damaged cache database may be set aside (cache.Cache).
+    remote: a shared cache behind the local one (cache.Remote, built by runner/stores)."""
     layout = project.layout
     layout.ensure()
     return Planner(
         project.compiled,
         StatCache(layout.stat_file),
         State(layout.state_file),
-        Cache(layout.cache_dir, mask=mask_for_run(project.spec) if mask is None else mask, owner=owner),
+        Cache(layout.cache_dir, mask=mask_for_run(project.spec) if mask is None else mask, owner=owner, remote=remote),
         force=force,
         worker_kind=worker_kind,
     )
 
 
-def plan(project: Project, targets: Sequence[str] = (), force: bool = False, worker_kind: str | None = None):
+def plan(
+    project: Project, targets: Sequence[str] = (), force: bool = False, worker_kind: str | None = None, remote=None
+):
     """Stage 3 as `status` and `make -n` show it, changing nothing on disk but the stat cache: (the targets as
     named, RUN or SKIP with reasons, a warning for each input glob that matches no file (but for one a step's
     declared outputs could fill), and for the agent steps that would run, the worker's set-up and their
     projected model calls: preflight.Preview, None when no agent step would run). `worker_kind`: `make -n
-    --worker KIND` checks the worker that run would use."""
+    --worker KIND` checks the worker that run would use. `remote`: a shared cache, only read (runner/stores)."""
     from .spec import STEP_AGENT
 
     target, order = select(project, targets)
-    planner = planner_for(project, force, worker_kind)
+    planner = planner_for(project, force, worker_kind, remote=remote)
     try:
         decisions = make_plan(planner, order)
         warnings = unmatched_warnings(project.spec, planner.input_files.unmatched, project.compiled.produced)
@@ -194,8 +202,11 @@ def make(
     emit,
     wait_for_lock: bool = True,
     on_wait=None,
+    remote=None,
 ) -> Summary:
-    """Stages 3-5 under the project lock: plan each step as it becomes ready, run it, record it."""
+    """Stages 3-5 under the project lock: plan each step as it becomes ready, run it, record it. `remote`: a
+    shared cache (runner/stores/mirror.py): read on a local miss, given the successes; its account
+    (`finish()`) goes into run_finished."""
     targets = [targets] if isinstance(targets, str) else list(targets)
     layout = project.layout
     layout.ensure()
@@ -217,7 +228,7 @@ def make(
         compiled = project.compiled
         if compiled.env_names:
             mask = mask_for_run(project.spec, extra=_env_secrets(project.spec, compiled, resolved))
-        planner = planner_for(project, options.force, options.worker, owner=True, mask=mask)
+        planner = planner_for(project, options.force, options.worker, owner=True, mask=mask, remote=remote)
         planner.forced = frozenset(options.improve)
         record = RunRecord(layout.runs_dir)
         root = str(layout.root)
@@ -278,6 +289,8 @@ def make(
             finished["left"] = summary.left
         if summary.drift:
             finished["drift"] = summary.drift
+        if remote is not None:  # the uploads are waited for (bounded) so the account is whole
+            summary.remote = finished["remote"] = remote.finish()
         sink(finished)
         planner.state.save()
         planner.cache.close()

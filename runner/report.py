@@ -225,6 +225,21 @@ def summary_line(event: dict) -> str:
         line += f"\nnot done: {', '.join(event['left'])}"
     if event.get("drift"):
         line += f"\ndrift flagged: {', '.join(event['drift'])} (`runner log STEP` shows what)"
+    if event.get("remote"):
+        line += "\n" + remote_text(event["remote"])
+    return line
+
+
+def remote_text(remote: dict) -> str:
+    """The shared cache's part of a run (run_finished's `remote`): hits, uploads, what failed or was refused."""
+    parts = [f"{remote['hits']} hit{'s' if remote['hits'] != 1 else ''}", f"{remote['uploaded']} uploaded"]
+    if remote.get("refused"):
+        parts.append(f"{remote['refused']} refused (damaged or unsigned)")
+    if remote.get("upload_failed"):
+        parts.append(f"{remote['upload_failed']} upload{'s' if remote['upload_failed'] != 1 else ''} FAILED")
+    line = f"remote cache {remote['url']} ({remote['mode']}): {', '.join(parts)}"
+    if remote.get("down"):
+        line += f"\nremote cache unavailable, local cache only: {remote['down']}"
     return line
 
 

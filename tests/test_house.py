@@ -22,6 +22,7 @@ OWNERS = {
     "codex_cli_bin": "runner.workers.codex",
     "diskcache": "runner.cache",
     "fastjsonschema": "runner.load",
+    "fsspec": "runner.stores.remote",
     "jsonschema": "runner.load",
     "networkx": "runner.graph",
     "openai": "runner.workers.openai",

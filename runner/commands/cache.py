@@ -15,6 +15,7 @@ def stats(inv: Invocation) -> None:
     layout = Layout(find_root(inv.directory))
     found = Cache(layout.cache_dir).stats()
     found["directory"] = os.path.relpath(found["directory"], layout.root)
+    found["hits"] = _hits(layout.runs_dir)
     if inv.as_json:
         print_json(found)
     else:
@@ -22,6 +23,33 @@ def stats(inv: Invocation) -> None:
             f"{found['records']} step records, {found['blobs']} output blobs, "
             f"{found['bytes_on_disk']} bytes in {found['directory']}"
         )
+        hits = found["hits"]
+        echo(f"hits in the recorded runs: {hits['local']} local, {hits['remote']} from the remote cache")
+
+
+def _hits(runs_dir) -> dict[str, int]:
+    """Cache hits over the recorded runs, from each run's run_finished: those the shared remote cache served
+    (its `remote.hits`) and the rest of the cached and restored steps, which the local cache served."""
+    import json
+
+    local = remote = 0
+    for events in sorted(Path(runs_dir).glob("*/events.jsonl")):
+        try:
+            lines = events.read_text(encoding="utf-8").splitlines()
+        except OSError:
+            continue
+        for line in reversed(lines):
+            if '"run_finished"' not in line:
+                continue
+            try:
+                finished = json.loads(line)
+            except ValueError:
+                break
+            served = int((finished.get("remote") or {}).get("hits") or 0)
+            remote += served
+            local += max(0, int(finished.get("cached") or 0) + int(finished.get("restored") or 0) - served)
+            break
+    return {"local": local, "remote": remote}
 
 
 def gc(inv: Invocation) -> None:

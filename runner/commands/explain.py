@@ -4,24 +4,28 @@ from __future__ import annotations
 
 from ..graph import resolve_target, selected_order
 from ..plan import make_plan
-from . import SPEC_FILE, Command, Invocation, echo, print_json, target_argument
+from . import SPEC_FILE, Command, Invocation, echo, option, print_json, target_argument
 
 
 def _short(digest: str | None) -> str | None:
     return digest[:12] if digest else digest
 
 
-def explain_intent(project, name: str) -> dict:
+def explain_intent(project, name: str, remote: str | None = None) -> dict:
+    """`remote`: --remote URL; else RUNNER_REMOTE_CACHE or [cache] remote, only read (explain writes nothing)."""
     from ..pipeline import planner_for
+    from ..stores import mirror_named
 
     name = resolve_target(project.spec, name) or name  # an output path names its intent; unknown: did-you-mean
     order = selected_order(project.compiled.order, project.compiled.deps, name)
-    planner = planner_for(project)
+    mirror = mirror_named(project.spec.root, project.spec_file, remote, "read", project.compiled.token)
+    planner = planner_for(project, remote=mirror)
     try:
         decision = make_plan(planner, order)[-1]
         parts = planner.parts(name)  # the expanded env's digest too, when it reads variables
         last = planner.state.get(name)
         record = planner.cache.get_record(last[0]) if last else None
+        remote_why = planner.cache.remote_why(decision.key) if decision.key else None
     finally:
         planner.stat.save()
         planner.cache.close()
@@ -47,6 +51,8 @@ def explain_intent(project, name: str) -> dict:
     report["env"] = _env(project.spec, intent)
     if intent.goal:
         report["goal"] = intent.goal
+    if mirror is not None:  # why the shared cache had, or had not, this step's key
+        report["remote"] = {"url": mirror.url, "why": remote_why or "not asked: the local cache answered"}
     if record:
         report["last_run"] = {
             "run_id": record.run_id,
@@ -98,6 +104,8 @@ def render_explanation(r: dict) -> str:
     lines.append(f"  would {r['action']}: {'; '.join(r['reasons'])}")
     if r.get("key"):
         lines.append(f"  key: {r['key']}")
+    if r.get("remote"):
+        lines.append(f"  remote cache: {r['remote']['why']}")
     lines.append("  key ingredients:")
     width = max([12, *map(len, r["ingredients"]["static"])])  # memory.open_questions is the longest name
     for part, digest in r["ingredients"]["static"].items():
@@ -119,10 +127,10 @@ def render_explanation(r: dict) -> str:
     return "\n".join(lines)
 
 
-def run(inv: Invocation, intent: str, spec_file: str | None) -> None:
+def run(inv: Invocation, intent: str, spec_file: str | None, remote: str | None = None) -> None:
     from ..pipeline import load_project
 
-    report = explain_intent(load_project(inv.directory, spec_file=spec_file), intent)
+    report = explain_intent(load_project(inv.directory, spec_file=spec_file), intent, remote)
     if inv.as_json:
         print_json(report)
     else:
@@ -132,6 +140,10 @@ def run(inv: Invocation, intent: str, spec_file: str | None) -> None:
 COMMAND = Command(
     "explain",
     "Everything that decides one step: its key's ingredients, its last run, what it would do.",
-    (target_argument("intent", required=True), SPEC_FILE),
+    (
+        target_argument("intent", required=True),
+        SPEC_FILE,
+        option("--remote", dest="remote", help="Ask this shared cache (over [cache] remote).", metavar="URL"),
+    ),
     run,
 )

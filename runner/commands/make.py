@@ -31,9 +31,12 @@ def make(
     on_wait=None,
     improve: dict[str, dict] | None = None,
     sync_roadmap: bool = False,
+    remote: str | None = None,
+    remote_mode: str | None = None,
 ) -> int:
     """Bring `targets` (intents or declared output paths; none: the default) up to date; the exit code says how
-    it went. `ask(question, detail)` asks a human."""
+    it went. `ask(question, detail)` asks a human. `remote`, `remote_mode`: the shared cache (runner/stores),
+    over RUNNER_REMOTE_CACHE and `[cache]`."""
     from ..execute import RunOptions
     from ..pipeline import load_project
     from ..pipeline import make as run_pipeline
@@ -41,6 +44,9 @@ def make(
     from ..workspace import is_terminal
 
     project = load_project(directory, spec_file=spec_file)
+    from ..stores import mirror_named
+
+    mirror = mirror_named(project.spec.root, project.spec_file, remote, remote_mode, project.compiled.token)
     options = RunOptions(
         jobs=jobs or os.cpu_count() or 1,
         keep_going=keep_going,
@@ -59,7 +65,13 @@ def make(
         options.ask = reporter.asking(ask)
     try:
         summary = run_pipeline(
-            project, targets, options, reporter, wait_for_lock=not no_wait, on_wait=on_wait or _say_waiting
+            project,
+            targets,
+            options,
+            reporter,
+            wait_for_lock=not no_wait,
+            on_wait=on_wait or _say_waiting,
+            remote=mirror,
         )
     finally:
         reporter.close()
@@ -131,15 +143,21 @@ def run(
     worker: str | None,
     halt_on: str,
     sync_roadmap: bool = False,
+    remote: str | None = None,
+    remote_mode: str | None = None,
 ) -> int:
     from ..pipeline import load_project, plan
     from .status import setup_failed, show_plan
 
     if dry_run:
         from ..pipeline import named
+        from ..stores import mirror_named
 
         project = load_project(inv.directory, spec_file=spec_file)
-        target, decisions, warnings, agents = plan(project, targets, force, worker)
+        mirror = mirror_named(
+            project.spec.root, project.spec_file, remote, "read", project.compiled.token
+        )  # asked, never written
+        target, decisions, warnings, agents = plan(project, targets, force, worker, remote=mirror)
         if inv.as_json:  # one line, as every `runner make --json` writes: a `plan` event (events.json)
             event = {"event": "plan", "target": named(targets), "steps": [d.to_json() for d in decisions]}
             if agents is not None:
@@ -172,6 +190,8 @@ def run(
         as_json=inv.as_json,
         ask=None if inv.as_json else inv.ask,
         sync_roadmap=sync_roadmap,
+        remote=remote,
+        remote_mode=remote_mode,
     )
 
 
@@ -212,6 +232,19 @@ COMMAND = Command(
             dest="worker",
             help="Use this worker for agent steps in this run instead of [worker] kind.",
             type=("codex", "openai", "replay"),
+        ),
+        option(
+            "--remote",
+            dest="remote",
+            help="Share the cache through this URL (s3://bucket/prefix, gs://…, file:///path); "
+            "over RUNNER_REMOTE_CACHE and [cache] remote.",
+            metavar="URL",
+        ),
+        option(
+            "--remote-mode",
+            dest="remote_mode",
+            help="read: never upload; write: never read; readwrite (default).",
+            type=("read", "write", "readwrite"),
         ),
         option(
             "--halt-on",

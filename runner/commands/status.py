@@ -42,9 +42,13 @@ def setup_failed(root, agents) -> None:
 
 def run(inv: Invocation, targets: tuple[str, ...], spec_file: str | None, force: bool) -> None:
     from ..pipeline import load_project, plan
+    from ..stores import mirror_named
 
     project = load_project(inv.directory, spec_file=spec_file)
-    target, decisions, warnings, agents = plan(project, targets, force)
+    remote = mirror_named(
+        project.spec.root, project.spec_file, mode="read", token=project.compiled.token
+    )  # what make would find there too
+    target, decisions, warnings, agents = plan(project, targets, force, remote=remote)
     show_plan(target, decisions, inv.as_json, warnings, agents)
     warn(warnings)
     setup_failed(project.spec.root, agents)

@@ -27,6 +27,8 @@ FIGURES = (
     ("tokens", "tokens spent"),
     ("saved_model_calls", "model calls the cache saved"),
     ("saved_tokens", "tokens the cache saved"),
+    ("remote_saved_model_calls", "model calls the remote cache saved"),
+    ("remote_saved_seconds", "step-seconds the remote cache saved"),
     ("verify_first_pass_rate", "verify passed at the first attempt"),
     ("approvals_asked", "approvals asked"),
     ("approvals_approved", "approved"),
@@ -50,6 +52,9 @@ class Counts:
     saved_calls: int = 0
     saved_tokens: int = 0
     unattributed: int = 0  # of those, served by a run no longer recorded: what it cost is unknown
+    remote_hits: int = 0  # steps the shared remote cache served (run_finished's `remote`)
+    remote_calls: int = 0  # the model calls its records say they cost
+    remote_seconds: float = 0.0  # the step-seconds its records say they took
     first_attempts: int = 0  # first attempts whose change reached the verify commands
     first_passed: int = 0
     approvals: Counter = field(default_factory=Counter)  # asked, approved, rejected, pending, dropped
@@ -58,8 +63,9 @@ class Counts:
     def add(self, other: Counts) -> None:
         for name in ("explained", "failed_with_log", "calls", "tokens", "saved_steps", "saved_calls"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
-        for name in ("saved_tokens", "unattributed", "first_attempts", "first_passed"):
+        for name in ("saved_tokens", "unattributed", "first_attempts", "first_passed", "remote_hits", "remote_calls"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.remote_seconds += other.remote_seconds
         self.statuses.update(other.statuses)
         self.approvals.update(other.approvals)
         for template, sig in other.signatures.items():
@@ -86,6 +92,8 @@ class Counts:
                 "unattributed": self.unattributed,
             },
             "saved_tokens": {"value": self.saved_tokens},
+            "remote_saved_model_calls": {"value": self.remote_calls, "steps": self.remote_hits},
+            "remote_saved_seconds": {"value": round(self.remote_seconds, 3)},
             "verify_first_pass_rate": _rate(self.first_passed, self.first_attempts, passed=self.first_passed),
             "approvals_asked": {"value": self.approvals["asked"]},
             "approvals_approved": {"value": self.approvals["approved"]},
@@ -230,6 +238,12 @@ def _count_run(view: RunView, produced: _Produced, pending: dict[str, dict]) -> 
                 _note_failure(c, step, _failure_lines(section))
         elif not (is_agent and step in failed_attempts):
             _note_failure(c, step, _first_line(e.get("error")))
+    for e in view.events:
+        remote = e.get("remote") if e.get("event") == "run_finished" else None
+        if isinstance(remote, dict):
+            c.remote_hits += int(remote.get("hits") or 0)
+            c.remote_calls += int(remote.get("saved_attempts") or 0)
+            c.remote_seconds += float(remote.get("saved_seconds") or 0.0)
     c.approvals = _approvals(view, pending)
     return c
 
@@ -303,6 +317,8 @@ def _value(name: str, figure: dict, value) -> str:
         return "n/a"
     if name in RATES:
         return f"{value * 100:.0f}%"
+    if isinstance(value, float):
+        return f"{value:,.1f}"
     return f"{value:,}"
 
 
@@ -316,6 +332,8 @@ def _detail(name: str, figure: dict) -> str:
     if name == "saved_model_calls":
         extra = f", {figure['unattributed']} from runs no longer recorded" if figure["unattributed"] else ""
         return f"{figure['steps']} agent steps from the cache{extra}"
+    if name == "remote_saved_model_calls":
+        return f"{figure['steps']} steps from the remote cache"
     if name == "approvals_pending" and figure["dropped"]:
         return f"{figure['dropped']} dropped unanswered"
     return ""
@@ -344,6 +362,8 @@ def render(report: dict) -> str:
     rows: list[tuple[str, ...]] = [("", "this window", "previous", "trend", "")]
     for name, label in FIGURES:
         f = report["figures"][name]
+        if name.startswith("remote_") and not f["value"] and not f["previous"]:
+            continue  # a project without a shared cache is not shown its rows
         label = label if not name.startswith("approvals_") or name == "approvals_asked" else f"  {label}"
         rows.append(
             (

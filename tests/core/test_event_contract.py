@@ -82,6 +82,18 @@ def test_a_build_then_a_restore(chain):
     assert result.statuses() == {"a": "cached", "b": "restored", "c": "cached"}
 
 
+def test_a_build_and_a_clone_through_a_shared_remote_cache(chain, tmp_path):
+    remote = {"RUNNER_REMOTE_CACHE": (tmp_path / "shared").as_uri()}
+    built = recorded(chain.root, chain.make(env=remote).out)
+    assert built[-1]["remote"]["uploaded"] == 3
+    shutil.rmtree(chain.root / ".runner")
+    for output in (chain.root / "out").iterdir():
+        output.unlink()
+    served = chain.make(env=remote)
+    events = recorded(chain.root, served.out)
+    assert events[-1]["remote"]["hits"] == 3 and events[-1]["remote"]["down"] is None
+
+
 FAILING = """
 [intent.bad]
 run = "echo broken >&2; exit 3"

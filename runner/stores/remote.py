@@ -1,0 +1,209 @@
+"""The shared cache's store: content-addressed blobs and signed step records under one fsspec URL (fsspec's one
+importer).
+
+Layout under the URL's prefix: `v1/blobs/AB/DIGEST` (a step output's bytes, named by their SHA-256) and
+`v1/records/AB/KEY.json` (a step record, named by its key, in an envelope with its HMAC signature). A reader
+trusts a blob by its digest alone (nobody can write other bytes under a digest and pass the check) and a record
+by its signature, when it holds the team's key: a record names its outputs' digests, so a signed record vouches
+for its blobs too.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+import posixpath
+import uuid
+
+from ..cache import StepRecord
+
+FORMAT = 1
+_FIELDS = ("intent", "key", "outputs", "ingredients", "created", "duration", "run_id", "drift", "attempts")
+_PROTECTED = (".git", ".runner")
+
+
+class RemoteError(Exception):
+    """The store could not be reached, or answered with an error other than "not found"."""
+
+
+def _canonical(value: dict) -> bytes:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def sign(secret: bytes, key: str, record: dict) -> str:
+    """HMAC-SHA256 over the record's key and its content (Turborepo's remoteCache.signature, in spirit)."""
+    return hmac.new(
+        secret, b"runner-record-v1\0" + key.encode() + b"\0" + _canonical(record), hashlib.sha256
+    ).hexdigest()
+
+
+def _unsafe_output(path: object) -> bool:
+    """An output path a record from elsewhere must not name: absolute, climbing out, or the runner's own."""
+    if not isinstance(path, str) or not path or "\0" in path or "\\" in path:
+        return True
+    if path.startswith("/") or os.path.isabs(path):
+        return True
+    parts = posixpath.normpath(path).split("/")
+    return ".." in path.split("/") or parts[0] in _PROTECTED or parts[0] == ".."
+
+
+class RemoteStore:
+    """Blobs and step records under `url` (`s3://bucket/prefix`, `gs://…`, `file:///path`, any fsspec URL).
+
+    `signing_key`: records written are signed with it, and records read must carry its signature (an unsigned
+    or mis-signed record is refused). `timeout`: seconds for one connection or one read, with no retry (a
+    remote that fails is given up on by the caller, runner/stores/mirror.py, rather than asked again).
+    Every refusal is counted (`refused`) and its reason kept (`refusals`).
+    """
+
+    def __init__(self, url: str, signing_key: bytes | None = None, timeout: float = 5.0):
+        import fsspec  # the only importer of fsspec (its backends, s3fs and gcsfs, are loaded by it)
+
+        self.url = url
+        self.signing_key = signing_key
+        protocol = fsspec.core.split_protocol(url)[0] or "file"
+        options: dict = {}
+        if protocol in ("s3", "s3a"):
+            # botocore's own retries off and its timeouts bounded; s3fs's retry loop is set to one try below
+            options = {
+                "skip_instance_cache": True,
+                "config_kwargs": {
+                    "connect_timeout": timeout,
+                    "read_timeout": timeout,
+                    "retries": {"max_attempts": 1, "mode": "standard"},
+                },
+            }
+        try:
+            self.fs, root = fsspec.core.url_to_fs(url, **options)
+        except ImportError as exc:
+            raise RemoteError(
+                f"{protocol}:// needs an extra: pip install 'intent-runner[{_extra(protocol)}]' ({exc})"
+            ) from None
+        except (ValueError, TypeError) as exc:
+            raise RemoteError(f"cannot open {url}: {exc}") from None
+        if hasattr(self.fs, "retries"):
+            self.fs.retries = 1
+        self.local = protocol in ("file", "local")
+        self._folders: set[str] = set()  # folders of a file:// remote known to exist
+        self.root = root.rstrip("/") + "/v1"
+        self.refused = 0
+        self.refusals: dict[str, str] = {}  # key or digest -> why it was refused
+
+    # paths
+    def blob_path(self, digest: str) -> str:
+        return f"{self.root}/blobs/{digest[:2]}/{digest}"
+
+    def record_path(self, key: str) -> str:
+        return f"{self.root}/records/{key[:2]}/{key}.json"
+
+    # the wire
+    def _read(self, path: str) -> bytes | None:
+        try:
+            if self.local:  # a folder: plain reads (fsspec's layer costs more than the read itself)
+                with open(path, "rb") as f:
+                    return f.read()
+            return self.fs.cat_file(path)
+        except FileNotFoundError:
+            return None
+        except Exception as exc:  # noqa: BLE001 - any backend's failure is the remote's, never the build's
+            raise RemoteError(_words(exc)) from None
+
+    def _write_many(self, objects: dict[str, bytes]) -> None:
+        """A reader never sees half an object: an object store's PUT is whole or absent (fsspec sends a batch
+        concurrently); in a folder, each file is written under a temporary name beside it and renamed."""
+        if not objects:
+            return
+        try:
+            if not self.local:
+                self.fs.pipe(objects)
+                return
+            for path, data in objects.items():
+                folder = posixpath.dirname(path)
+                if folder not in self._folders:
+                    os.makedirs(folder, exist_ok=True)
+                    self._folders.add(folder)
+                tmp = f"{folder}/.{posixpath.basename(path)}.{uuid.uuid4().hex}.tmp"
+                with open(tmp, "wb") as f:
+                    f.write(data)
+                os.replace(tmp, path)
+        except Exception as exc:  # noqa: BLE001 - any backend's failure is the remote's, never the build's
+            raise RemoteError(_words(exc)) from None
+
+    def _refuse(self, name: str, why: str) -> None:
+        self.refused += 1
+        self.refusals[name] = why
+
+    # blobs
+    def get_blob(self, digest: str) -> bytes | None:
+        """The blob's bytes, checked against the digest: a mismatch (corrupt, truncated) is refused and None."""
+        data = self._read(self.blob_path(digest))
+        if data is None:
+            return None
+        if hashlib.sha256(data).hexdigest() != digest:
+            self._refuse(digest, f"remote copy of {digest[:12]} is damaged ({len(data)} bytes do not match its digest)")
+            return None
+        return data
+
+    def put_blob(self, digest: str, data: bytes) -> None:
+        self.put_many({digest: data}, [])
+
+    # records
+    def get_record(self, key: str) -> StepRecord | None:
+        """The record stored under `key`, or None: absent, or refused (unreadable, for another key, naming an
+        output outside the project, unsigned or mis-signed when this store holds the signing key)."""
+        raw = self._read(self.record_path(key))
+        if raw is None:
+            return None
+        try:
+            envelope = json.loads(raw)
+            record = envelope["record"]
+            ok = envelope.get("format") == FORMAT and isinstance(record, dict) and isinstance(record["outputs"], dict)
+        except (ValueError, KeyError, TypeError, AttributeError):
+            ok = False
+        if not ok:
+            self._refuse(key, "remote record is unreadable")
+            return None
+        if record.get("key") != key:
+            self._refuse(key, "remote record was stored under another key")
+            return None
+        if any(_unsafe_output(path) for path in record["outputs"]):
+            self._refuse(key, "remote record names an output outside the project")
+            return None
+        if self.signing_key is not None:
+            signature = envelope.get("signature")
+            if not isinstance(signature, str):
+                self._refuse(key, "remote record is unsigned and this runner holds the signing key")
+                return None
+            if not hmac.compare_digest(signature, sign(self.signing_key, key, record)):
+                self._refuse(key, "remote record's signature does not match the signing key")
+                return None
+        return StepRecord(**{k: record[k] for k in _FIELDS if k in record})
+
+    def put_record(self, record: StepRecord) -> None:
+        self.put_many({}, [record])
+
+    def put_many(self, blobs: dict[str, bytes], records: list[StepRecord]) -> None:
+        """Blobs first, then the records that name them (a reader finding a record finds its blobs)."""
+        for digest, data in blobs.items():
+            if hashlib.sha256(data).hexdigest() != digest:
+                raise ValueError(f"blob {digest[:12]} does not hold its bytes")
+        self._write_many({self.blob_path(d): data for d, data in blobs.items()})
+        encoded = {}
+        for record in records:
+            value = record.to_dict()
+            envelope: dict = {"format": FORMAT, "record": value}
+            if self.signing_key is not None:
+                envelope["signature"] = sign(self.signing_key, record.key, value)
+            encoded[self.record_path(record.key)] = _canonical(envelope)
+        self._write_many(encoded)
+
+
+def _extra(protocol: str) -> str:
+    return {"gs": "gcs", "gcs": "gcs"}.get(protocol, "s3")
+
+
+def _words(exc: Exception) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0][:200]}" if text else type(exc).__name__
