@@ -187,6 +187,24 @@ class OpenAIWorker:
     def __init__(self) -> None:
         self._answered: set[str] = set()  # providers (base_url) that answered a request of this process
         self._lock = threading.Lock()
+        # one client per provider, key and limits, for the process: a new one costs ~50 ms of CPU (its TLS
+        # context loads the CA bundle) and a new connection, per step; httpx's client is thread-safe
+        self._clients: dict[tuple, _Client] = {}
+
+    def _client(self, cfg: WorkerConfig, key: str, timeout: openai.Timeout, provider: str) -> _Client:
+        max_retries = int(cfg.extra.get("max_retries", 2))
+        ident = (provider, key, cfg.timeout, cfg.idle_timeout, max_retries)
+        with self._lock:
+            client = self._clients.get(ident)
+            if client is None:
+                client = self._clients[ident] = _Client(
+                    api_key=key,
+                    timeout=timeout,
+                    max_retries=max_retries,
+                    base_url=cfg.base_url or None,  # None: the SDK's default (OPENAI_BASE_URL, then api.openai.com)
+                    first_request=provider not in self._answered,
+                )
+            return client
 
     def version(self, config: WorkerConfig) -> str:
         return f"openai-python {openai.__version__} {PROTOCOL_VERSION}"
@@ -214,15 +232,7 @@ class OpenAIWorker:
             cfg.timeout, connect=min(10.0, cfg.timeout), read=min(cfg.idle_timeout or cfg.timeout, cfg.timeout)
         )
         provider = cfg.base_url or ""
-        with self._lock:
-            first = provider not in self._answered
-        client = _Client(
-            api_key=env[key_name],
-            timeout=timeout,
-            max_retries=int(cfg.extra.get("max_retries", 2)),
-            base_url=cfg.base_url or None,  # None: the SDK's own default (OPENAI_BASE_URL, then api.openai.com)
-            first_request=first,
-        )
+        client = self._client(cfg, env[key_name], timeout, provider)
         tried: list[str] = []
         models = list(dict.fromkeys((cfg.model, *cfg.fallback_models)))
         try:
@@ -279,7 +289,6 @@ class OpenAIWorker:
                     )
                 break
         finally:
-            client.close()
             if client.answered:
                 with self._lock:
                     self._answered.add(provider)
@@ -296,20 +305,32 @@ class OpenAIWorker:
         text_parts: list[str] = []
         completed = None
         stream_error = None
+        # cast_to=object: the SDK sends, retries and decodes the SSE as usual, but hands back each event's JSON
+        # as it came instead of building pydantic models (their schemas cost ~2 s the first time in a process,
+        # and model_dump per event after that); the events are kept as plain JSON anyway
         if str(cfg.extra.get("stream", "true")).lower() == "false":
-            resp = client.responses.create(**kwargs)
-            events.append(resp.model_dump(mode="json"))
-            completed, text_parts = resp, [resp.output_text]
+            resp = client.post("/responses", body=kwargs, cast_to=object)
+            resp = resp if isinstance(resp, dict) else {}
+            events.append(resp)
+            completed, text_parts = resp, [_output_text(resp)]
         else:
-            with client.responses.create(stream=True, **kwargs) as stream:
+            stream = client.post(
+                "/responses",
+                body=dict(kwargs, stream=True),
+                cast_to=object,
+                stream=True,
+                stream_cls=openai.Stream[object],
+            )
+            with stream:
                 for ev in stream:
-                    d = ev.model_dump(mode="json")
+                    d = ev if isinstance(ev, dict) else {}
                     events.append(d)
-                    if ev.type == "response.output_text.delta":
-                        text_parts.append(ev.delta)
-                    elif ev.type == "response.completed":
-                        completed = ev.response
-                    elif ev.type in ("response.failed", "error", "response.incomplete"):
+                    kind = d.get("type")
+                    if kind == "response.output_text.delta":
+                        text_parts.append(str(d.get("delta") or ""))
+                    elif kind == "response.completed":
+                        completed = d.get("response") or {}
+                    elif kind in ("response.failed", "error", "response.incomplete"):
                         stream_error = d
                     if request.cancel is not None and request.cancel.is_set():
                         return failed(
@@ -341,17 +362,13 @@ class OpenAIWorker:
                 )
                 why = f"the provider reported {code or 'an error'}: {err.get('message', '')}"
             return failed(kind, redact(why, secrets), **base)
-        u = completed.usage
-        usage = (
-            Usage(
-                input_tokens=getattr(u, "input_tokens", 0) or 0,
-                cached_input_tokens=getattr(getattr(u, "input_tokens_details", None), "cached_tokens", 0) or 0,
-                output_tokens=getattr(u, "output_tokens", 0) or 0,
-            )
-            if u
-            else Usage()
+        u = completed.get("usage") or {}
+        usage = Usage(
+            input_tokens=u.get("input_tokens") or 0,
+            cached_input_tokens=(u.get("input_tokens_details") or {}).get("cached_tokens") or 0,
+            output_tokens=u.get("output_tokens") or 0,
         )
-        text = "".join(text_parts) or (completed.output_text or "")
+        text = "".join(text_parts) or _output_text(completed)
         ans = parse_answer(text)
         message = redact(text, secrets)
         if ans.problem:
@@ -377,6 +394,17 @@ class OpenAIWorker:
             files=redact_obj(ans.files, secrets),
             **base,
         )
+
+
+def _output_text(response: dict) -> str:
+    """The text of a response's assistant messages (the SDK's `output_text`, from the JSON)."""
+    return "".join(
+        part.get("text") or ""
+        for item in response.get("output") or []
+        if isinstance(item, dict) and item.get("type") == "message"
+        for part in item.get("content") or []
+        if isinstance(part, dict) and part.get("type") == "output_text"
+    )
 
 
 def _transcript(events: list[dict], secrets) -> str:
