@@ -45,15 +45,20 @@ Markers stand alone on their line. Paths are relative to the project root. If yo
 <<MIS:START>>, then <<MIS:ERR>> followed by the reason, then <<MIS:END>>."""
 
 _family = None
+_family_lock = threading.Lock()
 
 
 def protocol_family():
-    """The `protocol` regex family (loaded once; the built-in library ships it)."""
+    """The `protocol` regex family (loaded once; the built-in library ships it). Behind a lock: -j 16 agent
+    steps finish their first calls together, and each loading the whole library (~0.3 s of CPU) would queue
+    them all behind one another on the GIL."""
     global _family
     if _family is None:
-        from runner.parse import builtin_dir, load_library
+        with _family_lock:
+            if _family is None:
+                from runner.parse import builtin_dir, load_library
 
-        _family = load_library([builtin_dir()]).family("protocol")
+                _family = load_library([builtin_dir()]).family("protocol")
     return _family
 
 
