@@ -14,9 +14,10 @@ import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as distribution_version
 from pathlib import PurePosixPath
-
-import openai
+from typing import TYPE_CHECKING
 
 from runner.redact import redact, redact_obj, secret_values
 from runner.workers.base import (
@@ -31,6 +32,9 @@ from runner.workers.base import (
     failed,
 )
 from runner.workers.setup import Check, key_check, unreachable, url_check
+
+if TYPE_CHECKING:
+    import openai
 
 PROTOCOL_VERSION = "mis-1"  # bump when PROTOCOL_INSTRUCTIONS change: it is part of the worker version (step key)
 PROTOCOL_INSTRUCTIONS = """\
@@ -126,6 +130,8 @@ def parse_answer(text: str) -> Answer:
 
 def _status_failure(e: openai.APIStatusError) -> tuple[str, str]:
     """(failure class, advice) for an HTTP error the SDK gave up on (it already retried what it retries)."""
+    import openai
+
     code = getattr(e, "code", None) or ""
     if isinstance(e, openai.RateLimitError):
         if code == "insufficient_quota":
@@ -142,35 +148,67 @@ def _status_failure(e: openai.APIStatusError) -> tuple[str, str]:
     return PERMANENT, "the request was rejected: retrying the same input will not help"
 
 
-class Unreachable(openai.APIConnectionError):
-    """No connection at all before the provider ever answered: a set-up failure, raised from inside the SDK's
-    retry loop (which lets an OpenAIError through as it is) so that no retry is spent on it."""
+_sdk_lock = threading.Lock()
+_sdk_classes: tuple | None = None
+_sdk_version: str | None = None
 
 
-class _Client(openai.OpenAI):
-    """The SDK's client, told whether the provider has answered this process yet. Until it has, a failed
-    connection (refused, or a name that does not resolve) is Unreachable at once instead of retried with
-    backoff. `_send_request` is where the SDK sends every attempt (openai 3.x); without it nothing changes."""
+def _sdk() -> tuple:
+    """(openai, Unreachable, _Client), made at the first model call: importing the SDK costs ~0.6 s, and a
+    run that only plans (a no-op, `status`, `make -n`) needs the worker's version alone (`version`)."""
+    global _sdk_classes
+    with _sdk_lock:
+        if _sdk_classes is None:
+            import openai
 
-    def __init__(self, *args, first_request: bool = False, **kwargs):  # a default: the SDK's copy() omits it
-        super().__init__(*args, **kwargs)
-        self.first_request = first_request
-        self.answered = False
+            class Unreachable(openai.APIConnectionError):
+                """No connection at all before the provider ever answered: a set-up failure, raised from inside
+                the SDK's retry loop (which lets an OpenAIError through as it is) so that no retry is spent on
+                it."""
 
-    def _send_request(self, request, *args, **kwargs):
+            class _Client(openai.OpenAI):
+                """The SDK's client, told whether the provider has answered this process yet. Until it has, a
+                failed connection (refused, or a name that does not resolve) is Unreachable at once instead of
+                retried with backoff. `_send_request` is where the SDK sends every attempt (openai 3.x); without
+                it nothing changes."""
+
+                def __init__(self, *args, first_request: bool = False, **kwargs):  # the SDK's copy() omits it
+                    super().__init__(*args, **kwargs)
+                    self.first_request = first_request
+                    self.answered = False
+
+                def _send_request(self, request, *args, **kwargs):
+                    try:
+                        response = super()._send_request(request, *args, **kwargs)
+                    except Exception as exc:
+                        # ConnectError: refused or not resolved; a timeout (the provider is slow) is no set-up
+                        # failure
+                        if self.first_request and not self.answered and type(exc).__name__ == "ConnectError":
+                            raise Unreachable(message=f"Connection error: {exc}", request=request) from exc
+                        raise
+                    self.answered = True
+                    return response
+
+            _sdk_classes = (openai, Unreachable, _Client)
+        return _sdk_classes
+
+
+def sdk_version() -> str:
+    """The installed SDK's version, from its distribution's metadata (the same string as openai.__version__)
+    without importing it."""
+    global _sdk_version
+    if _sdk_version is None:  # a metadata look-up reads sys.path's folders (~5 ms); asked for every step
         try:
-            response = super()._send_request(request, *args, **kwargs)
-        except Exception as exc:
-            # ConnectError: refused or not resolved; a timeout (the provider is slow) is no set-up failure
-            if self.first_request and not self.answered and type(exc).__name__ == "ConnectError":
-                raise Unreachable(message=f"Connection error: {exc}", request=request) from exc
-            raise
-        self.answered = True
-        return response
+            _sdk_version = distribution_version("openai")
+        except PackageNotFoundError:  # not installed as a distribution: ask the module itself
+            _sdk_version = _sdk()[0].__version__
+    return _sdk_version
 
 
 def _error_line(e: openai.APIError, base_url: str | None) -> str:
     """The transcript's line for an error that ended the call before any event streamed: what came back."""
+    import openai
+
     if isinstance(e, openai.APIStatusError):
         line = {"type": "http.error", "status": e.status_code, "url": str(e.request.url), "body": e.body}
     else:
@@ -181,6 +219,8 @@ def _error_line(e: openai.APIError, base_url: str | None) -> str:
 
 
 def _is_model_missing(e: Exception) -> bool:
+    import openai
+
     return isinstance(e, openai.APIStatusError) and (
         e.status_code == 404 or getattr(e, "code", None) == "model_not_found"
     )
@@ -188,21 +228,23 @@ def _is_model_missing(e: Exception) -> bool:
 
 class OpenAIWorker:
     kind = "openai"
+    reads_workspace = False  # the answer's files are written into it afterwards: the step may make it meanwhile
 
     def __init__(self) -> None:
         self._answered: set[str] = set()  # providers (base_url) that answered a request of this process
         self._lock = threading.Lock()
         # one client per provider, key and limits, for the process: a new one costs ~50 ms of CPU (its TLS
         # context loads the CA bundle) and a new connection, per step; httpx's client is thread-safe
-        self._clients: dict[tuple, _Client] = {}
+        self._clients: dict[tuple, object] = {}
 
-    def _client(self, cfg: WorkerConfig, key: str, timeout: openai.Timeout, provider: str) -> _Client:
+    def _client(self, cfg: WorkerConfig, key: str, timeout: openai.Timeout, provider: str):
+        _openai, _unreachable, client_class = _sdk()
         max_retries = int(cfg.extra.get("max_retries", 2))
         ident = (provider, key, cfg.timeout, cfg.idle_timeout, max_retries)
         with self._lock:
             client = self._clients.get(ident)
             if client is None:
-                client = self._clients[ident] = _Client(
+                client = self._clients[ident] = client_class(
                     api_key=key,
                     timeout=timeout,
                     max_retries=max_retries,
@@ -211,8 +253,14 @@ class OpenAIWorker:
                 )
             return client
 
+    def warm(self) -> None:
+        """Load the SDK and the answer's regex family ahead of the first call (AgentHandoff starts it beside the
+        first attempts)."""
+        _sdk()
+        protocol_family()
+
     def version(self, config: WorkerConfig) -> str:
-        return f"openai-python {openai.__version__} {PROTOCOL_VERSION}"
+        return f"openai-python {sdk_version()} {PROTOCOL_VERSION}"
 
     def check(self, config: WorkerConfig, environ: Mapping[str, str], steps=()) -> list[Check]:
         """The key variable (by name) and base_url's form; the SDK's version. No request is sent."""
@@ -233,6 +281,7 @@ class OpenAIWorker:
         problems = [c.detail for c in self.check(cfg, env) if not c.ok]
         if problems:
             return failed(SETUP, "; ".join(problems), model=cfg.model, worker_version=version)
+        openai, Unreachable, _client_class = _sdk()
         timeout = openai.Timeout(
             cfg.timeout, connect=min(10.0, cfg.timeout), read=min(cfg.idle_timeout or cfg.timeout, cfg.timeout)
         )
@@ -302,6 +351,7 @@ class OpenAIWorker:
         return result
 
     def _call(self, client, request: WorkerRequest, model: str, t0: float, secrets) -> WorkerResult:
+        openai = _sdk()[0]
         cfg = request.config
         kwargs: dict[str, object] = {"model": model, "input": request.prompt, "instructions": PROTOCOL_INSTRUCTIONS}
         if cfg.extra.get("reasoning_effort"):
