@@ -164,12 +164,28 @@ class Server:
         self.proc.wait(10)
 
 
+RUNNER_SRC: str | None = None  # --runner-src: run another checkout's runner (e.g. main's, for "before")
+
+
 def env() -> dict:
-    return dict(os.environ, BENCH_KEY=KEY, PYTHONDONTWRITEBYTECODE="1")
+    e = dict(os.environ, BENCH_KEY=KEY, PYTHONDONTWRITEBYTECODE="1")
+    if RUNNER_SRC:
+        e["PYTHONPATH"] = RUNNER_SRC
+    return e
 
 
-def runner_make(root: Path, jobs: int, profile: Path | None = None) -> tuple[float, dict]:
-    """Wall time of `runner make -j J --json`, fork to reap, and its run_finished event."""
+def children_cpu() -> float:
+    """User + system CPU seconds of this process's reaped children (and theirs): the runner, its git and
+    verify processes, codex; the fake server is reaped only at its stop, outside every measured span."""
+    import resource
+
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def runner_make(root: Path, jobs: int, profile: Path | None = None) -> tuple[float, float, dict]:
+    """Wall time of `runner make -j J --json`, fork to reap, the CPU time it and its children used, and its
+    run_finished event."""
     pre = (
         [sys.executable, "-m", "cProfile", "-o", str(profile), "-m", "runner"]
         if profile
@@ -180,19 +196,24 @@ def runner_make(root: Path, jobs: int, profile: Path | None = None) -> tuple[flo
         ]
     )
     argv = [*pre, "make", "-C", str(root), "-j", str(jobs), "--json"]
+    cpu0 = children_cpu()
     t0 = time.perf_counter()
-    proc = subprocess.run(argv, capture_output=True, text=True, env=env(), stdin=subprocess.DEVNULL)
+    # cwd: the project, so that `-m runner` imports the runner on PYTHONPATH (--runner-src) or the installed one,
+    # never a checkout that happens to be the bench's cwd
+    proc = subprocess.run(argv, capture_output=True, text=True, env=env(), stdin=subprocess.DEVNULL, cwd=root)
     wall = time.perf_counter() - t0
+    cpu = children_cpu() - cpu0
     events = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
     finished = next((e for e in events if e.get("event") == "run_finished"), {})
     if proc.returncode != 0:
         failed = [e for e in events if e.get("event") == "step_finished" and e.get("status") != "ran"]
         sys.exit(f"bench/agents.py: runner make exited {proc.returncode}\n{proc.stderr[-2000:]}\n{failed[:2]}")
-    return wall, finished
+    return wall, cpu, finished
 
 
-def bare_codex(work: Path, delay: float, reps: int, codex_home: Path) -> float:
-    """Mean wall time of a bare `codex exec` (the worker's own command line) doing one step's two requests."""
+def bare_codex(work: Path, delay: float, reps: int, codex_home: Path) -> tuple[float, float]:
+    """Mean wall and CPU time of a bare `codex exec` (the worker's own command line) doing one step's two
+    requests."""
     from runner.workers.base import WorkerConfig, WorkerRequest
     from runner.workers.codex import build_argv
 
@@ -205,7 +226,7 @@ def bare_codex(work: Path, delay: float, reps: int, codex_home: Path) -> float:
         }
     ]
     server = Server(work, scripts)
-    times = []
+    times, cpus = [], []
     try:
         cfg = WorkerConfig(
             kind="codex",
@@ -222,16 +243,18 @@ def bare_codex(work: Path, delay: float, reps: int, codex_home: Path) -> float:
             argv = build_argv(codex_binary(), request, cfg.model)
             codex_home.mkdir(parents=True, exist_ok=True)
             e = dict(env(), CODEX_HOME=str(codex_home))
+            cpu0 = children_cpu()
             t0 = time.perf_counter()
             proc = subprocess.run(argv, cwd=ws, capture_output=True, env=e, stdin=subprocess.DEVNULL)
             times.append(time.perf_counter() - t0)
+            cpus.append(children_cpu() - cpu0)
             if proc.returncode != 0:
                 sys.exit(f"bench/agents.py: the bare codex exec failed:\n{proc.stdout[-1500:]}{proc.stderr[-1500:]}")
             if not (ws / "out" / "bare.txt").is_file():
                 sys.exit("bench/agents.py: the bare codex exec did not write its file")
     finally:
         server.stop()
-    return sum(times) / len(times)
+    return sum(times) / len(times), sum(cpus) / len(cpus)
 
 
 def one(work: Path, worker: str, steps: int, jobs: int, delay: float, files: int, profile: Path | None) -> dict:
@@ -242,9 +265,9 @@ def one(work: Path, worker: str, steps: int, jobs: int, delay: float, files: int
     try:
         root = work / "proj"
         project(root, steps, worker, server.url, files, home)
-        wall, finished = runner_make(root, jobs, profile)
+        wall, cpu, finished = runner_make(root, jobs, profile)
         requests = server.requests()
-        noop, again = runner_make(root, jobs)
+        noop, noop_cpu, _again = runner_make(root, jobs)
     finally:
         server.stop()
     ran = (finished.get("counts") or {}).get("ran", finished.get("ran"))
@@ -262,6 +285,8 @@ def one(work: Path, worker: str, steps: int, jobs: int, delay: float, files: int
         "ideal": ideal,
         "ratio": wall / ideal,
         "noop": noop,
+        "cpu": cpu,
+        "noop_cpu": noop_cpu,
         "model": model,
         "ran": ran,
         "requests": requests,
@@ -275,11 +300,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", nargs="+", type=int, default=[1, 16])
     ap.add_argument("--delay", type=float, default=1.0, help="seconds the fake server waits before each answer")
     ap.add_argument("--files", type=int, default=50, help="other files in the project (copied or not per attempt)")
+    ap.add_argument("--reps", type=int, default=1, help="runs of each row; the fastest is shown")
     ap.add_argument("--bare-reps", type=int, default=4, help="bare `codex exec` runs to average")
     ap.add_argument("--profile", choices=sorted(REQUESTS), help="cProfile one -j 1 run of this worker instead")
     ap.add_argument("--json", help="also write the rows here")
     ap.add_argument("--work", default=str(BENCH / "work" / "agents"))
+    ap.add_argument("--runner-src", help="put this checkout's runner first on PYTHONPATH (a before/after pair)")
     args = ap.parse_args(argv)
+    global RUNNER_SRC
+    RUNNER_SRC = args.runner_src
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     if args.profile:
@@ -302,13 +331,23 @@ def main(argv: list[str] | None = None) -> int:
                 for jobs in args.jobs:
                     if jobs == 1 and steps != min(args.steps):
                         continue
-                    row = one(tmp / f"{worker}-{steps}-{jobs}", worker, steps, jobs, args.delay, args.files, None)
+                    runs = [
+                        one(tmp / f"{worker}-{steps}-{jobs}", worker, steps, jobs, args.delay, args.files, None)
+                        for _rep in range(args.reps)
+                    ]
+                    row = min(runs, key=lambda r: r["wall"])  # the least disturbed by the machine's neighbours
+                    row["walls"] = [round(r["wall"], 2) for r in runs]
+                    # CPU per step beside the wall figures: the machine is shared, and a busy neighbour
+                    # stretches wall time but not the CPU the runner spends
+                    row["cpu_per_step"] = row["cpu"] / steps  # the start-up's share included
+                    if worker == "codex" and bare is not None:
+                        row["cpu_per_step"] -= bare[1]
                     if jobs == 1:
                         beyond = (row["wall"] - row["model"]) / steps
                         row["beyond_model_per_step"] = beyond
                         own = beyond - row["noop"] / steps
                         if worker == "codex" and bare is not None:
-                            row["bare_codex_beyond_model"] = bare - REQUESTS["codex"] * args.delay
+                            row["bare_codex_beyond_model"] = bare[0] - REQUESTS["codex"] * args.delay
                             own -= row["bare_codex_beyond_model"]
                         row["runner_own_per_step"] = own
                     rows.append(row)
@@ -325,7 +364,9 @@ def main(argv: list[str] | None = None) -> int:
 def _line(row: dict) -> str:
     return (
         f"{row['worker']:6} {row['steps']:3} steps -j {row['jobs']:2}: {row['wall']:6.2f} s, "
-        f"ideal {row['ideal']:5.1f} s, x{row['ratio']:.2f}, no-op {row['noop']:.2f} s"
+        f"ideal {row['ideal']:5.1f} s, x{row['ratio']:.2f}, no-op {row['noop']:.2f} s, "
+        f"CPU {row['cpu']:.2f} s ({row['cpu_per_step'] * 1000:.0f} ms a step"
+        f"{' and a bare codex exec' if row['worker'] == 'codex' else ''})"
     )
 
 
@@ -333,8 +374,8 @@ def table(rows: list[dict]) -> str:
     """The markdown table bench/README.md shows."""
     lines = [
         "| worker | steps | -j | wall | ideal | ratio | beyond the model, per step | bare `codex exec` beyond "
-        "the model | runner's own, per step |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "the model | runner's own, per step | runner's CPU, per step |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         beyond = f"{r['beyond_model_per_step']:.3f} s" if "beyond_model_per_step" in r else ""
@@ -342,7 +383,7 @@ def table(rows: list[dict]) -> str:
         own = f"{r['runner_own_per_step']:.3f} s" if "runner_own_per_step" in r else ""
         lines.append(
             f"| {r['worker']} | {r['steps']} | {r['jobs']} | {r['wall']:.2f} s | {r['ideal']:.1f} s | "
-            f"{r['ratio']:.2f}x | {beyond} | {bare} | {own} |"
+            f"{r['ratio']:.2f}x | {beyond} | {bare} | {own} | {r['cpu_per_step'] * 1000:.0f} ms |"
         )
     return "\n".join(lines)
 
