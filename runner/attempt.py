@@ -71,9 +71,17 @@ def _git_ignored(root: Path) -> list[str]:
     return [d for d in folders if d not in PRIVATE]
 
 
+_tops: dict[str, Path] = {}  # project -> its repository's top folder, once HEAD named a commit there
+
+
 def _git_top(root: Path) -> tuple[Path, bool] | None:
     """(the repository's top folder, whether HEAD names a commit), or None outside a git repository: one
-    `git rev-parse` (each git process an attempt starts costs ~5 ms, and -j 16 attempts start together)."""
+    `git rev-parse`, asked until it finds a commit (each git process an attempt starts costs ~5 ms of CPU, and
+    -j 16 attempts start together). A remembered answer stays safe: were HEAD gone, `git worktree add` fails
+    and the attempt gets a copy."""
+    known = _tops.get(str(root))
+    if known is not None:
+        return known, True
     try:
         top = _git(root, "rev-parse", "--show-toplevel", "HEAD")
     except (OSError, subprocess.TimeoutExpired):
@@ -81,7 +89,10 @@ def _git_top(root: Path) -> tuple[Path, bool] | None:
     lines = top.stdout.decode().splitlines()
     if not lines or not os.path.isabs(lines[0]):
         return None
-    return Path(lines[0]), top.returncode == 0 and len(lines) == 2
+    has_head = top.returncode == 0 and len(lines) == 2
+    if has_head:
+        _tops[str(root)] = Path(lines[0])
+    return Path(lines[0]), has_head
 
 
 def snapshot(root: Path, private: bool = False) -> dict[str, str]:
@@ -139,6 +150,7 @@ def make_workspace(project: Path, home: Path, writable: tuple[str, ...] = ()) ->
     if tree is not None:
         ws = tree
     else:  # no commit yet, or git refused: copy what git would commit
+        _tops.pop(str(project), None)  # and ask again next time
         ws = home / "ws"
         for rel in _git_files(project):
             _copy_file(project, ws, rel)
