@@ -16,7 +16,7 @@ measured the same way (same command line, same server, same delay) and less the 
 
     .venv/bin/python bench/agents.py                       # 16 and 64 steps, -j 1 and 16, delay 1 s
     .venv/bin/python bench/agents.py --workers openai --steps 64 --jobs 16
-    .venv/bin/python bench/agents.py --profile openai      # cProfile of one -j 1 run, top functions
+    .venv/bin/python bench/agents.py --serve openai --steps 16   # a project for bench/agent_times.py
 
 -j 1 runs only at the smallest step count (64 steps of 2 requests of 1 s is two minutes of waiting that says
 nothing more).
@@ -183,18 +183,10 @@ def children_cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def runner_make(root: Path, jobs: int, profile: Path | None = None) -> tuple[float, float, dict]:
+def runner_make(root: Path, jobs: int) -> tuple[float, float, dict]:
     """Wall time of `runner make -j J --json`, fork to reap, the CPU time it and its children used, and its
     run_finished event."""
-    pre = (
-        [sys.executable, "-m", "cProfile", "-o", str(profile), "-m", "runner"]
-        if profile
-        else [
-            sys.executable,
-            "-m",
-            "runner",
-        ]
-    )
+    pre = [sys.executable, "-m", "runner"]
     argv = [*pre, "make", "-C", str(root), "-j", str(jobs), "--json"]
     cpu0 = children_cpu()
     t0 = time.perf_counter()
@@ -257,7 +249,7 @@ def bare_codex(work: Path, delay: float, reps: int, codex_home: Path) -> tuple[f
     return sum(times) / len(times), sum(cpus) / len(cpus)
 
 
-def one(work: Path, worker: str, steps: int, jobs: int, delay: float, files: int, profile: Path | None) -> dict:
+def one(work: Path, worker: str, steps: int, jobs: int, delay: float, files: int) -> dict:
     """One clean `runner make` of `steps` agent steps at -j `jobs`; then a no-op for the CLI's start-up."""
     home = work / "codex-home"
     home.mkdir(parents=True, exist_ok=True)
@@ -265,7 +257,7 @@ def one(work: Path, worker: str, steps: int, jobs: int, delay: float, files: int
     try:
         root = work / "proj"
         project(root, steps, worker, server.url, files, home)
-        wall, cpu, finished = runner_make(root, jobs, profile)
+        wall, cpu, finished = runner_make(root, jobs)
         requests = server.requests()
         noop, noop_cpu, _again = runner_make(root, jobs)
     finally:
@@ -293,6 +285,22 @@ def one(work: Path, worker: str, steps: int, jobs: int, delay: float, files: int
     }
 
 
+def serve(work: Path, worker: str, steps: int, delay: float, files: int) -> int:
+    """A project and its fake server, left running for a profiler (bench/agent_times.py) to make it."""
+    server = Server(work, script(steps, worker, delay))
+    try:
+        project(work / "proj", steps, worker, server.url, files, work / "codex-home")
+        print(f"serving {steps} {worker} steps: BENCH_KEY=x bench/agent_times.py {work / 'proj'} -- make -j1 --json")
+        print("(remove its .runner/ and out/ to make it again; Ctrl-C stops the server)", flush=True)
+        while server.proc.poll() is None:
+            time.sleep(1)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--workers", nargs="+", default=["openai", "codex"], choices=sorted(REQUESTS))
@@ -302,7 +310,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--files", type=int, default=50, help="other files in the project (copied or not per attempt)")
     ap.add_argument("--reps", type=int, default=1, help="runs of each row; the fastest is shown")
     ap.add_argument("--bare-reps", type=int, default=4, help="bare `codex exec` runs to average")
-    ap.add_argument("--profile", choices=sorted(REQUESTS), help="cProfile one -j 1 run of this worker instead")
+    ap.add_argument(
+        "--serve",
+        choices=sorted(REQUESTS),
+        help="make one project (the smallest --steps) for this worker, serve it until Ctrl-C (bench/agent_times.py)",
+    )
     ap.add_argument("--json", help="also write the rows here")
     ap.add_argument("--work", default=str(BENCH / "work" / "agents"))
     ap.add_argument("--runner-src", help="put this checkout's runner first on PYTHONPATH (a before/after pair)")
@@ -311,15 +323,8 @@ def main(argv: list[str] | None = None) -> int:
     RUNNER_SRC = args.runner_src
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
-    if args.profile:
-        out = work / f"profile-{args.profile}.pstats"
-        steps = min(args.steps)
-        row = one(work / "profile", args.profile, steps, 1, args.delay, args.files, out)
-        import pstats
-
-        print(f"{args.profile} {steps} steps -j 1: {row['wall']:.2f} s (model {row['model']:.1f} s); {out}")
-        pstats.Stats(str(out)).sort_stats("cumulative").print_stats(40)
-        return 0
+    if args.serve:
+        return serve(work / "serve", args.serve, min(args.steps), args.delay, args.files)
     rows = []
     bare = None
     tmp = Path(tempfile.mkdtemp(prefix="agents-bench-", dir=work))
@@ -332,7 +337,7 @@ def main(argv: list[str] | None = None) -> int:
                     if jobs == 1 and steps != min(args.steps):
                         continue
                     runs = [
-                        one(tmp / f"{worker}-{steps}-{jobs}", worker, steps, jobs, args.delay, args.files, None)
+                        one(tmp / f"{worker}-{steps}-{jobs}", worker, steps, jobs, args.delay, args.files)
                         for _rep in range(args.reps)
                     ]
                     row = min(runs, key=lambda r: r["wall"])  # the least disturbed by the machine's neighbours
