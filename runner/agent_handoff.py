@@ -38,6 +38,7 @@ class AgentHandoff:
         self._budget: RunBudget | None = None  # the run's purse for agent steps, made by the first one
         self._budget_lock = threading.Lock()
         self._pool: ThreadPoolExecutor | None = None
+        self._warming: threading.Thread | None = None
 
     def held(self, name: str, decision: Decision) -> str | None:
         """Why an agent step that must run does not start now (a change waiting for approval, a question
@@ -83,9 +84,23 @@ class AgentHandoff:
             from concurrent.futures import ThreadPoolExecutor
 
             self._pool = ThreadPoolExecutor(max_workers=max(1, self.options.jobs), thread_name_prefix="step")
+            self._warming = threading.Thread(target=self._warm, name="warm-worker", daemon=True)
+            self._warming.start()
         future = self._pool.submit(self._attempts, name, decision)
         future.add_done_callback(on_done)
         return future
+
+    def _warm(self) -> None:
+        """Let the worker load what its first call needs (the openai SDK, its answer's regexes: ~1 s of CPU)
+        while the first attempts make their workspaces and wait on their processes, instead of after."""
+        from .workers import get_worker
+
+        try:
+            warm = getattr(get_worker(self.planner.worker_config), "warm", None)
+            if warm is not None:
+                warm()
+        except Exception:  # only a head start: the first call loads the same things and reports what fails
+            pass
 
     def _attempts(self, name: str, decision: Decision) -> StepOutcome:
         """In a pool thread: the attempts; the scheduler thread then asks, applies and records."""
@@ -162,3 +177,5 @@ class AgentHandoff:
     def shutdown(self) -> None:
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
+        if self._warming is not None:
+            self._warming.join()  # no import may still run while the interpreter exits

@@ -46,23 +46,21 @@ class Change:
         return "".join(line if line.endswith("\n") else line + "\n" for line in out)
 
 
-def _git_visible(root: Path) -> tuple[list[str], list[str]] | None:
-    """(files git tracks or would track, top-level ignored folders) or None outside a git repository."""
+def _git_files(root: Path) -> list[str]:
+    """The files git tracks or would track under root (what a copy holds when no worktree can be made)."""
     try:
-        listed = subprocess.run(
-            ["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=root, capture_output=True, timeout=60
-        )
-        ignored = subprocess.run(
-            ["git", "ls-files", "-oi", "--exclude-standard", "--directory", "-z"],
-            cwd=root,
-            capture_output=True,
-            timeout=60,
-        )
+        listed = _git(root, "ls-files", "-co", "--exclude-standard", "-z")
     except (OSError, subprocess.TimeoutExpired):
-        return None
-    if listed.returncode != 0:
-        return None
-    files = [f for f in listed.stdout.decode().split("\0") if f]
+        return []
+    return [f for f in listed.stdout.decode().split("\0") if f] if listed.returncode == 0 else []
+
+
+def _git_ignored(root: Path) -> list[str]:
+    """The top-level folders git ignores (a venv, node_modules), but runner's private ones."""
+    try:
+        ignored = _git(root, "ls-files", "-oi", "--exclude-standard", "--directory", "-z")
+    except (OSError, subprocess.TimeoutExpired):
+        return []
     folders = sorted(
         {
             f.rstrip("/").split("/")[0]
@@ -70,7 +68,31 @@ def _git_visible(root: Path) -> tuple[list[str], list[str]] | None:
             if f.endswith("/") and "/" not in f.rstrip("/")
         }
     )
-    return files, [d for d in folders if d not in PRIVATE]
+    return [d for d in folders if d not in PRIVATE]
+
+
+_tops: dict[str, Path] = {}  # project -> its repository's top folder, once HEAD named a commit there
+
+
+def _git_top(root: Path) -> tuple[Path, bool] | None:
+    """(the repository's top folder, whether HEAD names a commit), or None outside a git repository: one
+    `git rev-parse`, asked until it finds a commit (each git process an attempt starts costs ~5 ms of CPU, and
+    -j 16 attempts start together). A remembered answer stays safe: were HEAD gone, `git worktree add` fails
+    and the attempt gets a copy."""
+    known = _tops.get(str(root))
+    if known is not None:
+        return known, True
+    try:
+        top = _git(root, "rev-parse", "--show-toplevel", "HEAD")
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    lines = top.stdout.decode().splitlines()
+    if not lines or not os.path.isabs(lines[0]):
+        return None
+    has_head = top.returncode == 0 and len(lines) == 2
+    if has_head:
+        _tops[str(root)] = Path(lines[0])
+    return Path(lines[0]), has_head
 
 
 def snapshot(root: Path, private: bool = False) -> dict[str, str]:
@@ -109,8 +131,8 @@ def make_workspace(project: Path, home: Path, writable: tuple[str, ...] = ()) ->
     the step may write there (`writable`: its outputs and scope): those are copied, so no write can pass
     through a link into the project.
     """
-    visible = _git_visible(project)
-    if visible is None:
+    repo = _git_top(project)
+    if repo is None:
         ws = home / "ws"
         ws.mkdir(parents=True)
         for entry in os.listdir(project):
@@ -122,13 +144,15 @@ def make_workspace(project: Path, home: Path, writable: tuple[str, ...] = ()) ->
             else:
                 shutil.copy2(src, ws / entry, follow_symlinks=False)
         return ws, snapshot(ws), []
-    files, ignored = visible
-    tree = _worktree(project, home)
+    top_dir, has_head = repo
+    ignored = _git_ignored(project)
+    tree = _worktree(project, home, top_dir) if has_head else None
     if tree is not None:
         ws = tree
     else:  # no commit yet, or git refused: copy what git would commit
+        _tops.pop(str(project), None)  # and ask again next time
         ws = home / "ws"
-        for rel in files:
+        for rel in _git_files(project):
             _copy_file(project, ws, rel)
     linked = [d for d in ignored if _may_link(d, writable)]
     for folder in ignored:
@@ -153,13 +177,9 @@ def _copy_file(src_root: Path, dest_root: Path, rel: str) -> None:
     shutil.copy2(src, target, follow_symlinks=False)
 
 
-def _worktree(project: Path, home: Path) -> Path | None:
+def _worktree(project: Path, home: Path, top_dir: Path) -> Path | None:
     """A detached worktree of HEAD under home, overlaid with the uncommitted state; the project's place in it."""
     try:
-        top = _git(project, "rev-parse", "--show-toplevel")
-        if top.returncode != 0 or _git(project, "rev-parse", "--verify", "-q", "HEAD").returncode != 0:
-            return None
-        top_dir = Path(top.stdout.decode().strip())
         wt = home / "wt"
         if _git(top_dir, "worktree", "add", "--detach", "--quiet", str(wt), "HEAD").returncode != 0:
             return None
@@ -187,12 +207,14 @@ def _worktree(project: Path, home: Path) -> Path | None:
 
 
 def remove_workspace(home: Path, project: Path) -> None:
-    """Drop a candidate's workspace; a worktree is unregistered from the project's repository too."""
+    """Drop a candidate's workspace; a worktree is unregistered from the project's repository too (a prune
+    only when the targeted remove did not do it: two git processes fewer per attempt)."""
     if (home / "wt").exists():
-        _git(project, "worktree", "remove", "--force", str(home / "wt"))
+        removed = _git(project, "worktree", "remove", "--force", str(home / "wt")).returncode == 0
+        if not removed or (home / "wt").exists():
+            shutil.rmtree(home, ignore_errors=True)
+            _git(project, "worktree", "prune")
     shutil.rmtree(home, ignore_errors=True)
-    if (home / "wt").exists() or _git(project, "rev-parse", "--git-dir").returncode == 0:
-        _git(project, "worktree", "prune")
 
 
 def find_change(workspace: Path, before: dict[str, str], linked: list[str]) -> Change:

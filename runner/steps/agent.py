@@ -184,13 +184,20 @@ class AgentStep:
         index = (attempt.candidate - 1) * intent.max_attempts + attempt.number
         folder = run.attempts_dir / intent.name / f"c{attempt.candidate}-a{attempt.number}"
         folder.mkdir(parents=True, exist_ok=True)
+        writable = tuple(intent.outputs) + tuple(policy.scope)
+        # a worker that answers with files (openai) never looks at the workspace while its model thinks: the
+        # first attempt's workspace is made during the call instead of before it (the change is still found
+        # by digests taken before the answer's files are written)
+        overlap = workspace is None and not getattr(worker, "reads_workspace", True)
         if workspace is None:
             # outside the project, so nothing an agent writes through '..' can land in it
             home = Path(tempfile.mkdtemp(prefix=f"runner-{intent.name}-"))
-            ws, before, linked = make_workspace(run.root, home, tuple(intent.outputs) + tuple(policy.scope))
-            workspace = (home, ws, before, linked)
-        home, ws, before, linked = workspace
-        attempt.workspace = home
+            attempt.workspace = home
+            if not overlap:
+                workspace = (home, *make_workspace(run.root, home, writable))
+        else:
+            home = workspace[0]
+            attempt.workspace = home
         prompt = render(template, intent, run.root, run.input_files, feedback)
         if run.improve:
             prompt += run.improve
@@ -208,7 +215,7 @@ class AgentStep:
         )
         request = WorkerRequest(
             prompt=prompt,
-            workspace=ws,
+            workspace=workspace[1] if workspace else home,  # home: a worker that does not read it
             intent=intent.name,
             step_key=run.replay_key,
             config=run.worker_config,
@@ -216,7 +223,11 @@ class AgentStep:
             cancel=ctx.cancelled,
             journal=ctx.journal,
         )
-        answer = worker.run(request)
+        if workspace is None:
+            answer, workspace = _call_beside(worker, request, lambda: (home, *make_workspace(run.root, home, writable)))
+        else:
+            answer = worker.run(request)
+        _home, ws, before, linked = workspace
         attempt.tokens, attempt.seconds = answer.usage.total, answer.duration_s
         attempt.summary = answer.final_message or ""
         result.spent.tokens += answer.usage.total
@@ -406,6 +417,28 @@ def _findings_text(ctx, run: AgentRun, cmd, output: str) -> str:
             lines.append("The lines of the output that explain the failure (numbered; ... marks lines left out):")
             lines += render_excerpt(output, ranges)
     return "\n".join(lines)
+
+
+def _call_beside(worker, request, make) -> tuple:
+    """(the worker's answer, make()): the call in a helper thread while this one makes the workspace. Both
+    finish before either's error is raised: no worker call outlives its attempt."""
+    box: dict = {}
+
+    def call() -> None:
+        try:
+            box["answer"] = worker.run(request)
+        except BaseException as exc:  # re-raised on the step's thread, as a direct call would raise it
+            box["error"] = exc
+
+    thread = threading.Thread(target=call, name=f"{request.intent}-call", daemon=True)
+    thread.start()
+    try:
+        made = make()
+    finally:
+        thread.join()
+    if "error" in box:
+        raise box["error"]
+    return box["answer"], made
 
 
 def _claimed_outside(events: list[dict], ws: Path) -> list[str]:

@@ -14,9 +14,10 @@ import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as distribution_version
 from pathlib import PurePosixPath
-
-import openai
+from typing import TYPE_CHECKING
 
 from runner.redact import redact, redact_obj, secret_values
 from runner.workers.base import (
@@ -32,6 +33,9 @@ from runner.workers.base import (
 )
 from runner.workers.setup import Check, key_check, unreachable, url_check
 
+if TYPE_CHECKING:
+    import openai
+
 PROTOCOL_VERSION = "mis-1"  # bump when PROTOCOL_INSTRUCTIONS change: it is part of the worker version (step key)
 PROTOCOL_INSTRUCTIONS = """\
 Answer in this exact format and nothing else:
@@ -45,15 +49,20 @@ Markers stand alone on their line. Paths are relative to the project root. If yo
 <<MIS:START>>, then <<MIS:ERR>> followed by the reason, then <<MIS:END>>."""
 
 _family = None
+_family_lock = threading.Lock()
 
 
 def protocol_family():
-    """The `protocol` regex family (loaded once; the built-in library ships it)."""
+    """The `protocol` regex family (loaded once; the built-in library ships it). Behind a lock: -j 16 agent
+    steps finish their first calls together, and each loading the whole library (~0.3 s of CPU) would queue
+    them all behind one another on the GIL."""
     global _family
     if _family is None:
-        from runner.parse import builtin_dir, load_library
+        with _family_lock:
+            if _family is None:
+                from runner.parse import builtin_dir, load_library
 
-        _family = load_library([builtin_dir()]).family("protocol")
+                _family = load_library([builtin_dir()]).family("protocol")
     return _family
 
 
@@ -121,6 +130,8 @@ def parse_answer(text: str) -> Answer:
 
 def _status_failure(e: openai.APIStatusError) -> tuple[str, str]:
     """(failure class, advice) for an HTTP error the SDK gave up on (it already retried what it retries)."""
+    import openai
+
     code = getattr(e, "code", None) or ""
     if isinstance(e, openai.RateLimitError):
         if code == "insufficient_quota":
@@ -137,35 +148,67 @@ def _status_failure(e: openai.APIStatusError) -> tuple[str, str]:
     return PERMANENT, "the request was rejected: retrying the same input will not help"
 
 
-class Unreachable(openai.APIConnectionError):
-    """No connection at all before the provider ever answered: a set-up failure, raised from inside the SDK's
-    retry loop (which lets an OpenAIError through as it is) so that no retry is spent on it."""
+_sdk_lock = threading.Lock()
+_sdk_classes: tuple | None = None
+_sdk_version: str | None = None
 
 
-class _Client(openai.OpenAI):
-    """The SDK's client, told whether the provider has answered this process yet. Until it has, a failed
-    connection (refused, or a name that does not resolve) is Unreachable at once instead of retried with
-    backoff. `_send_request` is where the SDK sends every attempt (openai 3.x); without it nothing changes."""
+def _sdk() -> tuple:
+    """(openai, Unreachable, _Client), made at the first model call: importing the SDK costs ~0.6 s, and a
+    run that only plans (a no-op, `status`, `make -n`) needs the worker's version alone (`version`)."""
+    global _sdk_classes
+    with _sdk_lock:
+        if _sdk_classes is None:
+            import openai
 
-    def __init__(self, *args, first_request: bool = False, **kwargs):  # a default: the SDK's copy() omits it
-        super().__init__(*args, **kwargs)
-        self.first_request = first_request
-        self.answered = False
+            class Unreachable(openai.APIConnectionError):
+                """No connection at all before the provider ever answered: a set-up failure, raised from inside
+                the SDK's retry loop (which lets an OpenAIError through as it is) so that no retry is spent on
+                it."""
 
-    def _send_request(self, request, *args, **kwargs):
+            class _Client(openai.OpenAI):
+                """The SDK's client, told whether the provider has answered this process yet. Until it has, a
+                failed connection (refused, or a name that does not resolve) is Unreachable at once instead of
+                retried with backoff. `_send_request` is where the SDK sends every attempt (openai 3.x); without
+                it nothing changes."""
+
+                def __init__(self, *args, first_request: bool = False, **kwargs):  # the SDK's copy() omits it
+                    super().__init__(*args, **kwargs)
+                    self.first_request = first_request
+                    self.answered = False
+
+                def _send_request(self, request, *args, **kwargs):
+                    try:
+                        response = super()._send_request(request, *args, **kwargs)
+                    except Exception as exc:
+                        # ConnectError: refused or not resolved; a timeout (the provider is slow) is no set-up
+                        # failure
+                        if self.first_request and not self.answered and type(exc).__name__ == "ConnectError":
+                            raise Unreachable(message=f"Connection error: {exc}", request=request) from exc
+                        raise
+                    self.answered = True
+                    return response
+
+            _sdk_classes = (openai, Unreachable, _Client)
+        return _sdk_classes
+
+
+def sdk_version() -> str:
+    """The installed SDK's version, from its distribution's metadata (the same string as openai.__version__)
+    without importing it."""
+    global _sdk_version
+    if _sdk_version is None:  # a metadata look-up reads sys.path's folders (~5 ms); asked for every step
         try:
-            response = super()._send_request(request, *args, **kwargs)
-        except Exception as exc:
-            # ConnectError: refused or not resolved; a timeout (the provider is slow) is no set-up failure
-            if self.first_request and not self.answered and type(exc).__name__ == "ConnectError":
-                raise Unreachable(message=f"Connection error: {exc}", request=request) from exc
-            raise
-        self.answered = True
-        return response
+            _sdk_version = distribution_version("openai")
+        except PackageNotFoundError:  # not installed as a distribution: ask the module itself
+            _sdk_version = _sdk()[0].__version__
+    return _sdk_version
 
 
 def _error_line(e: openai.APIError, base_url: str | None) -> str:
     """The transcript's line for an error that ended the call before any event streamed: what came back."""
+    import openai
+
     if isinstance(e, openai.APIStatusError):
         line = {"type": "http.error", "status": e.status_code, "url": str(e.request.url), "body": e.body}
     else:
@@ -176,6 +219,8 @@ def _error_line(e: openai.APIError, base_url: str | None) -> str:
 
 
 def _is_model_missing(e: Exception) -> bool:
+    import openai
+
     return isinstance(e, openai.APIStatusError) and (
         e.status_code == 404 or getattr(e, "code", None) == "model_not_found"
     )
@@ -183,13 +228,39 @@ def _is_model_missing(e: Exception) -> bool:
 
 class OpenAIWorker:
     kind = "openai"
+    reads_workspace = False  # the answer's files are written into it afterwards: the step may make it meanwhile
 
     def __init__(self) -> None:
         self._answered: set[str] = set()  # providers (base_url) that answered a request of this process
         self._lock = threading.Lock()
+        # one client per provider, key and limits, for the process: a new one costs ~50 ms of CPU (its TLS
+        # context loads the CA bundle) and a new connection, per step; httpx's client is thread-safe
+        self._clients: dict[tuple, object] = {}
+
+    def _client(self, cfg: WorkerConfig, key: str, timeout: openai.Timeout, provider: str):
+        _openai, _unreachable, client_class = _sdk()
+        max_retries = int(cfg.extra.get("max_retries", 2))
+        ident = (provider, key, cfg.timeout, cfg.idle_timeout, max_retries)
+        with self._lock:
+            client = self._clients.get(ident)
+            if client is None:
+                client = self._clients[ident] = client_class(
+                    api_key=key,
+                    timeout=timeout,
+                    max_retries=max_retries,
+                    base_url=cfg.base_url or None,  # None: the SDK's default (OPENAI_BASE_URL, then api.openai.com)
+                    first_request=provider not in self._answered,
+                )
+            return client
+
+    def warm(self) -> None:
+        """Load the SDK and the answer's regex family ahead of the first call (AgentHandoff starts it beside the
+        first attempts)."""
+        _sdk()
+        protocol_family()
 
     def version(self, config: WorkerConfig) -> str:
-        return f"openai-python {openai.__version__} {PROTOCOL_VERSION}"
+        return f"openai-python {sdk_version()} {PROTOCOL_VERSION}"
 
     def check(self, config: WorkerConfig, environ: Mapping[str, str], steps=()) -> list[Check]:
         """The key variable (by name) and base_url's form; the SDK's version. No request is sent."""
@@ -210,19 +281,12 @@ class OpenAIWorker:
         problems = [c.detail for c in self.check(cfg, env) if not c.ok]
         if problems:
             return failed(SETUP, "; ".join(problems), model=cfg.model, worker_version=version)
+        openai, Unreachable, _client_class = _sdk()
         timeout = openai.Timeout(
             cfg.timeout, connect=min(10.0, cfg.timeout), read=min(cfg.idle_timeout or cfg.timeout, cfg.timeout)
         )
         provider = cfg.base_url or ""
-        with self._lock:
-            first = provider not in self._answered
-        client = _Client(
-            api_key=env[key_name],
-            timeout=timeout,
-            max_retries=int(cfg.extra.get("max_retries", 2)),
-            base_url=cfg.base_url or None,  # None: the SDK's own default (OPENAI_BASE_URL, then api.openai.com)
-            first_request=first,
-        )
+        client = self._client(cfg, env[key_name], timeout, provider)
         tried: list[str] = []
         models = list(dict.fromkeys((cfg.model, *cfg.fallback_models)))
         try:
@@ -279,7 +343,6 @@ class OpenAIWorker:
                     )
                 break
         finally:
-            client.close()
             if client.answered:
                 with self._lock:
                     self._answered.add(provider)
@@ -288,6 +351,7 @@ class OpenAIWorker:
         return result
 
     def _call(self, client, request: WorkerRequest, model: str, t0: float, secrets) -> WorkerResult:
+        openai = _sdk()[0]
         cfg = request.config
         kwargs: dict[str, object] = {"model": model, "input": request.prompt, "instructions": PROTOCOL_INSTRUCTIONS}
         if cfg.extra.get("reasoning_effort"):
@@ -296,20 +360,32 @@ class OpenAIWorker:
         text_parts: list[str] = []
         completed = None
         stream_error = None
+        # cast_to=object: the SDK sends, retries and decodes the SSE as usual, but hands back each event's JSON
+        # as it came instead of building pydantic models (their schemas cost ~2 s the first time in a process,
+        # and model_dump per event after that); the events are kept as plain JSON anyway
         if str(cfg.extra.get("stream", "true")).lower() == "false":
-            resp = client.responses.create(**kwargs)
-            events.append(resp.model_dump(mode="json"))
-            completed, text_parts = resp, [resp.output_text]
+            resp = client.post("/responses", body=kwargs, cast_to=object)
+            resp = resp if isinstance(resp, dict) else {}
+            events.append(resp)
+            completed, text_parts = resp, [_output_text(resp)]
         else:
-            with client.responses.create(stream=True, **kwargs) as stream:
+            stream = client.post(
+                "/responses",
+                body=dict(kwargs, stream=True),
+                cast_to=object,
+                stream=True,
+                stream_cls=openai.Stream[object],
+            )
+            with stream:
                 for ev in stream:
-                    d = ev.model_dump(mode="json")
+                    d = ev if isinstance(ev, dict) else {}
                     events.append(d)
-                    if ev.type == "response.output_text.delta":
-                        text_parts.append(ev.delta)
-                    elif ev.type == "response.completed":
-                        completed = ev.response
-                    elif ev.type in ("response.failed", "error", "response.incomplete"):
+                    kind = d.get("type")
+                    if kind == "response.output_text.delta":
+                        text_parts.append(str(d.get("delta") or ""))
+                    elif kind == "response.completed":
+                        completed = d.get("response") or {}
+                    elif kind in ("response.failed", "error", "response.incomplete"):
                         stream_error = d
                     if request.cancel is not None and request.cancel.is_set():
                         return failed(
@@ -341,17 +417,13 @@ class OpenAIWorker:
                 )
                 why = f"the provider reported {code or 'an error'}: {err.get('message', '')}"
             return failed(kind, redact(why, secrets), **base)
-        u = completed.usage
-        usage = (
-            Usage(
-                input_tokens=getattr(u, "input_tokens", 0) or 0,
-                cached_input_tokens=getattr(getattr(u, "input_tokens_details", None), "cached_tokens", 0) or 0,
-                output_tokens=getattr(u, "output_tokens", 0) or 0,
-            )
-            if u
-            else Usage()
+        u = completed.get("usage") or {}
+        usage = Usage(
+            input_tokens=u.get("input_tokens") or 0,
+            cached_input_tokens=(u.get("input_tokens_details") or {}).get("cached_tokens") or 0,
+            output_tokens=u.get("output_tokens") or 0,
         )
-        text = "".join(text_parts) or (completed.output_text or "")
+        text = "".join(text_parts) or _output_text(completed)
         ans = parse_answer(text)
         message = redact(text, secrets)
         if ans.problem:
@@ -377,6 +449,17 @@ class OpenAIWorker:
             files=redact_obj(ans.files, secrets),
             **base,
         )
+
+
+def _output_text(response: dict) -> str:
+    """The text of a response's assistant messages (the SDK's `output_text`, from the JSON)."""
+    return "".join(
+        part.get("text") or ""
+        for item in response.get("output") or []
+        if isinstance(item, dict) and item.get("type") == "message"
+        for part in item.get("content") or []
+        if isinstance(part, dict) and part.get("type") == "output_text"
+    )
 
 
 def _transcript(events: list[dict], secrets) -> str:

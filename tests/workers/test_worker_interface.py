@@ -25,11 +25,16 @@ def test_unknown_kind_names_the_choices():
         get_worker(WorkerConfig(kind="gemini"))
 
 
-def test_openai_sdk_is_imported_only_by_the_openai_worker():
+def test_openai_sdk_is_imported_only_by_the_openai_worker_at_its_first_call():
+    """Planning asks the openai worker its version (part of every agent step's key): that must not import the
+    SDK (~0.6 s on every run, a no-op included), and must give the SDK's own version string."""
     code = (
-        "import sys; from runner.workers import get_worker; get_worker('codex'); get_worker('replay'); "
-        "assert 'openai' not in sys.modules, 'openai imported'; get_worker('openai'); "
-        "assert 'openai' in sys.modules"
+        "import sys; from runner.workers import get_worker, WorkerConfig; get_worker('codex'); "
+        "get_worker('replay'); assert 'openai' not in sys.modules, 'openai imported'; "
+        "v = get_worker('openai').version(WorkerConfig(kind='openai')); "
+        "assert 'openai' not in sys.modules, 'version() imported openai'; "
+        "from runner.workers.openai import _sdk; _sdk(); import openai; "
+        "assert v == f'openai-python {openai.__version__} mis-1', v"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
 
