@@ -31,18 +31,21 @@ def make(
     on_wait=None,
     improve: dict[str, dict] | None = None,
     sync_roadmap: bool = False,
+    executor: str | None = None,
 ) -> int:
     """Bring `targets` (intents or declared output paths; none: the default) up to date; the exit code says how
-    it went. `ask(question, detail)` asks a human."""
+    it went. `ask(question, detail)` asks a human. `executor`: --executor (local, dask://HOST:PORT)."""
     from ..execute import RunOptions
+    from ..executors import build
     from ..pipeline import load_project
     from ..pipeline import make as run_pipeline
     from ..report import make_reporter
     from ..workspace import is_terminal
 
     project = load_project(directory, spec_file=spec_file)
+    runs_on = build(project.spec, executor)  # connected before anything starts: an unreachable cluster is said first
     options = RunOptions(
-        jobs=jobs or os.cpu_count() or 1,
+        jobs=jobs or runs_on.slots() or os.cpu_count() or 1,  # on a cluster: steps in flight there
         keep_going=keep_going,
         force=force,
         timeout=timeout,
@@ -51,6 +54,7 @@ def make(
         ask=ask,
         worker=worker,
         improve=improve,
+        executor=runs_on,
     )
     reporter = make_reporter(as_json, verbose, terminal=is_terminal(sys.stdout) and is_terminal(sys.stderr))
     if verbose and not as_json:  # JSON lines hold events only: a step's output stays in its log
@@ -63,6 +67,7 @@ def make(
         )
     finally:
         reporter.close()
+        runs_on.close()
     warn(summary.warnings)
     if sync_roadmap and not summary.interrupted:  # what completed before a set-up failure completed too
         _sync_roadmap(project, targets, summary, as_json)
@@ -131,6 +136,7 @@ def run(
     worker: str | None,
     halt_on: str,
     sync_roadmap: bool = False,
+    executor: str | None = None,
 ) -> int:
     from ..pipeline import load_project, plan
     from .status import setup_failed, show_plan
@@ -172,6 +178,7 @@ def run(
         as_json=inv.as_json,
         ask=None if inv.as_json else inv.ask,
         sync_roadmap=sync_roadmap,
+        executor=executor,
     )
 
 
@@ -212,6 +219,12 @@ COMMAND = Command(
             dest="worker",
             help="Use this worker for agent steps in this run instead of [worker] kind.",
             type=("codex", "openai", "replay"),
+        ),
+        option(
+            "--executor",
+            dest="executor",
+            help="Where shell steps run: local (the default) or dask://HOST:PORT (a Dask scheduler); over [executor].",
+            metavar="WHERE",
         ),
         option(
             "--halt-on",
