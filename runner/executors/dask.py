@@ -15,6 +15,7 @@ from __future__ import annotations
 import concurrent.futures
 import logging
 import os
+import queue
 import shutil
 import signal
 import subprocess
@@ -34,8 +35,10 @@ OUTPUT_LIMIT = 16 << 20  # bytes of a step's output sent back to the runner for 
 
 class DaskExecutor:
     """Shell steps as Dask futures: `submit` gives a concurrent.futures.Future of the step's StepOutcome,
-    resolved from the Dask future's done-callback (which then wakes the scheduler's loop, as an agent step's
-    end does)."""
+    resolved once the task's result is here (which then wakes the scheduler's loop, as an agent step's end does).
+
+    The results are fetched by one thread, in batches: every task that finished meanwhile in one `gather` (one
+    round trip per worker), rather than a round trip per task in Dask's one callback thread."""
 
     remote = True
 
@@ -47,7 +50,11 @@ class DaskExecutor:
         self.lost: str | None = None  # why the cluster is gone: execute.py stops the run once it is set
         self._cancelling = False  # cancel_all cancelled the futures: their "cancelled" is not a lost cluster
         self._lock = threading.Lock()
-        self._pending: dict[str, tuple[object, concurrent.futures.Future]] = {}
+        # key -> (the Dask future, the step's future, its context, its command line, the scheduler's wake-up)
+        self._pending: dict[str, tuple] = {}
+        self._finished: queue.SimpleQueue = queue.SimpleQueue()  # keys whose Dask future is done; None: stop
+        self._fetcher = threading.Thread(target=self._fetch, name="runner-dask-results", daemon=True)
+        self._fetcher.start()
 
     @classmethod
     def connect(cls, address: str, where: str) -> DaskExecutor:
@@ -75,6 +82,7 @@ class DaskExecutor:
             return 1
 
     def close(self) -> None:
+        self._finished.put(None)
         try:
             self.client.close(timeout=CANCEL_WAIT)
         except Exception:  # noqa: BLE001 - a scheduler already gone: nothing is left to close
@@ -102,20 +110,53 @@ class DaskExecutor:
         key = f"runner-{intent.name}-{uuid.uuid4().hex[:12]}"
         future = self.client.submit(run_command, line, cwd, env, ctx.timeout, self.token, key=key, pure=False)
         with self._lock:
-            self._pending[key] = (future, done)
-
-        def finished(dask_future) -> None:  # in Dask's callback thread
-            outcome = self._outcome(ctx, line, dask_future)
-            with self._lock:
-                mine = self._pending.pop(key, None) is not None  # else cancel_all answered it already
-            if mine:
-                done.set_result(outcome)
-                wake()
-
-        future.add_done_callback(finished)
+            self._pending[key] = (future, done, ctx, line, wake)
+        future.add_done_callback(lambda _f: self._finished.put(key))  # in Dask's callback thread: no waiting
         return done
 
-    def _outcome(self, ctx: StepContext, line: str, future) -> StepOutcome:
+    def _fetch(self) -> None:
+        """The results' thread: take every key that finished, fetch their results together, answer each step."""
+        while True:
+            keys = [self._finished.get()]
+            while True:
+                try:
+                    keys.append(self._finished.get_nowait())
+                except queue.Empty:
+                    break
+            stop = None in keys
+            with self._lock:
+                batch = [(key, self._pending[key]) for key in keys if key is not None and key in self._pending]
+            results = self._gather([(key, entry[0]) for key, entry in batch if entry[0].status == "finished"])
+            for key, (future, done, ctx, line, wake) in batch:
+                try:
+                    outcome = self._outcome(ctx, line, future, results.get(key))
+                except Exception as exc:  # noqa: BLE001 - the step must be answered, whatever went wrong here
+                    outcome = StepOutcome(ok=False, error=f"its result could not be read: {type(exc).__name__}: {exc}")
+                with self._lock:
+                    mine = self._pending.pop(key, None) is not None  # else cancel_all answered it already
+                if mine:
+                    done.set_result(outcome)
+                    wake()
+            if stop:
+                return
+
+    def _gather(self, finished: list[tuple[str, object]]) -> dict[str, object]:
+        """key -> the task's result, or the exception that kept it from here."""
+        if not finished:
+            return {}
+        try:
+            values = self.client.gather([future for _key, future in finished])
+            return {key: value for (key, _future), value in zip(finished, values, strict=True)}
+        except Exception:  # noqa: BLE001 - one of them failed: each alone, so the others still come
+            found: dict[str, object] = {}
+            for key, future in finished:
+                try:
+                    found[key] = future.result()  # type: ignore[attr-defined]
+                except Exception as exc:  # noqa: BLE001 - said in that step's outcome
+                    found[key] = exc
+            return found
+
+    def _outcome(self, ctx: StepContext, line: str, future, result) -> StepOutcome:
         status = future.status
         if status == "cancelled":
             if self._cancelling:
@@ -123,13 +164,14 @@ class DaskExecutor:
             if self.lost is None:
                 self.lost = f"the Dask scheduler at {self.address} went away"
             return self._lost()
-        try:
-            if status == "error":
+        if status == "error":
+            try:
                 return _task_failed(future.exception())
-            result = future.result()
-        except Exception as exc:  # noqa: BLE001 - the result could not be fetched: the cluster is gone
+            except Exception as exc:  # noqa: BLE001 - the exception could not be fetched: the cluster is gone
+                result = exc
+        if not isinstance(result, dict):  # the result could not be fetched: the cluster is gone
             if self.lost is None:
-                self.lost = f"the Dask scheduler at {self.address} went away ({type(exc).__name__})"
+                self.lost = f"the Dask scheduler at {self.address} went away ({type(result).__name__})"
             return self._lost()
         return _shell_outcome(ctx, line, result)
 
@@ -141,7 +183,7 @@ class DaskExecutor:
         step in flight as interrupted, at once."""
         with self._lock:
             self._cancelling = True
-            pending = list(self._pending.values())
+            pending = [(entry[0], entry[1]) for entry in self._pending.values()]
             self._pending.clear()
 
         def cancel() -> None:
