@@ -163,11 +163,20 @@ def test_the_intents_file_with_an_unreachable_scheduler_names_its_toml_path(tmp_
     )
 
 
-def test_a_dask_executor_without_an_address_is_a_spec_error(tmp_path: Path):
-    root = project(tmp_path / "p", '[executor]\nkind = "dask"\n\n[intent.a]\nrun = "true"\n')
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        ('kind = "dask"\n', "  intents.toml:1: executor: missing required field 'address'\n"),
+        (
+            'kind = "dask"\naddress = "http://x:1"\n',
+            '  intents.toml:3: executor.address: invalid value "http://x:1": must match ^tcp://[^\\s/:]+:[0-9]{1,5}$\n',
+        ),
+    ],
+)
+def test_a_bad_executor_table_is_a_spec_error(tmp_path: Path, table: str, message: str):
+    root = project(tmp_path / "p", f'[executor]\n{table}\n[intent.a]\nrun = "true"\n')
     result = runner(root, "validate")
-    assert result.code == 2
-    assert "executor" in result.err and "address" in result.err, result.err
+    assert (result.code, result.err) == (2, "error: 1 problem in the spec\n" + message)
 
 
 @pytest.mark.slow  # three processes of its own, a step run twice
