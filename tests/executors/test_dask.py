@@ -124,6 +124,27 @@ def test_ctrl_c_kills_the_command_on_the_worker_and_exits_130(cluster, tmp_path:
     assert (root / ".runner" / "inflight").stat().st_size == 0
 
 
+def test_a_runner_killed_mid_step_leaves_its_remote_step_in_the_journal_for_the_next_start(cluster, tmp_path: Path):
+    address, _workers = cluster
+    root = project(
+        tmp_path / "p",
+        '[intent.half]\nrun = "echo partial > out.txt; touch started.txt; sleep 1; echo full > out.txt"\n'
+        'inputs = ["intents.toml"]\noutputs = ["out.txt"]\n',
+    )
+    proc = start_runner(root, "make", "--json", "--executor", address)
+    wait_for(root / "started.txt")
+    proc.send_signal(signal.SIGKILL)  # no chance to clean up: the journal is all the next start has
+    proc.communicate(timeout=30)
+    entries = [json.loads(line) for line in (root / ".runner" / "inflight").read_text().splitlines()]
+    assert [(e["start"], e["pgid"], e["outputs"]) for e in entries] == [("half", 0, ["out.txt"])]
+    time.sleep(1.5)  # the orphaned task on the worker ends meanwhile
+    resumed = runner(root, "make", "--json")  # recovery removes out.txt, whoever wrote it, and the step runs here
+    assert resumed.code == 0, resumed.err
+    assert [e["status"] for e in resumed.finished()] == ["ran"]
+    assert (root / "out.txt").read_text() == "full\n"
+    assert (root / ".runner" / "inflight").stat().st_size == 0
+
+
 BAD = [
     (
         ["--executor", "dask://127.0.0.1:1"],
