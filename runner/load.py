@@ -19,6 +19,7 @@ from .spec import (
     STEP_SHELL,
     Adapter,
     Budget,
+    ExecutorSettings,
     Intent,
     Policy,
     Project,
@@ -985,4 +986,5 @@ def load_spec(root: Path, spec_file: str = SPEC_FILE) -> Spec:
         prompts=prompts,
         sources=tuple(reader.sources),
         file=spec_file,
+        executor=ExecutorSettings(**data.get("executor", {})),
     )

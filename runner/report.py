@@ -106,11 +106,12 @@ class PlainReporter:
         status, name = event["status"], event["intent"]
         if status == "ran":
             spent = f"; {spent_text(event)}" if "usage" in event else ""
+            spent += f" on {event['worker']}" if event.get("worker") else ""  # a step run on a Dask worker
             _out(f"{self.counter} ran {name} ({event.get('duration', 0):.2f}s{spent})")
         elif status == "restored":
             _out(f"{self.counter} restored {name} from cache")
         elif status == "failed":
-            _out(failure_text(event), err=True)
+            _out(failure_text(event) + (f"\n  (on {event['worker']})" if event.get("worker") else ""), err=True)
         elif status == "blocked":
             _out(f"BLOCKED {name}: {event.get('error') or '; '.join(event.get('reasons', []))}", err=True)
         else:

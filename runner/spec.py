@@ -55,6 +55,14 @@ class WorkerSettings(NamedTuple):
     extra: tuple[tuple[str, str], ...] = ()
 
 
+class ExecutorSettings(NamedTuple):
+    """The `[executor]` table: where shell steps run. `local` (the default) on this machine; `dask` on the
+    Dask cluster whose scheduler is at `address` (tcp://HOST:PORT), every worker seeing the project's path."""
+
+    kind: str = "local"
+    address: str | None = None
+
+
 class AdapterCommand(NamedTuple):
     name: str
     run: str  # may hold {var} placeholders, filled from the adapter's and its variants' vars
@@ -247,3 +255,4 @@ class Spec(NamedTuple):
     prompts: dict[str, str]  # prompt name -> file path
     sources: tuple[str, ...] = ()  # every file the spec was read from (for the spec cache)
     file: str = "intents.toml"  # the intents file, relative to root (`-f FILE` names another)
+    executor: ExecutorSettings = ExecutorSettings()

@@ -21,6 +21,7 @@ OWNERS = {
     "click": "runner.cli",
     "codex_cli_bin": "runner.workers.codex",
     "diskcache": "runner.cache",
+    "distributed": "runner.executors.dask",
     "fastjsonschema": "runner.load",
     "fsspec": "runner.stores.remote",
     "jsonschema": "runner.load",

@@ -33,11 +33,13 @@ def make(
     sync_roadmap: bool = False,
     remote: str | None = None,
     remote_mode: str | None = None,
+    executor: str | None = None,
 ) -> int:
     """Bring `targets` (intents or declared output paths; none: the default) up to date; the exit code says how
     it went. `ask(question, detail)` asks a human. `remote`, `remote_mode`: the shared cache (runner/stores),
-    over RUNNER_REMOTE_CACHE and `[cache]`."""
+    over RUNNER_REMOTE_CACHE and `[cache]`. `executor`: --executor (local, dask://HOST:PORT)."""
     from ..execute import RunOptions
+    from ..executors import build
     from ..pipeline import load_project
     from ..pipeline import make as run_pipeline
     from ..report import make_reporter
@@ -47,8 +49,9 @@ def make(
     from ..stores import mirror_named
 
     mirror = mirror_named(project.spec.root, project.spec_file, remote, remote_mode, project.compiled.token)
+    runs_on = build(project.spec, executor)  # connected before anything starts: an unreachable cluster is said first
     options = RunOptions(
-        jobs=jobs or os.cpu_count() or 1,
+        jobs=jobs or runs_on.slots() or os.cpu_count() or 1,  # on a cluster: steps in flight there
         keep_going=keep_going,
         force=force,
         timeout=timeout,
@@ -57,6 +60,7 @@ def make(
         ask=ask,
         worker=worker,
         improve=improve,
+        executor=runs_on,
     )
     reporter = make_reporter(as_json, verbose, terminal=is_terminal(sys.stdout) and is_terminal(sys.stderr))
     if verbose and not as_json:  # JSON lines hold events only: a step's output stays in its log
@@ -75,6 +79,7 @@ def make(
         )
     finally:
         reporter.close()
+        runs_on.close()
     warn(summary.warnings)
     if sync_roadmap and not summary.interrupted:  # what completed before a set-up failure completed too
         _sync_roadmap(project, targets, summary, as_json)
@@ -145,6 +150,7 @@ def run(
     sync_roadmap: bool = False,
     remote: str | None = None,
     remote_mode: str | None = None,
+    executor: str | None = None,
 ) -> int:
     from ..pipeline import load_project, plan
     from .status import setup_failed, show_plan
@@ -192,6 +198,7 @@ def run(
         sync_roadmap=sync_roadmap,
         remote=remote,
         remote_mode=remote_mode,
+        executor=executor,
     )
 
 
@@ -245,6 +252,12 @@ COMMAND = Command(
             dest="remote_mode",
             help="read: never upload; write: never read; readwrite (default).",
             type=("read", "write", "readwrite"),
+        ),
+        option(
+            "--executor",
+            dest="executor",
+            help="Where shell steps run: local (the default) or dask://HOST:PORT (a Dask scheduler); over [executor].",
+            metavar="WHERE",
         ),
         option(
             "--halt-on",

@@ -65,6 +65,7 @@ class StepOutcome:
         details: dict | None = None,
         log: str | None = None,
         setup: bool = False,
+        worker: str | None = None,
     ):
         self.ok = ok
         self.exit_code = exit_code
@@ -76,6 +77,7 @@ class StepOutcome:
         self.details = {} if details is None else details  # agent steps: attempts, usage, workspace
         self.log = log  # shell steps: the log of what the command printed, if it printed anything
         self.setup = setup  # agent steps: the worker cannot start or reach its model; the run stops (exit 2)
+        self.worker = worker  # the Dask worker that ran the step (runner/executors/); None: this machine
 
     def __repr__(self) -> str:
         return f"StepOutcome(ok={self.ok}, exit_code={self.exit_code}, error={self.error!r})"

@@ -1,0 +1,306 @@
+"""Steps on a Dask cluster (the one importer of `distributed`): each shell step's command is one Dask task.
+
+The runner that the user started still plans, keys, records and applies: a task only runs the step's command
+in the project's folder on a worker that sees the project at the same path (a shared filesystem), and returns
+its exit code, what it printed and the worker's name. The outputs it wrote are hashed by the runner, as a local
+step's are (execute.py `_hash_outputs`).
+
+A worker that dies mid-step: the scheduler gives the task to another worker (Dask's allowed-failures), and the
+runner sees one result, so the step is recorded once. The scheduler that goes away: the client cancels every
+future ("scheduler-connection-lost"); each step in flight fails with that reason and the run stops (exit 1).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+import os
+import queue
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import uuid
+from collections.abc import Callable
+
+from ..errors import UsageError
+from ..steps.base import StepContext, StepOutcome
+from ..steps.shell import command_line
+
+CONNECT_TIMEOUT = 3.0  # seconds to reach the scheduler before the run gives up, saying so
+CANCEL_WAIT = 2.0  # seconds an interrupt waits for the workers to kill the steps' commands
+OUTPUT_LIMIT = 16 << 20  # bytes of a step's output sent back to the runner for its log
+
+
+class DaskExecutor:
+    """Shell steps as Dask futures: `submit` gives a concurrent.futures.Future of the step's StepOutcome,
+    resolved once the task's result is here (which then wakes the scheduler's loop, as an agent step's end does).
+
+    The results are fetched by one thread, in batches: every task that finished meanwhile in one `gather` (one
+    round trip per worker), rather than a round trip per task in Dask's one callback thread."""
+
+    remote = True
+
+    def __init__(self, client, address: str):
+        self.client = client
+        self.address = address
+        self.name = f"dask {address}"
+        self.token = uuid.uuid4().hex  # names this run's commands on the workers, for cancel_all
+        self.lost: str | None = None  # why the cluster is gone: execute.py stops the run once it is set
+        self._cancelling = False  # cancel_all cancelled the futures: their "cancelled" is not a lost cluster
+        self._lock = threading.Lock()
+        # key -> (the Dask future, the step's future, its context, its command line, the scheduler's wake-up)
+        self._pending: dict[str, tuple] = {}
+        self._finished: queue.SimpleQueue = queue.SimpleQueue()  # keys whose Dask future is done; None: stop
+        self._fetcher = threading.Thread(target=self._fetch, name="runner-dask-results", daemon=True)
+        self._fetcher.start()
+
+    @classmethod
+    def connect(cls, address: str, where: str) -> DaskExecutor:
+        """Connect to the scheduler at `address` within CONNECT_TIMEOUT; `where` names what gave the address."""
+        from distributed import Client
+
+        # the client's own log lines (reconnect attempts, a closing comm) would bury the runner's messages,
+        # which say what happened to each step
+        logging.getLogger("distributed").setLevel(logging.CRITICAL)
+        try:
+            client = Client(address, timeout=CONNECT_TIMEOUT, set_as_default=False)
+        except (OSError, TimeoutError) as exc:
+            raise UsageError(
+                f"error: {where}: no Dask scheduler answered at {address} within {CONNECT_TIMEOUT:g}s "
+                f"({type(exc).__name__}); start one with `dask scheduler` and its workers with "
+                f"`dask worker {address}`, or run here with --executor local"
+            ) from None
+        return cls(client, address)
+
+    def slots(self) -> int:
+        """-j's default: twice the threads the cluster's workers have, so each worker holds a step queued behind
+        the one it runs and no thread waits out a round trip to the runner between two steps (1,000 steps of
+        `sleep 0.2` on 4 workers of 4 threads: 0.87 of linear at -j 16, 0.96 at -j 32; bench/README.md)."""
+        try:
+            return max(1, 2 * sum(self.client.nthreads().values()))
+        except Exception:  # noqa: BLE001 - a scheduler gone between connect and here: the run says so later
+            return 1
+
+    def close(self) -> None:
+        self._finished.put(None)
+        try:
+            self.client.close(timeout=CANCEL_WAIT)
+        except Exception:  # noqa: BLE001 - a scheduler already gone: nothing is left to close
+            pass
+
+    # ---- one step ---------------------------------------------------------------------------------
+    def submit(self, ctx: StepContext, decision, wake: Callable[[], object]) -> concurrent.futures.Future:
+        """Hand the step's command to the cluster. `decision` (its key, its inputs' digests) is what a hermetic
+        mode will need to materialise the inputs from the shared cache; the shared-filesystem mode runs in place."""
+        done: concurrent.futures.Future = concurrent.futures.Future()
+        intent = ctx.intent
+        if self.lost or ctx.cancelled.is_set():
+            done.set_result(self._lost() if self.lost else _interrupted())
+            wake()
+            return done
+        try:
+            line = command_line(ctx)
+        except UsageError as exc:  # adapter = "auto" that detects nothing, or two toolchains alike
+            done.set_result(StepOutcome(ok=False, error=str(exc)))
+            wake()
+            return done
+        env = dict(ctx.environ if ctx.environ is not None else os.environb)  # the step's environment, as locally
+        env.update((os.fsencode(k), os.fsencode(v)) for k, v in intent.env)
+        cwd = os.path.normpath(os.path.join(ctx.spec.root, intent.cwd))
+        key = f"runner-{intent.name}-{uuid.uuid4().hex[:12]}"
+        future = self.client.submit(run_command, line, cwd, env, ctx.timeout, self.token, key=key, pure=False)
+        with self._lock:
+            self._pending[key] = (future, done, ctx, line, wake)
+        future.add_done_callback(lambda _f: self._finished.put(key))  # in Dask's callback thread: no waiting
+        return done
+
+    def _fetch(self) -> None:
+        """The results' thread: take every key that finished, fetch their results together, answer each step."""
+        while True:
+            keys = [self._finished.get()]
+            while True:
+                try:
+                    keys.append(self._finished.get_nowait())
+                except queue.Empty:
+                    break
+            stop = None in keys
+            with self._lock:
+                batch = [(key, self._pending[key]) for key in keys if key is not None and key in self._pending]
+            results = self._gather([(key, entry[0]) for key, entry in batch if entry[0].status == "finished"])
+            for key, (future, done, ctx, line, wake) in batch:
+                try:
+                    outcome = self._outcome(ctx, line, future, results.get(key))
+                except Exception as exc:  # noqa: BLE001 - the step must be answered, whatever went wrong here
+                    outcome = StepOutcome(ok=False, error=f"its result could not be read: {type(exc).__name__}: {exc}")
+                with self._lock:
+                    mine = self._pending.pop(key, None) is not None  # else cancel_all answered it already
+                if mine:
+                    done.set_result(outcome)
+                    wake()
+            if stop:
+                return
+
+    def _gather(self, finished: list[tuple[str, object]]) -> dict[str, object]:
+        """key -> the task's result, or the exception that kept it from here."""
+        if not finished:
+            return {}
+        try:
+            values = self.client.gather([future for _key, future in finished])
+            return {key: value for (key, _future), value in zip(finished, values, strict=True)}
+        except Exception:  # noqa: BLE001 - one of them failed: each alone, so the others still come
+            found: dict[str, object] = {}
+            for key, future in finished:
+                try:
+                    found[key] = future.result()  # type: ignore[attr-defined]
+                except Exception as exc:  # noqa: BLE001 - said in that step's outcome
+                    found[key] = exc
+            return found
+
+    def _outcome(self, ctx: StepContext, line: str, future, result) -> StepOutcome:
+        status = future.status
+        if status == "cancelled":
+            if self._cancelling:
+                return _interrupted()
+            if self.lost is None:
+                self.lost = f"the Dask scheduler at {self.address} went away"
+            return self._lost()
+        if status == "error":
+            try:
+                return _task_failed(future.exception())
+            except Exception as exc:  # noqa: BLE001 - the exception could not be fetched: the cluster is gone
+                result = exc
+        if not isinstance(result, dict):  # the result could not be fetched: the cluster is gone
+            if self.lost is None:
+                self.lost = f"the Dask scheduler at {self.address} went away ({type(result).__name__})"
+            return self._lost()
+        return _shell_outcome(ctx, line, result)
+
+    def _lost(self) -> StepOutcome:
+        return StepOutcome(ok=False, error=f"{self.lost}: the run stops; the next run resumes from the cache")
+
+    def cancel_all(self) -> None:
+        """Ctrl-C: kill every command of this run on the workers (bounded by CANCEL_WAIT), then answer each
+        step in flight as interrupted, at once."""
+        with self._lock:
+            self._cancelling = True
+            pending = [(entry[0], entry[1]) for entry in self._pending.values()]
+            self._pending.clear()
+
+        def cancel() -> None:
+            try:
+                self.client.cancel([future for future, _done in pending])
+                self.client.run(kill_run, self.token, on_error="ignore")
+            except Exception:  # noqa: BLE001 - a scheduler already gone has no task left to cancel
+                pass
+
+        thread = threading.Thread(target=cancel, name="runner-dask-cancel", daemon=True)
+        thread.start()
+        thread.join(CANCEL_WAIT)
+        for _future, done in pending:
+            done.set_result(_interrupted())
+
+
+def _interrupted() -> StepOutcome:
+    return StepOutcome(ok=False, interrupted=True, error="interrupted")
+
+
+def _task_failed(exc: BaseException | None) -> StepOutcome:
+    from distributed import KilledWorker
+
+    if isinstance(exc, KilledWorker):  # every worker that took it died: Dask's allowed-failures ran out
+        return StepOutcome(ok=False, error=f"the Dask workers that ran it died, as many times as Dask allows: {exc}")
+    return StepOutcome(ok=False, error=f"the Dask task failed: {type(exc).__name__}: {exc}")
+
+
+def _shell_outcome(ctx: StepContext, line: str, result: dict) -> StepOutcome:
+    """What the worker returned, as a local shell step's outcome: the same errors, the log written (masked)
+    on this side, where the run's record lives."""
+    worker = result.get("worker")
+    if "error" in result:
+        return StepOutcome(ok=False, error=result["error"], worker=worker)
+    log = None
+    output: bytes = result.get("output", b"")
+    if output:
+        data = ctx.mask.data(f"$ {line}\n".encode() + output)
+        ctx.log_path.write_bytes(data)
+        log = str(ctx.log_path)
+        if ctx.on_output is not None:  # -v: the lines come when the step ends, not as it prints them
+            ctx.on_output(ctx.intent.name, data.decode("utf-8", "replace").splitlines()[1:])
+    code = result["code"]
+    if result.get("timed_out"):
+        return StepOutcome(
+            ok=False,
+            exit_code=code,
+            timed_out=True,
+            log=log,
+            error=f"timed out after {ctx.timeout:g}s; its process group was killed",
+            worker=worker,
+        )
+    if code != 0:
+        how = f"killed by signal {-code}" if code < 0 else f"exited with code {code}"
+        return StepOutcome(ok=False, exit_code=code, error=f"command {how}", log=log, worker=worker)
+    return StepOutcome(ok=True, exit_code=0, log=log, worker=worker)
+
+
+# ---- on the worker ------------------------------------------------------------------------------------
+_RUNNING: dict[str, set[int]] = {}  # a run's token -> the process groups of its commands on this worker
+_RUNNING_LOCK = threading.Lock()
+# the command dies with the worker process that started it (a killed worker leaves no step running that would
+# write the outputs behind the retry's back): util-linux's setpriv sets the parent-death signal, then execs
+_SETPRIV = shutil.which("setpriv")
+
+
+def run_command(line: str, cwd: str, env: dict[bytes, bytes], timeout: float | None, token: str) -> dict:
+    """The Dask task: run one step's shell line in its own process group, wait (killing the group at the
+    step's timeout), and say what happened. Never raises for the command's own failure."""
+    from distributed import get_worker
+
+    try:
+        worker = get_worker()
+        name = worker.name if isinstance(worker.name, str) and worker.name else worker.address
+    except ValueError:  # not in a worker (called directly)
+        name = "local"
+    argv = ["/bin/sh", "-c", line]
+    if _SETPRIV:
+        argv = [_SETPRIV, "--pdeathsig", "KILL", "--", *argv]
+    with tempfile.TemporaryFile() as out:
+        try:
+            proc = subprocess.Popen(
+                argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )  # fmt: skip
+        except OSError as exc:
+            return {"worker": name, "error": f"could not start /bin/sh in {cwd} on {name}: {exc.strerror}"}
+        with _RUNNING_LOCK:
+            _RUNNING.setdefault(token, set()).add(proc.pid)
+        timed_out = False
+        try:
+            code = proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            _kill(proc.pid)
+            code = proc.wait()
+            timed_out = True
+        finally:
+            with _RUNNING_LOCK:
+                _RUNNING.get(token, set()).discard(proc.pid)
+        out.seek(0)
+        output = out.read(OUTPUT_LIMIT)
+    return {"worker": name, "code": code, "output": output, "timed_out": timed_out}
+
+
+def kill_run(token: str) -> int:
+    """Run on every worker by cancel_all: kill the process groups of the run's commands; how many."""
+    with _RUNNING_LOCK:
+        groups = list(_RUNNING.pop(token, ()))
+    for pgid in groups:
+        _kill(pgid)
+    return len(groups)
+
+
+def _kill(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass

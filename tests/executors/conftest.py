@@ -1,0 +1,31 @@
+"""A real Dask cluster on 127.0.0.1 for the executor tests: a LocalCluster of worker processes started once per
+session; `dask scheduler` / `dask worker` processes (executor_helpers.Processes) for the tests that kill one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from executor_helpers import Processes
+
+
+@pytest.fixture(scope="session")
+def cluster():
+    """(scheduler address, worker addresses): 2 worker processes of 2 threads each, for the whole session."""
+    from distributed import Client, LocalCluster
+
+    with (
+        LocalCluster(
+            processes=True, n_workers=2, threads_per_worker=2, host="127.0.0.1", dashboard_address=":0"
+        ) as local,
+        Client(local) as client,
+    ):
+        client.wait_for_workers(2, timeout=60)
+        yield local.scheduler_address, sorted(client.nthreads())
+
+
+@pytest.fixture
+def processes(tmp_path: Path):
+    procs = Processes(tmp_path)
+    yield procs
+    procs.stop()
