@@ -19,6 +19,7 @@ from .spec import (
     STEP_SHELL,
     Adapter,
     Budget,
+    CacheSettings,
     ExecutorSettings,
     Intent,
     Policy,
@@ -987,4 +988,5 @@ def load_spec(root: Path, spec_file: str = SPEC_FILE) -> Spec:
         sources=tuple(reader.sources),
         file=spec_file,
         executor=ExecutorSettings(**data.get("executor", {})),
+        cache=CacheSettings(**data.get("cache", {})),
     )

@@ -63,6 +63,17 @@ class ExecutorSettings(NamedTuple):
     address: str | None = None
 
 
+class CacheSettings(NamedTuple):
+    """The `[cache]` table: the shared remote cache (runner/stores), over which `--remote`, `--remote-mode`,
+    RUNNER_REMOTE_CACHE and RUNNER_REMOTE_MODE win. `signing_key_env` names the variable holding the team's key."""
+
+    remote: str | None = None
+    mode: str | None = None
+    signing_key_env: str | None = None
+    timeout: float = 5.0  # seconds for one connection or read, never retried
+    upload_timeout: float = 60.0  # seconds the end of a run waits for its uploads
+
+
 class AdapterCommand(NamedTuple):
     name: str
     run: str  # may hold {var} placeholders, filled from the adapter's and its variants' vars
@@ -256,3 +267,4 @@ class Spec(NamedTuple):
     sources: tuple[str, ...] = ()  # every file the spec was read from (for the spec cache)
     file: str = "intents.toml"  # the intents file, relative to root (`-f FILE` names another)
     executor: ExecutorSettings = ExecutorSettings()
+    cache: CacheSettings = CacheSettings()

@@ -18,7 +18,7 @@ def explain_intent(project, name: str, remote: str | None = None) -> dict:
 
     name = resolve_target(project.spec, name) or name  # an output path names its intent; unknown: did-you-mean
     order = selected_order(project.compiled.order, project.compiled.deps, name)
-    mirror = mirror_named(project.spec.root, project.spec_file, remote, "read", project.compiled.token)
+    mirror = mirror_named(project.spec, remote, "read")
     planner = planner_for(project, remote=mirror)
     try:
         decision = make_plan(planner, order)[-1]

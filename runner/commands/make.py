@@ -48,7 +48,7 @@ def make(
     project = load_project(directory, spec_file=spec_file)
     from ..stores import mirror_named
 
-    mirror = mirror_named(project.spec.root, project.spec_file, remote, remote_mode, project.compiled.token)
+    mirror = mirror_named(project.spec, remote, remote_mode)
     runs_on = build(project.spec, executor)  # connected before anything starts: an unreachable cluster is said first
     options = RunOptions(
         jobs=jobs or runs_on.slots() or os.cpu_count() or 1,  # on a cluster: steps in flight there
@@ -160,9 +160,7 @@ def run(
         from ..stores import mirror_named
 
         project = load_project(inv.directory, spec_file=spec_file)
-        mirror = mirror_named(
-            project.spec.root, project.spec_file, remote, "read", project.compiled.token
-        )  # asked, never written
+        mirror = mirror_named(project.spec, remote, "read")  # asked, never written
         target, decisions, warnings, agents = plan(project, targets, force, worker, remote=mirror)
         if inv.as_json:  # one line, as every `runner make --json` writes: a `plan` event (events.json)
             event = {"event": "plan", "target": named(targets), "steps": [d.to_json() for d in decisions]}

@@ -45,9 +45,7 @@ def run(inv: Invocation, targets: tuple[str, ...], spec_file: str | None, force:
     from ..stores import mirror_named
 
     project = load_project(inv.directory, spec_file=spec_file)
-    remote = mirror_named(
-        project.spec.root, project.spec_file, mode="read", token=project.compiled.token
-    )  # what make would find there too
+    remote = mirror_named(project.spec, mode="read")  # what make would find there too
     target, decisions, warnings, agents = plan(project, targets, force, remote=remote)
     show_plan(target, decisions, inv.as_json, warnings, agents)
     warn(warnings)
