@@ -36,6 +36,12 @@ The shortcuts, each answering as the rule does, and the invariant each rests on
        variables `env` values read ($NAME) are part of keys: the proof keeps their digest, and holds only
        while it is the same. The proof is found by the targets as typed and the intents file (`-f`,
        `proof_name`): the spec files' stats vouch that those names still select the same steps.
+       A touch (`_touched`): when a few declared files (no spec file) have new stats, the proof still
+       holds if each one's bytes now are the bytes the proof vouched for: its kept digest, or the stat
+       cache's digest of a file with exactly the recorded stats, hashed when they vouched for it (1). The
+       proof then records the new stats (with a kept digest while they are too fresh). When the no-op
+       drops kept digests whose stats now vouch, it writes them to the stat cache, each with the stats
+       taken before its bytes were read. Invariant: 3 and 1; every byte a verdict rested on is the same.
     4. The edit's cone (`first_look`, `doubtful_steps`). Against that proof, a path whose stats differ is
        changed; a step that declares no changed path, is no agent step, has a last good result, and
        depends on no step left to decide, is up to date as the recorded run found it. Only the cone
@@ -394,23 +400,114 @@ def prove_target(root: str, target: str | None) -> tuple[list[str], tuple[int, .
         return None
     taken = time.time_ns()
     stats = _each_stat(root, paths)
+    touched = False
     if hashlib.sha256(_stats_bytes(stats)).hexdigest() != digest:
-        _checked[root] = paths, stats, taken  # the pipeline, next in this process, asks which paths changed
-        _loaded[root] = proofs
-        return None
+        proved = _touched(root, paths, stats, n_sources, stats_bytes, kept)
+        if proved is None:
+            _checked[root] = paths, stats, taken  # the pipeline, next in this process, asks which paths changed
+            _loaded[root] = proofs
+            return None
+        kept, touched = proved, True
     for rel, want in kept.items():  # the stats did not vouch for these bytes: check them
         if content_digest(root, rel) != want:
             _loaded[root] = proofs
             return None
-    if kept:
+    if touched:  # the touched files' new stats stand for the same bytes from now on: the next no-op is stats only
+        stats_bytes = _stats_bytes(stats)
+        digest = hashlib.sha256(stats_bytes).hexdigest()
+    if kept or touched:
         # a kept digest whose file is now past the racy window is vouched for by its stats alone
         now = time.time_ns()
-        position = {rel: i for i, rel in enumerate(paths)}
+        position = {rel: i for i, rel in enumerate(paths)} if kept else {}
         still = {rel: d for rel, d in kept.items() if (s := stats[position[rel]]) is None or not vouches(s, now)}
-        if still != kept:
+        if still != kept or touched:
             proofs[_slot(target)] = (paths, digest, order, still, token, n_sources, stats_bytes, env, aggregates)
             _write(root, proofs)
+            # what the dropped digests said goes to the stat cache, so a later touch of the file finds its bytes
+            _vouched(root, {rel: (stats[position[rel]], taken, d) for rel, d in kept.items() if rel not in still})
     return order, aggregates
+
+
+def _vouched(root: str, found: Mapping[str, tuple]) -> None:
+    """Stat cache entries (shortcut 1) for files whose bytes were checked just now: each was read after its stats
+    were taken at `taken`, and only stats that vouch at that moment are written (a write after it moves them)."""
+    entries = {}
+    for rel, (st, taken, d) in found.items():
+        if st is None or not vouches(st, taken):
+            continue
+        try:
+            now = os.stat(rel if rel[0] == "/" else root + "/" + rel)
+        except OSError:
+            continue
+        if stat_is_file(now) and stat_of(now) == st:  # a folder's kept digest is of its names, not bytes
+            entries[rel] = (*st, taken, d)
+    if not entries:
+        return
+    path = os.path.join(root, ".runner", "stat")
+    encoded = read_encoded(path)
+    for rel, entry in entries.items():
+        encoded[rel] = marshal.dumps(entry)
+    try:
+        write_marshal(path, encoded)
+    except OSError:
+        pass  # a cache: the pipeline hashes the file again
+
+
+_TOUCHED_AT_MOST = 64  # more changed stats than this: an edit or a checkout, for the pipeline's cone to sort out
+
+
+def _touched(
+    root: str, paths: list[str], stats: list, n_sources: int, stats_bytes: bytes, kept: Mapping[str, str]
+) -> dict[str, str] | None:
+    """Shortcut 3's touch: the few declared files whose stats differ from the proof's but whose bytes are the
+    ones the proof vouched for (a `touch`, a checkout that rewrote a file as it was). The new kept digests
+    (`kept`, and each touched file's digest while its new stats are too fresh to vouch for it) if every
+    changed path is such a file, else None. What the proof vouched for: a kept digest, or else the stat
+    cache's digest of a file with exactly the recorded stats, hashed when they vouched for it (shortcut 1)."""
+    try:
+        recorded = marshal.loads(stats_bytes)
+    except (EOFError, ValueError, TypeError):
+        return None
+    if not isinstance(recorded, list) or len(recorded) != len(stats):
+        return None
+    changed = [i for i, (a, b) in enumerate(zip(recorded, stats, strict=True)) if a != b]
+    if len(changed) > _TOUCHED_AT_MOST or any(i < n_sources for i in changed):
+        return None  # a spec or worker file: the compiled spec and the keys rest on more than its bytes
+    entries: dict[str, bytes] | None = None
+    new_kept = dict(kept)
+    for i in changed:
+        rel, was, now = paths[i], recorded[i], stats[i]
+        if was is None or now is None or tuple(was) == NEVER:
+            return None  # made, deleted, or seen in two states: the rule decides
+        want = kept.get(rel)
+        if want is None:
+            if entries is None:
+                entries = read_encoded(os.path.join(root, ".runner", "stat"))
+            encoded = entries.get(rel)
+            entry = marshal.loads(encoded) if encoded is not None else None
+            if not entry or len(entry) != 6 or tuple(entry[:4]) != tuple(was) or not vouches(was, entry[4]):
+                return None  # nobody can say which bytes the recorded stats stood for
+            want = entry[5]
+        full = rel if rel[0] == "/" else root + "/" + rel
+        hashed_at = time.time_ns()
+        try:
+            st = os.stat(full)
+            if not stat_is_file(st) or stat_of(st) != now:
+                return None  # a folder, or a file written since the stats were taken
+            have = digest_file(full)
+        except OSError:
+            return None
+        if have != want:
+            return None  # an edit
+        if vouches(now, hashed_at):
+            new_kept.pop(rel, None)
+        else:
+            new_kept[rel] = have  # too fresh for its stats to vouch for these bytes: checked by digest next time
+    return new_kept
+
+
+def stat_is_file(st: os.stat_result) -> bool:
+    return st.st_mode & 0o170000 == 0o100000  # stat.S_ISREG without importing stat on the no-op path
 
 
 def snapshot_paths(
