@@ -359,7 +359,9 @@ def proof_name(targets: Sequence[str], spec_file: str = "intents.toml") -> str |
 
 
 _loaded: dict[str, dict] = {}  # root -> the proof file as this process read it (the no-op, then the pipeline)
-_checked: dict[str, tuple] = {}  # root -> (paths, their stats, when) as a failed no-op proof just took them
+# root -> (paths, their stats, when, the proof's stats as bytes, the positions that differ from them) as a failed
+# no-op proof just took and compared them
+_checked: dict[str, tuple] = {}
 
 
 def _load(root: str) -> dict:
@@ -402,9 +404,11 @@ def prove_target(root: str, target: str | None) -> tuple[list[str], tuple[int, .
     stats = _each_stat(root, paths)
     touched = False
     if hashlib.sha256(_stats_bytes(stats)).hexdigest() != digest:
-        proved = _touched(root, paths, stats, n_sources, stats_bytes, kept)
+        changed = _changed(stats_bytes, stats)
+        proved = None if changed is None else _touched(root, paths, stats, n_sources, changed, kept)
         if proved is None:
-            _checked[root] = paths, stats, taken  # the pipeline, next in this process, asks which paths changed
+            # the pipeline, next in this process, asks which paths changed
+            _checked[root] = paths, stats, taken, stats_bytes, changed
             _loaded[root] = proofs
             return None
         kept, touched = proved, True
@@ -456,27 +460,35 @@ def _vouched(root: str, found: Mapping[str, tuple]) -> None:
 _TOUCHED_AT_MOST = 64  # more changed stats than this: an edit or a checkout, for the pipeline's cone to sort out
 
 
-def _touched(
-    root: str, paths: list[str], stats: list, n_sources: int, stats_bytes: bytes, kept: Mapping[str, str]
-) -> dict[str, str] | None:
-    """Shortcut 3's touch: the few declared files whose stats differ from the proof's but whose bytes are the
-    ones the proof vouched for (a `touch`, a checkout that rewrote a file as it was). The new kept digests
-    (`kept`, and each touched file's digest while its new stats are too fresh to vouch for it) if every
-    changed path is such a file, else None. What the proof vouched for: a kept digest, or else the stat
-    cache's digest of a file with exactly the recorded stats, hashed when they vouched for it (shortcut 1)."""
+def _changed(stats_bytes: bytes, stats: list) -> list[tuple[int, tuple | None]] | None:
+    """(position, recorded stat) of each path whose stats differ from the proof's, found without a Python-level
+    loop over a 100,000-path proof; None if the recorded stats are damaged."""
     try:
         recorded = marshal.loads(stats_bytes)
     except (EOFError, ValueError, TypeError):
         return None
     if not isinstance(recorded, list) or len(recorded) != len(stats):
         return None
-    changed = [i for i, (a, b) in enumerate(zip(recorded, stats, strict=True)) if a != b]
-    if len(changed) > _TOUCHED_AT_MOST or any(i < n_sources for i in changed):
+    from itertools import compress
+    from operator import ne
+
+    return [(i, recorded[i]) for i in compress(range(len(stats)), map(ne, recorded, stats))]
+
+
+def _touched(
+    root: str, paths: list[str], stats: list, n_sources: int, changed: list, kept: Mapping[str, str]
+) -> dict[str, str] | None:
+    """Shortcut 3's touch: the few declared files whose stats differ from the proof's but whose bytes are the
+    ones the proof vouched for (a `touch`, a checkout that rewrote a file as it was). The new kept digests
+    (`kept`, and each touched file's digest while its new stats are too fresh to vouch for it) if every
+    changed path is such a file, else None. What the proof vouched for: a kept digest, or else the stat
+    cache's digest of a file with exactly the recorded stats, hashed when they vouched for it (shortcut 1)."""
+    if len(changed) > _TOUCHED_AT_MOST or any(i < n_sources for i, _was in changed):
         return None  # a spec or worker file: the compiled spec and the keys rest on more than its bytes
     entries: dict[str, bytes] | None = None
     new_kept = dict(kept)
-    for i in changed:
-        rel, was, now = paths[i], recorded[i], stats[i]
+    for i, was in changed:
+        rel, now = paths[i], stats[i]
         if was is None or now is None or tuple(was) == NEVER:
             return None  # made, deleted, or seen in two states: the rule decides
         want = kept.get(rel)
@@ -554,7 +566,7 @@ def first_look(root: str, target: str | None, token: str, sources: list[str], re
     paths differ. `reuse`: the proof and stats a failed no-op proof read in this process still stand (no
     other runner held the lock since). Without such a proof, `order` and `paths` stay None, for the caller
     to work out."""
-    checked_paths, checked, checked_at = _checked.pop(root, (None, None, 0))
+    checked_paths, checked, checked_at, checked_bytes, checked_changed = _checked.pop(root, (None, None, 0, b"", None))
     if not reuse:
         _loaded.pop(root, None)
         checked_paths = None
@@ -565,18 +577,20 @@ def first_look(root: str, target: str | None, token: str, sources: list[str], re
     paths, _digest, order, kept, entry_token, n_sources, stats_bytes, env, _aggregates = entry
     if entry_token != token or n_sources != len(sources) or paths[:n_sources] != sources:
         return look
-    try:
-        recorded = marshal.loads(stats_bytes)
-    except (EOFError, ValueError, TypeError):
-        return look
-    if not isinstance(recorded, list) or len(recorded) != len(paths):  # damaged: no proof, rather than half of one
-        return look
-    if checked_paths == paths:
-        stats, look.taken = checked, checked_at
+    if checked_paths == paths and checked_changed is not None and checked_bytes == stats_bytes:
+        stats, look.taken = checked, checked_at  # the failed no-op proof compared them: not decoded twice
+        changed = checked_changed
     else:
-        look.taken = time.time_ns()
-        stats = _each_stat(root, paths)
-    differ = {rel for rel, a, b in zip(paths, recorded, stats, strict=True) if a != b}
+        if checked_paths == paths:
+            stats, look.taken = checked, checked_at
+        else:
+            look.taken = time.time_ns()
+            stats = _each_stat(root, paths)
+        found = _changed(stats_bytes, stats)
+        if found is None:  # damaged: no proof, rather than half of one
+            return look
+        changed = found
+    differ = {paths[i] for i, _was in changed}
     differ.update(rel for rel, want in kept.items() if rel not in differ and content_digest(root, rel) != want)
     look.order, look.paths, look.stats, look.kept, look.differ = order, paths, stats, kept, differ
     env_changed = bool(env[0]) and env_digest(env[0]) != env[1]  # no path shows which steps read a variable
