@@ -218,13 +218,17 @@ class Bench:
         dag = dagmod.build(n, a.layers, a.seed)
         meta = dag.meta()
         base = a.work / str(n)
-        dagmod.write(dag, base / "base")
+        # --reuse-work: the tools' folders as an earlier run at this size built them (the same seeded DAG)
+        reuse = a.reuse_work and all((base / t / "out").is_dir() for t in tools)
+        if not reuse:
+            dagmod.write(dag, base / "base")
         dirs = {}
         for t in tools:
             d = base / t
-            if d.exists():
-                shutil.rmtree(d)
-            shutil.copytree(base / "base", d)
+            if not reuse:
+                if d.exists():
+                    shutil.rmtree(d)
+                shutil.copytree(base / "base", d)
             dirs[t] = d
         slow = n >= a.slow_above
         recs: dict[str, dict] = {t: {} for t in tools}
@@ -248,9 +252,9 @@ class Bench:
             k = rep % len(live) if live else 0
             return live[k:] + live[:k]
 
-        print(f"== {n} steps: {json.dumps(meta)}", flush=True)
+        print(f"== {n} steps: {json.dumps(meta)}{' (reusing the built folders)' if reuse else ''}", flush=True)
         # clean builds: each repetition interleaves the tools, -j1 then -j2
-        for rep in range(a.clean_reps):
+        for rep in range(0 if reuse else a.clean_reps):
             for jobs in (1, 2):
                 for t in rotated(rep):
                     if rep >= reps_for(t, a.clean_reps, a.slow_clean_reps):
@@ -264,7 +268,7 @@ class Bench:
                     attempt(t, clean)
 
         # every tool built the same bytes?
-        built = [t for t in live if recs[t].get("clean_j1") or recs[t].get("clean_j2")]
+        built = list(live) if reuse else [t for t in live if recs[t].get("clean_j1") or recs[t].get("clean_j2")]
         digests = {t: _tree_digest(dirs[t] / "out") for t in built}
         same_outputs = len(set(digests.values())) <= 1
 
@@ -283,7 +287,7 @@ class Bench:
                 )
 
         # the first no-op after the last clean build, once
-        for t in list(live):
+        for t in list(live) if not reuse else []:
             attempt(
                 t,
                 lambda t=t: self.once(TOOLS[t], dirs[t], a.jobs, "noop_first", recs[t]),
@@ -316,6 +320,7 @@ class Bench:
             "out_digests": digests,
             "seeded_from": seeded,
             "slow_tools_limited": sorted(set(a.slow_tools) & set(tools)) if slow else [],
+            "reused_work": reuse,
         }
 
 
@@ -507,6 +512,12 @@ def summarize(results: dict) -> str:
                 cells.append(f"{max(r['rss_kb']) / 1024:.0f}" if r else "—")
             out.append(f"| {_label(sc)} | " + " | ".join(cells) + " |")
         out.append("")
+        if size.get("reused_work"):
+            out.append(
+                "No clean build in this run (`--reuse-work`): no-op, touch and edit were measured in the folders "
+                "an earlier run at this size had built."
+            )
+            out.append("")
         for t, donor in size.get("seeded_from", {}).items():
             out.append(
                 f"{t} had no clean build at this size; its `out/` was copied from {donor}'s "
@@ -678,6 +689,11 @@ def main(argv: list[str] | None = None) -> None:
         "--render-only",
         action="store_true",
         help="print (and with --readme write) from --results",
+    )
+    ap.add_argument(
+        "--reuse-work",
+        action="store_true",
+        help="no clean builds: measure no-op, touch and edit in the folders an earlier run at the same size built",
     )
     ap.add_argument(
         "--keep-sizes",
