@@ -485,6 +485,8 @@ def _touched(
     cache's digest of a file with exactly the recorded stats, hashed when they vouched for it (shortcut 1)."""
     if len(changed) > _TOUCHED_AT_MOST or any(i < n_sources for i, _was in changed):
         return None  # a spec or worker file: the compiled spec and the keys rest on more than its bytes
+    if any(was is not None and stats[i] is not None and was[0] != stats[i][0] for i, was in changed):
+        return None  # a new size is new bytes: an edit, told without reading the stat cache
     entries: dict[str, bytes] | None = None
     new_kept = dict(kept)
     for i, was in changed:
