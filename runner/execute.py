@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import heapq
+import json
 import os
 import selectors
 import threading
@@ -30,6 +31,21 @@ if TYPE_CHECKING:
 RAN, CACHED, RESTORED, FAILED, SKIPPED, BLOCKED = "ran", "cached", "restored", "failed", "skipped", "blocked"
 _EXITED, _PRINTED = "exited", "printed"  # what a shell step's file descriptor in the selector says
 _AGGREGATE = "aggregate"  # what _finish_skip says of an aggregate: its dependencies are done, nothing to report
+
+
+_encoded_lists: dict[tuple[str, ...], str] = {}  # a step's reasons as JSON: a clean build's are mostly one list
+
+
+def _json_list(items: list[str]) -> str:
+    """json.dumps(items), kept for the few lists that repeat over thousands of events. Intent names need no
+    escaping in an event line ([A-Za-z0-9_.-], the schema says so), so only the reasons are encoded."""
+    key = tuple(items)
+    line = _encoded_lists.get(key)
+    if line is None:
+        line = json.dumps(items)
+        if len(_encoded_lists) < 256:
+            _encoded_lists[key] = line
+    return line
 
 
 class RunOptions:
@@ -276,7 +292,11 @@ class Executor:
                     {"event": "step_finished", "intent": name, "status": status, "error": held, "reasons": [held]}
                 )
                 continue
-            self.emit({"event": "step_started", "intent": name, "reasons": decision.reasons})
+            started_event = {"event": "step_started", "intent": name, "reasons": decision.reasons}
+            self.emit(
+                started_event,
+                f'{{"event": "step_started", "intent": "{name}", "reasons": {_json_list(decision.reasons)}}}',
+            )
             active = _Active(name, decision, time.monotonic())
             with self.interrupts.held():  # an interrupt here would leave a child that nobody kills
                 started = self._start(active, selector, wake_w)
@@ -520,7 +540,13 @@ class Executor:
                 return status, {}
             event["outputs"] = outputs  # what `runner replay` compares a re-execution against
         if outcome.ok:
-            self.emit({**event, "status": RAN, "reasons": decision.reasons})
+            line = None
+            if len(event) == 3:  # the usual shell step: printed nothing, no agent details: no JSON encoder
+                line = (
+                    f'{{"event": "step_finished", "intent": "{name}", "duration": {event["duration"]!r}, '
+                    f'"status": "ran", "reasons": {_json_list(decision.reasons)}}}'
+                )
+            self.emit({**event, "status": RAN, "reasons": decision.reasons}, line)
             return RAN, outputs
         if outcome.blocked:
             self.emit({**event, "status": BLOCKED, "error": outcome.blocked, "reasons": [outcome.blocked]})

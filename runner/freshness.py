@@ -36,6 +36,12 @@ The shortcuts, each answering as the rule does, and the invariant each rests on
        variables `env` values read ($NAME) are part of keys: the proof keeps their digest, and holds only
        while it is the same. The proof is found by the targets as typed and the intents file (`-f`,
        `proof_name`): the spec files' stats vouch that those names still select the same steps.
+       A touch (`_touched`): when a few declared files (no spec file) have new stats, the proof still
+       holds if each one's bytes now are the bytes the proof vouched for: its kept digest, or the stat
+       cache's digest of a file with exactly the recorded stats, hashed when they vouched for it (1). The
+       proof then records the new stats (with a kept digest while they are too fresh). When the no-op
+       drops kept digests whose stats now vouch, it writes them to the stat cache, each with the stats
+       taken before its bytes were read. Invariant: 3 and 1; every byte a verdict rested on is the same.
     4. The edit's cone (`first_look`, `doubtful_steps`). Against that proof, a path whose stats differ is
        changed; a step that declares no changed path, is no agent step, has a last good result, and
        depends on no step left to decide, is up to date as the recorded run found it. Only the cone
@@ -355,7 +361,9 @@ def proof_name(targets: Sequence[str], spec_file: str = "intents.toml") -> str |
 
 
 _loaded: dict[str, dict] = {}  # root -> the proof file as this process read it (the no-op, then the pipeline)
-_checked: dict[str, tuple] = {}  # root -> (paths, their stats, when) as a failed no-op proof just took them
+# root -> (paths, their stats, when, the proof's stats as bytes, the positions that differ from them) as a failed
+# no-op proof just took and compared them
+_checked: dict[str, tuple] = {}
 
 
 def _load(root: str) -> dict:
@@ -396,23 +404,126 @@ def prove_target(root: str, target: str | None) -> tuple[list[str], tuple[int, .
         return None
     taken = time.time_ns()
     stats = _each_stat(root, paths)
+    touched = False
     if hashlib.sha256(_stats_bytes(stats)).hexdigest() != digest:
-        _checked[root] = paths, stats, taken  # the pipeline, next in this process, asks which paths changed
-        _loaded[root] = proofs
-        return None
+        changed = _changed(stats_bytes, stats)
+        proved = None if changed is None else _touched(root, paths, stats, n_sources, changed, kept)
+        if proved is None:
+            # the pipeline, next in this process, asks which paths changed
+            _checked[root] = paths, stats, taken, stats_bytes, changed
+            _loaded[root] = proofs
+            return None
+        kept, touched = proved, True
     for rel, want in kept.items():  # the stats did not vouch for these bytes: check them
         if content_digest(root, rel) != want:
             _loaded[root] = proofs
             return None
-    if kept:
+    if touched:  # the touched files' new stats stand for the same bytes from now on: the next no-op is stats only
+        stats_bytes = _stats_bytes(stats)
+        digest = hashlib.sha256(stats_bytes).hexdigest()
+    if kept or touched:
         # a kept digest whose file is now past the racy window is vouched for by its stats alone
         now = time.time_ns()
-        position = {rel: i for i, rel in enumerate(paths)}
+        position = {rel: i for i, rel in enumerate(paths)} if kept else {}
         still = {rel: d for rel, d in kept.items() if (s := stats[position[rel]]) is None or not vouches(s, now)}
-        if still != kept:
+        if still != kept or touched:
             proofs[_slot(target)] = (paths, digest, order, still, token, n_sources, stats_bytes, env, aggregates)
             _write(root, proofs)
+            # what the dropped digests said goes to the stat cache, so a later touch of the file finds its bytes
+            _vouched(root, {rel: (stats[position[rel]], taken, d) for rel, d in kept.items() if rel not in still})
     return order, aggregates
+
+
+def _vouched(root: str, found: Mapping[str, tuple]) -> None:
+    """Stat cache entries (shortcut 1) for files whose bytes were checked just now: each was read after its stats
+    were taken at `taken`, and only stats that vouch at that moment are written (a write after it moves them)."""
+    entries = {}
+    for rel, (st, taken, d) in found.items():
+        if st is None or not vouches(st, taken):
+            continue
+        try:
+            now = os.stat(rel if rel[0] == "/" else root + "/" + rel)
+        except OSError:
+            continue
+        if stat_is_file(now) and stat_of(now) == st:  # a folder's kept digest is of its names, not bytes
+            entries[rel] = (*st, taken, d)
+    if not entries:
+        return
+    path = os.path.join(root, ".runner", "stat")
+    encoded = read_encoded(path)
+    for rel, entry in entries.items():
+        encoded[rel] = marshal.dumps(entry)
+    try:
+        write_marshal(path, encoded)
+    except OSError:
+        pass  # a cache: the pipeline hashes the file again
+
+
+_TOUCHED_AT_MOST = 64  # more changed stats than this: an edit or a checkout, for the pipeline's cone to sort out
+
+
+def _changed(stats_bytes: bytes, stats: list) -> list[tuple[int, tuple | None]] | None:
+    """(position, recorded stat) of each path whose stats differ from the proof's, found without a Python-level
+    loop over a 100,000-path proof; None if the recorded stats are damaged."""
+    try:
+        recorded = marshal.loads(stats_bytes)
+    except (EOFError, ValueError, TypeError):
+        return None
+    if not isinstance(recorded, list) or len(recorded) != len(stats):
+        return None
+    from itertools import compress
+    from operator import ne
+
+    return [(i, recorded[i]) for i in compress(range(len(stats)), map(ne, recorded, stats))]
+
+
+def _touched(
+    root: str, paths: list[str], stats: list, n_sources: int, changed: list, kept: Mapping[str, str]
+) -> dict[str, str] | None:
+    """Shortcut 3's touch: the few declared files whose stats differ from the proof's but whose bytes are the
+    ones the proof vouched for (a `touch`, a checkout that rewrote a file as it was). The new kept digests
+    (`kept`, and each touched file's digest while its new stats are too fresh to vouch for it) if every
+    changed path is such a file, else None. What the proof vouched for: a kept digest, or else the stat
+    cache's digest of a file with exactly the recorded stats, hashed when they vouched for it (shortcut 1)."""
+    if len(changed) > _TOUCHED_AT_MOST or any(i < n_sources for i, _was in changed):
+        return None  # a spec or worker file: the compiled spec and the keys rest on more than its bytes
+    if any(was is not None and stats[i] is not None and was[0] != stats[i][0] for i, was in changed):
+        return None  # a new size is new bytes: an edit, told without reading the stat cache
+    entries: dict[str, bytes] | None = None
+    new_kept = dict(kept)
+    for i, was in changed:
+        rel, now = paths[i], stats[i]
+        if was is None or now is None or tuple(was) == NEVER:
+            return None  # made, deleted, or seen in two states: the rule decides
+        want = kept.get(rel)
+        if want is None:
+            if entries is None:
+                entries = read_encoded(os.path.join(root, ".runner", "stat"))
+            encoded = entries.get(rel)
+            entry = marshal.loads(encoded) if encoded is not None else None
+            if not entry or len(entry) != 6 or tuple(entry[:4]) != tuple(was) or not vouches(was, entry[4]):
+                return None  # nobody can say which bytes the recorded stats stood for
+            want = entry[5]
+        full = rel if rel[0] == "/" else root + "/" + rel
+        hashed_at = time.time_ns()
+        try:
+            st = os.stat(full)
+            if not stat_is_file(st) or stat_of(st) != now:
+                return None  # a folder, or a file written since the stats were taken
+            have = digest_file(full)
+        except OSError:
+            return None
+        if have != want:
+            return None  # an edit
+        if vouches(now, hashed_at):
+            new_kept.pop(rel, None)
+        else:
+            new_kept[rel] = have  # too fresh for its stats to vouch for these bytes: checked by digest next time
+    return new_kept
+
+
+def stat_is_file(st: os.stat_result) -> bool:
+    return st.st_mode & 0o170000 == 0o100000  # stat.S_ISREG without importing stat on the no-op path
 
 
 def snapshot_paths(
@@ -459,7 +570,7 @@ def first_look(root: str, target: str | None, token: str, sources: list[str], re
     paths differ. `reuse`: the proof and stats a failed no-op proof read in this process still stand (no
     other runner held the lock since). Without such a proof, `order` and `paths` stay None, for the caller
     to work out."""
-    checked_paths, checked, checked_at = _checked.pop(root, (None, None, 0))
+    checked_paths, checked, checked_at, checked_bytes, checked_changed = _checked.pop(root, (None, None, 0, b"", None))
     if not reuse:
         _loaded.pop(root, None)
         checked_paths = None
@@ -470,18 +581,20 @@ def first_look(root: str, target: str | None, token: str, sources: list[str], re
     paths, _digest, order, kept, entry_token, n_sources, stats_bytes, env, _aggregates = entry
     if entry_token != token or n_sources != len(sources) or paths[:n_sources] != sources:
         return look
-    try:
-        recorded = marshal.loads(stats_bytes)
-    except (EOFError, ValueError, TypeError):
-        return look
-    if not isinstance(recorded, list) or len(recorded) != len(paths):  # damaged: no proof, rather than half of one
-        return look
-    if checked_paths == paths:
-        stats, look.taken = checked, checked_at
+    if checked_paths == paths and checked_changed is not None and checked_bytes == stats_bytes:
+        stats, look.taken = checked, checked_at  # the failed no-op proof compared them: not decoded twice
+        changed = checked_changed
     else:
-        look.taken = time.time_ns()
-        stats = _each_stat(root, paths)
-    differ = {rel for rel, a, b in zip(paths, recorded, stats, strict=True) if a != b}
+        if checked_paths == paths:
+            stats, look.taken = checked, checked_at
+        else:
+            look.taken = time.time_ns()
+            stats = _each_stat(root, paths)
+        found = _changed(stats_bytes, stats)
+        if found is None:  # damaged: no proof, rather than half of one
+            return look
+        changed = found
+    differ = {paths[i] for i, _was in changed}
     differ.update(rel for rel, want in kept.items() if rel not in differ and content_digest(root, rel) != want)
     look.order, look.paths, look.stats, look.kept, look.differ = order, paths, stats, kept, differ
     env_changed = bool(env[0]) and env_digest(env[0]) != env[1]  # no path shows which steps read a variable

@@ -24,7 +24,8 @@ class RunRecord:
     def __init__(self, runs_dir: Path, run_id: str | None = None):
         self.run_id = run_id or new_run_id()
         self.dir = runs_dir / self.run_id
-        (self.dir / "logs").mkdir(parents=True, exist_ok=True)
+        self._logs = self.dir / "logs"
+        self._logs.mkdir(parents=True, exist_ok=True)
         self._events = open(self.dir / "events.jsonl", "a", encoding="utf-8")  # noqa: SIM115 - open for the run; close() ends it
 
     def emit(self, event: dict, line: str | None = None) -> str:
@@ -42,7 +43,7 @@ class RunRecord:
         self._events.write(text + "\n")
 
     def log_path(self, intent: str) -> Path:
-        return self.dir / "logs" / f"{intent}.log"
+        return self._logs / f"{intent}.log"  # asked once per step: one join, not two
 
     def close(self) -> None:
         self._events.close()

@@ -82,7 +82,21 @@ _SHELL_WORDS = frozenset(
 
 
 def plain_command(line: str) -> tuple[list[str], str | None, bool] | None:
-    """(argv, stdout file, append) for a line that needs no shell, else None."""
+    """(argv, stdout file, append) for a line that needs no shell, else None. The scheduler asks twice for
+    the steps that start next (their redirects made ahead, then their starts): the last few answers are kept."""
+    plain = _plain.get(line, _UNSEEN)
+    if plain is _UNSEEN:
+        if len(_plain) >= 64:  # a few lines ahead of the starts is all it takes; a 100,000-step run keeps none
+            _plain.clear()
+        plain = _plain[line] = _parse_plain(line)
+    return plain  # type: ignore[return-value]
+
+
+_UNSEEN = object()
+_plain: dict[str, tuple[list[str], str | None, bool] | None] = {}  # line -> its answer, never changed by callers
+
+
+def _parse_plain(line: str) -> tuple[list[str], str | None, bool] | None:
     if "\n" in line:
         return None
     words = line.split()
@@ -199,8 +213,8 @@ def _may_skip_shell(cwd: str, env) -> bool:
     """posix_spawn has no working-directory action, and _program looks the program up in our PATH."""
     if env.get(b"PATH") != os.environb.get(b"PATH"):
         return False
-    try:
-        return os.path.samefile(cwd, ".")
+    try:  # one getcwd(2) answers the usual case; samefile's two stats see through a symlinked folder
+        return cwd == os.getcwd() or os.path.samefile(cwd, ".")
     except OSError:
         return False
 

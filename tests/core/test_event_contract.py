@@ -34,6 +34,8 @@ def conforming(out: str) -> list[dict]:
         event = json.loads(line)
         problems = [f"{'/'.join(map(str, e.absolute_path)) or '.'}: {e.message}" for e in VALIDATOR.iter_errors(event)]
         assert not problems, f"{line}\n" + "\n".join(problems)
+        # lines the scheduler writes without the encoder (cached, started, ran) are what the encoder writes
+        assert line == json.dumps(event), line
         events.append(event)
     return events
 

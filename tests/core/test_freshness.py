@@ -3,6 +3,7 @@ rule (runner status) does, whatever happened to the files while a run went on.""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import marshal
 import os
@@ -10,7 +11,7 @@ import subprocess
 import sys
 import time
 
-from runner.freshness import StatCache, stat_of
+from runner.freshness import RACY_NS, StatCache, stat_of
 
 WAIT_FOR_GO = "touch started; while [ ! -e go ]; do sleep 0.01; done"
 
@@ -243,3 +244,74 @@ def test_the_no_op_proof_checks_the_bytes_its_stats_could_not_vouch_for(project)
     result = project.make()
     assert result.events()[0].get("fast") is None
     assert result.statuses() == {"say": "cached"}  # the rule finds the output as recorded
+
+
+def _touch(path) -> None:
+    """A new mtime (and ctime), the same bytes."""
+    st = os.stat(path)
+    later = st.st_mtime_ns + 2_000_000_000
+    os.utime(path, ns=(later, later))
+
+
+def test_a_touch_is_answered_by_the_fast_no_op_and_an_edit_is_not(project):
+    """A touched input or output holds the bytes the proof vouched for: nothing to do, from stats and one
+    hash, and the next no-op is stats only again. New bytes, however they came, go to the rule."""
+    project.spec(SPEC.format(word="aaa").replace("echo aaa", "cat in.txt"))
+    project.write("in.txt", "one\n")
+    project.age_all()
+    assert project.make().code == 0
+    project.age_all()  # every file, the spec too: the proof no longer holds, and the next run records it again
+    assert project.make().code == 0
+    assert project.make().events()[0].get("fast") is True
+    for touched in ("in.txt", "said.txt"):
+        _touch(project.root / touched)
+        result = project.make()
+        assert result.events()[0].get("fast") is True, touched
+        assert result.statuses() == {"say": "cached"}
+        assert project.make().events()[0].get("fast") is True
+    project.write("in.txt", "two\n")
+    result = project.make()
+    assert result.events()[0].get("fast") is None
+    assert result.statuses() == {"say": "ran"}
+    assert project.read("said.txt") == "two\n"
+    _settled(project)
+
+
+def test_a_touch_after_an_edit_settled_is_a_no_op_too(project):
+    """Right after a run the edited file's digest is kept in the proof (too fresh for its stats); the no-op
+    that finds its stats vouching drops it and leaves it in the stat cache, where a touch finds it."""
+    project.spec(SPEC.format(word="aaa").replace("echo aaa", "cat in.txt"))
+    project.write("in.txt", "one\n", age=5)
+    project.age_all()
+    assert project.make().code == 0
+    project.write("in.txt", "two\n")
+    assert project.make().statuses() == {"say": "ran"}
+    time.sleep(RACY_NS / 1e9 + 0.05)
+    assert project.make().events()[0].get("fast") is True  # the kept digests are dropped here
+    _touch(project.root / "in.txt")
+    result = project.make()
+    assert result.events()[0].get("fast") is True
+    assert result.statuses() == {"say": "cached"}
+
+
+def test_a_touch_never_trusts_a_stat_cache_digest_its_stats_did_not_vouch_for(project):
+    """The touch shortcut takes the proof's bytes from the stat cache only from an entry hashed outside the
+    racy window: here an entry with the recorded stats, hashed 1 ms after its mtime, names the bytes the file
+    is then edited to. Trusting it would call the edit a touch."""
+    project.spec(SPEC.format(word="aaa").replace("echo aaa", "cat in.txt"))
+    project.write("in.txt", "one\n", age=5)
+    project.age_all()
+    assert project.make().code == 0
+    project.age_all()  # every file, the spec too: the proof no longer holds, and the next run records it again
+    assert project.make().code == 0
+    assert project.make().events()[0].get("fast") is True
+    stat_file = str(project.root / ".runner/stat")
+    st = os.stat(project.root / "in.txt")
+    cache = StatCache(stat_file)
+    cache._set("in.txt", (*stat_of(st), st.st_mtime_ns + 1_000_000, hashlib.sha256(b"two\n").hexdigest()))
+    cache.save()
+    project.write("in.txt", "two\n")
+    result = project.make()
+    assert result.events()[0].get("fast") is None
+    assert result.statuses() == {"say": "ran"}
+    assert project.read("said.txt") == "two\n"
