@@ -133,3 +133,18 @@ def test_hermetic_without_what_it_needs_is_a_usage_error(tmp_path: Path, args, t
     result = runner(root, "make", *args)
     assert (result.code, result.err) == (2, message)
     assert not (root / "a.txt").exists() and not (root / ".runner" / "runs").exists()
+
+
+def test_a_dependency_output_reaches_the_worker_undeclared_as_an_input(cluster, tmp_path: Path):
+    address, _workers = cluster
+    spec = (
+        '[intent.first]\nrun = "mkdir -p out && echo one > out/one.txt"\noutputs = ["out/one.txt"]\n\n'
+        '[intent.all]\ndeps = ["first"]\n\n'
+        '[intent.second]\nrun = "cat ../out/one.txt > two.txt"\ncwd = "sub"\ndeps = ["all"]\n'
+        'outputs = ["sub/two.txt"]\n' + _remote(tmp_path / "shared")
+    )
+    root = project(tmp_path / "p", spec)
+    (root / "sub").mkdir()
+    result = runner(root, "make", "--json", "--executor", address, "--hermetic", "second")
+    assert result.code == 0, result.err
+    assert (root / "sub" / "two.txt").read_text() == "one\n"
