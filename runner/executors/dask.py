@@ -123,8 +123,8 @@ class DaskExecutor:
                 return done
             self._manifests[key] = manifest
             future = self.client.submit(
-                run_hermetic, line, intent.cwd, env, manifest, tuple(intent.outputs), self.hermetic.url,
-                self.hermetic.timeout, ctx.timeout, self.token, key=key, pure=False,
+                run_hermetic, run_command, worker_name, line, intent.cwd, env, manifest, tuple(intent.outputs),
+                self.hermetic.url, self.hermetic.timeout, ctx.timeout, self.token, key=key, pure=False,
             )  # fmt: skip
         else:
             cwd = os.path.normpath(os.path.join(ctx.spec.root, intent.cwd))

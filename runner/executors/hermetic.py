@@ -17,6 +17,7 @@ import re
 import shutil
 import tempfile
 import threading
+from collections.abc import Callable
 
 from ..globs import expand
 from ..keys import digest_bytes
@@ -152,6 +153,8 @@ def _project_path(token: str, cwd: str, scratch: str | None) -> str | None:
 
 # ---- on the worker ------------------------------------------------------------------------------------
 def run_hermetic(
+    run: Callable[..., dict],
+    whoami: Callable[[], str],
     line: str,
     cwd: str,
     env: dict[bytes, bytes],
@@ -165,10 +168,9 @@ def run_hermetic(
     """The Dask task of a hermetic step: materialise the manifest in a fresh scratch folder from the remote
     cache, run the command there, put the declared outputs back; the scratch folder is removed whatever
     happens. Returns as dask.run_command does, with `outputs` (path -> digest), or `missing` (a declared
-    output not written), or `error` (a manifest file refused or not fetched, the remote failing)."""
-    from .dask import run_command, worker_name
-
-    name = worker_name()
+    output not written), or `error` (a manifest file refused or not fetched, the remote failing). `run` and
+    `whoami`: dask.run_command and dask.worker_name, given by the submitter (distributed stays dask.py's)."""
+    name = whoami()
     scratch = tempfile.mkdtemp(prefix="runner-hermetic-")
     try:
         try:
@@ -189,7 +191,7 @@ def run_hermetic(
         where = os.path.normpath(os.path.join(scratch, cwd))
         os.makedirs(where, exist_ok=True)
         env = {**env, b"PWD": os.fsencode(where)}
-        result = run_command(line, where, env, timeout, token)
+        result = run(line, where, env, timeout, token)
         result["scratch"] = scratch
         if "error" in result or result["code"] != 0 or result.get("timed_out"):
             return result

@@ -148,3 +148,27 @@ def test_a_dependency_output_reaches_the_worker_undeclared_as_an_input(cluster, 
     result = runner(root, "make", "--json", "--executor", address, "--hermetic", "second")
     assert result.code == 0, result.err
     assert (root / "sub" / "two.txt").read_text() == "one\n"
+
+
+def test_a_hermetic_build_through_moto_s3(moto, tmp_path: Path, monkeypatch):
+    """The remote is moto's S3 server: the workers reach it with the standard AWS variables, as the runner does."""
+    from distributed import LocalCluster
+
+    bucket = moto.bucket()
+    for name, value in moto.env.items():  # the cluster's worker processes and the runner inherit them
+        monkeypatch.setenv(name, value)
+    spec = (
+        f'[cache]\nremote = "s3://{bucket}/team"\n\n'
+        '[intent.up]\nrun = "tr a-z A-Z < a.txt > up.txt"\ninputs = ["a.txt"]\noutputs = ["up.txt"]\n\n'
+        '[intent.twice]\nrun = "cat up.txt up.txt > twice.txt"\ndeps = ["up"]\noutputs = ["twice.txt"]\n'
+    )
+    root = project(tmp_path / "p", spec)
+    (root / "a.txt").write_text("shared\n")
+    with LocalCluster(
+        processes=True, n_workers=1, threads_per_worker=2, host="127.0.0.1", dashboard_address=":0"
+    ) as local:
+        result = runner(root, "make", "--json", "--executor", local.scheduler_address, "--hermetic")
+    assert result.code == 0, result.err
+    assert (root / "twice.txt").read_text() == "SHARED\nSHARED\n"
+    digest = digest_bytes(b"SHARED\nSHARED\n")
+    assert moto.objects(bucket)[f"team/v1/blobs/{digest[:2]}/{digest}"] == b"SHARED\nSHARED\n"
