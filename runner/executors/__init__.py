@@ -26,7 +26,8 @@ def build(spec: Spec, flag: str | None, hermetic: bool = False, mirror=None):
     [executor] hermetic): steps see only what they declare, carried by the run's remote cache `mirror`
     (runner/stores/mirror.py), which must be there to read and write."""
     settings = parse_flag(flag) if flag else spec.executor
-    hermetic = hermetic or spec.executor.hermetic
+    # [executor] hermetic goes with the cluster: `--executor local` runs here, in place, all the same
+    hermetic = hermetic or (spec.executor.hermetic and (settings.kind == "dask" or not flag))
     if hermetic:
         _check_hermetic(spec, settings, mirror)
     if settings.kind != "dask":

@@ -172,3 +172,11 @@ def test_a_hermetic_build_through_moto_s3(moto, tmp_path: Path, monkeypatch):
     assert (root / "twice.txt").read_text() == "SHARED\nSHARED\n"
     digest = digest_bytes(b"SHARED\nSHARED\n")
     assert moto.objects(bucket)[f"team/v1/blobs/{digest[:2]}/{digest}"] == b"SHARED\nSHARED\n"
+
+
+def test_executor_local_runs_a_hermetic_project_here_in_place(tmp_path: Path):
+    table = '[executor]\nkind = "dask"\naddress = "tcp://127.0.0.1:1"\nhermetic = true\n\n'
+    root = project(tmp_path / "p", table + '[intent.a]\nrun = "touch a.txt"\noutputs = ["a.txt"]\n')
+    result = runner(root, "make", "--executor", "local")
+    assert result.code == 0, result.err
+    assert (root / "a.txt").exists()
