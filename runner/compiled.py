@@ -28,7 +28,7 @@ from .memory import key_parts as memory_parts
 from .spec import BUILTIN_DIR, STEP_AGENT, STEP_AGGREGATE, Intent, Spec, env_refs, runs_always
 from .workspace import Layout
 
-_FORMAT = 16  # 15: an intent's memory and scope; 16: [executor] and [cache] in the spec
+_FORMAT = 17  # 15: an intent's memory and scope; 16: [executor] and [cache] in the spec; 17: executor.hermetic
 # 14: the aggregates; 13: the candidate patterns (gates) in the header; 12: exclude, outputs, env
 _WATCHED_DIRS = ("adapters", "prompts", "regexes")
 

@@ -407,7 +407,10 @@ class Executor:
         outputs: dict = {}
         datas: dict = {}
         if outcome.ok and outcome.change is None:
-            outputs, datas, missing = self._hash_outputs(name)
+            if outcome.produced is None:
+                outputs, datas, missing = self._hash_outputs(name)
+            else:  # a hermetic step: its outputs are in the remote cache, not yet here
+                outputs, datas, missing = self._restore_produced(name, outcome.produced)
             if missing:
                 outcome = StepOutcome(ok=False, exit_code=0, error=f"declared output {missing} was not produced")
         journal = self.journals.pop(name, None)
@@ -589,6 +592,17 @@ class Executor:
             outputs[rel] = digest
             datas[digest] = data
         return outputs, datas, None
+
+    def _restore_produced(self, name: str, produced: dict[str, str]) -> tuple[dict[str, str], dict, str | None]:
+        """A hermetic step's outputs written into the project from the cache (which reads through to the remote,
+        checking each digest), atomically: as _hash_outputs, with the blobs already stored."""
+        root = self.spec.root
+        for rel, digest in produced.items():
+            full = os.path.join(root, rel)
+            if not self.planner.cache.restore(digest, full):
+                return {}, {}, rel
+            self.planner.stat.remember(rel, os.stat(full), digest, name)  # the bytes just checked: no re-read
+        return dict(produced), {}, None
 
     def _report_proven(self, names: list[str]) -> None:
         """Report the steps known to be up to date as cached from the state index alone, before anything

@@ -57,10 +57,12 @@ class WorkerSettings(NamedTuple):
 
 class ExecutorSettings(NamedTuple):
     """The `[executor]` table: where shell steps run. `local` (the default) on this machine; `dask` on the
-    Dask cluster whose scheduler is at `address` (tcp://HOST:PORT), every worker seeing the project's path."""
+    Dask cluster whose scheduler is at `address` (tcp://HOST:PORT), every worker seeing the project's path, or
+    with `hermetic`, a worker that does not see it: each step gets its declared inputs from the remote cache."""
 
     kind: str = "local"
     address: str | None = None
+    hermetic: bool = False
 
 
 class CacheSettings(NamedTuple):

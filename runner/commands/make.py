@@ -34,10 +34,12 @@ def make(
     remote: str | None = None,
     remote_mode: str | None = None,
     executor: str | None = None,
+    hermetic: bool = False,
 ) -> int:
     """Bring `targets` (intents or declared output paths; none: the default) up to date; the exit code says how
     it went. `ask(question, detail)` asks a human. `remote`, `remote_mode`: the shared cache (runner/stores),
-    over RUNNER_REMOTE_CACHE and `[cache]`. `executor`: --executor (local, dask://HOST:PORT)."""
+    over RUNNER_REMOTE_CACHE and `[cache]`. `executor`: --executor (local, dask://HOST:PORT). `hermetic`:
+    --hermetic, steps on the cluster see only their declared inputs (runner/executors/hermetic.py)."""
     from ..execute import RunOptions
     from ..executors import build
     from ..pipeline import load_project
@@ -49,7 +51,8 @@ def make(
     from ..stores import mirror_named
 
     mirror = mirror_named(project.spec, remote, remote_mode)
-    runs_on = build(project.spec, executor)  # connected before anything starts: an unreachable cluster is said first
+    # connected before anything starts: an unreachable cluster is said first
+    runs_on = build(project.spec, executor, hermetic, mirror)
     options = RunOptions(
         jobs=jobs or runs_on.slots() or os.cpu_count() or 1,  # on a cluster: steps in flight there
         keep_going=keep_going,
@@ -151,6 +154,7 @@ def run(
     remote: str | None = None,
     remote_mode: str | None = None,
     executor: str | None = None,
+    hermetic: bool = False,
 ) -> int:
     from ..pipeline import load_project, plan
     from .status import setup_failed, show_plan
@@ -197,6 +201,7 @@ def run(
         remote=remote,
         remote_mode=remote_mode,
         executor=executor,
+        hermetic=hermetic,
     )
 
 
@@ -256,6 +261,12 @@ COMMAND = Command(
             dest="executor",
             help="Where shell steps run: local (the default) or dask://HOST:PORT (a Dask scheduler); over [executor].",
             metavar="WHERE",
+        ),
+        flag(
+            "--hermetic",
+            dest="hermetic",
+            help="On a Dask cluster, each step sees only its declared inputs, carried by the remote cache "
+            "(needs --remote or [cache] remote); over [executor] hermetic.",
         ),
         option(
             "--halt-on",

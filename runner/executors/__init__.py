@@ -20,10 +20,16 @@ def parse_flag(value: str) -> ExecutorSettings:
     return ExecutorSettings(kind="dask", address=f"tcp://{found.group(1)}:{found.group(2)}")
 
 
-def build(spec: Spec, flag: str | None):
+def build(spec: Spec, flag: str | None, hermetic: bool = False, mirror=None):
     """The executor for this run: `flag` (--executor) over the spec's [executor]; local unless either says dask.
-    A Dask one is connected (a few seconds at most) or a UsageError says why not."""
+    A Dask one is connected (a few seconds at most) or a UsageError says why not. `hermetic` (--hermetic, or
+    [executor] hermetic): steps see only what they declare, carried by the run's remote cache `mirror`
+    (runner/stores/mirror.py), which must be there to read and write."""
     settings = parse_flag(flag) if flag else spec.executor
+    # [executor] hermetic goes with the cluster: `--executor local` runs here, in place, all the same
+    hermetic = hermetic or (spec.executor.hermetic and (settings.kind == "dask" or not flag))
+    if hermetic:
+        _check_hermetic(spec, settings, mirror)
     if settings.kind != "dask":
         from .local import LocalExecutor
 
@@ -32,4 +38,27 @@ def build(spec: Spec, flag: str | None):
 
     assert settings.address is not None  # the schema asks for it, parse_flag makes it
     where = "--executor" if flag else f"{spec.file}: executor.address"
-    return DaskExecutor.connect(settings.address, where)
+    carrier = None
+    if hermetic:
+        from .hermetic import Hermetic
+
+        carrier = Hermetic(mirror.store)
+    return DaskExecutor.connect(settings.address, where, carrier)
+
+
+def _check_hermetic(spec: Spec, settings: ExecutorSettings, mirror) -> None:
+    if settings.kind != "dask":
+        raise UsageError(
+            'error: hermetic steps run on a Dask cluster: add [executor] kind = "dask" and '
+            f'address = "tcp://HOST:PORT" to {spec.file}, or pass --executor dask://HOST:PORT'
+        )
+    if mirror is None:
+        raise UsageError(
+            "error: hermetic steps need a remote cache to carry their inputs and outputs: add [cache] "
+            f'remote = "URL" to {spec.file} (s3://bucket/prefix, file:///mnt/shared/cache), or pass --remote URL'
+        )
+    if not (mirror.reads and mirror.writes):
+        raise UsageError(
+            f"error: hermetic steps need to read and write the remote cache {mirror.url}, whose mode here is "
+            f"{mirror.mode}: use --remote-mode readwrite (and set the signing key's variable, if [cache] names one)"
+        )

@@ -3,7 +3,8 @@
 The runner that the user started still plans, keys, records and applies: a task only runs the step's command
 in the project's folder on a worker that sees the project at the same path (a shared filesystem), and returns
 its exit code, what it printed and the worker's name. The outputs it wrote are hashed by the runner, as a local
-step's are (execute.py `_hash_outputs`).
+step's are (execute.py `_hash_outputs`). Hermetic mode (runner/executors/hermetic.py): the worker does not see
+the project; the task gets the step's inputs from the remote cache and puts its outputs there.
 
 A worker that dies mid-step: the scheduler gives the task to another worker (Dask's allowed-failures), and the
 runner sees one result, so the step is recorded once. The scheduler that goes away: the client cancels every
@@ -42,8 +43,10 @@ class DaskExecutor:
 
     remote = True
 
-    def __init__(self, client, address: str):
+    def __init__(self, client, address: str, hermetic=None):
         self.client = client
+        self.hermetic = hermetic  # hermetic.Hermetic: steps see only what they declare; None: a shared filesystem
+        self._manifests: dict[str, dict[str, str]] = {}  # a hermetic step's key -> what it was given
         self.address = address
         self.name = f"dask {address}"
         self.token = uuid.uuid4().hex  # names this run's commands on the workers, for cancel_all
@@ -57,7 +60,7 @@ class DaskExecutor:
         self._fetcher.start()
 
     @classmethod
-    def connect(cls, address: str, where: str) -> DaskExecutor:
+    def connect(cls, address: str, where: str, hermetic=None) -> DaskExecutor:
         """Connect to the scheduler at `address` within CONNECT_TIMEOUT; `where` names what gave the address."""
         from distributed import Client
 
@@ -72,7 +75,7 @@ class DaskExecutor:
                 f"({type(exc).__name__}); start one with `dask scheduler` and its workers with "
                 f"`dask worker {address}`, or run here with --executor local"
             ) from None
-        return cls(client, address)
+        return cls(client, address, hermetic)
 
     def slots(self) -> int:
         """-j's default: twice the threads the cluster's workers have, so each worker holds a step queued behind
@@ -92,8 +95,8 @@ class DaskExecutor:
 
     # ---- one step ---------------------------------------------------------------------------------
     def submit(self, ctx: StepContext, decision, wake: Callable[[], object]) -> concurrent.futures.Future:
-        """Hand the step's command to the cluster. `decision` (its key, its inputs' digests) is what a hermetic
-        mode will need to materialise the inputs from the shared cache; the shared-filesystem mode runs in place."""
+        """Hand the step's command to the cluster. Hermetic: `decision`'s inputs (and the dependencies' outputs)
+        are put in the remote cache first, and the task materialises them; a shared filesystem runs in place."""
         done: concurrent.futures.Future = concurrent.futures.Future()
         intent = ctx.intent
         if self.lost or ctx.cancelled.is_set():
@@ -108,9 +111,24 @@ class DaskExecutor:
             return done
         env = dict(ctx.environ if ctx.environ is not None else os.environb)  # the step's environment, as locally
         env.update((os.fsencode(k), os.fsencode(v)) for k, v in intent.env)
-        cwd = os.path.normpath(os.path.join(ctx.spec.root, intent.cwd))
         key = f"runner-{intent.name}-{uuid.uuid4().hex[:12]}"
-        future = self.client.submit(run_command, line, cwd, env, ctx.timeout, self.token, key=key, pure=False)
+        if self.hermetic is not None:
+            from .hermetic import HermeticError, run_hermetic
+
+            try:
+                manifest = self.hermetic.manifest(ctx, decision.inputs)
+            except HermeticError as exc:
+                done.set_result(StepOutcome(ok=False, error=str(exc)))
+                wake()
+                return done
+            self._manifests[key] = manifest
+            future = self.client.submit(
+                run_hermetic, run_command, worker_name, line, intent.cwd, env, manifest, tuple(intent.outputs),
+                self.hermetic.url, self.hermetic.timeout, ctx.timeout, self.token, key=key, pure=False,
+            )  # fmt: skip
+        else:
+            cwd = os.path.normpath(os.path.join(ctx.spec.root, intent.cwd))
+            future = self.client.submit(run_command, line, cwd, env, ctx.timeout, self.token, key=key, pure=False)
         with self._lock:
             self._pending[key] = (future, done, ctx, line, wake)
         future.add_done_callback(lambda _f: self._finished.put(key))  # in Dask's callback thread: no waiting
@@ -131,7 +149,7 @@ class DaskExecutor:
             results = self._gather([(key, entry[0]) for key, entry in batch if entry[0].status == "finished"])
             for key, (future, done, ctx, line, wake) in batch:
                 try:
-                    outcome = self._outcome(ctx, line, future, results.get(key))
+                    outcome = self._outcome(ctx, line, future, results.get(key), self._manifests.pop(key, None))
                 except Exception as exc:  # noqa: BLE001 - the step must be answered, whatever went wrong here
                     outcome = StepOutcome(ok=False, error=f"its result could not be read: {type(exc).__name__}: {exc}")
                 with self._lock:
@@ -158,7 +176,7 @@ class DaskExecutor:
                     found[key] = exc
             return found
 
-    def _outcome(self, ctx: StepContext, line: str, future, result) -> StepOutcome:
+    def _outcome(self, ctx: StepContext, line: str, future, result, manifest=None) -> StepOutcome:
         status = future.status
         if status == "cancelled":
             if self._cancelling:
@@ -175,7 +193,10 @@ class DaskExecutor:
             if self.lost is None:
                 self.lost = f"the Dask scheduler at {self.address} went away ({type(result).__name__})"
             return self._lost()
-        return _shell_outcome(ctx, line, result)
+        outcome = _shell_outcome(ctx, line, result)
+        if self.hermetic is not None and "error" not in result:
+            outcome = self.hermetic.outcome(ctx, outcome, result, manifest or {})
+        return outcome
 
     def _lost(self) -> StepOutcome:
         return StepOutcome(ok=False, error=f"{self.lost}: the run stops; the next run resumes from the cache")
@@ -255,13 +276,7 @@ _SETPRIV = shutil.which("setpriv")
 def run_command(line: str, cwd: str, env: dict[bytes, bytes], timeout: float | None, token: str) -> dict:
     """The Dask task: run one step's shell line in its own process group, wait (killing the group at the
     step's timeout), and say what happened. Never raises for the command's own failure."""
-    from distributed import get_worker
-
-    try:
-        worker = get_worker()
-        name = worker.name if isinstance(worker.name, str) and worker.name else worker.address
-    except ValueError:  # not in a worker (called directly)
-        name = "local"
+    name = worker_name()
     argv = ["/bin/sh", "-c", line]
     if _SETPRIV:
         argv = [_SETPRIV, "--pdeathsig", "KILL", "--", *argv]
@@ -288,6 +303,17 @@ def run_command(line: str, cwd: str, env: dict[bytes, bytes], timeout: float | N
         out.seek(0)
         output = out.read(OUTPUT_LIMIT)
     return {"worker": name, "code": code, "output": output, "timed_out": timed_out}
+
+
+def worker_name() -> str:
+    """The name of the Dask worker running this task ("local" when called outside a worker)."""
+    from distributed import get_worker
+
+    try:
+        worker = get_worker()
+    except ValueError:  # not in a worker (called directly)
+        return "local"
+    return worker.name if isinstance(worker.name, str) and worker.name else worker.address
 
 
 def kill_run(token: str) -> int:

@@ -78,6 +78,9 @@ class StepOutcome:
         self.log = log  # shell steps: the log of what the command printed, if it printed anything
         self.setup = setup  # agent steps: the worker cannot start or reach its model; the run stops (exit 2)
         self.worker = worker  # the Dask worker that ran the step (runner/executors/); None: this machine
+        # a hermetic step (runner/executors/hermetic.py): the outputs it produced, path -> digest, in the remote
+        # cache; the scheduler restores them into the project rather than hashing files it never wrote here
+        self.produced: dict[str, str] | None = None
 
     def __repr__(self) -> str:
         return f"StepOutcome(ok={self.ok}, exit_code={self.exit_code}, error={self.error!r})"

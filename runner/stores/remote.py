@@ -63,6 +63,7 @@ class RemoteStore:
 
         self.url = url
         self.signing_key = signing_key
+        self.timeout = timeout
         protocol = fsspec.core.split_protocol(url)[0] or "file"
         options: dict = {}
         if protocol in ("s3", "s3a"):
@@ -145,6 +146,14 @@ class RemoteStore:
             self._refuse(digest, f"remote copy of {digest[:12]} is damaged ({len(data)} bytes do not match its digest)")
             return None
         return data
+
+    def has_blob(self, digest: str) -> bool:
+        """Whether an object is stored under the digest (its bytes unchecked: a reader checks them)."""
+        path = self.blob_path(digest)
+        try:
+            return os.path.exists(path) if self.local else bool(self.fs.exists(path))
+        except Exception as exc:  # noqa: BLE001 - any backend's failure is the remote's, never the build's
+            raise RemoteError(_words(exc)) from None
 
     def put_blob(self, digest: str, data: bytes) -> None:
         self.put_many({digest: data}, [])

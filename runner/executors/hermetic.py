@@ -1,0 +1,216 @@
+"""Hermetic steps on a Dask cluster: a worker that does not share the checkout gets exactly a step's declared
+inputs and its dependencies' outputs from the remote cache, runs the command in a scratch folder and puts the
+outputs back there.
+
+Runner side (`Hermetic`): the step's manifest {relpath: digest}, each blob put in the remote first when it is
+not there yet (once a run: put is idempotent, the check is one request); after the step, the words for a read
+of a file the step did not declare. Worker side (`run_hermetic`, the Dask task): a fresh scratch folder, each
+manifest file fetched by digest (checked: a refused copy fails the step naming the file), the command run there
+as in shared-filesystem mode, the declared outputs expanded with the project's glob meaning, hashed and put,
+the scratch folder removed. The runner then restores those outputs through its cache (execute.py).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+import threading
+from collections.abc import Callable
+
+from ..globs import expand
+from ..keys import digest_bytes
+from ..spec import STEP_AGGREGATE
+from ..steps.base import StepContext, StepOutcome
+from ..stores.remote import RemoteError, RemoteStore
+
+# a token of a command's output that may be a path: what lies between blanks, quotes and punctuation
+_TOKEN = re.compile(r"[^\s'\"`:;,()\[\]{}<>=]+")
+_SCAN_LIMIT = 1 << 20  # bytes of a failed step's output searched for an undeclared read
+_PROTECTED = (".git", ".runner")
+
+
+class HermeticError(Exception):
+    """A step's manifest could not be put in the remote cache: the step fails with these words."""
+
+
+class Hermetic:
+    """The runner's side of hermetic steps over one RemoteStore (the run's remote cache)."""
+
+    def __init__(self, store: RemoteStore):
+        self.store = store
+        self.url = store.url
+        self.timeout = store.timeout  # the workers' bound on one request, as the runner's
+        self._there: set[str] = set()  # digests known to be in the remote in this run
+        self._lock = threading.Lock()
+
+    def manifest(self, ctx: StepContext, inputs: dict[str, str | None]) -> dict[str, str]:
+        """{relpath: digest} of what the step may read: its declared inputs as planned (`inputs`, the
+        decision's) and its dependencies' outputs as the project holds them now (written or restored before
+        the step was released). Every blob is in the remote when this returns, or HermeticError says why."""
+        root = ctx.spec.root
+        manifest = {rel: digest for rel, digest in inputs.items() if digest is not None}
+        datas: dict[str, bytes] = {}
+        for rel in _dependency_outputs(ctx, ctx.intent.deps, set()):
+            if rel in manifest:
+                continue
+            try:
+                with open(os.path.join(root, rel), "rb") as f:
+                    data = f.read()
+            except OSError as exc:
+                raise HermeticError(f"dependency output '{rel}' could not be read: {exc.strerror}") from None
+            manifest[rel] = digest_bytes(data)
+            datas[manifest[rel]] = data
+        for rel, digest in sorted(manifest.items()):
+            with self._lock:
+                if digest in self._there:
+                    continue
+            try:
+                if not self.store.has_blob(digest):
+                    held = datas.get(digest)
+                    self.store.put_blob(digest, _read(root, rel, digest) if held is None else held)
+            except RemoteError as exc:
+                raise HermeticError(f"input '{rel}' could not be put in the remote cache {self.url}: {exc}") from None
+            with self._lock:
+                self._there.add(digest)
+        return manifest
+
+    def outcome(self, ctx: StepContext, outcome: StepOutcome, result: dict, manifest: dict[str, str]) -> StepOutcome:
+        """The worker's answer as the step's outcome: its outputs (path -> digest) for execute.py to restore; a
+        declared output it did not write; or, when the command failed, the undeclared file it tried to read."""
+        if outcome.ok:
+            if result.get("missing"):
+                return StepOutcome(
+                    ok=False, exit_code=0, error=f"declared output {result['missing']} was not produced",
+                    log=outcome.log, worker=outcome.worker,
+                )  # fmt: skip
+            outcome.produced = dict(result.get("outputs") or {})
+            return outcome
+        if outcome.exit_code:
+            read = undeclared_read(ctx, result.get("output", b""), manifest, result.get("scratch"))
+            if read is not None:
+                outcome.error = (
+                    f"step {ctx.intent.name} read '{read}', which is not among its inputs: add it to inputs "
+                    "(hermetic steps see only what they declare)"
+                )
+        return outcome
+
+
+def _read(root: str, rel: str, digest: str) -> bytes:
+    try:
+        with open(os.path.join(root, rel), "rb") as f:
+            data = f.read()
+    except OSError as exc:
+        raise HermeticError(f"input '{rel}' could not be read: {exc.strerror}") from None
+    if digest_bytes(data) != digest:
+        raise HermeticError(f"input '{rel}' changed after the run planned this step: run again")
+    return data
+
+
+def _dependency_outputs(ctx: StepContext, deps: tuple[str, ...], seen: set[str]) -> list[str]:
+    """The declared outputs of the step's dependencies, through aggregates (which produce nothing themselves)."""
+    intents = ctx.spec.intents
+    found: list[str] = []
+    for dep in deps:
+        if dep in seen:
+            continue
+        seen.add(dep)
+        intent = intents[dep]
+        if intent.kind == STEP_AGGREGATE:
+            found.extend(_dependency_outputs(ctx, intent.deps, seen))
+        else:
+            found.extend(expand(ctx.spec.root, intent.outputs))
+    return found
+
+
+def undeclared_read(ctx: StepContext, output: bytes, manifest: dict[str, str], scratch: str | None) -> str | None:
+    """The first project file that a failed step's output names and its manifest does not hold: lines saying
+    "No such file or directory" first, then any token that is such a path. None when there is none."""
+    root, cwd = ctx.spec.root, ctx.intent.cwd
+    lines = output[-_SCAN_LIMIT:].decode("utf-8", "replace").splitlines()
+    missing = [line for line in lines if "No such file" in line or "not found" in line.lower()]
+    for line in missing + lines:
+        for token in _TOKEN.findall(line):
+            rel = _project_path(token, cwd, scratch)
+            if rel is not None and rel not in manifest and os.path.isfile(os.path.join(root, rel)):
+                return rel
+    return None
+
+
+def _project_path(token: str, cwd: str, scratch: str | None) -> str | None:
+    if scratch and token.startswith(scratch.rstrip("/") + "/"):
+        rel = token[len(scratch.rstrip("/")) + 1 :]
+    elif os.path.isabs(token):
+        return None
+    else:
+        rel = os.path.join(cwd, token)
+    rel = os.path.normpath(rel)
+    if rel in (".", "") or rel.startswith("../") or rel == ".." or rel.split("/")[0] in _PROTECTED:
+        return None
+    return rel
+
+
+# ---- on the worker ------------------------------------------------------------------------------------
+def run_hermetic(
+    run: Callable[..., dict],
+    whoami: Callable[[], str],
+    line: str,
+    cwd: str,
+    env: dict[bytes, bytes],
+    manifest: dict[str, str],
+    outputs: tuple[str, ...],
+    url: str,
+    remote_timeout: float,
+    timeout: float | None,
+    token: str,
+) -> dict:
+    """The Dask task of a hermetic step: materialise the manifest in a fresh scratch folder from the remote
+    cache, run the command there, put the declared outputs back; the scratch folder is removed whatever
+    happens. Returns as dask.run_command does, with `outputs` (path -> digest), or `missing` (a declared
+    output not written), or `error` (a manifest file refused or not fetched, the remote failing). `run` and
+    `whoami`: dask.run_command and dask.worker_name, given by the submitter (distributed stays dask.py's)."""
+    name = whoami()
+    scratch = tempfile.mkdtemp(prefix="runner-hermetic-")
+    try:
+        try:
+            store = RemoteStore(url, timeout=remote_timeout)
+            for rel, digest in sorted(manifest.items()):
+                data = store.get_blob(digest)
+                if data is None:
+                    why = store.refusals.get(digest)
+                    if why:
+                        return {"worker": name, "error": f"input '{rel}' refused on {name}: {why}"}
+                    return {"worker": name, "error": f"input '{rel}' ({digest[:12]}) is not in the remote cache {url}"}
+                dest = os.path.join(scratch, rel)
+                os.makedirs(os.path.dirname(dest), exist_ok=True)
+                with open(dest, "wb") as f:
+                    f.write(data)
+        except RemoteError as exc:
+            return {"worker": name, "error": f"the remote cache {url} failed on {name}: {exc}"}
+        where = os.path.normpath(os.path.join(scratch, cwd))
+        os.makedirs(where, exist_ok=True)
+        env = {**env, b"PWD": os.fsencode(where)}
+        result = run(line, where, env, timeout, token)
+        result["scratch"] = scratch
+        if "error" in result or result["code"] != 0 or result.get("timed_out"):
+            return result
+        produced: dict[str, str] = {}
+        blobs: dict[str, bytes] = {}
+        for rel in expand(scratch, outputs):
+            try:
+                with open(os.path.join(scratch, rel), "rb") as f:
+                    data = f.read()
+            except (FileNotFoundError, IsADirectoryError):
+                result["missing"] = rel
+                return result
+            produced[rel] = digest_bytes(data)
+            blobs[produced[rel]] = data
+        try:
+            store.put_many(blobs, [])
+        except RemoteError as exc:
+            return {"worker": name, "error": f"the outputs could not be put in the remote cache {url}: {exc}"}
+        result["outputs"] = produced
+        return result
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
