@@ -78,7 +78,7 @@ class RunOptions:
         # `runner improve`: intent -> {"version", "feedback", "prompt"}: run again with the reviewer's feedback and
         # the previous version in its prompt (plans/versions.py), its result recorded as the next version
         self.improve = improve or {}
-        # where shell steps run (runner/executors/, built by commands/make.py): one whose `remote` is true takes
+        # where shell steps run (runner/executors/, built by commands/make.py): one whose `on_cluster` is true takes
         # each shell step as a future (submit, cancel_all, lost); None or local: this scheduler's own children
         self.executor = executor
 
@@ -154,10 +154,10 @@ class Executor:
         self.inflight = InflightJournal(layout)
         self.environ = dict(os.environb)  # what shell steps inherit: the environment as the run began
         executor = options.executor
-        self.remote = executor if executor is not None and executor.remote else None
+        self.cluster = executor if executor is not None and executor.on_cluster else None
         # with a core to spare, the scheduler makes the next steps' redirect files while a child runs; with
         # every core busy that only moves the work (measured: 10k clean -j2 on 2 cores, 12.6 s -> 13.1 s)
-        ahead = options.jobs < (os.cpu_count() or 1) and self.remote is None  # a remote step makes its own
+        ahead = options.jobs < (os.cpu_count() or 1) and self.cluster is None  # a remote step makes its own
         self.created_ahead = shell.CreatedAhead() if ahead else None
         self._deferred: list[tuple] = []  # shell steps finished, their records not yet stored
         self._deferred_names: set[str] = set()
@@ -324,10 +324,10 @@ class Executor:
             active.future = self.agents.submit(name, active.decision, lambda _f: os.write(wake_w, b"."))
             self.active[name] = active
             return None
-        if self.remote is not None:  # on the cluster: a future, as an agent step's; no pid here to journal
+        if self.cluster is not None:  # on the cluster: a future, as an agent step's; no pid here to journal
             intent = self.spec.intents[name]
             self.journals[name] = self.inflight.start(name, 0, list(intent.outputs))
-            active.future = self.remote.submit(self._context(name), active.decision, lambda: os.write(wake_w, b"."))
+            active.future = self.cluster.submit(self._context(name), active.decision, lambda: os.write(wake_w, b"."))
             self.active[name] = active
             return None
         started = shell.start(self._context(name))
@@ -383,7 +383,7 @@ class Executor:
             elif active.shell and active.shell.deadline and now >= active.shell.deadline:
                 self._unwatch(selector, active)
                 self._complete(active, active.shell.timed_out())
-        if self.remote is not None and self.remote.lost:  # the cluster's scheduler went away: nothing more starts
+        if self.cluster is not None and self.cluster.lost:  # the cluster's scheduler went away: nothing more starts
             self.stop = True
 
     def _complete_exited(self) -> None:
@@ -684,8 +684,8 @@ class Executor:
             outcome = running.finished(code)
             outcome.interrupted = not outcome.ok  # one that finished just before the interrupt is kept
             self._complete(a, outcome)
-        if self.remote is not None:  # every step on the cluster ends now, its remote command killed
-            self.remote.cancel_all()
+        if self.cluster is not None:  # every step on the cluster ends now, its remote command killed
+            self.cluster.cancel_all()
         for a, future in [(a, a.future) for a in self.active.values() if a.future is not None]:
             outcome = future.result()  # the agent step stops its worker on `cancelled`
             outcome.interrupted = outcome.interrupted or not outcome.ok

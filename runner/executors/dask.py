@@ -41,7 +41,7 @@ class DaskExecutor:
     The results are fetched by one thread, in batches: every task that finished meanwhile in one `gather` (one
     round trip per worker), rather than a round trip per task in Dask's one callback thread."""
 
-    remote = True
+    on_cluster = True
 
     def __init__(self, client, address: str, hermetic=None):
         self.client = client

@@ -7,7 +7,7 @@ class LocalExecutor:
     """Today's behaviour: nothing is handed anywhere. `remote` false tells execute.py to run steps itself
     (children watched through pidfds), which is faster here than any hand-off could be."""
 
-    remote = False
+    on_cluster = False
     lost = None
     name = "local"
 
