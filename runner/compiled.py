@@ -28,7 +28,8 @@ from .memory import key_parts as memory_parts
 from .spec import BUILTIN_DIR, STEP_AGENT, STEP_AGGREGATE, Intent, Spec, env_refs, runs_always
 from .workspace import Layout
 
-_FORMAT = 17  # 15: an intent's memory and scope; 16: [executor] and [cache] in the spec; 17: executor.hermetic
+_FORMAT = 18  # 15: an intent's memory and scope; 16: [executor] and [cache] in the spec; 17: executor.hermetic
+# 18: the project's root in the fingerprint
 # 14: the aggregates; 13: the candidate patterns (gates) in the header; 12: exclude, outputs, env
 _WATCHED_DIRS = ("adapters", "prompts", "regexes")
 
@@ -420,8 +421,10 @@ def load_compiled(root: Path, use_cache: bool = True, spec_file: str = "intents.
         try:
             with open(cache_file, "rb") as f:
                 fingerprint = pickle.load(f)  # first and alone: a stale spec is not unpickled at all
-                if fingerprint[:2] == (_FORMAT, __version__):
-                    _format, _version, paths, stats = fingerprint
+                # its root too: a copied project (cp -a keeps every mtime) would otherwise find the original's
+                # spec files unchanged at their absolute paths and run against the original's root
+                if fingerprint[:3] == (_FORMAT, __version__, str(root)):
+                    _format, _version, _root, paths, stats = fingerprint
                     if stats == _stats(paths):
                         header = pickle.load(f)
                         start = f.tell()
@@ -440,7 +443,7 @@ def load_compiled(root: Path, use_cache: bool = True, spec_file: str = "intents.
     compiled.spec_kept = _racy(compiled.sources, compiled.spec_stats, began)
     if compiled.spec_kept:
         return compiled  # used for this run, kept for none: the next one reads the files again
-    fingerprint = (_FORMAT, __version__, compiled.sources, compiled.spec_stats)
+    fingerprint = (_FORMAT, __version__, str(root), compiled.sources, compiled.spec_stats)
     if layout.state_dir.is_dir():
         _save(cache_file, fingerprint, compiled)
     else:  # a command that only reads leaves no .runner behind; `runner make` saves it once it made one

@@ -35,7 +35,8 @@ The shortcuts, each answering as the rule does, and the invariant each rests on
        also rests on the ignore rules, runner/ignore.py, which no declared path shows). The values of the
        variables `env` values read ($NAME) are part of keys: the proof keeps their digest, and holds only
        while it is the same. The proof is found by the targets as typed and the intents file (`-f`,
-       `proof_name`): the spec files' stats vouch that those names still select the same steps.
+       `proof_name`), in this folder (its device and inode: a copy's proof is the original's, `_slot`):
+       the spec files' stats vouch that those names still select the same steps.
        A touch (`_touched`): when a few declared files (no spec file) have new stats, the proof still
        holds if each one's bytes now are the bytes the proof vouched for: its kept digest, or the stat
        cache's digest of a file with exactly the recorded stats, hashed when they vouched for it (1). The
@@ -344,9 +345,12 @@ def content_digest(root: str, rel: str) -> str | None:
         return None
 
 
-def _slot(target: str | None) -> str:
-    """A target's entry in the proof file (another runner version's entries are never read)."""
-    return f"{__version__}\0{target or ''}"
+def _slot(root: str, target: str | None) -> str:
+    """A target's entry in the proof file (another runner version's entries are never read), for this folder:
+    a copy of the project (`cp -a` keeps every mtime) holds the original's proof, whose spec files are named
+    by absolute paths that still hold the original's stats, and must not take it for its own."""
+    st = os.stat(root)
+    return f"{__version__}\0{st.st_dev}:{st.st_ino}\0{target or ''}"
 
 
 def proof_name(targets: Sequence[str], spec_file: str = "intents.toml") -> str | None:
@@ -378,10 +382,10 @@ def _load(root: str) -> dict:
     return proofs if isinstance(proofs, dict) else {}
 
 
-def _entry(proofs: dict, target: str | None) -> tuple | None:
+def _entry(root: str, proofs: dict, target: str | None) -> tuple | None:
     """(paths, digest of their stats, order, kept digests, token, number of spec files, stats as bytes, the
     variables `env` values read with the digest of their values, the positions of the aggregates in order)."""
-    entry = proofs.get(_slot(target))
+    entry = proofs.get(_slot(root, target))
     return entry if isinstance(entry, tuple) and len(entry) == 9 else None
 
 
@@ -395,7 +399,7 @@ def prove_target(root: str, target: str | None) -> tuple[list[str], tuple[int, .
     """The steps of `target` in order and the positions of its aggregates among them, if its last good run's
     proof holds now (nothing to do); else None."""
     proofs = _load(root)
-    entry = _entry(proofs, target)
+    entry = _entry(root, proofs, target)
     if entry is None:
         return None
     paths, digest, order, kept, token, n_sources, stats_bytes, env, aggregates = entry
@@ -427,7 +431,7 @@ def prove_target(root: str, target: str | None) -> tuple[list[str], tuple[int, .
         position = {rel: i for i, rel in enumerate(paths)} if kept else {}
         still = {rel: d for rel, d in kept.items() if (s := stats[position[rel]]) is None or not vouches(s, now)}
         if still != kept or touched:
-            proofs[_slot(target)] = (paths, digest, order, still, token, n_sources, stats_bytes, env, aggregates)
+            proofs[_slot(root, target)] = (paths, digest, order, still, token, n_sources, stats_bytes, env, aggregates)
             _write(root, proofs)
             # what the dropped digests said goes to the stat cache, so a later touch of the file finds its bytes
             _vouched(root, {rel: (stats[position[rel]], taken, d) for rel, d in kept.items() if rel not in still})
@@ -575,7 +579,7 @@ def first_look(root: str, target: str | None, token: str, sources: list[str], re
         _loaded.pop(root, None)
         checked_paths = None
     look = FirstLook(_load(root))
-    entry = _entry(look.proofs, target)
+    entry = _entry(root, look.proofs, target)
     if entry is None:
         return look
     paths, _digest, order, kept, entry_token, n_sources, stats_bytes, env, _aggregates = entry
@@ -646,7 +650,7 @@ def record_proof(
     (not at all).
     """
     proofs = look.proofs
-    slot = _slot(target)
+    slot = _slot(root, target)
     paths = look.paths
     if paths is None:
         if proofs.pop(slot, None) is not None:
@@ -709,7 +713,7 @@ def record_proof(
 def drop_proof(root: str, target: str | None) -> None:
     """No proof for `target` until its next good run."""
     proofs = _load(root)
-    if proofs.pop(_slot(target), None) is not None:
+    if proofs.pop(_slot(root, target), None) is not None:
         _write(root, proofs)
 
 

@@ -7,6 +7,7 @@ import hashlib
 import json
 import marshal
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -190,6 +191,25 @@ def test_an_edit_to_intents_toml_that_keeps_size_mtime_and_inode_is_seen(project
     result = project.make()
     assert result.statuses() == {"say": "ran"}, result.out
     assert project.read("said.txt") == "bbb\n"
+    _settled(project)
+
+
+def test_a_copied_project_builds_its_own_files_not_the_originals(project, tmp_path):
+    """`cp -a` keeps every mtime: the copy finds the original's spec files unchanged at the absolute paths its
+    compiled spec names. It must compile its own, so that an edit in the copy is built there, and only there."""
+    project.spec(SPEC.format(word="aaa"))
+    project.write("in.txt", "x\n")
+    project.age_all()
+    assert project.make().code == 0
+    assert project.exists(".runner/spec.pickle")
+    copy = type(project)(tmp_path / "copy")
+    shutil.copytree(project.root, copy.root, symlinks=True)  # copy2: mtimes kept, as cp -a keeps them
+    copy.spec(SPEC.format(word="bbb"))
+    result = copy.make()
+    assert result.statuses() == {"say": "ran"}, result.out
+    assert copy.read("said.txt") == "bbb\n"
+    assert project.read("said.txt") == "aaa\n"
+    _settled(copy)
     _settled(project)
 
 
