@@ -19,7 +19,7 @@ from typing import IO, TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     import subprocess
     import threading
-    from collections.abc import Iterable, Sequence
+    from collections.abc import Iterable, Mapping, Sequence
 
 KILL_GRACE = 2.0  # seconds between SIGTERM and SIGKILL: enough to flush and exit, short enough for Ctrl-C
 CANCEL_POLL = 0.1  # seconds: how late a wait notices its cancel event (an Event has no fd to select on)
@@ -170,7 +170,7 @@ def start(
     argv: Sequence[str],
     *,
     cwd: str | os.PathLike,
-    env: dict[str, str],
+    env: Mapping[str, str] | Mapping[bytes, bytes],
     stdout: int | IO,
     stderr: int | IO,
     journal: Journal | None,

@@ -18,16 +18,15 @@ import logging
 import os
 import queue
 import shutil
-import signal
-import subprocess
 import tempfile
 import threading
 import uuid
 from collections.abc import Callable
 
 from ..errors import UsageError
+from ..process import kill_groups, start
 from ..steps.base import StepContext, StepOutcome
-from ..steps.shell import command_line
+from ..steps.shell import command_line, ended
 
 CONNECT_TIMEOUT = 3.0  # seconds to reach the scheduler before the run gives up, saying so
 CANCEL_WAIT = 2.0  # seconds an interrupt waits for the workers to kill the steps' commands
@@ -249,20 +248,7 @@ def _shell_outcome(ctx: StepContext, line: str, result: dict) -> StepOutcome:
         log = str(ctx.log_path)
         if ctx.on_output is not None:  # -v: the lines come when the step ends, not as it prints them
             ctx.on_output(ctx.intent.name, data.decode("utf-8", "replace").splitlines()[1:])
-    code = result["code"]
-    if result.get("timed_out"):
-        return StepOutcome(
-            ok=False,
-            exit_code=code,
-            timed_out=True,
-            log=log,
-            error=f"timed out after {ctx.timeout:g}s; its process group was killed",
-            worker=worker,
-        )
-    if code != 0:
-        how = f"killed by signal {-code}" if code < 0 else f"exited with code {code}"
-        return StepOutcome(ok=False, exit_code=code, error=f"command {how}", log=log, worker=worker)
-    return StepOutcome(ok=True, exit_code=0, log=log, worker=worker)
+    return ended(ctx, result["code"], log, timed_out=bool(result.get("timed_out")), worker=worker)
 
 
 # ---- on the worker ------------------------------------------------------------------------------------
@@ -282,24 +268,19 @@ def run_command(line: str, cwd: str, env: dict[bytes, bytes], timeout: float | N
         argv = [_SETPRIV, "--pdeathsig", "KILL", "--", *argv]
     with tempfile.TemporaryFile() as out:
         try:
-            proc = subprocess.Popen(
-                argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )  # fmt: skip
+            group = start(argv, cwd=cwd, env=env, stdout=out, stderr=out, journal=None, label="step")
         except OSError as exc:
             return {"worker": name, "error": f"could not start /bin/sh in {cwd} on {name}: {exc.strerror}"}
         with _RUNNING_LOCK:
-            _RUNNING.setdefault(token, set()).add(proc.pid)
-        timed_out = False
+            _RUNNING.setdefault(token, set()).add(group.pid)
         try:
-            code = proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            _kill(proc.pid)
-            code = proc.wait()
-            timed_out = True
+            timed_out = group.wait(timeout) == "timeout"
+            if timed_out:
+                group.kill()
         finally:
-            with _RUNNING_LOCK:
-                _RUNNING.get(token, set()).discard(proc.pid)
+            with _RUNNING_LOCK:  # before the reap: kill_run never signals a pid that may be someone else's
+                _RUNNING.get(token, set()).discard(group.pid)
+            code = group.reap()
         out.seek(0)
         output = out.read(OUTPUT_LIMIT)
     return {"worker": name, "code": code, "output": output, "timed_out": timed_out}
@@ -320,13 +301,5 @@ def kill_run(token: str) -> int:
     """Run on every worker by cancel_all: kill the process groups of the run's commands; how many."""
     with _RUNNING_LOCK:
         groups = list(_RUNNING.pop(token, ()))
-    for pgid in groups:
-        _kill(pgid)
+    kill_groups(groups)  # leaders not yet reaped: run_command takes a pid out of _RUNNING before its reap
     return len(groups)
-
-
-def _kill(pgid: int) -> None:
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 
 class LocalExecutor:
-    """Today's behaviour: nothing is handed anywhere. `remote` false tells execute.py to run steps itself
+    """Today's behaviour: nothing is handed anywhere. `on_cluster` false tells execute.py to run steps itself
     (children watched through pidfds), which is faster here than any hand-off could be."""
 
     on_cluster = False

@@ -141,25 +141,27 @@ class RunningShell:
 
     def timed_out(self) -> StepOutcome:
         kill_groups([self.proc.pid])  # not reaped yet: the group is still the step's own
-        self.proc.wait()
+        code = self.proc.wait()
         self.close_output()
-        return StepOutcome(
-            ok=False,
-            exit_code=self.proc.returncode,
-            timed_out=True,
-            log=self.log,
-            error=f"timed out after {self.ctx.timeout:g}s; its process group was killed",
-        )
+        return ended(self.ctx, code, self.log, timed_out=True)
 
     def finished(self, code: int) -> StepOutcome:
         if self.ctx.cancelled.is_set():  # the scheduler's interrupt stopped the group before reaping it
             self.close_output()
             return StepOutcome(ok=False, exit_code=code, interrupted=True, error="interrupted", log=self.log)
         self.close_output()
-        if code != 0:
-            how = f"killed by signal {-code}" if code < 0 else f"exited with code {code}"
-            return StepOutcome(ok=False, exit_code=code, error=f"command {how}", log=self.log)
-        return StepOutcome(ok=True, exit_code=0, log=self.log)
+        return ended(self.ctx, code, self.log)
+
+
+def ended(ctx: StepContext, code: int, log: str | None, timed_out: bool = False, worker: str | None = None):
+    """A shell step's outcome from how its command ended, wherever it ran (here, or on a Dask worker)."""
+    if timed_out:
+        error = f"timed out after {ctx.timeout:g}s; its process group was killed"
+        return StepOutcome(ok=False, exit_code=code, timed_out=True, log=log, error=error, worker=worker)
+    if code != 0:
+        how = f"killed by signal {-code}" if code < 0 else f"exited with code {code}"
+        return StepOutcome(ok=False, exit_code=code, error=f"command {how}", log=log, worker=worker)
+    return StepOutcome(ok=True, exit_code=0, log=log, worker=worker)
 
 
 def _folder(spec, intent) -> str:
