@@ -12,6 +12,8 @@ from typing import Protocol
 from .keys import digest_bytes, read_encoded, write_marshal
 from .redact import Mask
 
+PULLED_BATCH = 64 << 20  # bytes of blobs from the remote held before they are written to the local cache
+
 
 class StepRecord:
     """What a finished step produced, stored under its key."""
@@ -120,8 +122,11 @@ class Cache:
     def __init__(self, directory: str, mask: Mask | None = None, owner: bool = False, remote: Remote | None = None):
         self.directory = directory
         self.remote = remote
-        self._pulled_blobs: dict[str, bytes] = {}  # what the remote gave, written here at close()
+        # what the remote gave, written here in batches of PULLED_BATCH bytes and at close()
+        self._pulled_blobs: dict[str, bytes] = {}
         self._pulled_records: dict[str, StepRecord] = {}
+        self._pulled_size = 0
+        self._from_remote: set[str] = set()  # the keys whose record the remote gave (the step line says so)
         self.mask = Mask() if mask is None else mask
         self.owner = owner
         self.set_aside: str | None = None  # where a damaged database was moved to
@@ -142,13 +147,7 @@ class Cache:
         return self._db
 
     def close(self) -> None:
-        if self.owner and (self._pulled_blobs or self._pulled_records):
-            blobs, records = self._pulled_blobs, list(self._pulled_records.values())
-            self._pulled_blobs, self._pulled_records = {}, {}
-            try:
-                self._put_many_local(blobs, records)
-            except Exception:  # noqa: BLE001 - a copy of the remote's entries kept here is only a cache
-                pass
+        self._keep_pulled()
         if self._db is not None:
             self._db.close()
             self._db = None
@@ -202,7 +201,23 @@ class Cache:
         record = self.remote.fetch_record(key)
         if record is not None:
             self._pulled_records[key] = record
+            self._from_remote.add(key)
         return record
+
+    def from_remote(self, key: str) -> bool:
+        """Whether the record for `key` came from the remote in this run."""
+        return key in self._from_remote
+
+    def _keep_pulled(self) -> None:
+        """Write what the remote gave into the local cache (the holder of the lock only), and let it go: a
+        second clone restoring gigabytes never holds them all in memory."""
+        blobs, records = self._pulled_blobs, list(self._pulled_records.values())
+        self._pulled_blobs, self._pulled_records, self._pulled_size = {}, {}, 0
+        if self.owner and (blobs or records):
+            try:
+                self._put_many_local(blobs, records)
+            except Exception:  # noqa: BLE001 - a copy of the remote's entries kept here is only a cache
+                pass
 
     def _pull_blob(self, digest: str) -> bytes | None:
         """The remote's copy of a blob, verified by its digest there (runner/stores/remote.py) and here."""
@@ -213,7 +228,10 @@ class Cache:
             data = self.remote.fetch_blob(digest)
             if data is None or digest_bytes(data) != digest:
                 return None
+            if self._pulled_size + len(data) > PULLED_BATCH:
+                self._keep_pulled()
             self._pulled_blobs[digest] = data
+            self._pulled_size += len(data)
         return data
 
     def remote_why(self, key: str) -> str | None:

@@ -109,7 +109,7 @@ class PlainReporter:
             spent += f" on {event['worker']}" if event.get("worker") else ""  # a step run on a Dask worker
             _out(f"{self.counter} ran {name} ({event.get('duration', 0):.2f}s{spent})")
         elif status == "restored":
-            _out(f"{self.counter} restored {name} from cache")
+            _out(f"{self.counter} restored {name} from the {'remote ' if event.get('remote') else ''}cache")
         elif status == "failed":
             _out(failure_text(event) + (f"\n  (on {event['worker']})" if event.get("worker") else ""), err=True)
         elif status == "blocked":

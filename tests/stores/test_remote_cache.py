@@ -204,8 +204,17 @@ def test_explain_and_cache_stats_tell_remote_hits_from_local_ones(team, tmp_path
     assert steps["s0"]["reasons"][0].startswith("inputs match a run in the remote cache file://")
     run = second.make()
     assert run.remote()["hits"] == 3
+    assert [e.get("remote") for e in run.events() if e["event"] == "step_finished" and e["intent"] != "all"] == [
+        True
+    ] * 3
     (second.root / "out/s0.txt").unlink()
-    assert second.make().finished()["restored"] == 1  # from the local copy now
+    local = second.make()
+    assert local.finished()["restored"] == 1  # from the local copy now
+    assert [e for e in local.events() if e["event"] == "step_finished" and e.get("remote")] == []
+    third = first.clone(tmp_path / "third")
+    assert "[1/3] restored s0 from the remote cache\n" in third.run("make").out
+    (third.root / "out/s0.txt").unlink()
+    assert "restored s0 from the cache\n" in third.run("make").out
     stats = json.loads(second.run("cache", "stats", "--json").out)
     assert stats["hits"] == {"local": 3, "remote": 3}  # the last run: 1 restored, 2 up to date
 
