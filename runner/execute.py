@@ -626,7 +626,7 @@ class Executor:
             return _AGGREGATE
         if decision.key:
             self.planner.state.set(name, decision.key, decision.outputs, decision.inplace)
-        event = {"event": "step_finished", "intent": name, "status": status, "reasons": decision.reasons}
+        event: dict = {"event": "step_finished", "intent": name, "status": status, "reasons": decision.reasons}
         if decision.key and self.planner.cache.from_remote(decision.key):
             event["remote"] = True  # the shared cache served it: the step line says so
         self.emit(event)
