@@ -1,5 +1,5 @@
-"""The shared cache's store: content-addressed blobs and signed step records under one fsspec URL (fsspec's one
-importer).
+"""The shared cache's store: content-addressed blobs and signed step records under one fsspec URL (the one
+importer of fsspec and gcsfs).
 
 Layout under the URL's prefix: `v1/blobs/AB/DIGEST` (a step output's bytes, named by their SHA-256) and
 `v1/records/AB/KEY.json` (a step record, named by its key, in an envelope with its HMAC signature). A reader
@@ -59,7 +59,8 @@ class RemoteStore:
     """
 
     def __init__(self, url: str, signing_key: bytes | None = None, timeout: float = 5.0):
-        import fsspec  # the only importer of fsspec (its backends, s3fs and gcsfs, are loaded by it)
+        import fsspec  # the only importer of fsspec and gcsfs (fsspec loads s3fs and the other backends)
+        import fsspec.asyn
 
         self.url = url
         self.signing_key = signing_key
@@ -76,6 +77,9 @@ class RemoteStore:
                     "retries": {"max_attempts": 1, "mode": "standard"},
                 },
             }
+        elif protocol in ("gs", "gcs"):
+            _plain_gcs(fsspec)
+            options = {"skip_instance_cache": True, "requests_timeout": timeout}
         try:
             self.fs, root = fsspec.core.url_to_fs(url, **options)
         except ImportError as exc:
@@ -87,6 +91,9 @@ class RemoteStore:
         if hasattr(self.fs, "retries"):
             self.fs.retries = 1
         self.local = protocol in ("file", "local")
+        # one read's whole wait, its backend's own retries included (gcsfs retries a failed request six times
+        # with a backoff, whatever its `retries` says): asked of an async filesystem's call, fsspec stops it
+        self._bounded = {"timeout": timeout} if isinstance(self.fs, fsspec.asyn.AsyncFileSystem) else {}
         self._folders: set[str] = set()  # folders of a file:// remote known to exist
         self.root = root.rstrip("/") + "/v1"
         self.refused = 0
@@ -105,7 +112,7 @@ class RemoteStore:
             if self.local:  # a folder: plain reads (fsspec's layer costs more than the read itself)
                 with open(path, "rb") as f:
                     return f.read()
-            return self.fs.cat_file(path)
+            return self.fs.cat_file(path, **self._bounded)
         except FileNotFoundError:
             return None
         except Exception as exc:  # noqa: BLE001 - any backend's failure is the remote's, never the build's
@@ -151,7 +158,7 @@ class RemoteStore:
         """Whether an object is stored under the digest (its bytes unchecked: a reader checks them)."""
         path = self.blob_path(digest)
         try:
-            return os.path.exists(path) if self.local else bool(self.fs.exists(path))
+            return os.path.exists(path) if self.local else bool(self.fs.exists(path, **self._bounded))
         except Exception as exc:  # noqa: BLE001 - any backend's failure is the remote's, never the build's
             raise RemoteError(_words(exc)) from None
 
@@ -207,6 +214,19 @@ class RemoteStore:
                 envelope["signature"] = sign(self.signing_key, record.key, value)
             encoded[self.record_path(record.key)] = _canonical(envelope)
         self._write_many(encoded)
+
+
+def _plain_gcs(fsspec) -> None:
+    """gs:// through gcsfs's JSON-API class. The class gcsfs registers since 2025 first asks each bucket's type
+    over gRPC, a probe that waits 60 s a try against anything but Google's own endpoint (an emulator, a proxy,
+    a network that drops it) whatever the request timeout says; a cache needs only whole-object reads and
+    writes, which the JSON API serves on every kind of bucket."""
+    try:
+        from gcsfs.core import GCSFileSystem
+    except ImportError:
+        return  # fsspec's url_to_fs names the missing package; the caller names the extra
+    for name in ("gs", "gcs"):
+        fsspec.register_implementation(name, GCSFileSystem, clobber=True)
 
 
 def _extra(protocol: str) -> str:

@@ -1,10 +1,18 @@
 """Fixtures of the shared-cache tests: a project and its clones through the real CLI; a file:// remote in a temp
-folder. (moto's S3 server, one real process on 127.0.0.1 for the session, is in tests/conftest.py: the hermetic
-executor's tests use it too.)"""
+folder; gcp-storage-emulator for gs://, one real process on 127.0.0.1 for the session. (moto's S3 server is in
+tests/conftest.py: the hermetic executor's tests use it too.)"""
 
 from __future__ import annotations
 
+import json
+import os
+import socket
+import subprocess
 import sys
+import time
+import urllib.parse
+import urllib.request
+import uuid
 from pathlib import Path
 
 import pytest
@@ -41,3 +49,67 @@ def team(tmp_path: Path, shared: Path):
         return clone
 
     return make
+
+
+class Gcs:
+    """gcp-storage-emulator, a GCS JSON-API server, as a real process on 127.0.0.1: gcsfs reaches it through
+    STORAGE_EMULATOR_HOST (`env`), as it would reach fake-gcs-server or Google's own endpoint."""
+
+    def __init__(self, port: int):
+        self.endpoint = f"http://127.0.0.1:{port}"
+        self.env = {"STORAGE_EMULATOR_HOST": self.endpoint}
+
+    def _call(self, method: str, path: str, body: dict | None = None) -> bytes:
+        data = json.dumps(body).encode() if body is not None else None
+        request = urllib.request.Request(self.endpoint + path, data=data, method=method)
+        request.add_header("Content-Type", "application/json")
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            return answer.read()
+
+    def bucket(self) -> str:
+        name = "runner-" + uuid.uuid4().hex[:12]
+        self._call("POST", "/storage/v1/b?project=test", {"name": name})
+        return name
+
+    def buckets(self) -> list[str]:
+        return [b["name"] for b in json.loads(self._call("GET", "/storage/v1/b?project=test")).get("items", [])]
+
+    def objects(self, bucket: str) -> dict[str, bytes]:
+        listed = json.loads(self._call("GET", f"/storage/v1/b/{bucket}/o")).get("items", [])
+        media = f"/download/storage/v1/b/{bucket}/o/{{}}?alt=media"
+        return {o["name"]: self._call("GET", media.format(urllib.parse.quote(o["name"], safe=""))) for o in listed}
+
+
+@pytest.fixture(scope="session")
+def gcs(tmp_path_factory):
+    """gcp-storage-emulator on 127.0.0.1, in memory, started once; at the end, no object holds the session's
+    API key (as moto's fixture checks its buckets)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    log = tmp_path_factory.mktemp("gcs") / "server.log"  # a file, not a pipe: its request log never blocks it
+    with open(log, "w") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "gcp_storage_emulator", "start", "--host", "127.0.0.1", "--port", str(port), "-M"],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
+    emulator = Gcs(port)
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            emulator.buckets()
+            break
+        except OSError:
+            assert proc.poll() is None and time.monotonic() < deadline, f"the GCS emulator did not start: {log}"
+            time.sleep(0.1)
+    try:
+        yield emulator
+        key = os.environ["OPENAI_API_KEY"].encode()
+        for bucket in emulator.buckets():
+            leaked = [name for name, data in emulator.objects(bucket).items() if key in data]
+            assert not leaked, f"SECRET LEAK: the session's API key is in the remote cache: {leaked[:5]}"
+    finally:
+        proc.terminate()
+        proc.wait(10)

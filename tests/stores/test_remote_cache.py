@@ -47,6 +47,32 @@ def test_a_second_clone_runs_nothing_through_moto_s3(team, tmp_path, moto):
     assert all(k.startswith("team/cache/v1/") for k in stored)
 
 
+def test_a_second_clone_runs_nothing_through_gcs(team, tmp_path, gcs):
+    bucket = gcs.bucket()
+    first = team(steps=12)
+    env = {**gcs.env, "RUNNER_REMOTE_CACHE": f"gs://{bucket}/team/cache"}
+    _second_clone_served(first, tmp_path, env, steps=12)
+    stored = gcs.objects(bucket)
+    assert sum("/v1/records/" in k for k in stored) == 12
+    assert all(k.startswith("team/cache/v1/") for k in stored)
+
+
+def test_a_gcs_remote_that_is_down_costs_one_bounded_wait(team):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed once the block ends: nothing listens there
+    first = team(steps=5)
+    env = {"RUNNER_REMOTE_CACHE": "gs://nowhere/cache", "STORAGE_EMULATOR_HOST": f"http://127.0.0.1:{port}"}
+    began = time.monotonic()
+    run = first.make(env=env)
+    took = time.monotonic() - began
+    assert run.code == 0, run.err
+    assert run.finished()["ran"] == 5
+    assert run.err.count("runner: the remote cache gs://nowhere/cache failed") == 1
+    assert run.remote()["upload_failed"] == 5  # counted, never silent
+    assert took < 12, took  # gcsfs's own six tries with backoff would take over 30 s
+
+
 @pytest.mark.parametrize("damage", ["corrupt", "truncate"])
 def test_a_damaged_remote_blob_is_refused_and_never_restored(team, tmp_path, shared, damage):
     first = team(steps=3)
