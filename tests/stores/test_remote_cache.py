@@ -47,6 +47,18 @@ def test_a_second_clone_runs_nothing_through_moto_s3(team, tmp_path, moto):
     assert all(k.startswith("team/cache/v1/") for k in stored)
 
 
+def test_blobs_expired_from_the_remote_turn_its_hits_into_runs(team, tmp_path, shared):
+    first = team(steps=4)
+    assert first.make().code == 0
+    for blob in blobs(shared)[:2]:  # a lifecycle rule took them, not their records
+        blob.unlink()
+    second = first.clone(tmp_path / "second")
+    run = second.make()
+    assert run.code == 0, run.err
+    assert (run.finished()["ran"], run.finished()["restored"]) == (2, 2)
+    assert second.outputs() == first.outputs()
+
+
 def test_a_second_clone_runs_nothing_through_gcs(team, tmp_path, gcs):
     bucket = gcs.bucket()
     first = team(steps=12)
