@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
 RAN, CACHED, RESTORED, FAILED, SKIPPED, BLOCKED = "ran", "cached", "restored", "failed", "skipped", "blocked"
 _EXITED, _PRINTED = "exited", "printed"  # what a shell step's file descriptor in the selector says
+PREFETCH = 63  # ready steps whose shared-cache reads are made together with the next one's (_prefetch)
 _AGGREGATE = "aggregate"  # what _finish_skip says of an aggregate: its dependencies are done, nothing to report
 
 
@@ -216,6 +217,8 @@ class Executor:
         self.stop = False
         self.ready = [(self.position[n], n) for n in todo if self.waiting[n] == 0]
         self._decided: dict[str, Decision] = {}  # ready steps decided while waiting (_decide_ahead)
+        # ready steps whose shared-cache reads were made at once (_prefetch); None: no shared cache to read
+        self._prefetched: set[str] | None = set() if self.planner.cache.reads_remote else None
         heapq.heapify(self.ready)  # earliest first
         selector = selectors.DefaultSelector()
         wake_r, wake_w = os.pipe()
@@ -271,6 +274,8 @@ class Executor:
         summary = self.summary
         while self.ready and not self.stop and len(self.active) < self.options.jobs:
             name = heapq.heappop(self.ready)[1]
+            if self._prefetched is not None and name not in self._prefetched:
+                self._prefetch(name)
             if self._deferred and not self._deferred_names.isdisjoint(self.planner.compiled.deps[name]):
                 self._store_deferred()  # a step's report never comes before its dependencies' reports
             decision = self._decided.pop(name, None) or self.planner.decide(name, self.produced)
@@ -304,6 +309,23 @@ class Executor:
             if isinstance(started, StepOutcome):  # it could not even start
                 self._complete(active, started)
 
+    def _prefetch(self, name: str) -> None:
+        """With a shared cache to read: what deciding `name` and the next PREFETCH ready steps asks of it, asked
+        at once (cache.prefetch). Their dependencies are done, so their keys are what they will be."""
+        prefetched = self._prefetched
+        assert prefetched is not None
+        names = [name] + [n for _pos, n in heapq.nsmallest(PREFETCH, self.ready) if n not in prefetched]
+        prefetched.update(names)
+
+        def decide() -> None:
+            for n in names:
+                try:
+                    self.planner.decide(n, self.produced)
+                except Exception:  # noqa: BLE001 - said when the scheduler decides the step itself, in its turn
+                    pass
+
+        self.planner.cache.prefetch(decide)
+
     def _decide_ahead(self) -> None:
         """While every slot is busy, decide the steps that start next (the first entries of the ready
         heap), so that a child's exit is followed by the next start at once. Their dependencies are done,
@@ -313,6 +335,8 @@ class Executor:
         for _position, name in self.ready[: self.options.jobs]:
             intent = self.spec.intents[name]
             if name not in self._decided and intent.kind != STEP_AGENT:
+                if self._prefetched is not None and name not in self._prefetched:
+                    self._prefetch(name)
                 decision = self._decided[name] = self.planner.decide(name, self.produced)
                 if decision.action == RUN and intent.kind != STEP_AGGREGATE and self.created_ahead is not None:
                     shell.create_ahead(self.spec, intent, self.environ, self.created_ahead)

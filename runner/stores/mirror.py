@@ -6,12 +6,15 @@ from __future__ import annotations
 import queue
 import sys
 import threading
+from concurrent.futures import ThreadPoolExecutor
 
 from ..cache import StepRecord
 from .remote import RemoteError, RemoteStore
 
 READ, WRITE, READWRITE = "read", "write", "readwrite"
 MODES = (READ, WRITE, READWRITE)
+READERS = 16  # reads in flight at once when the scheduler asks for many (fetch_records, fetch_blobs)
+UPLOAD_BATCH = 64 << 20  # bytes of blobs sent in one round of concurrent writes, at most (one blob may be more)
 
 
 class Mirror:
@@ -40,6 +43,7 @@ class Mirror:
         self._queue: queue.Queue = queue.Queue()
         self._thread: threading.Thread | None = None
         self._sent: set[str] = set()
+        self._readers: ThreadPoolExecutor | None = None
         self._say = say or _stderr
 
     # going down once
@@ -63,15 +67,16 @@ class Mirror:
             self._gone(exc)
             self._why[key] = f"remote cache {self.url} failed: {exc}"
             return None
-        if record is None:
-            self.misses += 1
-            refusal = self.store.refusals.get(key)
-            self._why[key] = f"{refusal}: ignored" if refusal else f"no entry in the remote cache {self.url} either"
-            return None
-        self.hits += 1
-        self.saved_seconds += float(record.duration or 0.0)
-        self.saved_attempts += int(record.attempts or 0)
-        self._why[key] = f"inputs match a run in the remote cache {self.url}"
+        with self._lock:  # fetch_records asks from several threads
+            if record is None:
+                self.misses += 1
+                refusal = self.store.refusals.get(key)
+                self._why[key] = f"{refusal}: ignored" if refusal else f"no entry in the remote cache {self.url} either"
+                return None
+            self.hits += 1
+            self.saved_seconds += float(record.duration or 0.0)
+            self.saved_attempts += int(record.attempts or 0)
+            self._why[key] = f"inputs match a run in the remote cache {self.url}"
         return record
 
     def fetch_blob(self, digest: str) -> bytes | None:
@@ -83,8 +88,23 @@ class Mirror:
             self._gone(exc)
             return None
         if data is not None:
-            self.blobs += 1
+            with self._lock:
+                self.blobs += 1
         return data
+
+    def fetch_records(self, keys: list[str]) -> dict[str, StepRecord | None]:
+        """fetch_record for each key, READERS at a time: one latency for many steps, not one each."""
+        return dict(zip(keys, self._each(self.fetch_record, keys), strict=True))
+
+    def fetch_blobs(self, digests: list[str]) -> dict[str, bytes | None]:
+        return dict(zip(digests, self._each(self.fetch_blob, digests), strict=True))
+
+    def _each(self, fetch, names: list[str]) -> list:
+        if len(names) <= 1 or not self.reads or self.down is not None:
+            return [fetch(name) for name in names]
+        if self._readers is None:
+            self._readers = ThreadPoolExecutor(READERS, thread_name_prefix="runner-remote-read")
+        return list(self._readers.map(fetch, names))
 
     def why(self, key: str) -> str | None:
         """Why the remote had, or had not, the record for `key` (None: it was not asked)."""
@@ -105,11 +125,12 @@ class Mirror:
 
     def _uploads(self) -> None:
         while True:
-            item = self._queue.get()
-            if item is None:
-                self._queue.task_done()
-                return
-            blobs, records = item
+            batches, last = self._gather()
+            blobs: dict[str, bytes] = {}
+            records: list[StepRecord] = []
+            for more_blobs, more_records in batches:
+                blobs.update(more_blobs)
+                records += more_records
             done = 0
             try:
                 if self.down is not None:
@@ -125,10 +146,34 @@ class Mirror:
             finally:
                 self.uploaded += done
                 self.upload_failed += len(records) - done
-            self._queue.task_done()
+            for _ in range(len(batches) + last):
+                self._queue.task_done()
+            if last:
+                return
+
+    def _gather(self) -> tuple[list[tuple[dict, list]], bool]:
+        """The next batches to upload as one (whatever was queued meanwhile, up to UPLOAD_BATCH bytes): one
+        round of concurrent writes for many steps' objects rather than a round trip per step; and whether the
+        end came (finish's None)."""
+        batches: list[tuple[dict, list]] = []
+        size = 0
+        item = self._queue.get()
+        while item is not None:
+            batches.append(item)
+            size += sum(len(data) for data in item[0].values())
+            if size >= UPLOAD_BATCH:
+                return batches, False
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                return batches, False
+        return batches, True
 
     def finish(self) -> dict:
         """Wait for the queued uploads (at most `drain` seconds), then what the remote did in this run."""
+        if self._readers is not None:
+            self._readers.shutdown(wait=False, cancel_futures=True)
+            self._readers = None
         left = 0
         if self._thread is not None:
             self._queue.put(None)

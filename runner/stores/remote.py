@@ -15,6 +15,7 @@ import hmac
 import json
 import os
 import posixpath
+import threading
 import uuid
 
 from ..cache import StepRecord
@@ -71,6 +72,9 @@ class RemoteStore:
             # botocore's own retries off and its timeouts bounded; s3fs's retry loop is set to one try below
             options = {
                 "skip_instance_cache": True,
+                # a read is one GET: with more, s3fs asks each object's size first (a HEAD, a round trip more)
+                # to fetch a large one in parts
+                "max_concurrency": 1,
                 "config_kwargs": {
                     "connect_timeout": timeout,
                     "read_timeout": timeout,
@@ -98,6 +102,7 @@ class RemoteStore:
         self.root = root.rstrip("/") + "/v1"
         self.refused = 0
         self.refusals: dict[str, str] = {}  # key or digest -> why it was refused
+        self._lock = threading.Lock()
 
     # paths
     def blob_path(self, digest: str) -> str:
@@ -140,8 +145,9 @@ class RemoteStore:
             raise RemoteError(_words(exc)) from None
 
     def _refuse(self, name: str, why: str) -> None:
-        self.refused += 1
-        self.refusals[name] = why
+        with self._lock:  # reads come from several threads (mirror.py fetch_records)
+            self.refused += 1
+            self.refusals[name] = why
 
     # blobs
     def get_blob(self, digest: str) -> bytes | None:

@@ -38,11 +38,11 @@ def shared(tmp_path: Path) -> Path:
 def team(tmp_path: Path, shared: Path):
     """A 50-step project whose [cache] remote is the shared folder; call it with more of [cache] or a step count."""
 
-    def make(cache: str = "", steps: int = 50, name: str = "first") -> Clone:
+    def make(cache: str = "", steps: int = 50, name: str = "first", width: int = 5) -> Clone:
         root = tmp_path / name
         root.mkdir()
         clone = Clone(root)
-        clone.write("intents.toml", f'[cache]\nremote = "{shared.as_uri()}"\n{cache}\n' + wide(steps))
+        clone.write("intents.toml", f'[cache]\nremote = "{shared.as_uri()}"\n{cache}\n' + wide(steps, width))
         for i in range(steps):
             clone.write(f"src/{i}.txt", f"input {i}\n")
         (root / "out").mkdir()

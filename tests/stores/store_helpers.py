@@ -32,12 +32,12 @@ class Run:
         return {e["intent"]: e["status"] for e in self.events() if e["event"] == "step_finished"}
 
 
-def wide(steps: int = 50) -> str:
-    """`steps` shell steps in a chain of layers (each reads its own input and its dependency's output), and
-    `all` over them."""
+def wide(steps: int = 50, width: int = 5) -> str:
+    """`steps` shell steps in layers `width` wide (each reads its own input and its dependency's output in the
+    layer before), and `all` over them."""
     parts = ['[project]\nname = "wide"\ndefault = "all"\n']
     for i in range(steps):
-        dep = f"s{i - 5}" if i >= 5 else None
+        dep = f"s{i - width}" if i >= width else None
         reads = f"src/{i}.txt" + (f" out/{dep}.txt" if dep else "")
         parts.append(
             textwrap.dedent(f"""\
