@@ -17,7 +17,7 @@ from .globs import expand
 from .interrupts import Interrupts
 from .keys import digest_bytes, outputs_digest
 from .noop import cached_lines
-from .plan import RUN, Decision, Planner
+from .plan import RUN, Decision, Planner, decide_each
 from .process import kill_groups
 from .record import RunRecord, tail
 from .redact import Mask
@@ -317,14 +317,7 @@ class Executor:
         names = [name] + [n for _pos, n in heapq.nsmallest(PREFETCH, self.ready) if n not in prefetched]
         prefetched.update(names)
 
-        def decide() -> None:
-            for n in names:
-                try:
-                    self.planner.decide(n, self.produced)
-                except Exception:  # noqa: BLE001 - said when the scheduler decides the step itself, in its turn
-                    pass
-
-        self.planner.cache.prefetch(decide)
+        self.planner.cache.prefetch(lambda: decide_each(self.planner, names, self.produced, frozenset()))
 
     def _decide_ahead(self) -> None:
         """While every slot is busy, decide the steps that start next (the first entries of the ready

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Set
+from functools import partial
 from typing import TYPE_CHECKING
 
 from .cache import Cache, State, StepRecord
@@ -204,13 +205,38 @@ def make_plan(planner: Planner, order: list[str]) -> list[Decision]:
     """Decide every selected step in order, assuming a step that must run changes its outputs."""
     produced: dict[str, str | None] = {}
     pending: set[str] = set()
-    decisions = []
+    decisions: dict[str, Decision] = {}
+    for wave in _waves(planner, order) if planner.cache.reads_remote else [order]:
+        if len(wave) > 1:  # what the wave's decisions ask the shared cache, asked at once (as make does)
+            planner.cache.prefetch(partial(decide_each, planner, wave, produced, pending))
+        for name in wave:
+            d = decisions[name] = planner.decide(name, produced, pending)
+            if d.action == RUN or d.key is None:
+                produced[name] = None
+                pending.add(name)
+            else:
+                produced[name] = outputs_digest(d.outputs)
+    return [decisions[name] for name in order]
+
+
+def _waves(planner: Planner, order: list[str]) -> list[list[str]]:
+    """`order` in waves: each step after every wave holding one of its dependencies (its key is known once
+    they are decided)."""
+    level: dict[str, int] = {}
+    waves: list[list[str]] = []
     for name in order:
-        d = planner.decide(name, produced, pending)
-        decisions.append(d)
-        if d.action == RUN or d.key is None:
-            produced[name] = None
-            pending.add(name)
-        else:
-            produced[name] = outputs_digest(d.outputs)
-    return decisions
+        at = 1 + max((level[d] for d in planner.compiled.deps[name] if d in level), default=-1)
+        level[name] = at
+        if at == len(waves):
+            waves.append([])
+        waves[at].append(name)
+    return waves
+
+
+def decide_each(planner: Planner, names: list[str], produced, pending) -> None:
+    """Decide each step, its decision dropped: what cache.prefetch watches to learn what deciding asks."""
+    for name in names:
+        try:
+            planner.decide(name, produced, pending)
+        except Exception:  # noqa: BLE001 - said when the step is decided in its turn
+            pass

@@ -115,6 +115,12 @@ def test_a_far_remote_is_read_many_requests_at_a_time(team, tmp_path, moto):
         stats = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{port}/__stats").read())
         assert stats["requests"] == 48  # a GET for each step's record and one for its blob, nothing more
         assert stats["peak"] >= 8, stats  # the 24 independent steps' reads in flight together, not one by one
+        third = first.clone(tmp_path / "third")
+        urllib.request.urlopen(f"http://127.0.0.1:{port}/__reset").read()
+        status = json.loads(third.run("status", "--json", env=env).out)
+        assert {s["action"] for s in status["steps"]} == {"skip"}
+        stats = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{port}/__stats").read())
+        assert stats["requests"] == 48 and stats["peak"] >= 8, stats  # status asks as make does
     finally:
         proxy.kill()
         proxy.wait()
