@@ -1,4 +1,4 @@
-"""Where shell steps run: the executor a run uses, from `--executor` or the spec's `[executor]` table."""
+"""Where steps run: the executor a run uses, from `--executor` or the spec's `[executor]` table."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Steps on a Dask cluster (the one importer of `distributed`): each shell step's command is one Dask task.
+"""Steps on a Dask cluster (the one importer of `distributed`): a shell step's command, or an agent attempt, a task.
 
 The runner that the user started still plans, keys, records and applies: a task only runs the step's command
 in the project's folder on a worker that sees the project at the same path (a shared filesystem), and returns
@@ -9,6 +9,10 @@ the project; the task gets the step's inputs from the remote cache and puts its 
 A worker that dies mid-step: the scheduler gives the task to another worker (Dask's allowed-failures), and the
 runner sees one result, so the step is recorded once. The scheduler that goes away: the client cancels every
 future ("scheduler-connection-lost"); each step in flight fails with that reason and the run stops (exit 1).
+
+An agent step keeps its candidate loop on the runner (steps/agent.py); each attempt is one task (`run_attempt`):
+steps/agent.py's `detached_attempt` on the worker, the same judging as an attempt made here, its AttemptDone sent
+back; the runner writes the attempt's record and applies a verified change through its journaled apply.
 """
 
 from __future__ import annotations
