@@ -61,6 +61,7 @@ def _pids(address: str) -> set[int]:
         return set(client.run(os.getpid).values())
 
 
+@pytest.mark.slow  # three runs, the workers' first import of the openai SDK: 25 s at load 16 on 2 cores
 def test_an_agent_step_runs_on_a_worker_gives_the_local_bytes_then_a_noop(cluster, agent, server, tmp_path):
     address, workers = cluster
     here = AgentProject(tmp_path / "here", agent.home)
@@ -98,6 +99,7 @@ def test_an_agent_step_runs_on_a_worker_gives_the_local_bytes_then_a_noop(cluste
     assert len(agent.home.joinpath("verify_parents.txt").read_text().split()) == 2  # nothing ran again
 
 
+@pytest.mark.slow  # two attempts, each with its pytest verify: 17 s at load 16 on 2 cores
 def test_a_retry_on_the_cluster_gets_the_feedback_and_the_previous_attempts_files(cluster, agent, server):
     address, _workers = cluster
     srv = server(
