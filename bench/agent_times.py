@@ -21,8 +21,17 @@ import threading
 import time
 
 _PARTS = {
-    "runner.steps.agent": ["make_workspace", "remove_workspace", "find_change", "snapshot", "undo_side_effects"],
-    "runner.steps.agent:AgentStep": ["run", "_attempt", "_judge", "_verify"],
+    "runner.steps.agent": [
+        "make_workspace",
+        "remove_workspace",
+        "find_change",
+        "snapshot",
+        "undo_side_effects",
+        "attempt_in",
+        "_judge",
+        "_verify",
+    ],  # fmt: skip
+    "runner.steps.agent:AgentStep": ["run", "_attempt"],
     "runner.workers.openai:OpenAIWorker": ["run", "_call", "warm"],
     "runner.workers.openai": ["_sdk", "protocol_family", "parse_answer"],
     "runner.workers.codex:CodexWorker": ["run"],

@@ -39,6 +39,9 @@ class AgentHandoff:
         self._budget_lock = threading.Lock()
         self._pool: ThreadPoolExecutor | None = None
         self._warming: threading.Thread | None = None
+        # a Dask executor (runner/executors/dask.py): each attempt one task on a worker; None: attempts run here
+        executor = getattr(options, "executor", None)
+        self._cluster = executor if executor is not None and executor.on_cluster else None
 
     def held(self, name: str, decision: Decision) -> str | None:
         """Why an agent step that must run does not start now (a change waiting for approval, a question
@@ -84,8 +87,9 @@ class AgentHandoff:
             from concurrent.futures import ThreadPoolExecutor
 
             self._pool = ThreadPoolExecutor(max_workers=max(1, self.options.jobs), thread_name_prefix="step")
-            self._warming = threading.Thread(target=self._warm, name="warm-worker", daemon=True)
-            self._warming.start()
+            if self._cluster is None:  # on a cluster the worker is called in the Dask workers, not here
+                self._warming = threading.Thread(target=self._warm, name="warm-worker", daemon=True)
+                self._warming.start()
         future = self._pool.submit(self._attempts, name, decision)
         future.add_done_callback(on_done)
         return future
@@ -125,6 +129,7 @@ class AgentHandoff:
             halt_on=self.options.halt_on,
             emit=self.emit,
             improve=(self.options.improve.get(name) or {}).get("prompt"),
+            cluster=self._cluster,
         )
 
     def _run_budget(self) -> RunBudget:

@@ -1,11 +1,11 @@
-"""Where shell steps run: the executor a run uses, from `--executor` or the spec's `[executor]` table."""
+"""Where steps run: the executor a run uses, from `--executor` or the spec's `[executor]` table."""
 
 from __future__ import annotations
 
 import re
 
 from ..errors import UsageError
-from ..spec import ExecutorSettings, Spec
+from ..spec import STEP_AGENT, ExecutorSettings, Spec
 
 _DASK = re.compile(r"^(?:dask|tcp)://([^\s/:]+):([0-9]{1,5})$")
 
@@ -30,6 +30,13 @@ def build(spec: Spec, flag: str | None, hermetic: bool = False, mirror=None):
     hermetic = hermetic or (spec.executor.hermetic and (settings.kind == "dask" or not flag))
     if hermetic:
         _check_hermetic(spec, settings, mirror)
+        agents = sorted(name for name, intent in spec.intents.items() if intent.kind == STEP_AGENT)
+        if agents:  # an attempt copies the whole project and verifies there: not a step's declared manifest
+            raise UsageError(
+                f"error: agent steps ({', '.join(agents)}) need the project at the same path on the Dask workers, "
+                "which hermetic workers do not have: run without --hermetic (a shared filesystem) or with "
+                "--executor local"
+            )
     if settings.kind != "dask":
         from .local import LocalExecutor
 

@@ -1,4 +1,4 @@
-"""Steps on a Dask cluster (the one importer of `distributed`): each shell step's command is one Dask task.
+"""Steps on a Dask cluster (the one importer of `distributed`): a shell step's command, or an agent attempt, a task.
 
 The runner that the user started still plans, keys, records and applies: a task only runs the step's command
 in the project's folder on a worker that sees the project at the same path (a shared filesystem), and returns
@@ -9,6 +9,10 @@ the project; the task gets the step's inputs from the remote cache and puts its 
 A worker that dies mid-step: the scheduler gives the task to another worker (Dask's allowed-failures), and the
 runner sees one result, so the step is recorded once. The scheduler that goes away: the client cancels every
 future ("scheduler-connection-lost"); each step in flight fails with that reason and the run stops (exit 1).
+
+An agent step keeps its candidate loop on the runner (steps/agent.py); each attempt is one task (`run_attempt`):
+steps/agent.py's `detached_attempt` on the worker, the same judging as an attempt made here, its AttemptDone sent
+back; the runner writes the attempt's record and applies a verified change through its journaled apply.
 """
 
 from __future__ import annotations
@@ -54,6 +58,7 @@ class DaskExecutor:
         self._lock = threading.Lock()
         # key -> (the Dask future, the step's future, its context, its command line, the scheduler's wake-up)
         self._pending: dict[str, tuple] = {}
+        self._attempts: dict[str, tuple] = {}  # an agent attempt's key -> (its Dask future, what wakes its thread)
         self._finished: queue.SimpleQueue = queue.SimpleQueue()  # keys whose Dask future is done; None: stop
         self._fetcher = threading.Thread(target=self._fetch, name="runner-dask-results", daemon=True)
         self._fetcher.start()
@@ -197,6 +202,49 @@ class DaskExecutor:
             outcome = self.hermetic.outcome(ctx, outcome, result, manifest or {})
         return outcome
 
+    # ---- one agent attempt ------------------------------------------------------------------------
+    def attempt(self, job, cancelled: threading.Event):
+        """Run one agent attempt (steps/agent.py AttemptJob) as a Dask task and wait for its AttemptDone, in the
+        agent step's own thread. Ctrl-C (cancel_all) kills the attempt's processes on the worker and answers
+        at once; a worker that dies mid-attempt: Dask gives the task to another, which starts it afresh (so
+        the change comes back, and is applied, once); the scheduler gone: the attempt fails saying so and the
+        run stops (`lost`)."""
+        from ..steps.agent import AttemptDone
+
+        if self.lost is None and not cancelled.is_set():
+            key = f"runner-{job.intent.name}-attempt-{uuid.uuid4().hex[:12]}"
+            ready = threading.Event()
+            with self._lock:
+                future = None if self._cancelling else self.client.submit(
+                    run_attempt, job, self.token, key=key, pure=False
+                )  # fmt: skip
+                if future is not None:
+                    self._attempts[key] = (future, ready)
+            if future is not None:
+                future.add_done_callback(lambda _f: ready.set())
+                while not ready.wait(0.5):
+                    if cancelled.is_set():  # cancel_all sets `ready` once the worker was told
+                        ready.wait(CANCEL_WAIT + 1)
+                        break
+                with self._lock:
+                    self._attempts.pop(key, None)
+                if future.status == "finished" and not cancelled.is_set():
+                    try:
+                        return future.result()
+                    except Exception as exc:  # noqa: BLE001 - the result could not be fetched: the cluster is gone
+                        gone = f"the Dask scheduler at {self.address} went away ({type(exc).__name__})"
+                        self.lost = self.lost or gone
+                elif future.status == "error":
+                    return _attempt_failed(_task_failed(_exception(future)).error or "the Dask task failed")
+                elif not cancelled.is_set() and not self._cancelling and self.lost is None:
+                    self.lost = f"the Dask scheduler at {self.address} went away"
+        if self.lost is not None:
+            return _attempt_failed(self._lost().error or "", kind="permanent")
+        from ..workers.base import failed
+
+        stopped = failed("timeout", "interrupted")
+        return AttemptDone(answer=stopped, change=_no_change(), kind="interrupted", error="interrupted", called=False)
+
     def _lost(self) -> StepOutcome:
         return StepOutcome(ok=False, error=f"{self.lost}: the run stops; the next run resumes from the cache")
 
@@ -207,10 +255,11 @@ class DaskExecutor:
             self._cancelling = True
             pending = [(entry[0], entry[1]) for entry in self._pending.values()]
             self._pending.clear()
+            attempts = list(self._attempts.values())
 
         def cancel() -> None:
             try:
-                self.client.cancel([future for future, _done in pending])
+                self.client.cancel([future for future, _done in pending] + [future for future, _ready in attempts])
                 self.client.run(kill_run, self.token, on_error="ignore")
             except Exception:  # noqa: BLE001 - a scheduler already gone has no task left to cancel
                 pass
@@ -218,6 +267,8 @@ class DaskExecutor:
         thread = threading.Thread(target=cancel, name="runner-dask-cancel", daemon=True)
         thread.start()
         thread.join(CANCEL_WAIT)
+        for _future, ready in attempts:  # the agent attempts waiting on their tasks: answered as interrupted
+            ready.set()
         for _future, done in pending:
             done.set_result(_interrupted())
 
@@ -232,6 +283,28 @@ def _task_failed(exc: BaseException | None) -> StepOutcome:
     if isinstance(exc, KilledWorker):  # every worker that took it died: Dask's allowed-failures ran out
         return StepOutcome(ok=False, error=f"the Dask workers that ran it died, as many times as Dask allows: {exc}")
     return StepOutcome(ok=False, error=f"the Dask task failed: {type(exc).__name__}: {exc}")
+
+
+def _exception(future) -> BaseException | None:
+    try:
+        return future.exception()
+    except Exception as exc:  # noqa: BLE001 - the exception could not be fetched: that is the failure
+        return exc
+
+
+def _no_change():
+    from ..attempt import Change
+
+    return Change()
+
+
+def _attempt_failed(error: str, kind: str = "transient"):
+    """An attempt that never came back from the cluster: failed as its worker would (a transient failure is
+    retried, with backoff, as a dropped stream is)."""
+    from ..steps.agent import AttemptDone
+    from ..workers.base import failed
+
+    return AttemptDone(answer=failed(kind, error), change=_no_change(), kind=kind, error=error, called=False)
 
 
 def _shell_outcome(ctx: StepContext, line: str, result: dict) -> StepOutcome:
@@ -254,6 +327,7 @@ def _shell_outcome(ctx: StepContext, line: str, result: dict) -> StepOutcome:
 # ---- on the worker ------------------------------------------------------------------------------------
 _RUNNING: dict[str, set[int]] = {}  # a run's token -> the process groups of its commands on this worker
 _RUNNING_LOCK = threading.Lock()
+_CANCELS: dict[str, set[threading.Event]] = {}  # a run's token -> the cancel events of its agent attempts here
 # the command dies with the worker process that started it (a killed worker leaves no step running that would
 # write the outputs behind the retry's back): util-linux's setpriv sets the parent-death signal, then execs
 _SETPRIV = shutil.which("setpriv")
@@ -286,6 +360,23 @@ def run_command(line: str, cwd: str, env: dict[bytes, bytes], timeout: float | N
     return {"worker": name, "code": code, "output": output, "timed_out": timed_out}
 
 
+def run_attempt(job, token: str):
+    """The Dask task of one agent attempt: steps/agent.py's detached_attempt in a workspace of its own on this
+    worker, stopped (its worker call and verify commands killed) when kill_run names the run."""
+    from ..steps.agent import detached_attempt
+
+    cancel = threading.Event()
+    with _RUNNING_LOCK:
+        _CANCELS.setdefault(token, set()).add(cancel)
+    try:
+        done = detached_attempt(job, cancel)
+    finally:
+        with _RUNNING_LOCK:
+            _CANCELS.get(token, set()).discard(cancel)
+    done.worker = worker_name()
+    return done
+
+
 def worker_name() -> str:
     """The name of the Dask worker running this task ("local" when called outside a worker)."""
     from distributed import get_worker
@@ -298,8 +389,12 @@ def worker_name() -> str:
 
 
 def kill_run(token: str) -> int:
-    """Run on every worker by cancel_all: kill the process groups of the run's commands; how many."""
+    """Run on every worker by cancel_all: kill the process groups of the run's commands, stop its agent
+    attempts; how many."""
     with _RUNNING_LOCK:
         groups = list(_RUNNING.pop(token, ()))
+        attempts = list(_CANCELS.pop(token, ()))
+    for cancel in attempts:  # the attempt kills its own worker call and verify group on seeing it
+        cancel.set()
     kill_groups(groups)  # leaders not yet reaped: run_command takes a pid out of _RUNNING before its reap
-    return len(groups)
+    return len(groups) + len(attempts)

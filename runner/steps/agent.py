@@ -3,6 +3,7 @@ the adapter's commands, retry with feedback; with candidates = N, N attempts sid
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -11,7 +12,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .. import process
 from ..attempt import Change, find_change, make_workspace, remove_workspace, revert, snapshot, undo_side_effects
@@ -20,11 +21,13 @@ from ..errors import UserError
 from ..globs import expand
 from ..policy import RunBudget, Spent, check_change, only_outside_scope, step_budget_exhausted, writable_scope
 from ..prompts import choose, render
+from ..redact import Mask
+from ..spec import Intent, Policy
 from .base import StepContext, StepOutcome
 from .shell import adapter_commands
 
 if TYPE_CHECKING:
-    from ..workers.base import WorkerConfig
+    from ..workers.base import WorkerConfig, WorkerRequest, WorkerResult
 
 BACKOFF = (1.0, 4.0, 10.0)
 VERIFY_TIMEOUT = 1800.0
@@ -50,6 +53,9 @@ class AgentRun:
     ask: Callable[[str], bool] | None = None  # on a terminal, else None
     slice_key: str | None = None  # the key without canary patterns: which canaries read its verify output
     improve: str | None = None  # `runner improve`: the feedback and the previous version, added to every prompt
+    # where attempts run when not here: an executor with `attempt(job, cancelled) -> AttemptDone` (a Dask cluster,
+    # runner/executors/dask.py); None: in this process, each candidate keeping its workspace between attempts
+    cluster: Any = None
 
 
 @dataclass
@@ -65,6 +71,7 @@ class Attempt:
     seconds: float = 0.0
     workspace: Path | None = None
     summary: str = ""  # the worker's final message: what the agent says it did (read for drift)
+    worker: str | None = None  # the Dask worker that ran it; None: this machine
 
 
 @dataclass
@@ -122,6 +129,7 @@ class AgentStep:
             "usage": {k: sum(r.usage[k] for r in results) for k in USAGE_KEYS},
         }
         final = best.final
+        worker = next((a.worker for a in reversed(best.attempts) if a.worker), None)  # on a Dask cluster
         for home in {a.workspace for r in results for a in r.attempts if a.workspace}:
             remove_workspace(home, run.root)  # the winner is applied from memory; no copy is kept
         if final is None:
@@ -131,15 +139,15 @@ class AgentStep:
             drift = find_drift(intent, list(final.change.files), final.summary)
             if drift:  # a flag, not a refusal: the change passed its policy and its verification
                 details["drift"] = drift
-            return StepOutcome(ok=True, change=final.change, details=details)
+            return StepOutcome(ok=True, change=final.change, details=details, worker=worker)
         setup = next((a for r in results for a in r.attempts if a.kind == "setup"), None)
         if setup is not None:  # the worker cannot reach its model: the run stops (exit 2)
-            return StepOutcome(ok=False, error=setup.error, setup=True, details=details)
+            return StepOutcome(ok=False, error=setup.error, setup=True, details=details, worker=worker)
         if final.kind == "budget":
-            return StepOutcome(ok=False, blocked=final.error, error=final.error, details=details)
+            return StepOutcome(ok=False, blocked=final.error, error=final.error, details=details, worker=worker)
         if final.kind == "interrupted":
-            return StepOutcome(ok=False, interrupted=True, error="interrupted", details=details)
-        return StepOutcome(ok=False, error=final.error, details=details)
+            return StepOutcome(ok=False, interrupted=True, error="interrupted", details=details, worker=worker)
+        return StepOutcome(ok=False, error=final.error, details=details, worker=worker)
 
     # ---- one candidate: attempts with feedback ---------------------------------------------
     def _candidate(self, ctx: StepContext, run: AgentRun, result: CandidateResult) -> None:
@@ -174,30 +182,15 @@ class AgentStep:
                 ctx.cancelled.wait(BACKOFF[min(number - 1, len(BACKOFF) - 1)])
 
     def _attempt(self, ctx, run: AgentRun, worker, template, attempt: Attempt, feedback, result, workspace):
-        """One worker call and its judgement; returns the workspace (path, digests before, linked folders)."""
-        from ..workers.base import WorkerRequest
-        from ..workers.replay import apply_files, record_exchange, resolve_replays_dir
-
+        """One attempt, here or on a Dask worker (`run.cluster`), and its artefacts under the run's record;
+        returns what the candidate's next attempt starts from: here, the workspace (path, digests before,
+        linked folders); on the cluster, the change this attempt left (the next one may land on another
+        worker, which lays it over a fresh workspace)."""
         intent = ctx.intent
-        policy = ctx.spec.policies[intent.policy]
         # numbered across candidates so each attempt has its own recording
         index = (attempt.candidate - 1) * intent.max_attempts + attempt.number
         folder = run.attempts_dir / intent.name / f"c{attempt.candidate}-a{attempt.number}"
         folder.mkdir(parents=True, exist_ok=True)
-        writable = tuple(intent.outputs) + tuple(policy.scope)
-        # a worker that answers with files (openai) never looks at the workspace while its model thinks: the
-        # first attempt's workspace is made during the call instead of before it (the change is still found
-        # by digests taken before the answer's files are written)
-        overlap = workspace is None and not getattr(worker, "reads_workspace", True)
-        if workspace is None:
-            # outside the project, so nothing an agent writes through '..' can land in it
-            home = Path(tempfile.mkdtemp(prefix=f"runner-{intent.name}-"))
-            attempt.workspace = home
-            if not overlap:
-                workspace = (home, *make_workspace(run.root, home, writable))
-        else:
-            home = workspace[0]
-            attempt.workspace = home
         prompt = render(template, intent, run.root, run.input_files, feedback)
         if run.improve:
             prompt += run.improve
@@ -213,40 +206,52 @@ class AgentStep:
                 **({"prompt": result.prompt} if result.prompt else {}),
             },
         )
-        request = WorkerRequest(
+        job = AttemptJob(
+            root=run.root,
+            intent=intent,
+            policy=ctx.spec.policies[intent.policy],
+            worker=_config_fields(run.worker_config),
             prompt=prompt,
-            workspace=workspace[1] if workspace else home,  # home: a worker that does not read it
-            intent=intent.name,
-            step_key=run.replay_key,
-            config=run.worker_config,
-            attempt=index,
-            cancel=ctx.cancelled,
-            journal=ctx.journal,
+            replay_key=run.replay_key,
+            index=index,
+            verify=_verify_commands(ctx),
+            slice_key=run.slice_key,
+            mask=mask,
         )
-        if workspace is None:
-            answer, workspace = _call_beside(worker, request, lambda: (home, *make_workspace(run.root, home, writable)))
+        if run.cluster is not None:
+            job.env = dict(os.environ)  # what the worker and the verify commands need, as a shell step's env
+            job.carried = workspace
+            done = run.cluster.attempt(job, ctx.cancelled)
+            if done.verify_log is not None:  # masked on the worker, as the feedback made from it was
+                (folder / "verify.log").write_bytes(done.verify_log)
+            workspace = done.left
         else:
-            answer = worker.run(request)
-        _home, ws, before, linked = workspace
+            # outside the project, so nothing an agent writes through '..' can land in it
+            home = Path(tempfile.mkdtemp(prefix=f"runner-{intent.name}-")) if workspace is None else workspace[0]
+            attempt.workspace = home
+            log = folder / "verify.log"
+            done, workspace = attempt_in(job, home, workspace, ctx.cancelled, ctx.journal, log, worker)
+        answer, change = done.answer, done.change
+        attempt.ok, attempt.kind, attempt.error, attempt.retry = done.ok, done.kind, done.error, done.retry
+        attempt.change = change if done.ok else None
+        attempt.worker = done.worker
         attempt.tokens, attempt.seconds = answer.usage.total, answer.duration_s
         attempt.summary = answer.final_message or ""
-        result.spent.tokens += answer.usage.total
-        result.spent.seconds += answer.duration_s
-        result.spent.attempts += 1
-        for k, v in answer.usage.to_json().items():
-            result.usage[k] += v
-        run.budget.charge(answer.usage.total, answer.duration_s)
+        if done.called:  # an attempt stopped before its call (a cluster gone) spent nothing
+            result.spent.tokens += answer.usage.total
+            result.spent.seconds += answer.duration_s
+            result.spent.attempts += 1
+            for k, v in answer.usage.to_json().items():
+                result.usage[k] += v
+            run.budget.charge(answer.usage.total, answer.duration_s)
         (folder / "transcript.jsonl").write_text(mask.text(answer.transcript))
-        if answer.ok and answer.files and run.worker_config.kind == "openai":
-            refused = apply_files(ws, answer.files)
-            if refused:
-                attempt.kind, attempt.error = "policy", f"{refused} (policy '{policy.name}')"
-        change = find_change(ws, before, linked)
-        if run.record:
+        if run.record and done.called:
+            from ..workers.replay import record_exchange, resolve_replays_dir
+
             files = {p: (b.decode("utf-8", "replace") if b is not None else None) for p, b in change.files.items()}
+            request = _request(job, run.root, None, None)
             record_exchange(resolve_replays_dir(run.worker_config, run.root), request, answer, files)
         (folder / "diff.patch").write_text(mask.text(change.diff(run.root)))
-        self._judge(ctx, run, attempt, answer, change, ws, folder)
         (folder / "result.json").write_text(
             mask.text(
                 json.dumps(
@@ -257,6 +262,7 @@ class AgentStep:
                         "tokens": attempt.tokens,
                         "seconds": round(attempt.seconds, 3),
                         "worker": answer.to_json() | {"files": None},
+                        **({"dask_worker": done.worker} if done.worker else {}),
                     },
                     indent=2,
                 )
@@ -274,130 +280,276 @@ class AgentStep:
                 "error": attempt.error,
                 "tokens": attempt.tokens,
                 "seconds": round(attempt.seconds, 3),
+                **({"worker": done.worker} if done.worker else {}),
             },
         )
         return workspace
 
-    def _judge(self, ctx, run: AgentRun, attempt: Attempt, answer, change: Change, ws: Path, folder: Path) -> None:
-        intent = ctx.intent
-        policy = ctx.spec.policies[intent.policy]
-        if attempt.kind == "policy":
-            return
-        if not answer.ok:
-            attempt.kind = answer.failure or "transient"
-            attempt.error = f"the {run.worker_config.kind} worker failed ({attempt.kind}): {answer.error}"
-            if answer.failure == "timeout" and ctx.cancelled.is_set():
-                attempt.kind = "interrupted"
-            return
-        # what a live agent reports writing outside its workspace explains a refusal; recorded events
-        # (replay) name the workspace of the recording, not this one
-        claimed = _claimed_outside(answer.events, ws) if run.worker_config.kind == "codex" else []
-        problems = [f"{p}: outside the project (policy '{policy.name}')" for p in claimed]
-        problems += check_change(change, policy, intent)
-        missing = [o for o in intent.outputs if not expand(str(ws), (o,))]
-        if problems and not claimed and only_outside_scope(change, policy, intent):
-            # nothing it may write was changed: a green step would apply nothing (retried, with this feedback)
-            revert(ws, run.root, change.files)  # the next attempt starts without them
-            attempt.kind, attempt.retry = "policy", True
-            attempt.error = (
-                f"the attempt changed only files its policy does not let it write ({', '.join(sorted(change.files))}), "
-                f"so it changed nothing: an agent step must change its {writable_scope(policy, intent)}"
-            )
-            return
-        if problems:
-            attempt.kind = "policy"
-            attempt.error = "refused: " + "; ".join(problems)
-            return
-        if not change:
-            # an attempt that did nothing has not done its goal, even when its outputs already exist
-            attempt.kind, attempt.retry = "policy", True
-            attempt.error = (
-                f"the attempt changed nothing: an agent step must change its {writable_scope(policy, intent)}"
-            )
-            if missing:
-                attempt.error += f" (the outputs {', '.join(missing)} do not exist)"
-            return
+
+# ---- one attempt, wherever it runs ------------------------------------------------------------------
+@dataclass
+class AttemptJob:
+    """One attempt as plain data: all that `attempt_in` needs, here or in a Dask task on another machine that
+    sees the project at the same path (so it pickles: no events, no journal, no mappingproxy)."""
+
+    root: Path
+    intent: Intent
+    policy: Policy
+    worker: dict  # the WorkerConfig's fields, `extra` a plain dict (WorkerConfig keeps a mappingproxy)
+    prompt: str
+    replay_key: str
+    index: int  # the attempt's number across candidates: its recording
+    verify: list[tuple[str, str, tuple[str, ...]]] | str  # (name, shell line, parse families), or why not
+    slice_key: str | None
+    mask: Mask
+    env: dict[str, str] | None = None  # None: this process's environment; the runner's, on a worker
+    carried: Change | None = None  # on a worker: the candidate's previous attempt's change, laid over a new copy
+
+    def config(self) -> WorkerConfig:
+        from ..workers.base import WorkerConfig
+
+        return WorkerConfig(**self.worker)
+
+
+@dataclass
+class AttemptDone:
+    """What one attempt returns to the runner (plain, picklable): the answer, the change found, the verdict."""
+
+    answer: WorkerResult
+    change: Change
+    ok: bool = False
+    kind: str | None = None
+    error: str | None = None
+    retry: bool = False
+    called: bool = True  # the worker was asked (what it spent counts)
+    worker: str | None = None  # the Dask worker that ran it; None: this machine
+    verify_log: bytes | None = None  # on a worker: the verify commands' output (masked), for the run's record
+    left: Change | None = None  # on a worker: what the next attempt starts from (the change, less a revert)
+
+
+def attempt_in(job: AttemptJob, home: Path, workspace, cancel, journal, log_path: Path, worker=None):
+    """Make (or reuse) the attempt's workspace under `home`, call the worker, find the change, judge it
+    against the policy and the verify commands: (AttemptDone, workspace). The one body of an attempt, called
+    by the step here and by the Dask task on a worker (runner/executors/dask.py, through `detached_attempt`)."""
+    from ..workers import get_worker
+
+    config = job.config()
+    worker = worker if worker is not None else get_worker(config)
+    writable = tuple(job.intent.outputs) + tuple(job.policy.scope)
+
+    def make() -> tuple:
+        ws, before, linked = make_workspace(job.root, home, writable)
+        if job.carried:  # after the digests: the change found is the candidate's whole change, as here
+            _lay(ws, job.carried)
+        return (home, ws, before, linked)
+
+    # a worker that answers with files (openai) never looks at the workspace while its model thinks: the
+    # first attempt's workspace is made during the call instead of before it (the change is still found
+    # by digests taken before the answer's files are written)
+    overlap = workspace is None and not getattr(worker, "reads_workspace", True)
+    if workspace is None and not overlap:
+        workspace = make()
+    request = _request(job, workspace[1] if workspace else home, cancel, journal)  # home: a worker not reading it
+    if workspace is None:
+        answer, workspace = _call_beside(worker, request, make)
+    else:
+        answer = worker.run(request)
+    _home, ws, before, linked = workspace
+    done = AttemptDone(answer=answer, change=Change())
+    if answer.ok and answer.files and config.kind == "openai":
+        from ..workers.replay import apply_files
+
+        refused = apply_files(ws, answer.files)
+        if refused:
+            done.kind, done.error = "policy", f"{refused} (policy '{job.policy.name}')"
+    done.change = find_change(ws, before, linked)
+    _judge(job, done, answer, ws, cancel, journal, log_path)
+    return done, workspace
+
+
+def detached_attempt(job: AttemptJob, cancel: threading.Event) -> AttemptDone:
+    """An attempt in a workspace of its own, made and removed here (a Dask task on a worker): the candidate's
+    previous change laid over it first, the verify log and what the next attempt starts from sent back."""
+    home = Path(tempfile.mkdtemp(prefix=f"runner-{job.intent.name}-"))
+    try:
+        log_path = home / "verify.log"
+        done, (_home, ws, before, linked) = attempt_in(job, home, None, cancel, None, log_path)
+        done.verify_log = log_path.read_bytes() if log_path.exists() else None
+        done.left = find_change(ws, before, linked)
+        return done
+    finally:
+        remove_workspace(home, job.root)
+
+
+def _request(job: AttemptJob, workspace: Path, cancel, journal) -> WorkerRequest:
+    from ..workers.base import WorkerRequest
+
+    return WorkerRequest(
+        prompt=job.prompt,
+        workspace=workspace,
+        intent=job.intent.name,
+        step_key=job.replay_key,
+        config=job.config(),
+        attempt=job.index,
+        env=job.env,
+        cancel=cancel,
+        journal=journal,
+    )
+
+
+def _config_fields(config: WorkerConfig) -> dict:
+    fields = {f.name: getattr(config, f.name) for f in dataclasses.fields(config)}
+    fields["extra"] = dict(config.extra)
+    return fields
+
+
+def _verify_commands(ctx: StepContext) -> list[tuple[str, str, tuple[str, ...]]] | str:
+    """The intent's verify commands as shell lines with their parse families, resolved here (the adapters are
+    the runner's), or why they could not be."""
+    if not ctx.intent.verify:
+        return []
+    try:
+        commands = adapter_commands(ctx)
+    except UserError as exc:
+        return f"the verify commands could not be resolved: {exc}"
+    out = []
+    for name in ctx.intent.verify:
+        cmd = commands.get(name)
+        out.append((name, cmd.run if cmd else name, tuple(cmd.parse) if cmd else ()))
+    return out
+
+
+def _lay(ws: Path, change: Change) -> None:
+    """Write a change into a fresh workspace: where the candidate's previous attempt left its copy."""
+    for rel, data in change.files.items():
+        target = ws / rel
+        if data is None:
+            target.unlink(missing_ok=True)
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if target.is_symlink():
+            target.unlink()
+        target.write_bytes(data)
+    for rel, link in change.symlinks.items():
+        target = ws / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if target.is_symlink() or target.is_file():
+            target.unlink()
+        os.symlink(link, target)
+
+
+def _judge(job: AttemptJob, done: AttemptDone, answer, ws: Path, cancel, journal, log_path: Path) -> None:
+    intent, policy, change = job.intent, job.policy, done.change
+    if done.kind == "policy":
+        return
+    if not answer.ok:
+        done.kind = answer.failure or "transient"
+        done.error = f"the {job.worker['kind']} worker failed ({done.kind}): {answer.error}"
+        if answer.failure == "timeout" and cancel.is_set():
+            done.kind = "interrupted"
+        return
+    # what a live agent reports writing outside its workspace explains a refusal; recorded events
+    # (replay) name the workspace of the recording, not this one
+    claimed = _claimed_outside(answer.events, ws) if job.worker["kind"] == "codex" else []
+    problems = [f"{p}: outside the project (policy '{policy.name}')" for p in claimed]
+    problems += check_change(change, policy, intent)
+    missing = [o for o in intent.outputs if not expand(str(ws), (o,))]
+    if problems and not claimed and only_outside_scope(change, policy, intent):
+        # nothing it may write was changed: a green step would apply nothing (retried, with this feedback)
+        revert(ws, job.root, change.files)  # the next attempt starts without them
+        done.kind, done.retry = "policy", True
+        done.error = (
+            f"the attempt changed only files its policy does not let it write ({', '.join(sorted(change.files))}), "
+            f"so it changed nothing: an agent step must change its {writable_scope(policy, intent)}"
+        )
+        return
+    if problems:
+        done.kind = "policy"
+        done.error = "refused: " + "; ".join(problems)
+        return
+    if not change:
+        # an attempt that did nothing has not done its goal, even when its outputs already exist
+        done.kind, done.retry = "policy", True
+        done.error = f"the attempt changed nothing: an agent step must change its {writable_scope(policy, intent)}"
         if missing:
-            attempt.kind, attempt.error = "logic", f"declared outputs not produced: {', '.join(missing)}"
-            return
-        pre_verify = snapshot(ws, private=True)
-        failure = self._verify(ctx, run, ws, folder)
-        undo_side_effects(ws, pre_verify, run.root, change)
-        if failure:
-            # a verify cut short by Ctrl-C says nothing about the change: not a retry with feedback
-            attempt.kind, attempt.error = ("interrupted" if ctx.cancelled.is_set() else "logic"), failure
-            return
-        attempt.ok, attempt.change = True, change
-
-    # ---- verification ------------------------------------------------------------------------
-    def _verify(self, ctx, run: AgentRun, ws: Path, folder: Path) -> str | None:
-        """Run each verify command in the attempt workspace; the failure as feedback, or None."""
-        intent = ctx.intent
-        try:
-            commands = adapter_commands(ctx)
-        except UserError as exc:
-            return f"the verify commands could not be resolved: {exc}"
-        log_path = folder / "verify.log"
-        for name in intent.verify:
-            cmd = commands.get(name)
-            line = cmd.run if cmd else name
-            if ctx.cancelled.is_set():
-                return "interrupted"
-            with open(log_path, "ab") as log:
-                log.write(ctx.mask.text(f"$ {line}\n").encode())
-                log.flush()
-                start = log.tell()
-                try:
-                    group = process.start(
-                        ["/bin/sh", "-c", line],
-                        cwd=ws,
-                        env=dict(os.environ, RUNNER_ATTEMPT="1"),
-                        stdout=log,
-                        stderr=subprocess.STDOUT,
-                        journal=ctx.journal,
-                        label=f"{intent.name} verify",
-                    )
-                except OSError as exc:
-                    return f"verification `{name}` ({line}) could not start: {exc.strerror}"
-                # Ctrl-C sets `cancelled`: the run stops now, not when the verify is done
-                stopped = group.wait(intent.timeout or VERIFY_TIMEOUT, ctx.cancelled)
-                if stopped:
-                    group.kill()
-                code = group.reap()
-            # the command wrote the log itself: mask it now, before its output is read back (so the feedback,
-            # the next prompt, the events and result.json never carry a secret it printed); only bytes past
-            # `start` can change, the earlier commands' output having been masked the same way
-            ctx.mask.file(log_path)
-            if stopped == "cancelled":
-                return "interrupted"
-            if code == 0:
-                continue
-            with open(log_path, "rb") as f:
-                f.seek(start)
-                output = f.read().decode("utf-8", "replace")
-            how = "timed out" if stopped else f"failed (exit {code})"
-            return f"verification `{name}` ({line}) {how}.\n" + _findings_text(ctx, run, cmd, output)
-        return None
+            done.error += f" (the outputs {', '.join(missing)} do not exist)"
+        return
+    if missing:
+        done.kind, done.error = "logic", f"declared outputs not produced: {', '.join(missing)}"
+        return
+    pre_verify = snapshot(ws, private=True)
+    failure = _verify(job, ws, cancel, journal, log_path)
+    undo_side_effects(ws, pre_verify, job.root, change)
+    if failure:
+        # a verify cut short by Ctrl-C says nothing about the change: not a retry with feedback
+        done.kind, done.error = ("interrupted" if cancel.is_set() else "logic"), failure
+        return
+    done.ok = True
 
 
-def _findings_text(ctx, run: AgentRun, cmd, output: str) -> str:
+# ---- verification ----------------------------------------------------------------------------
+def _verify(job: AttemptJob, ws: Path, cancel, journal, log_path: Path) -> str | None:
+    """Run each verify command in the attempt workspace; the failure as feedback, or None."""
+    if isinstance(job.verify, str):
+        return job.verify
+    env = dict(os.environ if job.env is None else job.env, RUNNER_ATTEMPT="1")
+    for name, line, families in job.verify:
+        if cancel.is_set():
+            return "interrupted"
+        with open(log_path, "ab") as log:
+            log.write(job.mask.text(f"$ {line}\n").encode())
+            log.flush()
+            start = log.tell()
+            try:
+                group = process.start(
+                    ["/bin/sh", "-c", line],
+                    cwd=ws,
+                    env=env,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    journal=journal,
+                    label=f"{job.intent.name} verify",
+                )
+            except OSError as exc:
+                return f"verification `{name}` ({line}) could not start: {exc.strerror}"
+            # Ctrl-C sets `cancelled`: the run stops now, not when the verify is done
+            stopped = group.wait(job.intent.timeout or VERIFY_TIMEOUT, cancel)
+            if stopped:
+                group.kill()
+            code = group.reap()
+        # the command wrote the log itself: mask it now, before its output is read back (so the feedback,
+        # the next prompt, the events and result.json never carry a secret it printed); only bytes past
+        # `start` can change, the earlier commands' output having been masked the same way
+        job.mask.file(log_path)
+        if stopped == "cancelled":
+            return "interrupted"
+        if code == 0:
+            continue
+        with open(log_path, "rb") as f:
+            f.seek(start)
+            output = f.read().decode("utf-8", "replace")
+        how = "timed out" if stopped else f"failed (exit {code})"
+        return f"verification `{name}` ({line}) {how}.\n" + _findings_text(job, families, output)
+    return None
+
+
+def _findings_text(job: AttemptJob, families: tuple[str, ...], output: str) -> str:
     """What the regex library understood of the failing output, not the whole log: the failing tests and error
     locations; when no family knows the tool (or its families found neither), the excerpt of the output that
     explains the failure (excerpt.py)."""
     from ..excerpt import excerpt, render_excerpt
 
-    families = list(cmd.parse) if cmd else []
-    lines = []
+    lines: list[str] = []
     chosen: list = []
     found: dict = {}
     if families:
         try:
             from ..parse import builtin_dir, load_library, parse_findings
 
-            library = load_library([builtin_dir(), run.root / "regexes"])
+            library = load_library([builtin_dir(), job.root / "regexes"])
             chosen = [library.family(f) for f in families]
             # the active patterns, and a canary's where this step is in its slice (its key holds that canary)
-            found = parse_findings(output, chosen, choose=lambda family: family.used(run.slice_key)).to_json()
+            found = parse_findings(output, chosen, choose=lambda family: family.used(job.slice_key)).to_json()
         except Exception as exc:  # a broken project regex must not hide the verify failure itself
             chosen, found = [], {}
             lines.append(f"(the output could not be parsed: {exc})")

@@ -3,10 +3,18 @@ session; `dask scheduler` / `dask worker` processes (executor_helpers.Processes)
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
-from executor_helpers import Processes
+
+# the agent tests' fixtures (an agent-step project, the fake Responses server), shared as tests/stores shares them
+for _path in (Path(__file__).resolve().parents[1], Path(__file__).resolve().parents[1] / "agent"):
+    if str(_path) not in sys.path:
+        sys.path.insert(0, str(_path))
+
+from agent.conftest import agent, server  # noqa: E402, F401 - the fixtures, shared
+from executor_helpers import Processes  # noqa: E402 - after the path above
 
 
 @pytest.fixture(scope="session")

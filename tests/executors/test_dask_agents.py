@@ -1,0 +1,217 @@
+"""Agent steps on a real Dask cluster of worker processes on 127.0.0.1 (a shared filesystem): each attempt is one
+Dask task, with the openai worker against the fake Responses server; the runner applies the verified change."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from importlib.resources import files
+
+import pytest
+from agent_helpers import FAILING_TEST, PASSING_TEST, AgentProject
+from executor_helpers import wait_for
+from jsonschema import Draft7Validator
+
+
+def _answer(files: dict[str, str]) -> str:
+    blocks = "".join(f"<<MIS:FILE path={path}>>\n{body}" for path, body in files.items())
+    return f'<<MIS:START>>\n{blocks}<<MIS:JSON>>\n{{"summary": "wrote the tests"}}\n<<MIS:END>>\n'
+
+
+def _worker(srv) -> str:
+    return textwrap.dedent(f"""\
+        [worker]
+        kind = "openai"
+        model = "gpt-5.5"
+        base_url = "{srv.base_url}"
+        env_key = "FAKE_KEY"
+        timeout = 30
+        """)
+
+
+def _evidence(agent: AgentProject, before: str = "") -> None:
+    """The verify command `test`: notes the pid of the process that started it ($PPID: the Dask worker process,
+    where process.py spawns it, or the runner), then runs the tests."""
+    (agent.root / "adapters/local.toml").write_text(
+        'name = "local"\n[commands.test]\n'
+        f'run = "echo $PPID >> {agent.home}/verify_parents.txt; {before}'
+        f'{sys.executable} -m pytest -q -p no:cacheprovider"\n'
+        'parse = ["pytest"]\n'
+    )
+
+
+def _start(agent: AgentProject, *args: str) -> subprocess.Popen:
+    """`runner make --json` in the background, with the key the worker reads (FAKE_KEY)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "runner", "make", "--json", *args],
+        cwd=agent.root, env=agent.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+        text=True,
+    )  # fmt: skip
+
+
+def _pids(address: str) -> set[int]:
+    from distributed import Client
+
+    with Client(address, timeout=30) as client:
+        return set(client.run(os.getpid).values())
+
+
+@pytest.mark.slow  # three runs, the workers' first import of the openai SDK: 25 s at load 16 on 2 cores
+def test_an_agent_step_runs_on_a_worker_gives_the_local_bytes_then_a_noop(cluster, agent, server, tmp_path):
+    address, workers = cluster
+    here = AgentProject(tmp_path / "here", agent.home)
+    here.key = agent.key
+    script = [{"steps": [{"message": _answer({"tests/test_calc.py": PASSING_TEST})}]}]
+    for project in (here, agent):
+        project.spec(_worker(server(script)))
+        _evidence(project)
+    local = here.make("tests")
+    assert local.code == 0, local.err
+
+    remote = agent.make("tests", "--executor", address)
+    assert remote.code == 0, remote.err
+    step = remote.step("tests")
+    assert step["status"] == "ran" and step["worker"] in workers
+    [finished] = [e for e in remote.events() if e["event"] == "attempt_finished"]
+    assert finished["ok"] and finished["worker"] == step["worker"]
+    assert (agent.root / "tests/test_calc.py").read_bytes() == (here.root / "tests/test_calc.py").read_bytes()
+    parents = [int(p) for p in (agent.home / "verify_parents.txt").read_text().split()]
+    # twice: the local run's verify (its parent the runner) and the remote one's (a Dask worker process)
+    assert len(parents) == 2 and parents[1] in _pids(address) and parents[0] not in _pids(address)
+    attempt = agent.root / ".runner/runs" / remote.events()[0]["run_id"] / "attempts/tests/c1-a1"
+    assert sorted(p.name for p in attempt.iterdir()) == [
+        "diff.patch", "prompt.md", "result.json", "transcript.jsonl", "verify.log",
+    ]  # fmt: skip
+    assert "1 passed" in (attempt / "verify.log").read_text()
+    assert json.loads((attempt / "result.json").read_text())["dask_worker"] == step["worker"]
+    assert not agent.leaks()
+    validator = Draft7Validator(json.loads(files("runner.schemas").joinpath("events.json").read_text()))
+    for event in remote.events():  # the events' contract holds the attempt's `worker`
+        validator.validate(event)
+
+    again = agent.make("tests", "--executor", address)
+    assert again.code == 0 and again.step("tests")["status"] == "cached"
+    assert len(agent.home.joinpath("verify_parents.txt").read_text().split()) == 2  # nothing ran again
+
+
+@pytest.mark.slow  # two attempts, each with its pytest verify: 17 s at load 16 on 2 cores
+def test_a_retry_on_the_cluster_gets_the_feedback_and_the_previous_attempts_files(cluster, agent, server):
+    address, _workers = cluster
+    srv = server(
+        [
+            # the retry's prompt holds the failed verify's feedback
+            {"match": "failed (exit", "steps": [{"message": _answer({"tests/test_calc.py": PASSING_TEST})}]},
+            {"steps": [{"message": _answer({"tests/test_calc.py": FAILING_TEST, "tests/helper.py": "HELP = 1\n"})}]},
+        ]
+    )
+    agent.spec(_worker(srv), outputs='["tests/test_calc.py", "tests/helper.py"]')
+    result = agent.make("tests", "--executor", address)
+    assert result.code == 0, result.err
+    finished = [e for e in result.events() if e["event"] == "attempt_finished"]
+    assert [(e["attempt"], e["ok"], e["kind"]) for e in finished] == [(1, False, "logic"), (2, True, None)]
+    [first, second] = [r["body"] for r in srv.requests()]
+    assert "failed (exit" not in json.dumps(first) and "Failing tests:" in json.dumps(second)
+    # the second attempt (perhaps on the other worker) started from where the first left its copy
+    assert (agent.root / "tests/helper.py").read_text() == "HELP = 1\n"
+    assert (agent.root / "tests/test_calc.py").read_text() == PASSING_TEST
+
+
+def test_a_change_outside_its_scope_is_refused_on_the_cluster_as_here(cluster, agent, server, tmp_path):
+    address, _workers = cluster
+    answer = _answer({"tests/test_calc.py": PASSING_TEST, "src/calc.py": "broken = True\n"})
+    agent.spec(_worker(server([{"steps": [{"message": answer}]}])))
+    before = agent.files()
+    result = agent.make("tests", "--executor", address)
+    assert result.code == 1
+    assert result.step("tests")["error"] == (
+        "refused: src/calc.py: outside the scope of policy 'default' and the intent's outputs (tests/test_calc.py)"
+    )
+    assert agent.files() == before
+
+
+def test_ctrl_c_kills_the_attempts_verify_on_the_worker(cluster, agent, server):
+    address, _workers = cluster
+    agent.spec(
+        _worker(server([{"steps": [{"message": _answer({"tests/test_calc.py": PASSING_TEST})}]}])),
+    )
+    _evidence(agent, before=f"touch {agent.home}/started; sleep 3; touch {agent.home}/late; ")
+    proc = _start(agent, "--executor", address)
+    wait_for(agent.home / "started", 60)
+    interrupted = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    _out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert time.monotonic() - interrupted < 10
+    time.sleep(3.5)  # past the verify's end, had it gone on
+    assert not (agent.home / "late").exists()
+    assert not (agent.root / "tests/test_calc.py").exists()
+    assert (agent.root / ".runner/inflight").stat().st_size == 0
+
+
+def test_hermetic_workers_refuse_agent_steps_saying_what_to_do(agent, tmp_path):
+    agent.spec("")
+    with open(agent.root / "intents.toml", "a") as f:
+        f.write(f'\n[cache]\nremote = "{(tmp_path / "shared").as_uri()}"\n')
+    result = agent.run("make", "--executor", "dask://127.0.0.1:1", "--hermetic")
+    assert (result.code, result.err) == (
+        2,
+        "error: agent steps (tests) need the project at the same path on the Dask workers, which hermetic workers "
+        "do not have: run without --hermetic (a shared filesystem) or with --executor local\n",
+    )
+
+
+@pytest.mark.slow  # three processes of its own, an attempt made twice
+def test_a_worker_killed_mid_attempt_is_survived_and_the_change_applied_once(processes, agent, server):
+    _scheduler, address = processes.scheduler()
+    workers = {"w1": processes.worker(address, "w1"), "w2": processes.worker(address, "w2")}
+    processes.wait_for_workers(address, 2)
+    srv = server([{"steps": [{"message": _answer({"tests/test_calc.py": PASSING_TEST})}]}])
+    agent.spec(_worker(srv))
+    _evidence(agent, before="sleep 2; ")
+    proc = _start(agent, "--executor", address)
+    wait_for(agent.home / "verify_parents.txt", 60)
+    first = int((agent.home / "verify_parents.txt").read_text().split()[0])
+    victim = next(name for name, p in workers.items() if p.pid == first)
+    workers[victim].send_signal(signal.SIGKILL)
+    out, err = proc.communicate(timeout=90)
+    assert proc.returncode == 0, err
+    finished = [json.loads(line) for line in out.splitlines() if '"step_finished"' in line]
+    assert len(finished) == 1 and finished[0]["status"] == "ran"
+    assert finished[0]["worker"] == ({"w1", "w2"} - {victim}).pop()
+    assert len(srv.requests()) == 2  # the task ran afresh on the other worker: its model call too
+    assert (agent.root / "tests/test_calc.py").read_text() == PASSING_TEST
+    again = agent.make("tests", "--executor", "local")
+    assert again.code == 0 and again.step("tests")["status"] == "cached"
+
+
+@pytest.mark.slow  # two processes of its own, a killed scheduler's client gives up
+def test_the_scheduler_gone_mid_attempt_stops_the_run_and_the_next_local_run_resumes(processes, agent, server):
+    scheduler, address = processes.scheduler()
+    processes.worker(address, "w1")
+    processes.wait_for_workers(address, 1)
+    agent.spec(_worker(server([{"steps": [{"message": _answer({"tests/test_calc.py": PASSING_TEST})}]}])))
+    _evidence(agent, before=f"touch {agent.home}/started; sleep 5; ")
+    proc = _start(agent, "--executor", address)
+    wait_for(agent.home / "started", 60)
+    scheduler.send_signal(signal.SIGKILL)
+    gone = time.monotonic()
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1, err
+    assert time.monotonic() - gone < 15
+    [failed] = [json.loads(line) for line in out.splitlines() if '"step_finished"' in line]
+    assert failed["status"] == "failed" and failed["error"] == (
+        f"the Dask scheduler at {address} went away: the run stops; the next run resumes from the cache"
+    )
+    assert (agent.root / ".runner/inflight").stat().st_size == 0
+    assert not (agent.root / "tests/test_calc.py").exists()
+    processes.stop()  # the orphaned worker too: nothing writes behind the next run's back
+
+    resumed = agent.make("tests")
+    assert resumed.code == 0, resumed.err
+    assert resumed.step("tests")["status"] == "ran"
+    assert (agent.root / "tests/test_calc.py").read_text() == PASSING_TEST
