@@ -2,7 +2,8 @@
 
 On 2 shared cores, wall time moves with the load; what the tool's own process spends (its utime + stime,
 every thread, children excluded) does not. Read from /proc/PID/stat of the tool while it is a zombie
-(waitid with WNOWAIT), so nothing of a wrapper is counted. With both cores busy, clean -j2 is bounded by
+(waitid with WNOWAIT), so nothing of a wrapper is counted; the main thread's share (the scheduler's, whose
+work is serial) from /proc/PID/task/PID/stat. With both cores busy, clean -j2 is bounded by
 (children CPU + tool CPU) / 2, so the ratio to make is about (children + runner) / (children + make).
 
     .venv/bin/python bench/own_cpu.py --steps 10000 --jobs 1 2 --reps 2 --tools runner,make
@@ -35,11 +36,14 @@ def measure(argv: list[str], cwd: Path) -> dict:
         wall = time.perf_counter() - t0
         with open(f"/proc/{proc.pid}/stat", "rb") as f:
             fields = f.read().rsplit(b")", 1)[1].split()
+        with open(f"/proc/{proc.pid}/task/{proc.pid}/stat", "rb") as f:  # the main thread's own: the scheduler's
+            main = f.read().rsplit(b")", 1)[1].split()
         code = proc.wait()
     if code != 0:
         raise SystemExit(f"{argv} exited {code}: see {cwd / '.bench-output.log'}")
     utime, stime, cutime, cstime = (int(x) / TICK for x in fields[11:15])
-    return {"wall": wall, "user": utime, "sys": stime, "children": cutime + cstime}
+    main_cpu = (int(main[11]) + int(main[12])) / TICK
+    return {"wall": wall, "user": utime, "sys": stime, "children": cutime + cstime, "main": main_cpu}
 
 
 def main() -> None:
@@ -80,7 +84,8 @@ def main() -> None:
                 own = m["user"] + m["sys"]
                 print(
                     f"{t:<7} -j{jobs} wall {m['wall']:7.2f} s  own {own:6.2f} s (user {m['user']:.2f} sys "
-                    f"{m['sys']:.2f}) = {own / args.steps * 1e3:.3f} ms/step  children {m['children']:6.2f} s "
+                    f"{m['sys']:.2f}) = {own / args.steps * 1e3:.3f} ms/step, main thread "
+                    f"{m['main'] / args.steps * 1e3:.3f} ms/step  children {m['children']:6.2f} s "
                     f"= {m['children'] / args.steps * 1e3:.3f} ms/step  load {os.getloadavg()[0]:.2f}",
                     flush=True,
                 )
