@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import heapq
 import json
 import os
@@ -24,7 +23,6 @@ from .record import RunRecord, tail
 from .redact import Mask
 from .spec import STEP_AGENT, STEP_AGGREGATE, STEP_SHELL
 from .steps import StepContext, StepOutcome, shell
-from .steps.spawn import Spawner
 from .workspace import InflightJournal, Layout
 
 if TYPE_CHECKING:
@@ -241,10 +239,6 @@ class Executor:
         wake_r, wake_w = os.pipe()
         os.set_blocking(wake_r, False)
         selector.register(wake_r, selectors.EVENT_READ, None)
-        # with more than one slot, this scheduler's own children start from a thread of their own (spawn.Spawner),
-        # beside its bookkeeping; one at a time, a start has little to overlap and the hand-offs cost more
-        # (10k clean -j1: own CPU 0.99-1.02 -> 1.09-1.11 ms a step, wall the same)
-        self.spawner = Spawner(wake_w) if self.cluster is None and self.options.jobs > 1 else None
         self.interrupts = Interrupts()
         self.interrupts.install()
         settled = False
@@ -271,8 +265,6 @@ class Executor:
             self._interrupt(selector)
             settled = not self.active
         finally:
-            if self.spawner is not None:  # first: no start may claim a file made ahead once they are removed
-                self.spawner.close()
             self._store_deferred()
             if self.created_ahead is not None:  # before anyone looks at the outputs: none for a step that did not start
                 self.created_ahead.close()
@@ -356,52 +348,16 @@ class Executor:
             active.future = self.cluster.submit(self._context(name), active.decision, lambda: os.write(wake_w, b"."))
             self.active[name] = active
             return None
-        if self.spawner is not None:
-            # the slot is taken now; the child is watched once the spawner hands it back (_take_started)
-            self.active[name] = active
-            self.spawner.submit(name, functools.partial(self._start_shell, name))
-            return None
         started = shell.start(self._context(name))
         if isinstance(started, StepOutcome):
             return started
-        self.active[name] = active
-        self._watch(active, started, selector)
-        return None
-
-    def _start_shell(self, name: str) -> shell.RunningShell | StepOutcome:
-        """In the spawner's thread: the step's context (read-only use of the spec and planner), then its start."""
-        return shell.start(self._context(name))
-
-    @staticmethod
-    def _watch(active: _Active, started: shell.RunningShell, selector) -> None:
-        """Wait for a started child's exit (its pidfd) and its output (its pipe) in the selector."""
         active.shell = started
+        self.active[name] = active
         active.pidfd = os.pidfd_open(started.pid)
-        selector.register(active.pidfd, selectors.EVENT_READ, (active.name, _EXITED))
-        selector.register(started.output_fd, selectors.EVENT_READ, (active.name, _PRINTED))
+        selector.register(active.pidfd, selectors.EVENT_READ, (name, _EXITED))
+        selector.register(started.output_fd, selectors.EVENT_READ, (name, _PRINTED))
         active.watching_output = True
-
-    def _take_started(self, selector) -> None:
-        """Watch the children the spawner has started since the last look, and complete the steps it could
-        not start. Held against an interrupt: a child taken from `done` is in `active` before it can come."""
-        assert self.spawner is not None
-        failed: list[tuple[_Active, StepOutcome]] = []
-        error: BaseException | None = None
-        with self.interrupts.held():
-            while self.spawner.done:
-                name, started = self.spawner.done.popleft()
-                active = self.active[name]
-                if isinstance(started, BaseException):  # raised here, as a start on this thread would,
-                    error = error or started  # once the other children taken are in `active`
-                    self.active.pop(name)
-                elif isinstance(started, StepOutcome):
-                    failed.append((active, started))
-                else:
-                    self._watch(active, started, selector)
-        for active, outcome in failed:
-            self._complete(active, outcome)
-        if error is not None:
-            raise error
+        return None
 
     def _wait(self, selector, wake_r: int) -> None:
         """Block until a child exits, an agent step ends, or a step's deadline passes; finish what ended.
@@ -437,8 +393,6 @@ class Executor:
                 self.active.pop(name)
             else:
                 self._complete(active, outcome)  # at once: a failure may stop the run before the next start
-        if self.spawner is not None and self.spawner.done:
-            self._take_started(selector)
         now = time.monotonic()
         for active in list(self.active.values()):
             if active.future is not None and active.future.done():
@@ -736,9 +690,6 @@ class Executor:
         # closing the connection rolls it back, and the next write opens a fresh one
         self.planner.cache.close()
         self._complete_exited()  # they finished before the interrupt: kept
-        if self.spawner is not None:  # every start asked for ends (those not begun see `cancelled`): then watched
-            self.spawner.close()
-            self._take_started(selector)
         shells = [(a, a.shell) for a in self.active.values() if a.shell is not None]
         # every group at once, each leader not yet reaped (so its group id is still the step's); a step
         # whose leader was reaped just before the interrupt had ended by itself, as one that ended earlier

@@ -4,8 +4,7 @@ next start kills it, waited for against a wall-clock timeout and a cancel event,
 (SIGTERM, a grace, SIGKILL) by one function, `kill_groups`. Linux only: pidfd, /proc and CLOCK_BOOTTIME.
 
 Shell steps start through steps/spawn.py (posix_spawn: a 10,000-step build starts 10,000 of them, and Popen
-costs more than the step; with -j above 1 from the scheduler's spawner thread) and are journaled with their
-outputs as soon as their pid is known, on the thread that started them; they share the kill and the
+costs more than the step) and are journaled by the scheduler with their outputs; they share the kill and the
 recovery. Verify commands and the Codex worker start here (`start`), as a `Group`.
 """
 

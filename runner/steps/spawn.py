@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 import os
-import queue
 import select
 import signal
-import threading
-from collections import deque
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import subprocess
-    from collections.abc import Callable
 
 # A line of plain words, optionally ending in one `> file` or `>> file`, means the same to /bin/sh as
 # the command started with that file as its stdout. make runs a line without shell syntax itself for the
@@ -162,8 +158,21 @@ def start_process(
     program = _program(plain[0][0]) if plain is not None else None
     if plain is not None and program is not None:
         argv, target, append = plain
+        actions = [
+            (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+            (os.POSIX_SPAWN_DUP2, output_fd, 1),
+            (os.POSIX_SPAWN_DUP2, output_fd, 2),
+        ]
+        if target is not None:
+            mode = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if append else os.O_TRUNC)
+            actions.append((os.POSIX_SPAWN_OPEN, 1, target, mode, 0o666))
         try:
-            return SpawnedChild(_spawn(program, argv, env, output_fd, target, append))
+            # SIGPIPE and SIGXFSZ back to their defaults, as Popen's restore_signals does (Python ignores them)
+            return SpawnedChild(
+                os.posix_spawn(
+                    program, argv, env, file_actions=actions, setsid=True, setsigdef=(signal.SIGPIPE, signal.SIGXFSZ)
+                )
+            )
         except OSError:
             pass  # gone since it was looked up, the redirect's folder missing: the shell says so, as always
     import subprocess  # only for a line that needs the shell: a plain make never imports it
@@ -179,113 +188,6 @@ def start_process(
         start_new_session=True,
         close_fds=False,
     )
-
-
-def _spawn(program: str, argv: list[str], env, output_fd: int, target: str | None, append: bool) -> int:
-    """posix_spawn `program` in a new session, stdin /dev/null, stdout and stderr to `output_fd` (then stdout to
-    `target`, truncated or appended), SIGPIPE and SIGXFSZ back to their defaults as Popen's restore_signals
-    does (Python ignores them). Returns the pid; OSError when it cannot start.
-
-    Through libc when it can be reached: ctypes lets go of the GIL for the call, and the call lasts until the
-    child has exec'd (vfork), so another thread (the scheduler, when a Spawner makes the call) goes on with
-    its own work meanwhile; os.posix_spawn holds the GIL throughout."""
-    libc = _Libc.get()
-    if libc is not None:
-        return libc.spawn(program, argv, env, output_fd, target, append)
-    actions = [
-        (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
-        (os.POSIX_SPAWN_DUP2, output_fd, 1),
-        (os.POSIX_SPAWN_DUP2, output_fd, 2),
-    ]
-    if target is not None:
-        mode = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if append else os.O_TRUNC)
-        actions.append((os.POSIX_SPAWN_OPEN, 1, target, mode, 0o666))
-    return os.posix_spawn(
-        program, argv, env, file_actions=actions, setsid=True, setsigdef=(signal.SIGPIPE, signal.SIGXFSZ)
-    )
-
-
-class _Libc:
-    """glibc's posix_spawn through ctypes: the attributes made once, the environment's array kept while the
-    same mapping is passed (the scheduler passes one for the whole run), the file actions made per call."""
-
-    _SETSIGDEF, _SETSID = 0x04, 0x80  # glibc's POSIX_SPAWN_SETSIGDEF and POSIX_SPAWN_SETSID (spawn.h)
-    _loaded: _Libc | None = None
-    _tried = False
-
-    @classmethod
-    def get(cls) -> _Libc | None:
-        if not cls._tried:
-            cls._tried = True
-            try:
-                cls._loaded = cls()
-            except (OSError, AttributeError):  # no libc by that name, or one without these functions
-                cls._loaded = None
-        return cls._loaded
-
-    def __init__(self):
-        import ctypes
-
-        self._ct = ctypes
-        # posix_spawn through CDLL, which lets go of the GIL for the call; the quick set-up calls through PyDLL,
-        # which keeps it: each release is a chance for the scheduler to take the GIL and for this thread to wait
-        # to get it back (measured: ~0.1-0.2 ms a step of hand-offs when every call let go)
-        libc = ctypes.PyDLL(None, use_errno=True)
-        vp, ip, cp = ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p
-        self._posix_spawn = self._fn(ctypes.CDLL(None).posix_spawn, [ctypes.POINTER(ip), cp, vp, vp, vp, vp])
-        self._fa_init = self._fn(libc.posix_spawn_file_actions_init, [vp])
-        self._fa_destroy = self._fn(libc.posix_spawn_file_actions_destroy, [vp])
-        self._fa_open = self._fn(libc.posix_spawn_file_actions_addopen, [vp, ip, cp, ip, ctypes.c_uint])
-        self._fa_dup2 = self._fn(libc.posix_spawn_file_actions_adddup2, [vp, ip, ip])
-        attr_init = self._fn(libc.posix_spawnattr_init, [vp])
-        set_flags = self._fn(libc.posix_spawnattr_setflags, [vp, ctypes.c_short])
-        set_sigdefault = self._fn(libc.posix_spawnattr_setsigdefault, [vp, vp])
-        sigemptyset, sigaddset = self._fn(libc.sigemptyset, [vp]), self._fn(libc.sigaddset, [vp, ip])
-        # opaque structs, sized well beyond glibc's (80 and 336 bytes; a sigset_t is 128)
-        self._attr = ctypes.create_string_buffer(1024)
-        sigdef = ctypes.create_string_buffer(256)
-        for call in (
-            lambda: attr_init(self._attr),
-            lambda: sigemptyset(sigdef),
-            lambda: sigaddset(sigdef, signal.SIGPIPE),
-            lambda: sigaddset(sigdef, signal.SIGXFSZ),
-            lambda: set_sigdefault(self._attr, sigdef),
-            lambda: set_flags(self._attr, self._SETSID | self._SETSIGDEF),
-        ):
-            if call() != 0:
-                raise OSError(ctypes.get_errno(), "posix_spawnattr set-up failed")
-        self._devnull = os.fsencode(os.devnull)
-        self._env: tuple[object, object] | None = None  # (the mapping, its NULL-ended array of b"K=V")
-
-    def _fn(self, fn, argtypes):
-        fn.argtypes = argtypes
-        fn.restype = self._ct.c_int
-        return fn
-
-    def spawn(self, program: str, argv: list[str], env, output_fd: int, target: str | None, append: bool) -> int:
-        ct = self._ct
-        if self._env is None or self._env[0] is not env:
-            items = [k + b"=" + v for k, v in env.items()]
-            self._env = (env, (ct.c_char_p * (len(items) + 1))(*items, None))
-        args = (ct.c_char_p * (len(argv) + 1))(*(os.fsencode(a) for a in argv), None)
-        actions = ct.create_string_buffer(256)
-        if self._fa_init(actions) != 0:
-            raise OSError(ct.get_errno(), "posix_spawn_file_actions_init failed")
-        try:
-            err = self._fa_open(actions, 0, self._devnull, os.O_RDONLY, 0)
-            err = err or self._fa_dup2(actions, output_fd, 1) or self._fa_dup2(actions, output_fd, 2)
-            if target is not None and not err:
-                mode = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if append else os.O_TRUNC)
-                err = self._fa_open(actions, 1, os.fsencode(target), mode, 0o666)
-            if err:
-                raise OSError(err, os.strerror(err))
-            pid = ct.c_int()
-            err = self._posix_spawn(ct.byref(pid), os.fsencode(program), actions, self._attr, args, self._env[1])
-            if err:
-                raise OSError(err, os.strerror(err), program)
-            return pid.value
-        finally:
-            self._fa_destroy(actions)
 
 
 _programs: dict[tuple[str, str], str] = {}  # (PATH, name) -> the file it starts
@@ -315,44 +217,6 @@ def _may_skip_shell(cwd: str, env) -> bool:
         return cwd == os.getcwd() or os.path.samefile(cwd, ".")
     except OSError:
         return False
-
-
-class Spawner:
-    """Shell steps started from a thread of their own, one at a time and in order, so that the scheduler's
-    own work (hashing what the last step wrote, storing records, deciding the next steps) goes on while a
-    child starts: a start lasts until the child has exec'd, and through libc (`_spawn`) it lets go of the
-    GIL meanwhile. Each result (or the exception its start raised) waits in `done` for the scheduler, and a
-    byte on `wake_fd` wakes it. `close` returns once every start asked for has ended and is in `done`."""
-
-    def __init__(self, wake_fd: int):
-        self._wake_fd = wake_fd
-        self._requests: queue.SimpleQueue = queue.SimpleQueue()
-        self.done: deque = deque()  # (key, what its start returned or raised)
-        self._thread: threading.Thread | None = None
-
-    def submit(self, key: str, start: Callable[[], object]) -> None:
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._serve, name="runner-spawner", daemon=True)
-            self._thread.start()
-        self._requests.put((key, start))
-
-    def _serve(self) -> None:
-        while True:
-            key, start = self._requests.get()
-            if start is None:
-                return
-            try:
-                result: object = start()
-            except BaseException as exc:  # handed to the scheduler, which raises it
-                result = exc
-            self.done.append((key, result))
-            os.write(self._wake_fd, b"s")
-
-    def close(self) -> None:
-        if self._thread is not None:
-            self._requests.put(("", None))
-            self._thread.join()
-            self._thread = None
 
 
 class CreatedAhead:
