@@ -162,7 +162,7 @@ def test_interrupted_run_resumes_where_it_stopped(project):
     assert (project.root / ".runner/inflight").read_text() == ""
 
 
-# -j 1: the scheduler starts each child itself; -j 2: a thread of its own does (steps/spawn.Spawner)
+# -j 1 and -j 2: one child in flight, or several (the default -j is the number of cores)
 @pytest.mark.parametrize("jobs", ["1", "2"])
 def test_ctrl_c_stops_a_command_started_without_the_shell(project, jobs):
     project.spec("""
