@@ -162,7 +162,9 @@ def test_interrupted_run_resumes_where_it_stopped(project):
     assert (project.root / ".runner/inflight").read_text() == ""
 
 
-def test_ctrl_c_stops_a_command_started_without_the_shell(project):
+# -j 1 and -j 2: one child in flight, or several (the default -j is the number of cores)
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_ctrl_c_stops_a_command_started_without_the_shell(project, jobs):
     project.spec("""
         [intent.wait]
         run = "sleep 30 > waited.txt"
@@ -171,7 +173,7 @@ def test_ctrl_c_stops_a_command_started_without_the_shell(project):
     """)
     project.write("x", "1")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "runner", "make", "--json"],
+        [sys.executable, "-m", "runner", "make", "--json", "-j", jobs],
         cwd=project.root,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -189,7 +191,8 @@ def test_ctrl_c_stops_a_command_started_without_the_shell(project):
     assert not project.exists("waited.txt"), "the interrupted step's output is removed"
 
 
-def test_a_killed_runners_orphan_is_stopped_before_it_writes_into_the_next_run(project):
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_killed_runners_orphan_is_stopped_before_it_writes_into_the_next_run(project, jobs):
     # What SIGKILL leaves: the runner is gone, its step's process group lives on; here a background child
     # (the shell's `&` keeps it in the step's group) that writes the output once `go` exists: after the next
     # run has made the output afresh, so a late write would replace the next run's result
@@ -202,7 +205,7 @@ def test_a_killed_runners_orphan_is_stopped_before_it_writes_into_the_next_run(p
     """)
     project.write("x", "1")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "runner", "make", "--json"],
+        [sys.executable, "-m", "runner", "make", "--json", "-j", jobs],
         cwd=project.root,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
@@ -215,6 +218,11 @@ def test_a_killed_runners_orphan_is_stopped_before_it_writes_into_the_next_run(p
             assert time.time() < deadline, "the step never started"
             time.sleep(0.05)
         group = int(project.read("group.txt"))
+        # the child runs a moment before the runner journals its pid (it is known only once started): the kill
+        # comes after, as it would at any later moment of the step (on a loaded machine that moment was missed)
+        while f'"pgid": {group},' not in project.read(".runner/inflight"):
+            assert time.time() < deadline, "the step was never journaled"
+            time.sleep(0.05)
         proc.kill()
         proc.wait(10)
         project.spec(
