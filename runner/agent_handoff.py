@@ -16,7 +16,9 @@ from .workspace import Layout
 if TYPE_CHECKING:
     from concurrent.futures import Future, ThreadPoolExecutor
 
+    from .apply import Retirer
     from .approve import ApplyContext
+    from .attempt import Remover
     from .policy import RunBudget
     from .steps.agent import AgentRun
 
@@ -39,6 +41,8 @@ class AgentHandoff:
         self._budget_lock = threading.Lock()
         self._pool: ThreadPoolExecutor | None = None
         self._warming: threading.Thread | None = None
+        self._retirer: Retirer | None = None  # made by the first apply
+        self._remover: Remover | None = None  # made by the first agent step
 
     def held(self, name: str, decision: Decision) -> str | None:
         """Why an agent step that must run does not start now (a change waiting for approval, a question
@@ -83,7 +87,10 @@ class AgentHandoff:
         if self._pool is None:
             from concurrent.futures import ThreadPoolExecutor
 
+            from .attempt import Remover
+
             self._pool = ThreadPoolExecutor(max_workers=max(1, self.options.jobs), thread_name_prefix="step")
+            self._remover = Remover()
             self._warming = threading.Thread(target=self._warm, name="warm-worker", daemon=True)
             self._warming.start()
         future = self._pool.submit(self._attempts, name, decision)
@@ -109,6 +116,7 @@ class AgentHandoff:
         return step_for(STEP_AGENT).run(ctx)
 
     def _agent_run(self, name: str, decision: Decision) -> AgentRun:
+        from .attempt import remove_workspace
         from .steps.agent import AgentRun
 
         assert decision.key is not None  # an agent step starts once its dependencies ran: its key is known
@@ -125,6 +133,7 @@ class AgentHandoff:
             halt_on=self.options.halt_on,
             emit=self.emit,
             improve=(self.options.improve.get(name) or {}).get("prompt"),
+            remove=self._remover.remove if self._remover is not None else remove_workspace,
         )
 
     def _run_budget(self) -> RunBudget:
@@ -164,18 +173,27 @@ class AgentHandoff:
         return about
 
     def _apply_context(self) -> ApplyContext:
+        from .apply import Retirer
         from .approve import ApplyContext
 
+        if self._retirer is None:
+            self._retirer = Retirer()
         return ApplyContext(
             planner=self.planner,
             state_dir=self.layout.state_dir,
             run_id=self.record.run_id,
             halt_on=self.options.halt_on,
             ask=self.options.ask,
+            retirer=self._retirer,
         )
 
     def shutdown(self) -> None:
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
+        if self._remover is not None:  # no attempt workspace outlives the run
+            self._remover.close()
+        if self._retirer is not None:  # every applied file synced and its journal gone before the run's end
+            self._retirer.close()
+            self._retirer = None
         if self._warming is not None:
             self._warming.join()  # no import may still run while the interpreter exits

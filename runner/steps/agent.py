@@ -50,6 +50,7 @@ class AgentRun:
     ask: Callable[[str], bool] | None = None  # on a terminal, else None
     slice_key: str | None = None  # the key without canary patterns: which canaries read its verify output
     improve: str | None = None  # `runner improve`: the feedback and the previous version, added to every prompt
+    remove: Callable[[Path, Path], None] = remove_workspace  # the run's background remover (attempt.Remover)
 
 
 @dataclass
@@ -123,7 +124,7 @@ class AgentStep:
         }
         final = best.final
         for home in {a.workspace for r in results for a in r.attempts if a.workspace}:
-            remove_workspace(home, run.root)  # the winner is applied from memory; no copy is kept
+            run.remove(home, run.root)  # the winner is applied from memory; no copy is kept
         if final is None:
             return StepOutcome(ok=False, error="no attempt was made", details=details)
         if final.ok:
