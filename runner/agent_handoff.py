@@ -41,6 +41,7 @@ class AgentHandoff:
         self._budget_lock = threading.Lock()
         self._pool: ThreadPoolExecutor | None = None
         self._warming: threading.Thread | None = None
+        self._warm = threading.Event()  # set once the worker can send its first call
         self._retirer: Retirer | None = None  # made by the first apply
         self._remover: Remover | None = None  # made by the first agent step
 
@@ -91,26 +92,32 @@ class AgentHandoff:
 
             self._pool = ThreadPoolExecutor(max_workers=max(1, self.options.jobs), thread_name_prefix="step")
             self._remover = Remover()
-            self._warming = threading.Thread(target=self._warm, name="warm-worker", daemon=True)
+            self._warming = threading.Thread(target=self._warm_worker, name="warm-worker", daemon=True)
             self._warming.start()
         future = self._pool.submit(self._attempts, name, decision)
         future.add_done_callback(on_done)
         return future
 
-    def _warm(self) -> None:
-        """Let the worker load what its first call needs (the openai SDK, its answer's regexes: ~1 s of CPU)
-        while the first attempts make their workspaces and wait on their processes, instead of after."""
+    def _warm_worker(self) -> None:
+        """Let the worker load what its first call needs (the openai SDK, its answer's regexes: ~1 s of CPU) at
+        the first agent step. The attempts wait until the SDK is in (_attempts): its import is the first call's
+        critical path, and sixteen attempts making their workspaces at once (git processes, hashing) would
+        take most of the interpreter's time from it (the first call of 16 at -j 16 went 2.7-4.3 s after the
+        start); a worker that answers with files makes its workspace while the model answers, off that path."""
         from .workers import get_worker
 
         try:
             warm = getattr(get_worker(self.planner.worker_config), "warm", None)
             if warm is not None:
-                warm()
+                warm(self._warm.set)
         except Exception:  # only a head start: the first call loads the same things and reports what fails
             pass
+        finally:
+            self._warm.set()
 
     def _attempts(self, name: str, decision: Decision) -> StepOutcome:
         """In a pool thread: the attempts; the scheduler thread then asks, applies and records."""
+        self._warm.wait()
         ctx: StepContext = self.context(name)
         ctx.extra["agent"] = self._agent_run(name, decision)
         return step_for(STEP_AGENT).run(ctx)
