@@ -23,14 +23,15 @@ import time
 _PARTS = {
     "runner.steps.agent": [
         "make_workspace",
-        "remove_workspace",
         "find_change",
         "snapshot",
         "undo_side_effects",
+        "render",
         "attempt_in",
         "_judge",
         "_verify",
     ],  # fmt: skip
+    "runner.attempt": ["remove_workspace"],  # on the background remover's thread
     "runner.steps.agent:AgentStep": ["run", "_attempt"],
     "runner.workers.openai:OpenAIWorker": ["run", "_call", "warm"],
     "runner.workers.openai": ["_sdk", "protocol_family", "parse_answer"],
@@ -38,6 +39,7 @@ _PARTS = {
     "runner.workers.replay": ["apply_files"],
     "runner.agent_handoff:AgentHandoff": ["finish", "submit"],
     "runner.approve": ["record_and_apply", "apply_change"],
+    "runner.apply": ["_retire"],  # on the background retirer's thread
     "runner.cache:State": ["save"],
     "runner.execute:Executor": ["run", "_wait", "_complete"],
     "runner.pipeline": ["load_project"],
@@ -55,15 +57,17 @@ def main() -> None:
 
         @functools.wraps(inner)
         def timed(*args, **kwargs):
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), time.thread_time()
             try:
                 return inner(*args, **kwargs)
             finally:
                 spent = time.perf_counter() - started
+                used = time.thread_time() - cpu  # this thread's CPU: what a loaded machine does not stretch
                 with lock:
-                    entry = totals.setdefault(label, [0.0, 0])
+                    entry = totals.setdefault(label, [0.0, 0, 0.0])
                     entry[0] += spent
                     entry[1] += 1
+                    entry[2] += used
 
         setattr(owner, name, timed)
 
@@ -86,8 +90,11 @@ def main() -> None:
             pass
     sys.stdout = out
     print(f"{'the command':<36} {time.perf_counter() - started:8.3f} s")
-    for label, (seconds, calls) in sorted(totals.items(), key=lambda item: -item[1][0]):
-        print(f"  {label:<34} {seconds:8.3f} s  {calls:4} calls  {seconds / calls * 1000:7.1f} ms a call")
+    for label, (seconds, calls, cpu) in sorted(totals.items(), key=lambda item: -item[1][0]):
+        print(
+            f"  {label:<34} {seconds:8.3f} s  {calls:4} calls  {seconds / calls * 1000:7.1f} ms a call, "
+            f"CPU of its thread {cpu / calls * 1000:6.1f} ms a call"
+        )
     me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     print(f"CPU: runner {me.ru_utime + me.ru_stime:.2f} s, its children {kids.ru_utime + kids.ru_stime:.2f} s")
 

@@ -157,7 +157,12 @@ class Server:
         self.url = f"http://127.0.0.1:{int(line.split()[1])}/v1"
 
     def requests(self) -> int:
-        return len(self.log.read_text().splitlines()) if self.log.exists() else 0
+        return len(self.times())
+
+    def times(self) -> list[float]:
+        """When each request reached the server (wall clock), in order."""
+        lines = self.log.read_text().splitlines() if self.log.exists() else []
+        return sorted(json.loads(line)["ts"] for line in lines)
 
     def stop(self) -> None:
         self.proc.terminate()
@@ -183,12 +188,13 @@ def children_cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def runner_make(root: Path, jobs: int) -> tuple[float, float, dict]:
-    """Wall time of `runner make -j J --json`, fork to reap, the CPU time it and its children used, and its
-    run_finished event."""
+def runner_make(root: Path, jobs: int) -> tuple[float, float, dict, float]:
+    """Wall time of `runner make -j J --json`, fork to reap, the CPU time it and its children used, its
+    run_finished event, and the wall clock at the fork."""
     pre = [sys.executable, "-m", "runner"]
     argv = [*pre, "make", "-C", str(root), "-j", str(jobs), "--json"]
     cpu0 = children_cpu()
+    forked = time.time()
     t0 = time.perf_counter()
     # cwd: the project, so that `-m runner` imports the runner on PYTHONPATH (--runner-src) or the installed one,
     # never a checkout that happens to be the bench's cwd
@@ -200,7 +206,7 @@ def runner_make(root: Path, jobs: int) -> tuple[float, float, dict]:
     if proc.returncode != 0:
         failed = [e for e in events if e.get("event") == "step_finished" and e.get("status") != "ran"]
         sys.exit(f"bench/agents.py: runner make exited {proc.returncode}\n{proc.stderr[-2000:]}\n{failed[:2]}")
-    return wall, cpu, finished
+    return wall, cpu, finished, forked
 
 
 def bare_codex(work: Path, delay: float, reps: int, codex_home: Path) -> tuple[float, float]:
@@ -257,9 +263,10 @@ def one(work: Path, worker: str, steps: int, jobs: int, delay: float, files: int
     try:
         root = work / "proj"
         project(root, steps, worker, server.url, files, home)
-        wall, cpu, finished = runner_make(root, jobs)
-        requests = server.requests()
-        noop, noop_cpu, _again = runner_make(root, jobs)
+        wall, cpu, finished, forked = runner_make(root, jobs)
+        times = server.times()
+        requests = len(times)
+        noop, noop_cpu, _again, _forked = runner_make(root, jobs)
     finally:
         server.stop()
     ran = (finished.get("counts") or {}).get("ran", finished.get("ran"))
@@ -268,7 +275,19 @@ def one(work: Path, worker: str, steps: int, jobs: int, delay: float, files: int
         sys.exit(f"bench/agents.py: {worker} {steps}x-j{jobs}: {produced} outputs, {requests} requests")
     model = steps * REQUESTS[worker] * delay  # the model's latency summed over the steps
     ideal = math.ceil(steps / jobs) * REQUESTS[worker] * delay
-    return {
+    per = REQUESTS[worker]
+    timeline = {
+        # the CLI's start-up, planning, the first workspace and (openai) the SDK's import: paid once a run
+        "first_call": times[0] - forked,
+        # after the last answer: the last step's verify, apply and record, the run's end
+        "after_last_answer": forked + wall - (times[-1] + delay),
+    }
+    if jobs == 1 and steps > 1:
+        # from one step's first request to the next step's, less the model's latency: a step's own cost
+        # between two calls (verify, apply, the next workspace and prompt; codex: its process too), the
+        # start-up and the SDK's import left out
+        timeline["between_calls"] = (times[(steps - 1) * per] - times[0]) / (steps - 1) - per * delay
+    return timeline | {
         "worker": worker,
         "steps": steps,
         "jobs": jobs,
@@ -371,7 +390,9 @@ def _line(row: dict) -> str:
         f"{row['worker']:6} {row['steps']:3} steps -j {row['jobs']:2}: {row['wall']:6.2f} s, "
         f"ideal {row['ideal']:5.1f} s, x{row['ratio']:.2f}, no-op {row['noop']:.2f} s, "
         f"CPU {row['cpu']:.2f} s ({row['cpu_per_step'] * 1000:.0f} ms a step"
-        f"{' and a bare codex exec' if row['worker'] == 'codex' else ''})"
+        f"{' and a bare codex exec' if row['worker'] == 'codex' else ''}), first call after "
+        f"{row['first_call']:.2f} s, {row['after_last_answer']:.2f} s after the last answer"
+        + (f", {row['between_calls'] * 1000:.0f} ms a step between calls" if "between_calls" in row else "")
     )
 
 
@@ -379,16 +400,19 @@ def table(rows: list[dict]) -> str:
     """The markdown table bench/README.md shows."""
     lines = [
         "| worker | steps | -j | wall | ideal | ratio | beyond the model, per step | bare `codex exec` beyond "
-        "the model | runner's own, per step | runner's CPU, per step |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "the model | runner's own, per step | runner's CPU, per step | first call after | after the last answer "
+        "| a step between two calls, less the model |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         beyond = f"{r['beyond_model_per_step']:.3f} s" if "beyond_model_per_step" in r else ""
         bare = f"{r['bare_codex_beyond_model']:.3f} s" if "bare_codex_beyond_model" in r else ""
         own = f"{r['runner_own_per_step']:.3f} s" if "runner_own_per_step" in r else ""
+        between = f"{r['between_calls'] * 1000:.0f} ms" if "between_calls" in r else ""
         lines.append(
             f"| {r['worker']} | {r['steps']} | {r['jobs']} | {r['wall']:.2f} s | {r['ideal']:.1f} s | "
-            f"{r['ratio']:.2f}x | {beyond} | {bare} | {own} | {r['cpu_per_step'] * 1000:.0f} ms |"
+            f"{r['ratio']:.2f}x | {beyond} | {bare} | {own} | {r['cpu_per_step'] * 1000:.0f} ms | "
+            f"{r['first_call']:.2f} s | {r['after_last_answer']:.2f} s | {between} |"
         )
     return "\n".join(lines)
 

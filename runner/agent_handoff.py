@@ -16,7 +16,9 @@ from .workspace import Layout
 if TYPE_CHECKING:
     from concurrent.futures import Future, ThreadPoolExecutor
 
+    from .apply import Retirer
     from .approve import ApplyContext
+    from .attempt import Remover
     from .policy import RunBudget
     from .steps.agent import AgentRun
 
@@ -42,6 +44,9 @@ class AgentHandoff:
         # a Dask executor (runner/executors/dask.py): each attempt one task on a worker; None: attempts run here
         executor = getattr(options, "executor", None)
         self._cluster = executor if executor is not None and executor.on_cluster else None
+        self._warm = threading.Event()  # set once the worker can send its first call
+        self._retirer: Retirer | None = None  # made by the first apply
+        self._remover: Remover | None = None  # made by the first agent step
 
     def held(self, name: str, decision: Decision) -> str | None:
         """Why an agent step that must run does not start now (a change waiting for approval, a question
@@ -86,33 +91,45 @@ class AgentHandoff:
         if self._pool is None:
             from concurrent.futures import ThreadPoolExecutor
 
+            from .attempt import Remover
+
             self._pool = ThreadPoolExecutor(max_workers=max(1, self.options.jobs), thread_name_prefix="step")
-            if self._cluster is None:  # on a cluster the worker is called in the Dask workers, not here
-                self._warming = threading.Thread(target=self._warm, name="warm-worker", daemon=True)
+            self._remover = Remover()
+            if self._cluster is None:
+                self._warming = threading.Thread(target=self._warm_worker, name="warm-worker", daemon=True)
                 self._warming.start()
+            else:  # on a cluster the worker is called in the Dask workers: nothing to load here first
+                self._warm.set()
         future = self._pool.submit(self._attempts, name, decision)
         future.add_done_callback(on_done)
         return future
 
-    def _warm(self) -> None:
-        """Let the worker load what its first call needs (the openai SDK, its answer's regexes: ~1 s of CPU)
-        while the first attempts make their workspaces and wait on their processes, instead of after."""
+    def _warm_worker(self) -> None:
+        """Let the worker load what its first call needs (the openai SDK, its answer's regexes: ~1 s of CPU) at
+        the first agent step. The attempts wait until the SDK is in (_attempts): its import is the first call's
+        critical path, and sixteen attempts making their workspaces at once (git processes, hashing) would
+        take most of the interpreter's time from it (the first call of 16 at -j 16 went 2.7-4.3 s after the
+        start); a worker that answers with files makes its workspace while the model answers, off that path."""
         from .workers import get_worker
 
         try:
             warm = getattr(get_worker(self.planner.worker_config), "warm", None)
             if warm is not None:
-                warm()
+                warm(self._warm.set)
         except Exception:  # only a head start: the first call loads the same things and reports what fails
             pass
+        finally:
+            self._warm.set()
 
     def _attempts(self, name: str, decision: Decision) -> StepOutcome:
         """In a pool thread: the attempts; the scheduler thread then asks, applies and records."""
+        self._warm.wait()
         ctx: StepContext = self.context(name)
         ctx.extra["agent"] = self._agent_run(name, decision)
         return step_for(STEP_AGENT).run(ctx)
 
     def _agent_run(self, name: str, decision: Decision) -> AgentRun:
+        from .attempt import remove_workspace
         from .steps.agent import AgentRun
 
         assert decision.key is not None  # an agent step starts once its dependencies ran: its key is known
@@ -130,6 +147,7 @@ class AgentHandoff:
             emit=self.emit,
             improve=(self.options.improve.get(name) or {}).get("prompt"),
             cluster=self._cluster,
+            remove=self._remover.remove if self._remover is not None else remove_workspace,
         )
 
     def _run_budget(self) -> RunBudget:
@@ -169,18 +187,27 @@ class AgentHandoff:
         return about
 
     def _apply_context(self) -> ApplyContext:
+        from .apply import Retirer
         from .approve import ApplyContext
 
+        if self._retirer is None:
+            self._retirer = Retirer()
         return ApplyContext(
             planner=self.planner,
             state_dir=self.layout.state_dir,
             run_id=self.record.run_id,
             halt_on=self.options.halt_on,
             ask=self.options.ask,
+            retirer=self._retirer,
         )
 
     def shutdown(self) -> None:
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
+        if self._remover is not None:  # no attempt workspace outlives the run
+            self._remover.close()
+        if self._retirer is not None:  # every applied file synced and its journal gone before the run's end
+            self._retirer.close()
+            self._retirer = None
         if self._warming is not None:
             self._warming.join()  # no import may still run while the interpreter exits

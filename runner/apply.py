@@ -1,25 +1,35 @@
 """The journaled apply of a verified change to the project, the version record it commits, its crash recovery,
 and changes awaiting approval.
 
-Applying: every new file is staged beside the journal first; writing journal.json is the commit point; then
-each file is renamed into place (atomic per file). A crash before the commit point leaves the project as it
-was (the staging is discarded at the next start); a crash after it is rolled forward at the next start. The
-project never holds half of a change. Files of runner's own state that belong to the change (an agent intent's
-version record under .runner/versions/, runner/plans/versions.py reads them) are staged and committed in the
-same journal: a version is recorded exactly when its change is applied.
+Applying: the change's new bytes, with every path, go into one journal file beside the project (under
+<state>/apply/); writing and syncing it, then renaming it to its final name, is the commit point (one fsync for
+the whole change, however many files it holds). Then each file is written to a staging name under the same
+folder and renamed into place (atomic per file). A crash before the commit point leaves the project as it was
+(the unfinished journal is discarded at the next start); a crash after it is rolled forward from the journal
+at the next start. The project never holds half of a change. A journal is deleted only once the files it
+wrote are synced: at once, or by a Retirer's thread (a run with many agent steps keeps the fsyncs off its
+scheduler's thread; the journals are retired in the order they were written, so the newest is the one
+replayed last). Files of runner's own state that belong to the change (an agent intent's version record under
+.runner/versions/, runner/plans/versions.py reads them; the run's state file) are committed in the same
+journal: a version is recorded exactly when its change is applied.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import queue
 import shutil
 import signal
+import threading
+import time
 from pathlib import Path
 
 from .attempt import Change
 
 CRASH_ENV = "RUNNER_TEST_CRASH_AT"  # test hook: SIGKILL ourselves at a named point of the apply
+JOURNAL = ".journal"  # <state>/apply/<ns>-<txid>.journal: committed; the time prefix orders the replay
+UNFINISHED = ".tmp"  # a journal being written, or a file being staged: never part of a committed change
 
 
 def _crash_point(name: str) -> None:
@@ -27,79 +37,166 @@ def _crash_point(name: str) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
-def _fsync_write(path: Path, data: bytes) -> None:
-    with open(path, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-
-
 def apply_change(
-    root: Path, state_dir: Path, change: Change, txid: str, state_files: dict[str, bytes] | None = None
+    root: Path,
+    state_dir: Path,
+    change: Change,
+    txid: str,
+    state_files: dict[str, bytes] | None = None,
+    retirer: Retirer | None = None,
 ) -> list[str]:
     """Apply `change` to the project under root, and write `state_files` (paths under state_dir: the change's
-    version record) in the same transaction; returns the project paths written or deleted."""
-    tx = state_dir / "apply" / txid
-    shutil.rmtree(tx, ignore_errors=True)
-    (tx / "new").mkdir(parents=True)
-    entries: list[dict[str, str | bool | None]] = []
-    for i, (rel, data) in enumerate(sorted(change.files.items())):
-        staged = None
+    version record) in the same transaction; returns the project paths written or deleted. With a `retirer`,
+    the written files are synced and the journal deleted by its thread, later; without, before returning."""
+    folder = state_dir / "apply"
+    folder.mkdir(parents=True, exist_ok=True)
+    entries: list[dict] = []
+    payload: list[bytes] = []
+    for rel, data in sorted(change.files.items()):
+        entry: dict = {"path": rel, "size": None if data is None else len(data)}
         if data is not None:
-            staged = f"new/{i}"
-            _fsync_write(tx / staged, data)
-            mode = (root / rel).stat().st_mode & 0o7777 if (root / rel).is_file() else None
-            if mode is not None:
-                os.chmod(tx / staged, mode)
-        entries.append({"path": rel, "new": staged})
-    for i, (rel, data) in enumerate(sorted((state_files or {}).items())):
-        _fsync_write(tx / f"new/s{i}", data)
-        entries.append({"path": rel, "new": f"new/s{i}", "state": True})
+            target = root / rel
+            if target.is_file():  # the file keeps its mode (an executable script stays one)
+                entry["mode"] = target.stat().st_mode & 0o7777
+            payload.append(data)
+        entries.append(entry)
+    for rel, data in sorted((state_files or {}).items()):
+        entries.append({"path": rel, "size": len(data), "state": True})
+        payload.append(data)
+    name = f"{time.time_ns():020d}-{txid}"
+    tmp = folder / (name + JOURNAL + UNFINISHED)
+    with open(tmp, "wb") as f:
+        f.write(json.dumps({"txid": txid, "entries": entries}).encode() + b"\n")
+        f.writelines(payload)
+        f.flush()
+        os.fsync(f.fileno())
     _crash_point("staged")
-    tmp = tx / "journal.json.tmp"
-    _fsync_write(tmp, json.dumps({"txid": txid, "entries": entries}).encode())
-    os.replace(tmp, tx / "journal.json")  # the commit point
+    journal = folder / (name + JOURNAL)
+    os.replace(tmp, journal)  # the commit point
     _crash_point("journaled")
-    _roll_forward(root, tx, entries)
+    written = _roll_forward(root, journal, entries, b"".join(payload))
+    _crash_point("replaced")
+    if retirer is not None:
+        retirer.retire(journal, written)
+    else:
+        _retire(journal, written)
     return sorted(change.files)
 
 
-def _roll_forward(root: Path, tx: Path, entries: list[dict]) -> None:
-    state_dir = tx.parent.parent  # <state>/apply/<txid>
+def _roll_forward(root: Path, journal: Path, entries: list[dict], payload: bytes) -> list[Path]:
+    """Put each entry's bytes in place (or delete its file); returns the files written. Safe to repeat: the
+    journal holds every byte, so an interrupted roll-forward is done again whole."""
+    folder = journal.parent
+    state_dir = folder.parent  # <state>/apply/<journal>
+    written: list[Path] = []
+    offset = 0
     for n, entry in enumerate(entries, start=1):
         target = (state_dir if entry.get("state") else root) / entry["path"]
-        if entry["new"] is None:
+        size = entry["size"]
+        if size is None:
             try:
                 target.unlink()
             except FileNotFoundError:
                 pass
         else:
-            staged = tx / entry["new"]
-            if staged.exists():  # gone if an earlier, interrupted roll-forward already moved it
-                target.parent.mkdir(parents=True, exist_ok=True)
-                os.replace(staged, target)
+            staged = folder / f"{journal.stem}.{n}{UNFINISHED}"
+            with open(staged, "wb") as f:
+                f.write(payload[offset : offset + size])
+            offset += size
+            if entry.get("mode") is not None:
+                os.chmod(staged, entry["mode"])
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(staged, target)
+            written.append(target)
         _crash_point(f"file:{n}")
-    _crash_point("replaced")
-    shutil.rmtree(tx, ignore_errors=True)
+    return written
+
+
+def _retire(journal: Path, written: list[Path]) -> None:
+    """The change's files are synced: only then may its journal go (a power cut before that replays it)."""
+    for path in written:
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:  # replaced or deleted since by a later change, whose journal covers it
+            continue
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    journal.unlink(missing_ok=True)
+
+
+class Retirer:
+    """Syncs applied changes' files and deletes their journals on a thread of its own, oldest first, so the
+    applies of a run's agent steps cost their scheduler one fsync each. close() waits for every journal."""
+
+    def __init__(self) -> None:
+        self._queue: queue.Queue[tuple[Path, list[Path]] | None] = queue.Queue()
+        self._thread = threading.Thread(target=self._loop, name="apply-retirer", daemon=True)
+        self._thread.start()
+
+    def retire(self, journal: Path, written: list[Path]) -> None:
+        self._queue.put((journal, written))
+
+    def _loop(self) -> None:
+        while (item := self._queue.get()) is not None:
+            try:
+                _retire(*item)
+            except OSError:  # the journal stays and the next start replays it: the same bytes again
+                pass
+
+    def close(self) -> None:
+        self._queue.put(None)
+        self._thread.join()
+
+
+def _read_journal(journal: Path) -> tuple[str, list[dict], bytes]:
+    data = journal.read_bytes()
+    header, _newline, payload = data.partition(b"\n")
+    parsed = json.loads(header)
+    return parsed["txid"], parsed["entries"], payload
 
 
 def recover(root: Path, state_dir: Path) -> list[str]:
-    """Finish or discard applies a crash interrupted; returns what was done, for the log."""
+    """Finish or discard applies a crash interrupted, oldest first; returns what was done, for the log."""
     folder = state_dir / "apply"
     done: list[str] = []
     if not folder.is_dir():
         return done
-    for tx in sorted(folder.iterdir()):
-        journal = tx / "journal.json"
-        if journal.is_file():
-            entries = json.loads(journal.read_text())["entries"]
-            _roll_forward(root, tx, entries)
+    for path in sorted(folder.iterdir()):
+        if path.is_dir():  # the layout before one journal file held the bytes: <txid>/journal.json and new/
+            done.append(_recover_folder(root, path))
+        elif path.name.endswith(JOURNAL):
+            txid, entries, payload = _read_journal(path)
+            _retire(path, _roll_forward(root, path, entries, payload))
             files = sum(1 for entry in entries if not entry.get("state"))  # the project's: what the user sees
-            done.append(f"completed the interrupted apply {tx.name} ({files} files)")
-        else:
-            shutil.rmtree(tx, ignore_errors=True)
-            done.append(f"discarded the unfinished apply {tx.name}: the project was not touched")
+            done.append(f"completed the interrupted apply {txid} ({files} files)")
+    for path in sorted(folder.iterdir()):
+        if path.name.endswith(JOURNAL + UNFINISHED):
+            txid = path.name.removesuffix(JOURNAL + UNFINISHED).split("-", 1)[-1]
+            done.append(f"discarded the unfinished apply {txid}: the project was not touched")
+        if path.name.endswith(UNFINISHED):
+            path.unlink(missing_ok=True)
     return done
+
+
+def _recover_folder(root: Path, tx: Path) -> str:
+    journal = tx / "journal.json"
+    if not journal.is_file():
+        shutil.rmtree(tx, ignore_errors=True)
+        return f"discarded the unfinished apply {tx.name}: the project was not touched"
+    entries = json.loads(journal.read_text())["entries"]
+    state_dir = tx.parent.parent
+    for entry in entries:
+        target = (state_dir if entry.get("state") else root) / entry["path"]
+        if entry["new"] is None:
+            target.unlink(missing_ok=True)
+        elif (tx / entry["new"]).exists():  # gone if an earlier, interrupted roll-forward already moved it
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(tx / entry["new"], target)
+    shutil.rmtree(tx, ignore_errors=True)
+    files = sum(1 for entry in entries if not entry.get("state"))
+    return f"completed the interrupted apply {tx.name} ({files} files)"
 
 
 # ---- the version record of an applied agent change -------------------------------------------------------

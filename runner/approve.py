@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .apply import (
+    Retirer,
     apply_change,
     diff_stat,
     drop_pending,
@@ -44,6 +45,7 @@ class ApplyContext:
     halt_on: frozenset = frozenset()
     ask: Callable[[str, str], bool] | None = None  # only on a terminal
     apply_confirmed: bool = False  # confirm-phase: asked once per run
+    retirer: Retirer | None = None  # the run's: syncs applied files and drops their journals off its thread
 
 
 def _outputs_after(root: Path, intent: Intent, change: Change, planner: Planner) -> dict[str, str]:
@@ -119,6 +121,7 @@ def finish(
         ctx.run_id,
         drift,
         about,
+        ctx.retirer,
     )
     return RAN, outputs, None
 
@@ -134,6 +137,7 @@ def record_and_apply(
     run_id: str,
     drift: list | None = None,
     about: dict | None = None,
+    retirer: Retirer | None = None,
 ) -> dict:
     root = Path(planner.spec.root)
     outputs = _outputs_after(root, intent, change, planner)
@@ -167,8 +171,14 @@ def record_and_apply(
     )
     inplace = {p: d for p, d in inputs.items() if p in outputs}
     planner.state.set(intent.name, key, outputs, inplace)
-    planner.state.save()
-    apply_change(root, state_dir, change, f"{run_id}-{intent.name}", staged)
+    state_file = Path(planner.state.path)
+    if state_file.parent == state_dir:  # the state goes with the change, in its journal: one fsync for both
+        staged[state_file.name] = planner.state.file_bytes()
+    else:
+        planner.state.save()
+    apply_change(root, state_dir, change, f"{run_id}-{intent.name}", staged, retirer)
+    if state_file.parent == state_dir:
+        planner.state.dirty = False  # the journal wrote what save() would
     for rel in change.files:
         planner.stat.written(str(root), rel, intent.name)
     if planner.spec.policies[intent.policy].checkpoint == "commit":

@@ -56,6 +56,7 @@ class AgentRun:
     # where attempts run when not here: an executor with `attempt(job, cancelled) -> AttemptDone` (a Dask cluster,
     # runner/executors/dask.py); None: in this process, each candidate keeping its workspace between attempts
     cluster: Any = None
+    remove: Callable[[Path, Path], None] = remove_workspace  # the run's background remover (attempt.Remover)
 
 
 @dataclass
@@ -131,7 +132,7 @@ class AgentStep:
         final = best.final
         worker = next((a.worker for a in reversed(best.attempts) if a.worker), None)  # on a Dask cluster
         for home in {a.workspace for r in results for a in r.attempts if a.workspace}:
-            remove_workspace(home, run.root)  # the winner is applied from memory; no copy is kept
+            run.remove(home, run.root)  # the winner is applied from memory; no copy is kept
         if final is None:
             return StepOutcome(ok=False, error="no attempt was made", details=details)
         if final.ok:

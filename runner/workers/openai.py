@@ -253,10 +253,13 @@ class OpenAIWorker:
                 )
             return client
 
-    def warm(self) -> None:
-        """Load the SDK and the answer's regex family ahead of the first call (AgentHandoff starts it beside the
-        first attempts)."""
+    def warm(self, ready=None) -> None:
+        """Load the SDK and the answer's regex family ahead of the first call (AgentHandoff starts it as the first
+        attempts are handed out); `ready()` once the SDK is in, the part a call needs before it is sent (the
+        regexes are needed only once an answer is back)."""
         _sdk()
+        if ready is not None:
+            ready()
         protocol_family()
 
     def version(self, config: WorkerConfig) -> str:

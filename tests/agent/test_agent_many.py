@@ -53,7 +53,9 @@ def test_four_openai_steps_at_j4_are_in_flight_together_and_each_is_applied_once
         ]
     )
     _project(agent, srv, 4)
-    result = agent.make("-j", "4")
+    temp = agent.root.parent / "tmp"  # where the attempts' workspaces are made
+    temp.mkdir()
+    result = agent.make("-j", "4", env=dict(agent.env(), TMPDIR=str(temp)))
     assert result.code == 0, result.err + result.out[-2000:]
     for i in range(4):
         assert (agent.root / f"notes/n{i}.txt").read_text() == f"note {i}\n"
@@ -63,6 +65,10 @@ def test_four_openai_steps_at_j4_are_in_flight_together_and_each_is_applied_once
     sent = sorted(r["ts"] for r in requests)
     # every request reached the server before the first answer came back: four calls in flight at once
     assert sent[-1] - sent[0] < DELAY, sent
+    # the attempts' workspaces (removed in the background) and the apply journals (retired in the background)
+    # are all gone once the command is
+    assert list(temp.iterdir()) == []
+    assert list((agent.root / ".runner/apply").iterdir()) == []
     again = agent.make("-j", "4")
     assert again.code == 0 and len(srv.requests()) == 4  # a second make pays for nothing
 

@@ -187,8 +187,8 @@ def test_rollback_does_not_need_the_cache(agent, server):
 
 
 def killed_tx(agent) -> str:
-    (tx,) = (agent.root / ".runner/apply").iterdir()
-    return tx.name
+    (journal,) = (agent.root / ".runner/apply").iterdir()  # <time>-<txid>.journal: one file holds the change
+    return journal.name.removesuffix(".journal").split("-", 1)[1]
 
 
 def test_a_rollback_killed_after_its_commit_point_is_completed_by_the_next_start(agent, server):
