@@ -47,11 +47,12 @@ class PackedTable(Mapping):
         self._values: dict = {}
 
     @staticmethod
-    def pack(table: Mapping) -> tuple[list[str], bytes, bytes]:
-        """(keys, blob, ends): what PackedTable(*packed, decode) reads back."""
-        keys = list(table)
-        encoded = [marshal.dumps(table[key]) for key in keys]
-        return keys, b"".join(encoded), array("Q", accumulate(map(len, encoded))).tobytes()
+    def pack(keys: list[str], values) -> tuple[list[bytes], bytes]:
+        """(the pieces of the blob, ends) of the values of `keys` (an iterable in their order): what
+        PackedTable(keys, b"".join(pieces), ends, decode) reads back. The pieces are written one by one,
+        never joined: at 100,000 steps the joined copy was 45 MB more at the peak of a clean build."""
+        encoded = [marshal.dumps(value) for value in values]
+        return encoded, array("Q", accumulate(map(len, encoded))).tobytes()
 
     def _position(self, key: str) -> int:
         if self._index is None:
@@ -164,12 +165,15 @@ class Compiled:
         self.spec_kept: dict[str, str | None] = {}
 
     def packed(self) -> tuple[tuple, list[bytes]]:
-        """(a picklable header, the blobs to write after it): what `unpacked` reads back."""
+        """(a picklable header, the pieces to write after it, in order): what `unpacked` reads back."""
         intents = self.spec.intents
         columns = [getattr(self, name) for name in _COLUMNS]
-        records = {name: (tuple(intents[name]), *(column[name] for column in columns)) for name in self.order}
-        keys, records_blob, records_ends = PackedTable.pack(records)
-        paths, paths_blob, paths_ends = PackedTable.pack(self.declared_by)
+        keys = list(self.order)
+        # each step's record made as it is encoded: the records of every step at once were ~40 MB at 100,000
+        records = ((tuple(intents[name]), *(column[name] for column in columns)) for name in keys)
+        records_pieces, records_ends = PackedTable.pack(keys, records)
+        paths = list(self.declared_by)
+        paths_pieces, paths_ends = PackedTable.pack(paths, map(self.declared_by.__getitem__, paths))
         header = (
             self.spec._replace(intents={}),
             self.sources,
@@ -182,11 +186,11 @@ class Compiled:
             self.aggregates,
             keys,
             records_ends,
-            len(records_blob),
+            sum(map(len, records_pieces)),
             paths,
             paths_ends,
         )
-        return header, [records_blob, paths_blob]
+        return header, records_pieces + paths_pieces
 
     @classmethod
     def unpacked(cls, header: tuple, blobs) -> Compiled:
