@@ -99,7 +99,7 @@ class State:
 
     def save(self) -> None:
         if self.dirty:
-            write_marshal(self.path, self._encoded, durable=True)
+            write_marshal(self.path, self._encoded, durable=True, trim=True)
             self.dirty = False
 
     def file_bytes(self) -> bytes:

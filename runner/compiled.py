@@ -23,7 +23,7 @@ from pathlib import Path
 from . import __version__
 from .freshness import content_digest, stat_of, vouches
 from .globs import GLOB_CHARS
-from .keys import digest_bytes, digest_value
+from .keys import digest_bytes, digest_value, give_back_memory
 from .memory import key_parts as memory_parts
 from .spec import BUILTIN_DIR, STEP_AGENT, STEP_AGGREGATE, Intent, Spec, env_refs, runs_always
 from .workspace import Layout
@@ -461,19 +461,6 @@ def load_compiled(root: Path, use_cache: bool = True, spec_file: str = "intents.
 
 
 _unsaved: dict[str, tuple] = {}
-
-
-def give_back_memory() -> None:
-    """Hand the C heap's free pages back to the system (glibc's malloc_trim). Freed memory stays in a process
-    that read a big spec: rtoml's own allocations, the compiled spec's packed pieces, scattered among what
-    the run keeps, are never at the top of the heap for free() to return. A clean build's peak is then that
-    of what it holds, not of what it read on the way (100,000 steps: ~70 MB). Elsewhere, nothing happens."""
-    try:
-        import ctypes
-
-        ctypes.CDLL(None).malloc_trim(0)
-    except (OSError, AttributeError):  # not glibc: its own allocator keeps what it keeps
-        pass
 
 
 def save_unsaved(root: Path) -> None:

@@ -195,7 +195,7 @@ class StatCache:
 
     def save(self) -> None:
         if self.dirty:
-            write_marshal(self.path, self._encoded)
+            write_marshal(self.path, self._encoded, trim=True)
             self.dirty = False
 
 
@@ -726,7 +726,7 @@ def record_proof(
         env,
         positions,
     )
-    _write(root, proofs)
+    _write(root, proofs, trim=True)
 
 
 def _to_settle(paths: list[str], n_sources: int, differ, views: Mapping, kept: Mapping) -> Sequence[int]:
@@ -757,9 +757,9 @@ def forget(root: str) -> None:
             pass
 
 
-def _write(root: str, proofs: dict) -> None:
+def _write(root: str, proofs: dict, trim: bool = False) -> None:
     try:
-        write_marshal(os.path.join(root, PROOF), proofs)
+        write_marshal(os.path.join(root, PROOF), proofs, trim=trim)
     except OSError:
         pass  # a read-only state folder only costs the fast path
 
