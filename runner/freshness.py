@@ -104,7 +104,9 @@ class StatCache:
 
     It also keeps what the run's verdicts saw (`views`) for the target's proof: each digest asked `by` a step
     is a view of that path; a step's own write (`written`, `remember`) replaces its own view. Two different
-    views of one path by two verdicts make it SEEN_TWICE.
+    views of one path by two verdicts make it SEEN_TWICE. A view is the marshal bytes of the entry the verdict
+    read (None: no file), the very bytes object the cache holds (`seen` decodes it): a clean build views
+    every path, and a tuple of its own per view cost ~270 B a path.
     """
 
     SEEN_TWICE = "seen twice"
@@ -117,8 +119,8 @@ class StatCache:
         # unchanged) is not read again; its view keeps the hashing time, so the proof checks its bytes
         self.fresh: set[str] = set()
         self._encoded = read_encoded(path)
-        # path -> ((stat, digest, hashed_at) as a verdict saw it, the step that first saw it, seen by
-        # another step too) or SEEN_TWICE
+        # path -> (the encoded entry a verdict saw or None, the step that first saw it, seen by another step
+        # too) or SEEN_TWICE
         self.views: dict[str, tuple | str] = {}
 
     def entry(self, rel: str) -> tuple | None:
@@ -128,10 +130,11 @@ class StatCache:
         entry = marshal.loads(encoded)
         return entry if len(entry) == 6 else None  # runner 0.1's entries had no ctime: hashed again
 
-    def _set(self, rel: str, entry: tuple) -> None:
-        self._encoded[rel] = marshal.dumps(entry)
+    def _set(self, rel: str, entry: tuple) -> bytes:
+        encoded = self._encoded[rel] = marshal.dumps(entry)
         self.fresh.add(rel)
         self.dirty = True
+        return encoded
 
     def digest(self, root: str, rel: str, by: str | None = None) -> str | None:
         """The content digest of root/rel, or None if it does not exist (or is not a regular file). `by`: the
@@ -143,21 +146,26 @@ class StatCache:
             if self._encoded.pop(rel, None) is not None:
                 self.dirty = True
             if by is not None:
-                self._view(rel, (None, None, 0), by, False)
+                self._view(rel, None, by, False)
             return None
         stat = stat_of(st)
-        entry = self.entry(rel)
-        if entry is not None and entry[:4] == stat and (vouches(stat, entry[4]) or rel in self.fresh):
-            value, hashed_at = entry[5], entry[4]
+        encoded = self._encoded.get(rel)
+        entry = None if encoded is None else marshal.loads(encoded)
+        if (
+            entry is not None
+            and len(entry) == 6
+            and entry[:4] == stat
+            and (vouches(stat, entry[4]) or rel in self.fresh)
+        ):
+            value = entry[5]
         elif not os.path.isfile(full):
             return None
         else:
-            hashed_at = time.time_ns()
             value = digest_file(full)
             self.reads += 1
-            self._set(rel, (*stat, hashed_at, value))
+            encoded = self._set(rel, (*stat, time.time_ns(), value))
         if by is not None:
-            self._view(rel, (stat, value, hashed_at), by, False)
+            self._view(rel, encoded, by, False)
         return value
 
     def written(self, root: str, rel: str, by: str) -> str | None:
@@ -165,32 +173,39 @@ class StatCache:
         self._encoded.pop(rel, None)  # its stats may not have moved within the tick: hash it
         self.fresh.discard(rel)
         value = self.digest(root, rel)
-        entry = self.entry(rel)
-        self._view(rel, (None, None, 0) if entry is None else (entry[:4], value, entry[4]), by, True)
+        self._view(rel, self._encoded.get(rel) if value is not None else None, by, True)
         return value
 
     def remember(self, rel: str, st: os.stat_result, value: str, by: str) -> None:
         """A digest computed elsewhere (the executor hashes outputs as it stores them), of what `by` wrote;
         `st` was taken before the bytes were read."""
-        hashed_at = time.time_ns()
-        self._set(rel, (*stat_of(st), hashed_at, value))
-        self._view(rel, (stat_of(st), value, hashed_at), by, True)
+        self._view(rel, self._set(rel, (*stat_of(st), time.time_ns(), value)), by, True)
 
-    def _view(self, rel: str, view: tuple, by: str, wrote: bool) -> None:
+    def _view(self, rel: str, view: bytes | None, by: str, wrote: bool) -> None:
         old = self.views.get(rel)
         if old is None or (wrote and not isinstance(old, str) and old[1] == by and not old[2]):
             self.views[rel] = (view, by, False)
         elif isinstance(old, str):
             return
-        elif old[0][:2] != view[:2]:  # another stat or digest: two verdicts rest on two states of the file
+        elif old[0] is not view and seen(old[0])[:2] != seen(view)[:2]:
+            # another stat or digest: two verdicts rest on two states of the file
             self.views[rel] = self.SEEN_TWICE
         elif old[1] != by and not old[2]:
             self.views[rel] = (old[0], old[1], True)
 
     def save(self) -> None:
         if self.dirty:
-            write_marshal(self.path, self._encoded)
+            write_marshal(self.path, self._encoded, trim=True)
             self.dirty = False
+
+
+def seen(view: bytes | None) -> tuple:
+    """(stat, digest, hashed_at) of a view (StatCache.views): what a verdict saw of a file; (None, None, 0)
+    for no file."""
+    if view is None:
+        return None, None, 0
+    entry = marshal.loads(view)
+    return entry[:4], entry[5], entry[4]
 
 
 def input_digests(stat: StatCache, root: str, files: list[str], by: str) -> dict[str, str | None]:
@@ -656,12 +671,15 @@ def record_proof(
         if proofs.pop(slot, None) is not None:
             _write(root, proofs)
         return
-    stats = list(look.stats)
+    # replaced in place: the stats as the run began go as the proof's take their place (a copy held both,
+    # ~22 MB at the end of a 100,000-step build); `look` serves no one after this
+    stats = look.stats
     kept: dict[str, str] = {}
     differ = look.differ
     proven = None if doubtful is None else set(order).difference(doubtful)
     views = stat.views
-    for i, rel in enumerate(paths):
+    for i in _to_settle(paths, n_sources, differ, views, look.kept):
+        rel = paths[i]
         if i < len(spec_stats):
             if spec_stats[i] != stats[i]:
                 stats[i] = NEVER  # the spec changed after it was compiled
@@ -684,14 +702,15 @@ def record_proof(
             elif stats[i] is not None and not vouches(stats[i], look.taken):
                 stats[i] = NEVER
             continue
-        if isinstance(view, str) or (
-            proven and view[0][0] != stats[i] and not proven.isdisjoint(declared_by.get(rel, ()))
-        ):
+        if isinstance(view, str):
             stats[i] = NEVER  # two verdicts rest on two states of the file
             continue
-        seen, digest, hashed_at = view[0]
-        stats[i] = seen
-        if seen is not None and not vouches(seen, hashed_at):
+        saw, digest, hashed_at = seen(view[0])
+        if proven and saw != stats[i] and not proven.isdisjoint(declared_by.get(rel, ())):
+            stats[i] = NEVER  # two verdicts rest on two states of the file
+            continue
+        stats[i] = saw
+        if saw is not None and not vouches(saw, hashed_at):
             kept[rel] = digest
     stats_bytes = _stats_bytes(stats)
     env = (env_names, env_digest(env_names)) if env_names else ((), "")
@@ -707,7 +726,20 @@ def record_proof(
         env,
         positions,
     )
-    _write(root, proofs)
+    _write(root, proofs, trim=True)
+
+
+def _to_settle(paths: list[str], n_sources: int, differ, views: Mapping, kept: Mapping) -> Sequence[int]:
+    """The positions in `paths` whose recorded stat record_proof must work out. Given the paths that `differ`
+    from the last proof, that is the spec and worker files, the paths a verdict saw (`views`), those that
+    differ, and those the last proof kept a digest of: any other path is as the last proof had it, vouched
+    for by it, and keeps its stat as the run began (an edit of one leaf in 100,000 steps settles a few
+    hundred, not all of them)."""
+    if differ is None:
+        return range(len(paths))
+    position = dict(zip(paths, range(len(paths)), strict=True))
+    found = {position[rel] for group in (views, differ, kept) for rel in group if rel in position}
+    return sorted(found.union(range(n_sources)))
 
 
 def drop_proof(root: str, target: str | None) -> None:
@@ -725,9 +757,9 @@ def forget(root: str) -> None:
             pass
 
 
-def _write(root: str, proofs: dict) -> None:
+def _write(root: str, proofs: dict, trim: bool = False) -> None:
     try:
-        write_marshal(os.path.join(root, PROOF), proofs)
+        write_marshal(os.path.join(root, PROOF), proofs, trim=trim)
     except OSError:
         pass  # a read-only state folder only costs the fast path
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from types import ModuleType
 
 import tomli
@@ -15,13 +16,73 @@ except ImportError:  # pragma: no cover
 TOMLDecodeError = tomli.TOMLDecodeError
 
 
-def loads(text: str) -> dict:
+# rtoml holds its own tree of the whole document while it builds Python's (~24x the text at its peak: 475 MB for
+# a 100,000-step spec of 20 MB, the peak of that project's whole clean build), so a big text is read a piece
+# at a time (`_in_pieces`)
+PIECE = 1 << 21
+
+# a piece starts at a line that is nothing but an intent's table header, [intent.NAME] with a bare NAME
+_HEADER = re.compile(r"^\[intent\.[A-Za-z0-9_-]+\][ \t]*\r?$", re.MULTILINE)
+# a line that could make `intent` a value, an inline or explicit table, or an array of tables: such a
+# document is read whole (one piece's `intent` table could then not be extended by another's)
+_INTENT_ITSELF = re.compile(
+    r"""^[ \t]*(\[\[?[ \t]*["']?intent["']?[ \t]*\]|["']?intent["']?[ \t]*[.=])""", re.MULTILINE
+)
+
+
+def loads(text: str, piece: int = PIECE) -> dict:
     """The document as plain dicts and lists. A text rtoml refuses goes to tomli (the stdlib's tomllib,
     TOML 1.1 edition), whose error names the line and column; a text one reads and the other refuses
-    would be read by tomli."""
+    would be read by tomli. A text longer than `piece` characters is read in pieces where that is
+    proven to read the same (`_in_pieces`)."""
     if _rtoml is not None:
         try:
+            if len(text) > piece:
+                doc = _in_pieces(text, piece)
+                if doc is not None:
+                    return doc
             return _rtoml.loads(text)
         except Exception:  # rtoml.TomlParsingError, or anything else it could raise: tomli decides
             pass
     return tomli.loads(text)
+
+
+def _in_pieces(text: str, piece: int) -> dict | None:
+    """The document read as pieces of about `piece` characters, each starting at an `[intent.NAME]` header
+    line, and merged; None when that might not read as the whole does, for the whole to be read instead.
+
+    Why the merge is the whole document's reading: a cut inside a multi-line string or array leaves the
+    piece before it unterminated, which rtoml refuses (so every piece read means every cut is at a real
+    header); `intent` is then only ever a table made by headers of the form [intent.NAME] (no line could
+    make it anything else, `_INTENT_ITSELF`); two pieces may share no top-level key but `intent`, and no
+    intent name: each table is defined in one piece, as TOML requires of the whole, and a document that
+    defines one twice is read whole (and refused there). Keys keep the document's order."""
+    _rtoml_loads = _rtoml.loads if _rtoml is not None else None
+    if _rtoml_loads is None or _INTENT_ITSELF.search(text):
+        return None
+    cuts = [0]
+    while len(text) - cuts[-1] > piece:
+        header = _HEADER.search(text, cuts[-1] + piece)
+        if header is None:
+            break
+        cuts.append(header.start())
+    if len(cuts) == 1:
+        return None
+    cuts.append(len(text))
+    doc: dict = {}
+    for start, end in zip(cuts, cuts[1:], strict=False):
+        try:
+            part = _rtoml_loads(text[start:end])
+        except Exception:  # a cut inside a string or an array, or a real error, which the whole read words
+            return None
+        for key, value in part.items():
+            if key not in doc:
+                doc[key] = value
+            elif key != "intent" or not isinstance(value, dict) or not isinstance(doc[key], dict):
+                return None
+            else:
+                intents = doc[key]
+                if not intents.keys().isdisjoint(value):
+                    return None
+                intents.update(value)
+    return doc

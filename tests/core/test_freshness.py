@@ -335,3 +335,43 @@ def test_a_touch_never_trusts_a_stat_cache_digest_its_stats_did_not_vouch_for(pr
     assert result.events()[0].get("fast") is None
     assert result.statuses() == {"say": "ran"}
     assert project.read("said.txt") == "two\n"
+
+
+TWO = """
+[intent.a]
+run = "cat in_a.txt > out_a.txt"
+inputs = ["in_a.txt"]
+outputs = ["out_a.txt"]
+
+[intent.b]
+run = "cat in_b.txt > out_b.txt"
+inputs = ["in_b.txt"]
+outputs = ["out_b.txt"]
+"""
+
+
+def test_an_edit_run_keeps_the_digests_the_last_proof_kept_for_the_steps_it_did_not_decide(project):
+    """Right after a build, the proof keeps the digest of each fresh output; an edit elsewhere decides only its
+    cone and settles only the paths it saw: the other steps' kept digests must go on into its proof, or a
+    write in the tick the build hashed them would pass the next no-op unseen."""
+    project.spec(TWO)
+    project.write("in_a.txt", "a\n")
+    project.write("in_b.txt", "b\n")
+    project.age_all()  # the spec too: its compiled form is kept, so the next run compares with this proof
+    assert project.make().code == 0
+    # as a build's proof has it when out_a was hashed in its write's tick (made so here: a slow machine hashes
+    # later than that, and then keeps nothing)
+    proof_file = project.root / ".runner/noop"
+    proofs = marshal.loads(proof_file.read_bytes())
+    (slot,) = proofs
+    entry = list(proofs[slot])
+    entry[3] = {**entry[3], "out_a.txt": hashlib.sha256(b"a\n").hexdigest()}
+    proofs[slot] = tuple(entry)
+    proof_file.write_bytes(marshal.dumps(proofs))
+    project.write("in_b.txt", "bb\n", age=5)
+    result = project.make()
+    assert result.events()[0].get("fast") is None
+    assert result.statuses() == {"a": "cached", "b": "ran"}
+    (entry,) = marshal.loads((project.root / ".runner/noop").read_bytes()).values()
+    assert "out_a.txt" in entry[3]  # out_a's from the build's proof
+    _settled(project)

@@ -81,3 +81,38 @@ def test_toml_1_1_documents_read_alike(text):
 
 def test_an_integer_rtoml_cannot_hold_is_read_by_tomli():
     assert toml_read.loads("x = 9223372036854775808\n") == {"x": 9223372036854775808}
+
+
+# a big spec is read in pieces (toml_read._in_pieces: rtoml's own tree of a 100,000-step spec is ~475 MB);
+# a piece of 64 characters cuts these small documents at nearly every [intent.NAME] header
+MANY = "".join(f'[intent.s{i}]\nrun = "echo {i} > out/{i}"\noutputs = ["out/{i}"]\n\n' for i in range(40))
+PIECES_READ_WHOLE = {
+    "an intent defined twice": MANY + '[intent.s3]\nrun = "again"\n',
+    "a sub-table of an earlier piece's intent": MANY + "[intent.s1.env]\nA = '1'\n",
+    "an explicit [intent] table": "[intent]\n" + MANY,
+    "intent as a dotted key": 'intent.s99.run = "x"\n' + MANY,
+    "an array of tables": MANY + '[[intent]]\nrun = "x"\n',
+    "a header-like line in a multi-line string": '[intent.a]\nrun = """\n' + MANY + '"""\n' + MANY,
+    "a header-like line in a multi-line array": "[intent.a]\noutputs = [\n" + MANY + "]\n",
+    "a table of another name in two pieces": "[policy.a]\nscope = []\n" + MANY + "[policy.b]\nscope = []\n",
+}
+
+
+@pytest.mark.parametrize("path", DOCUMENTS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_shipped_documents_read_in_pieces_read_the_same_as_tomllib(path):
+    text = path.read_bytes().decode("utf-8", "replace")
+    assert _parsed(lambda t: toml_read.loads(t, piece=64), text) == _parsed(tomllib.loads, text)
+
+
+def test_a_big_spec_is_read_in_pieces_as_the_whole_reads():
+    pieces = toml_read._in_pieces(MANY + "[project]\nname = 'p'\n", 64)
+    assert pieces is not None
+    assert pieces == tomllib.loads(MANY + "[project]\nname = 'p'\n")
+    assert list(pieces) == ["intent", "project"] and list(pieces["intent"]) == [f"s{i}" for i in range(40)]
+
+
+@pytest.mark.parametrize("case", sorted(PIECES_READ_WHOLE))
+def test_a_document_pieces_might_misread_is_read_whole(case):
+    text = PIECES_READ_WHOLE[case]
+    assert toml_read._in_pieces(text, 64) is None
+    assert _parsed(lambda t: toml_read.loads(t, piece=64), text) == _parsed(tomllib.loads, text)
