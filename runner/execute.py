@@ -332,9 +332,9 @@ class Executor:
         at once (cache.prefetch). Their dependencies are done, so their keys are what they will be."""
         prefetched = self._prefetched
         assert prefetched is not None
+        prefetched.add(name)
         names = [name] + [n for _pos, n in heapq.nsmallest(PREFETCH, self.ready) if n not in prefetched]
         prefetched.update(names)
-
         self.planner.cache.prefetch(lambda: decide_each(self.planner, names, self.produced, frozenset()))
 
     def _decide_ahead(self) -> None:
