@@ -18,14 +18,13 @@ from __future__ import annotations
 
 import json
 import os
-import queue
 import shutil
 import signal
-import threading
 import time
 from pathlib import Path
 
 from .attempt import Change
+from .background import Background
 
 CRASH_ENV = "RUNNER_TEST_CRASH_AT"  # test hook: SIGKILL ourselves at a named point of the apply
 JOURNAL = ".journal"  # <state>/apply/<ns>-<txid>.journal: committed; the time prefix orders the replay
@@ -126,28 +125,16 @@ def _retire(journal: Path, written: list[Path]) -> None:
     journal.unlink(missing_ok=True)
 
 
-class Retirer:
+class Retirer(Background):
     """Syncs applied changes' files and deletes their journals on a thread of its own, oldest first, so the
-    applies of a run's agent steps cost their scheduler one fsync each. close() waits for every journal."""
+    applies of a run's agent steps cost their scheduler one fsync each. A retirement that fails leaves its
+    journal, which the next start replays (the same bytes again). close() waits for every journal."""
 
     def __init__(self) -> None:
-        self._queue: queue.Queue[tuple[Path, list[Path]] | None] = queue.Queue()
-        self._thread = threading.Thread(target=self._loop, name="apply-retirer", daemon=True)
-        self._thread.start()
+        super().__init__(_retire, "apply-retirer", (OSError,))
 
     def retire(self, journal: Path, written: list[Path]) -> None:
-        self._queue.put((journal, written))
-
-    def _loop(self) -> None:
-        while (item := self._queue.get()) is not None:
-            try:
-                _retire(*item)
-            except OSError:  # the journal stays and the next start replays it: the same bytes again
-                pass
-
-    def close(self) -> None:
-        self._queue.put(None)
-        self._thread.join()
+        self.put(journal, written)
 
 
 def _read_journal(journal: Path) -> tuple[str, list[dict], bytes]:

@@ -5,12 +5,12 @@ from __future__ import annotations
 import difflib
 import hashlib
 import os
-import queue
 import shutil
 import subprocess
-import threading
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from .background import Background
 
 # never copied into an attempt, never part of a change
 PRIVATE = (".git", ".runner")
@@ -219,36 +219,17 @@ def remove_workspace(home: Path, project: Path) -> None:
     shutil.rmtree(home, ignore_errors=True)
 
 
-class Remover:
+class Remover(Background):
     """Removes spent attempt workspaces on a thread of its own, so that a step's slot is free once its change is
     found rather than after `git worktree remove` (~15 ms, more on a busy machine). The workspaces are outside the
-    project; close() waits for every removal, so none outlives the run."""
+    project (one left in the temp folder harms no run); close() waits for every removal, so none outlives the
+    run."""
 
     def __init__(self) -> None:
-        self._queue: queue.Queue[tuple[Path, Path] | None] = queue.Queue()
-        self._thread: threading.Thread | None = None
-        self._lock = threading.Lock()
+        super().__init__(remove_workspace, "workspace-remover", (OSError, subprocess.SubprocessError))
 
     def remove(self, home: Path, project: Path) -> None:
-        with self._lock:
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._loop, name="workspace-remover", daemon=True)
-                self._thread.start()
-        self._queue.put((home, project))
-
-    def _loop(self) -> None:
-        while (item := self._queue.get()) is not None:
-            try:
-                remove_workspace(*item)
-            except (OSError, subprocess.SubprocessError):  # a workspace left in the temp folder harms no run
-                pass
-
-    def close(self) -> None:
-        with self._lock:
-            thread, self._thread = self._thread, None
-        if thread is not None:
-            self._queue.put(None)
-            thread.join()
+        self.put(home, project)
 
 
 def find_change(workspace: Path, before: dict[str, str], linked: list[str]) -> Change:
