@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 RAN, CACHED, RESTORED, FAILED, SKIPPED, BLOCKED = "ran", "cached", "restored", "failed", "skipped", "blocked"
 _EXITED, _PRINTED = "exited", "printed"  # what a shell step's file descriptor in the selector says
 PREFETCH = 63  # ready steps whose shared-cache reads are made together with the next one's (_prefetch)
+_UNREAD = "unread"  # stands for a proven step's outputs where only an aggregate no step reads would see them
 _AGGREGATE = "aggregate"  # what _finish_skip says of an aggregate: its dependencies are done, nothing to report
 
 
@@ -221,15 +222,26 @@ class Executor:
         self.dependants: dict[str, list[str]] = {n: [] for n in todo}
         self.waiting: dict[str, int] = {}
         state = self.planner.state
+        graph_dependants = self.planner.compiled.dependants
+        unread: list[str] = []  # proven deps only an aggregate that nothing here depends on names
         for n in todo:
             waiting = 0
+            # `all` over 14,000 sinks: what they produced makes only its own outputs' digest, which no step
+            # of this run reads, so their last results are not decoded and hashed for it
+            top = n in aggregates and selected.isdisjoint(graph_dependants[n])
             for d in all_deps[n]:
                 if d in selected:
                     self.dependants[d].append(n)
                     waiting += 1
-                elif doubtful is not None and d not in self.produced:  # up to date: what it last produced
+                elif doubtful is None or d in self.produced:
+                    pass
+                elif top:
+                    unread.append(d)
+                else:  # up to date: what it last produced
                     self.produced[d] = produced_by_proven(state, d)
             self.waiting[n] = waiting
+        for d in unread:
+            self.produced.setdefault(d, _UNREAD)
         self.active: dict[str, _Active] = {}
         self.exited: list[tuple[_Active, StepOutcome]] = []  # shell steps that exited well, not yet completed
         self.stop = False

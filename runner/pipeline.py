@@ -162,6 +162,7 @@ class _Sink:
         self.emit = emit
         self.mask = mask
         self.write_line = getattr(emit, "write_line", None)
+        self.cached_steps = getattr(emit, "cached_steps", None)  # a reporter that takes proven steps by count
 
     def __call__(self, event: dict, line: str | None = None) -> None:
         if self.mask:
@@ -184,6 +185,8 @@ class _Sink:
         self.record.write_lines(text)
         if self.write_line is not None:
             self.write_line(text)
+        elif self.cached_steps is not None:
+            self.cached_steps(names)
         else:
             for name in names:
                 self.emit({"event": "step_finished", "intent": name, "status": "cached", "reasons": ["up to date"]})

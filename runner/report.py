@@ -98,6 +98,15 @@ class PlainReporter:
         elif kind == "recovered":
             _out(f"runner: {event['message']}", err=True)
 
+    def cached_steps(self, names: list[str]) -> None:
+        """Steps proven up to date before anything starts (pipeline._Sink.cached): without -v nothing is shown
+        of them, so 100,000 of them are one count, not 100,000 events."""
+        if self.verbose:
+            for name in names:
+                self({"event": "step_finished", "intent": name, "status": "cached", "reasons": ["up to date"]})
+        else:
+            self.unshown += len(names)
+
     def output(self, intent: str, lines: list[str]) -> None:
         """What a shell step printed (-v): each line after the step's name, as docker compose shows services."""
         _out("\n".join(f"{intent} | {line}" for line in lines))
