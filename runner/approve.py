@@ -178,7 +178,7 @@ def record_and_apply(
         planner.state.save()
     apply_change(root, state_dir, change, f"{run_id}-{intent.name}", staged, retirer)
     if state_file.parent == state_dir:
-        planner.state.dirty = False  # the journal wrote what save() would
+        planner.state.saved_with_journal()
     for rel in change.files:
         planner.stat.written(str(root), rel, intent.name)
     if planner.spec.policies[intent.policy].checkpoint == "commit":

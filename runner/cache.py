@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Protocol
 
-from .keys import digest_bytes, read_encoded, write_marshal
+from .keys import IndexFile, digest_bytes
 from .redact import Mask
 
 PULLED_BATCH = 64 << 20  # bytes of blobs from the remote held before they are written to the local cache
@@ -77,9 +77,10 @@ class State:
 
     def __init__(self, path: str):
         self.path = path
-        self._encoded = read_encoded(path)
+        self._file = IndexFile(path)
+        self._encoded = self._file.read()
         self._decoded: dict[str, tuple] = {}
-        self.dirty = False
+        self._changed: set[str] = set()  # since read or saved: what an edit's save appends
 
     def intents(self):
         """The intents with a last good result (a set-like view: `in` costs no Python call)."""
@@ -103,16 +104,23 @@ class State:
         # ~280 B a step; a later get() decodes it again
         self._encoded[intent] = marshal.dumps((key, outputs, inplace or {}))
         self._decoded.pop(intent, None)
-        self.dirty = True
+        self._changed.add(intent)
 
     def save(self) -> None:
-        if self.dirty:
-            write_marshal(self.path, self._encoded, durable=True, trim=True)
-            self.dirty = False
+        if self._changed:
+            self._file.write(self._encoded, self._changed, durable=True, trim=True)
+            self._changed.clear()
 
     def file_bytes(self) -> bytes:
-        """What save() would write: for a journal that replaces the file along with the change it belongs to."""
+        """The whole index, for a journal that replaces the file along with the change it belongs to; once
+        that is written, `saved_with_journal()`."""
         return marshal.dumps(self._encoded)
+
+    def saved_with_journal(self) -> None:
+        """The journal wrote file_bytes() as the whole file: nothing is left to save, and the log beside the
+        old file no longer extends the new one."""
+        self._changed.clear()
+        self._file.replaced()
 
 
 class _Written:

@@ -61,7 +61,7 @@ import os
 import time
 
 from . import __version__
-from .keys import digest_file, outputs_digest, read_encoded, step_key, with_canaries, write_marshal
+from .keys import IndexFile, digest_file, outputs_digest, step_key, with_canaries, write_marshal
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on the no-op path; mypy reads it as True
 if TYPE_CHECKING:
@@ -113,12 +113,13 @@ class StatCache:
 
     def __init__(self, path: str):
         self.path = path
-        self.dirty = False
+        self.changed: set[str] = set()  # paths whose entries changed since read or saved: what save() appends
         self.reads = 0  # how many files had to be hashed (for tests and the benchmark)
         # paths hashed by this process: within one run, a file hashed and not written since (its stats
         # unchanged) is not read again; its view keeps the hashing time, so the proof checks its bytes
         self.fresh: set[str] = set()
-        self._encoded = read_encoded(path)
+        self._file = IndexFile(path)
+        self._encoded = self._file.read()
         # path -> (the encoded entry a verdict saw or None, the step that first saw it, seen by another step
         # too) or SEEN_TWICE
         self.views: dict[str, tuple | str] = {}
@@ -133,7 +134,7 @@ class StatCache:
     def _set(self, rel: str, entry: tuple) -> bytes:
         encoded = self._encoded[rel] = marshal.dumps(entry)
         self.fresh.add(rel)
-        self.dirty = True
+        self.changed.add(rel)
         return encoded
 
     def digest(self, root: str, rel: str, by: str | None = None) -> str | None:
@@ -144,7 +145,7 @@ class StatCache:
             st = os.stat(full)
         except (FileNotFoundError, NotADirectoryError):
             if self._encoded.pop(rel, None) is not None:
-                self.dirty = True
+                self.changed.add(rel)
             if by is not None:
                 self._view(rel, None, by, False)
             return None
@@ -170,7 +171,8 @@ class StatCache:
 
     def written(self, root: str, rel: str, by: str) -> str | None:
         """The digest of a file step `by` just wrote or had restored: its view of the path from now on."""
-        self._encoded.pop(rel, None)  # its stats may not have moved within the tick: hash it
+        if self._encoded.pop(rel, None) is not None:  # its stats may not have moved within the tick: hash it
+            self.changed.add(rel)
         self.fresh.discard(rel)
         value = self.digest(root, rel)
         self._view(rel, self._encoded.get(rel) if value is not None else None, by, True)
@@ -194,9 +196,9 @@ class StatCache:
             self.views[rel] = (old[0], old[1], True)
 
     def save(self) -> None:
-        if self.dirty:
-            write_marshal(self.path, self._encoded, trim=True)
-            self.dirty = False
+        if self.changed:
+            self._file.write(self._encoded, self.changed, trim=True)
+            self.changed.clear()
 
 
 def seen(view: bytes | None) -> tuple:
@@ -453,9 +455,10 @@ def prove_target(root: str, target: str | None) -> tuple[list[str], tuple[int, .
     return order, aggregates
 
 
-def _vouched(root: str, found: Mapping[str, tuple]) -> None:
+def _vouched(root: str, found: Mapping[str, tuple], read: tuple[IndexFile, dict[str, bytes]] | None = None) -> None:
     """Stat cache entries (shortcut 1) for files whose bytes were checked just now: each was read after its stats
-    were taken at `taken`, and only stats that vouch at that moment are written (a write after it moves them)."""
+    were taken at `taken`, and only stats that vouch at that moment are written (a write after it moves them).
+    `read`: the stat cache as the caller read it already."""
     entries = {}
     for rel, (st, taken, d) in found.items():
         if st is None or not vouches(st, taken):
@@ -468,12 +471,11 @@ def _vouched(root: str, found: Mapping[str, tuple]) -> None:
             entries[rel] = (*st, taken, d)
     if not entries:
         return
-    path = os.path.join(root, ".runner", "stat")
-    encoded = read_encoded(path)
+    index, encoded = read or _read_stat_cache(root)
     for rel, entry in entries.items():
         encoded[rel] = marshal.dumps(entry)
     try:
-        write_marshal(path, encoded)
+        index.write(encoded, entries)
     except OSError:
         pass  # a cache: the pipeline hashes the file again
 
@@ -508,17 +510,18 @@ def _touched(
         return None  # a spec or worker file: the compiled spec and the keys rest on more than its bytes
     if any(was is not None and stats[i] is not None and was[0] != stats[i][0] for i, was in changed):
         return None  # a new size is new bytes: an edit, told without reading the stat cache
-    entries: dict[str, bytes] | None = None
+    read: tuple[IndexFile, dict[str, bytes]] | None = None
     new_kept = dict(kept)
+    vouched: dict[str, tuple] = {}
     for i, was in changed:
         rel, now = paths[i], stats[i]
         if was is None or now is None or tuple(was) == NEVER:
             return None  # made, deleted, or seen in two states: the rule decides
         want = kept.get(rel)
         if want is None:
-            if entries is None:
-                entries = read_encoded(os.path.join(root, ".runner", "stat"))
-            encoded = entries.get(rel)
+            if read is None:
+                read = _read_stat_cache(root)
+            encoded = read[1].get(rel)
             entry = marshal.loads(encoded) if encoded is not None else None
             if not entry or len(entry) != 6 or tuple(entry[:4]) != tuple(was) or not vouches(was, entry[4]):
                 return None  # nobody can say which bytes the recorded stats stood for
@@ -536,9 +539,18 @@ def _touched(
             return None  # an edit
         if vouches(now, hashed_at):
             new_kept.pop(rel, None)
+            vouched[rel] = (now, hashed_at, have)
         else:
             new_kept[rel] = have  # too fresh for its stats to vouch for these bytes: checked by digest next time
+    # the new stats stand for these bytes in the stat cache too: else the next touch of the file, finding there
+    # only the stats from before this one, could not tell its bytes, and every other touch ran the pipeline
+    _vouched(root, vouched, read)
     return new_kept
+
+
+def _read_stat_cache(root: str) -> tuple[IndexFile, dict[str, bytes]]:
+    index = IndexFile(os.path.join(root, ".runner", "stat"))
+    return index, index.read()
 
 
 def stat_is_file(st: os.stat_result) -> bool:

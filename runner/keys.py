@@ -28,17 +28,125 @@ def digest_file(path: str) -> str:
     return h.hexdigest()
 
 
-def read_encoded(path: str) -> dict[str, bytes]:
-    """An index written as key -> the marshal bytes of its entry (a missing or unreadable file: empty). Entries
-    stay encoded until asked for; a file in runner 0.1's first layout (plain values) is encoded on read."""
-    try:
-        with open(path, "rb") as f:
-            entries = marshal.loads(f.read())
-    except (OSError, EOFError, ValueError, TypeError):
-        return {}
-    if not isinstance(next(iter(entries.values()), b""), bytes):
-        return {key: marshal.dumps(entry) for key, entry in entries.items()}
-    return entries
+class IndexFile:
+    """An index (key -> the marshal bytes of its entry: the state index, the stat cache) kept as a snapshot
+    and, beside it, an append-only log of what later runs changed (`PATH.log`), so that an edit of one file
+    in a 100,000-step project writes the few hundred entries it changed, not all of them (~16 MB).
+
+    The snapshot is one marshal dict, replaced atomically. The log opens with the identity of the snapshot it
+    extends (inode, size, mtime): a log left beside another snapshot (rewritten since, by a compaction, an
+    apply's journal or an older runner) is ignored, never laid over it. Each record is its length and a
+    marshal dict of the changed keys (None: removed); a record cut short by a crash ends the log there, and
+    the next write starts anew from a full snapshot. When the log would outgrow half the snapshot (or 64 KiB),
+    the snapshot is rewritten whole and the log removed."""
+
+    LOG_AT_LEAST = 1 << 16
+
+    def __init__(self, path: str):
+        self.path = path
+        self.log_path = path + ".log"
+        self._snapshot: tuple[int, int, int] | None = None  # the identity of the snapshot the log extends
+        self._log_size = 0  # bytes of the log that were read or written whole; -1: damaged, write anew
+
+    def read(self) -> dict[str, bytes]:
+        """The entries (a missing or unreadable snapshot: none). They stay encoded until asked for; a file in
+        runner 0.1's first layout (plain values) is encoded on read."""
+        try:
+            with open(self.path, "rb") as f:
+                identity = _identity(os.fstat(f.fileno()))
+                entries = marshal.loads(f.read())
+        except (OSError, EOFError, ValueError, TypeError):
+            return {}
+        if not isinstance(entries, dict):
+            return {}
+        if not isinstance(next(iter(entries.values()), b""), bytes):
+            return {key: marshal.dumps(entry) for key, entry in entries.items()}
+        self._snapshot = identity
+        self._replay(entries)
+        return entries
+
+    def _replay(self, entries: dict[str, bytes]) -> None:
+        try:
+            with open(self.log_path, "rb") as f:
+                data = f.read()
+        except OSError:
+            return
+        at, first = 0, True
+        while at < len(data):
+            size = int.from_bytes(data[at : at + 8], "little")
+            end = at + 8 + size
+            try:
+                record = marshal.loads(data[at + 8 : end]) if end <= len(data) else None
+            except (EOFError, ValueError, TypeError):
+                record = None
+            if first:
+                if record != self._snapshot:
+                    return  # the log of another snapshot: what it says is already in this one, or older
+                first = False
+            elif isinstance(record, dict) and all(v is None or isinstance(v, bytes) for v in record.values()):
+                for key, value in record.items():
+                    if value is None:
+                        entries.pop(key, None)
+                    else:
+                        entries[key] = value
+            else:
+                self._log_size = -1  # cut short or damaged: the rest is lost, and the next write is whole
+                return
+            at = end
+        self._log_size = at
+
+    def write(self, entries: dict[str, bytes], changed, durable: bool = False, trim: bool = False) -> None:
+        """Save `entries`, of which the keys `changed` differ from what was read or last written."""
+        try:
+            current = _identity(os.stat(self.path))
+        except OSError:
+            current = None
+        snapshot = self._snapshot
+        # a clean build changes every entry: that is a snapshot, not a record made only to be thrown away
+        small = len(changed) * 4 <= max(len(entries), 1024)
+        if snapshot is not None and current == snapshot and self._log_size >= 0 and small:
+            record = marshal.dumps({key: entries.get(key) for key in changed})
+            if self._log_size + len(record) + 64 <= max(snapshot[1] // 2, self.LOG_AT_LEAST):
+                try:
+                    self._append(record, durable)
+                    return
+                except OSError:
+                    pass  # a log that cannot be written: the snapshot is, whole
+        write_marshal(self.path, entries, durable, trim)
+        try:
+            self._snapshot = _identity(os.stat(self.path))
+        except OSError:
+            self._snapshot = None
+        self._log_size = 0
+        try:
+            os.unlink(self.log_path)  # after the new snapshot: a crash between leaves a log it ignores
+        except FileNotFoundError:
+            pass
+
+    def _append(self, record: bytes, durable: bool) -> None:
+        with open(self.log_path, "ab") as f:
+            if f.tell() != self._log_size:  # not the log this process read or wrote: start anew
+                f.truncate(0)
+                self._log_size = 0
+            data = b""
+            if self._log_size == 0:
+                head = marshal.dumps(self._snapshot)
+                data = len(head).to_bytes(8, "little") + head
+            data += len(record).to_bytes(8, "little") + record
+            f.write(data)
+            if durable:
+                f.flush()
+                os.fsync(f.fileno())
+        self._log_size += len(data)
+
+    def replaced(self) -> None:
+        """The snapshot was written by someone else (an apply's journal holds the state's whole bytes): the
+        log no longer extends it, and the next write is whole."""
+        self._snapshot = None
+
+
+def _identity(st: os.stat_result) -> tuple[int, int, int]:
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
 
 
 def write_marshal(path: str, value, durable: bool = False, trim: bool = False) -> None:
