@@ -394,3 +394,40 @@ def test_an_edit_run_keeps_the_digests_the_last_proof_kept_for_the_steps_it_did_
     (entry,) = marshal.loads((project.root / ".runner/noop").read_bytes()).values()
     assert "out_a.txt" in entry[3]  # out_a's from the build's proof
     _settled(project)
+
+
+SHARED_DEP = """
+[project]
+name = "shared"
+default = "all"
+
+[intent.p]
+run = "cat p.txt > out_p.txt"
+inputs = ["p.txt"]
+outputs = ["out_p.txt"]
+
+[intent.x]
+run = "cat x.txt out_p.txt > out_x.txt"
+inputs = ["x.txt", "out_p.txt"]
+outputs = ["out_x.txt"]
+deps = ["p"]
+
+[intent.all]
+deps = ["x", "p"]
+"""
+
+
+def test_a_step_after_an_edit_keys_on_what_its_proven_dependency_produced(project):
+    """`all` names p beside x, and no step of the run reads what `all` produces, so p's last outputs are not
+    looked up for it; x still keys on them: editing x.txt back finds x's first result again."""
+    project.spec(SHARED_DEP)
+    project.write("p.txt", "p\n", age=5)
+    project.write("x.txt", "one\n", age=5)
+    project.age_all()
+    assert project.make().code == 0
+    project.write("x.txt", "two\n")
+    assert project.make().statuses() == {"p": "cached", "x": "ran"}
+    project.write("x.txt", "one\n")
+    result = project.make()
+    assert result.statuses() == {"p": "cached", "x": "restored"}, result.statuses()
+    assert project.read("out_x.txt") == "one\np\n"
