@@ -455,10 +455,10 @@ def prove_target(root: str, target: str | None) -> tuple[list[str], tuple[int, .
     return order, aggregates
 
 
-def _vouched(root: str, found: Mapping[str, tuple], read: tuple[IndexFile, dict[str, bytes]] | None = None) -> None:
+def _vouched(root: str, found: Mapping[str, tuple], index: IndexFile | None = None) -> None:
     """Stat cache entries (shortcut 1) for files whose bytes were checked just now: each was read after its stats
     were taken at `taken`, and only stats that vouch at that moment are written (a write after it moves them).
-    `read`: the stat cache as the caller read it already."""
+    `index`: the stat cache as the caller looked into it already."""
     entries = {}
     for rel, (st, taken, d) in found.items():
         if st is None or not vouches(st, taken):
@@ -471,11 +471,9 @@ def _vouched(root: str, found: Mapping[str, tuple], read: tuple[IndexFile, dict[
             entries[rel] = (*st, taken, d)
     if not entries:
         return
-    index, encoded = read or _read_stat_cache(root)
-    for rel, entry in entries.items():
-        encoded[rel] = marshal.dumps(entry)
+    index = index or _stat_cache(root)
     try:
-        index.write(encoded, entries)
+        index.update({rel: marshal.dumps(entry) for rel, entry in entries.items()})
     except OSError:
         pass  # a cache: the pipeline hashes the file again
 
@@ -510,7 +508,7 @@ def _touched(
         return None  # a spec or worker file: the compiled spec and the keys rest on more than its bytes
     if any(was is not None and stats[i] is not None and was[0] != stats[i][0] for i, was in changed):
         return None  # a new size is new bytes: an edit, told without reading the stat cache
-    read: tuple[IndexFile, dict[str, bytes]] | None = None
+    index: IndexFile | None = None
     new_kept = dict(kept)
     vouched: dict[str, tuple] = {}
     for i, was in changed:
@@ -519,9 +517,8 @@ def _touched(
             return None  # made, deleted, or seen in two states: the rule decides
         want = kept.get(rel)
         if want is None:
-            if read is None:
-                read = _read_stat_cache(root)
-            encoded = read[1].get(rel)
+            index = index or _stat_cache(root)
+            encoded = index.lookup(rel)
             entry = marshal.loads(encoded) if encoded is not None else None
             if not entry or len(entry) != 6 or tuple(entry[:4]) != tuple(was) or not vouches(was, entry[4]):
                 return None  # nobody can say which bytes the recorded stats stood for
@@ -544,13 +541,12 @@ def _touched(
             new_kept[rel] = have  # too fresh for its stats to vouch for these bytes: checked by digest next time
     # the new stats stand for these bytes in the stat cache too: else the next touch of the file, finding there
     # only the stats from before this one, could not tell its bytes, and every other touch ran the pipeline
-    _vouched(root, vouched, read)
+    _vouched(root, vouched, index)
     return new_kept
 
 
-def _read_stat_cache(root: str) -> tuple[IndexFile, dict[str, bytes]]:
-    index = IndexFile(os.path.join(root, ".runner", "stat"))
-    return index, index.read()
+def _stat_cache(root: str) -> IndexFile:
+    return IndexFile(os.path.join(root, ".runner", "stat"))
 
 
 def stat_is_file(st: os.stat_result) -> bool:

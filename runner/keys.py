@@ -47,6 +47,7 @@ class IndexFile:
         self.log_path = path + ".log"
         self._snapshot: tuple[int, int, int] | None = None  # the identity of the snapshot the log extends
         self._log_size = 0  # bytes of the log that were read or written whole; -1: damaged, write anew
+        self._looked: tuple[list[dict], dict[str, bytes] | None] | None = None  # lookup()'s: the log, the whole
 
     def read(self) -> dict[str, bytes]:
         """The entries (a missing or unreadable snapshot: none). They stay encoded until asked for; a file in
@@ -62,16 +63,60 @@ class IndexFile:
         if not isinstance(next(iter(entries.values()), b""), bytes):
             return {key: marshal.dumps(entry) for key, entry in entries.items()}
         self._snapshot = identity
-        self._replay(entries)
+        for record in self._records():
+            for key, value in record.items():
+                if value is None:
+                    entries.pop(key, None)
+                else:
+                    entries[key] = value
         return entries
 
-    def _replay(self, entries: dict[str, bytes]) -> None:
+    def lookup(self, key: str) -> bytes | None:
+        """One entry, from the log when a record there has it (the latest one): a touch of a file looks up one
+        path, and the 16 MB snapshot of a 100,000-step project is read only when the log does not say."""
+        if self._looked is None:
+            try:
+                self._snapshot = _identity(os.stat(self.path))
+            except OSError:
+                return None
+            self._looked = (self._records(), None)
+        log, whole = self._looked
+        for record in reversed(log):
+            if key in record:
+                return record[key]
+        if whole is None:
+            whole = self.read()
+            self._looked = (log, whole)
+        return whole.get(key)
+
+    def update(self, changes: dict[str, bytes | None]) -> None:
+        """Write `changes` (None: removed) without reading the whole index when the log can take them."""
+        if self._appendable():
+            record = marshal.dumps(changes)
+            if self._fits(record):
+                try:
+                    self._append(record, durable=False)
+                    return
+                except OSError:
+                    pass
+        entries = self.read()
+        for key, value in changes.items():
+            if value is None:
+                entries.pop(key, None)
+            else:
+                entries[key] = value
+        self.write(entries, changes)
+
+    def _records(self) -> list[dict]:
+        """The log's records, if it extends the snapshot read (`_snapshot`); sets how much of it is whole."""
+        self._log_size = 0
         try:
             with open(self.log_path, "rb") as f:
                 data = f.read()
         except OSError:
-            return
-        at, first = 0, True
+            return []
+        records: list[dict] = []
+        at = 0
         while at < len(data):
             size = int.from_bytes(data[at : at + 8], "little")
             end = at + 8 + size
@@ -79,39 +124,30 @@ class IndexFile:
                 record = marshal.loads(data[at + 8 : end]) if end <= len(data) else None
             except (EOFError, ValueError, TypeError):
                 record = None
-            if first:
+            if at == 0:
                 if record != self._snapshot:
-                    return  # the log of another snapshot: what it says is already in this one, or older
-                first = False
+                    return []  # the log of another snapshot: what it says is already in this one, or older
             elif isinstance(record, dict) and all(v is None or isinstance(v, bytes) for v in record.values()):
-                for key, value in record.items():
-                    if value is None:
-                        entries.pop(key, None)
-                    else:
-                        entries[key] = value
+                records.append(record)
             else:
                 self._log_size = -1  # cut short or damaged: the rest is lost, and the next write is whole
-                return
+                return records
             at = end
         self._log_size = at
+        return records
 
     def write(self, entries: dict[str, bytes], changed, durable: bool = False, trim: bool = False) -> None:
         """Save `entries`, of which the keys `changed` differ from what was read or last written."""
-        try:
-            current = _identity(os.stat(self.path))
-        except OSError:
-            current = None
-        snapshot = self._snapshot
         # a clean build changes every entry: that is a snapshot, not a record made only to be thrown away
-        small = len(changed) * 4 <= max(len(entries), 1024)
-        if snapshot is not None and current == snapshot and self._log_size >= 0 and small:
+        if len(changed) * 4 <= max(len(entries), 1024) and self._appendable():
             record = marshal.dumps({key: entries.get(key) for key in changed})
-            if self._log_size + len(record) + 64 <= max(snapshot[1] // 2, self.LOG_AT_LEAST):
+            if self._fits(record):
                 try:
                     self._append(record, durable)
                     return
                 except OSError:
                     pass  # a log that cannot be written: the snapshot is, whole
+        self._looked = None
         write_marshal(self.path, entries, durable, trim)
         try:
             self._snapshot = _identity(os.stat(self.path))
@@ -123,7 +159,21 @@ class IndexFile:
         except FileNotFoundError:
             pass
 
+    def _appendable(self) -> bool:
+        """The log extends the snapshot as it stands now."""
+        if self._snapshot is None or self._log_size < 0:
+            return False
+        try:
+            return _identity(os.stat(self.path)) == self._snapshot
+        except OSError:
+            return False
+
+    def _fits(self, record: bytes) -> bool:
+        assert self._snapshot is not None
+        return self._log_size + len(record) + 64 <= max(self._snapshot[1] // 2, self.LOG_AT_LEAST)
+
     def _append(self, record: bytes, durable: bool) -> None:
+        self._looked = None
         with open(self.log_path, "ab") as f:
             if f.tell() != self._log_size:  # not the log this process read or wrote: start anew
                 f.truncate(0)

@@ -135,3 +135,29 @@ def test_an_edit_in_a_big_project_leaves_the_snapshots_as_they_were(project):
     assert again.code == 0, again.err
     assert set(again.statuses().values()) == {"cached"}
     assert project.read("out/t7.txt") == "edited\n"
+
+
+def test_one_entry_is_looked_up_and_updated_as_the_whole_index_would_say(tmp_path):
+    """The touch shortcut's way in: one path's entry, the log's latest record first; an update appended."""
+    path = tmp_path / "stat"
+    entries = _entries(400)
+    _written(path, entries, entries)
+    first = IndexFile(str(path))
+    assert first.lookup("k0003") == entries["k0003"]  # from the snapshot
+    first.update({"k0003": b"touched", "k0004": None})
+    second = IndexFile(str(path))
+    assert second.lookup("k0003") == b"touched" and second.lookup("k0004") is None
+    assert second.lookup("k0005") == entries["k0005"]
+    second.update({"k0003": b"again"})
+    whole = IndexFile(str(path)).read()
+    assert whole["k0003"] == b"again" and "k0004" not in whole and len(whole) == 399
+
+    stale_log = Path(f"{path}.log").read_bytes()
+    IndexFile(str(path)).write(whole, whole)  # every entry changed: the snapshot is written whole, the log goes
+    Path(f"{path}.log").write_bytes(stale_log)
+    whole["k0003"] = b"newest"
+    rewritten = IndexFile(str(path))
+    rewritten.read()
+    rewritten.write(whole, whole)
+    Path(f"{path}.log").write_bytes(stale_log)  # a log naming an older snapshot
+    assert IndexFile(str(path)).lookup("k0003") == b"newest"
