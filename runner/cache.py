@@ -197,6 +197,8 @@ class Cache:
                 self.directory,
                 size_limit=2**34,
                 eviction_policy="none",
+                # nothing expires and nothing is evicted (`runner cache gc` trims): no culling query per write
+                cull_limit=0,
                 sqlite_mmap_size=0,
                 sqlite_cache_size=_DB_CACHE_PAGES,
             )
