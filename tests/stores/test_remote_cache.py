@@ -335,7 +335,20 @@ def test_a_remote_with_its_port_closed_changes_nothing_but_speed(team, tmp_path)
     assert "remote cache s3://nowhere/cache (readwrite): 0 hits, 0 uploaded, 5 uploads FAILED" in human.out
 
 
-def test_a_remote_that_never_answers_costs_one_bounded_wait(team):
+def _silent_env(backend: str, port: int) -> dict[str, str]:
+    if backend == "az":
+        return {"RUNNER_REMOTE_CACHE": "az://silent/cache", "AZURE_STORAGE_CONNECTION_STRING": azurite_connection(port)}
+    return {
+        "RUNNER_REMOTE_CACHE": "s3://silent/cache",
+        "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}",
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }
+
+
+@pytest.mark.parametrize("backend", ["s3", "az"])
+def test_a_remote_that_never_answers_costs_one_bounded_wait(team, backend):
     silent = socket.socket()
     silent.bind(("127.0.0.1", 0))
     silent.listen(64)
@@ -354,13 +367,7 @@ def test_a_remote_that_never_answers_costs_one_bounded_wait(team):
     thread.start()
     try:
         first = team("timeout = 1\nupload_timeout = 2", steps=5)
-        env = {
-            "RUNNER_REMOTE_CACHE": "s3://silent/cache",
-            "AWS_ENDPOINT_URL": f"http://127.0.0.1:{silent.getsockname()[1]}",
-            "AWS_ACCESS_KEY_ID": "testing",
-            "AWS_SECRET_ACCESS_KEY": "testing",
-            "AWS_DEFAULT_REGION": "us-east-1",
-        }
+        env = _silent_env(backend, silent.getsockname()[1])
         started = time.monotonic()
         run = first.make(env=env, timeout=60)
         took = time.monotonic() - started
@@ -372,8 +379,9 @@ def test_a_remote_that_never_answers_costs_one_bounded_wait(team):
         silent.close()
     assert run.code == 0, run.err
     assert run.finished()["ran"] == 5
-    assert run.err.count("runner: the remote cache s3://silent/cache failed") == 1
+    assert run.err.count(f"runner: the remote cache {backend}://silent/cache failed") == 1
     assert "ReadTimeoutError" in run.remote()["down"] or "timeout" in run.remote()["down"].lower()
+    print(f"{backend}:// silent: the run took {took:.2f} s")
     assert took < 12, took  # one read timeout, no retries
 
 
