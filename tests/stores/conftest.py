@@ -189,5 +189,9 @@ def azurite(tmp_path_factory):
             leaked = [name for name, data in emulator.objects(container).items() if key in data]
             assert not leaked, f"SECRET LEAK: the session's API key is in the remote cache: {leaked[:5]}"
     finally:
-        proc.terminate()
-        proc.wait(10)
+        proc.terminate()  # node closes its server and flushes its files first
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
