@@ -17,7 +17,8 @@ from typing import Any
 DEFAULT_SECRET_NAMES = ("OPENAI_API_KEY", "CODEX_API_KEY")
 # Names that look like they hold a key (GITHUB_TOKEN, AWS_SECRET, PGPASSWORD, ...): masked without being listed,
 # as a CI service masks what it injects; a false positive costs a masked word in a log, a miss costs a key.
-SECRET_SUFFIXES = ("_TOKEN", "_KEY", "_SECRET")
+# A connection string carries its key inside (AZURE_STORAGE_CONNECTION_STRING: "...;AccountKey=...").
+SECRET_SUFFIXES = ("_TOKEN", "_KEY", "_SECRET", "_CONNECTION_STRING")
 SECRET_INFIX = "PASSWORD"
 MIN_SECRET_LEN = 8  # shorter values ("1", "true") would redact ordinary text and protect nothing
 
@@ -34,7 +35,8 @@ class Secret(str):
 
 
 def looks_secret(name: str) -> bool:
-    """A variable name that says it holds a key: *_TOKEN, *_KEY, *_SECRET, *PASSWORD* (any case)."""
+    """A variable name that says it holds a key: *_TOKEN, *_KEY, *_SECRET, *_CONNECTION_STRING, *PASSWORD*
+    (any case)."""
     upper = name.upper()
     return upper.endswith(SECRET_SUFFIXES) or SECRET_INFIX in upper
 

@@ -1,5 +1,5 @@
 """The shared cache's store: content-addressed blobs and signed step records under one fsspec URL (the one
-importer of fsspec and gcsfs).
+importer of fsspec and gcsfs; adlfs, for az://, is reached through fsspec alone).
 
 Layout under the URL's prefix: `v1/blobs/AB/DIGEST` (a step output's bytes, named by their SHA-256) and
 `v1/records/AB/KEY.json` (a step record, named by its key, in an envelope with its HMAC signature). A reader
@@ -51,7 +51,8 @@ def _unsafe_output(path: object) -> bool:
 
 
 class RemoteStore:
-    """Blobs and step records under `url` (`s3://bucket/prefix`, `gs://…`, `file:///path`, any fsspec URL).
+    """Blobs and step records under `url` (`s3://bucket/prefix`, `gs://…`, `az://container/prefix`,
+    `file:///path`, any fsspec URL).
 
     `signing_key`: records written are signed with it, and records read must carry its signature (an unsigned
     or mis-signed record is refused). `timeout`: seconds for one connection or one read, with no retry (a
@@ -84,6 +85,16 @@ class RemoteStore:
         elif protocol in ("gs", "gcs"):
             _plain_gcs(fsspec)
             options = {"skip_instance_cache": True, "requests_timeout": timeout}
+        elif protocol in _AZURE:
+            _azure_account(url, protocol)
+            options = {
+                "skip_instance_cache": True,
+                # a blob under 32 MiB is read in one GET, under 64 MiB written in one PUT; a larger one goes in
+                # parts one after another, rather than up to 128 at once beside the blobs fsspec sends together
+                "max_concurrency": 1,
+                "connection_timeout": timeout,
+                "read_timeout": timeout,
+            }
         try:
             self.fs, root = fsspec.core.url_to_fs(url, **options)
         except ImportError as exc:
@@ -94,6 +105,8 @@ class RemoteStore:
             raise RemoteError(f"cannot open {url}: {exc}") from None
         if hasattr(self.fs, "retries"):
             self.fs.retries = 1
+        if protocol in _AZURE:
+            _one_try_azure(self.fs)
         self.local = protocol in ("file", "local")
         # one read's whole wait, its backend's own retries included (gcsfs retries a failed request six times
         # with a backoff, whatever its `retries` says): asked of an async filesystem's call, fsspec stops it
@@ -235,8 +248,38 @@ def _plain_gcs(fsspec) -> None:
         fsspec.register_implementation(name, GCSFileSystem, clobber=True)
 
 
+_AZURE = ("az", "abfs", "abfss")
+_AZURE_ACCOUNT = ("AZURE_STORAGE_CONNECTION_STRING", "AZURE_STORAGE_ACCOUNT_NAME")
+
+
+def _azure_account(url: str, protocol: str) -> None:
+    """adlfs needs an account before it can name a container: from AZURE_STORAGE_CONNECTION_STRING, from
+    AZURE_STORAGE_ACCOUNT_NAME (with AZURE_STORAGE_ACCOUNT_KEY, a SAS token or Azure AD through
+    DefaultAzureCredential), or from the URL's host (`az://container@ACCOUNT.blob.core.windows.net/prefix`).
+    Without one its words are "Must provide either a connection_string or account_name with credentials!!"."""
+    if any(os.environ.get(name) for name in _AZURE_ACCOUNT) or ".core.windows.net" in url:
+        return
+    raise RemoteError(
+        f"{protocol}:// needs a storage account: set AZURE_STORAGE_CONNECTION_STRING, or AZURE_STORAGE_ACCOUNT_NAME "
+        "with AZURE_STORAGE_ACCOUNT_KEY"
+    )
+
+
+def _one_try_azure(fs) -> None:
+    """No retries: azure-storage-blob retries a failed request three times, 15, 18 and 24 s apart (its
+    ExponentialRetry), and adlfs builds its client with no way to say otherwise. The client's one retry policy
+    is shared by every request it and its container and blob clients send (reads, writes, existence checks);
+    told to allow no retry, a down endpoint costs one refused connection. Should a later SDK move it, a read's
+    whole wait stays bounded by fsspec's timeout (RemoteStore._bounded), and the az:// test of a closed port
+    says so (tests/stores/test_remote_cache.py)."""
+    config = getattr(getattr(fs, "service_client", None), "_config", None)
+    policy = getattr(config, "retry_policy", None)
+    if policy is not None and hasattr(policy, "total_retries"):
+        policy.total_retries = 0
+
+
 def _extra(protocol: str) -> str:
-    return {"gs": "gcs", "gcs": "gcs"}.get(protocol, "s3")
+    return {"gs": "gcs", "gcs": "gcs", **dict.fromkeys(_AZURE, "azure")}.get(protocol, "s3")
 
 
 def _words(exc: Exception) -> str:

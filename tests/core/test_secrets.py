@@ -26,6 +26,7 @@ def _files_holding(folder: Path, needle: bytes) -> list[str]:
     [
         ("OPENAI_API_KEY", ""),  # a default name
         ("MY_SERVICE_TOKEN", ""),  # a name that looks like a key (*_TOKEN)
+        ("AZURE_STORAGE_CONNECTION_STRING", ""),  # one that holds a key inside (az://'s credential)
         ("DEPLOY_CREDENTIAL", 'secrets = ["DEPLOY_CREDENTIAL"]'),  # a name the policy lists
     ],
 )

@@ -1,5 +1,5 @@
-"""Helpers of the shared-cache tests: a project and its clones driven through the real CLI, and the remote's
-objects as files (a unique module name: conftests collide)."""
+"""Helpers of the shared-cache tests: a project and its clones driven through the real CLI, the remote's objects
+as files, and where Azurite is (a unique module name: conftests collide)."""
 
 from __future__ import annotations
 
@@ -100,3 +100,18 @@ def blobs(folder: Path) -> list[Path]:
 
 def records(folder: Path) -> list[Path]:
     return [p for rel, p in objects(folder).items() if "/records/" in rel]
+
+
+# Azurite's well-known development account: public in its documentation, the same on every machine
+AZURITE_ACCOUNT = "devstoreaccount1"
+AZURITE_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+AZURITE_VERSION = "3.37.0"  # as .ci/run installs it
+AZURITE = Path(__file__).resolve().parents[2] / ".ci" / "node" / "node_modules" / ".bin" / "azurite-blob"
+
+
+def azurite_connection(port: int) -> str:
+    """A connection string for Azurite's account at 127.0.0.1:PORT, as a user points az:// at any endpoint."""
+    return (
+        f"DefaultEndpointsProtocol=http;AccountName={AZURITE_ACCOUNT};AccountKey={AZURITE_KEY};"
+        f"BlobEndpoint=http://127.0.0.1:{port}/{AZURITE_ACCOUNT};"
+    )

@@ -1,6 +1,6 @@
-"""The shared remote cache through the real CLI: a second clone served from a file:// folder and from moto's S3
-server, damaged and unsigned entries refused, a remote down or silent changing nothing but speed, read-only
-mode, failures never uploaded, and what explain, cache stats and audit say about it."""
+"""The shared remote cache through the real CLI: a second clone served from a file:// folder, moto's S3 server,
+gcp-storage-emulator and Azurite, damaged and unsigned entries refused, a remote down or silent changing nothing but
+speed, read-only mode, failures never uploaded, and what explain, cache stats and audit say about it."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from store_helpers import blobs, objects, records
+from store_helpers import azurite_connection, blobs, objects, records
 
 FAKES = Path(__file__).resolve().parents[1] / "fakes"
 
@@ -89,6 +89,112 @@ def test_a_gcs_remote_that_is_down_costs_one_bounded_wait(team):
     assert run.err.count("runner: the remote cache gs://nowhere/cache failed") == 1
     assert run.remote()["upload_failed"] == 5  # counted, never silent
     assert took < 12, took  # gcsfs's own six tries with backoff would take over 30 s
+
+
+def test_a_second_clone_runs_nothing_through_azurite(team, tmp_path, azurite):
+    container = azurite.container()
+    first = team(steps=12)
+    env = {**azurite.env, "RUNNER_REMOTE_CACHE": f"az://{container}/team/cache"}
+    _second_clone_served(first, tmp_path, env, steps=12)
+    stored = azurite.objects(container)
+    assert sum("/v1/records/" in k for k in stored) == 12
+    assert sum("/v1/blobs/" in k for k in stored) == 12
+    assert all(k.startswith("team/cache/v1/") for k in stored)
+
+
+def test_an_azure_remote_that_is_down_costs_one_bounded_wait(team, tmp_path):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed once the block ends: nothing listens there
+    first = team("timeout = 30", steps=5)  # what a retry would cost: far above what one refused connection does
+    env = {"RUNNER_REMOTE_CACHE": "az://nowhere/cache", "AZURE_STORAGE_CONNECTION_STRING": azurite_connection(port)}
+    began = time.monotonic()
+    run = first.make(env=env)
+    took = time.monotonic() - began
+    assert run.code == 0, run.err
+    assert run.finished()["ran"] == 5
+    assert run.err.count("runner: the remote cache az://nowhere/cache failed") == 1
+    assert run.remote()["down"].startswith("ServiceRequestError: Cannot connect to host 127.0.0.1:"), run.remote()
+    assert run.remote()["upload_failed"] == 5  # counted, never silent
+    # one refused connection: azure-storage-blob's own retries (15 s, 18 s, 24 s apart) would take the whole
+    # `timeout` (30 s), where fsspec stops the read
+    print(f"az:// down: the run took {took:.2f} s")
+    assert took < 15, took
+    human = first.clone(tmp_path / "human").run("make", env=env)
+    assert human.code == 0
+    assert "remote cache az://nowhere/cache (readwrite): 0 hits, 0 uploaded, 5 uploads FAILED" in human.out
+
+
+def test_a_damaged_blob_in_azure_is_refused_and_never_restored(team, tmp_path, azurite):
+    container = azurite.container()
+    env = {**azurite.env, "RUNNER_REMOTE_CACHE": f"az://{container}/c"}
+    first = team(steps=3)
+    assert first.make(env=env).code == 0
+    good = (first.root / "out/s1.txt").read_bytes()
+    name = next(k for k, data in azurite.objects(container).items() if data == good)
+    azurite.put(container, name, b"evil bytes\n")
+    second = first.clone(tmp_path / "second")
+    run = second.make(env=env)
+    assert run.code == 0, run.err
+    assert run.statuses()["s1"] == "ran"  # run again, not restored from the damaged copy
+    assert (second.root / "out/s1.txt").read_bytes() == good
+    assert run.remote()["refused"] == 1
+    assert run.finished()["restored"] == 2
+
+
+def test_azure_records_signed_with_another_key_are_refused(team, tmp_path, azurite):
+    container = azurite.container()
+    env = {**azurite.env, "RUNNER_REMOTE_CACHE": f"az://{container}/c"}
+    first = team('signing_key_env = "TEAM_CACHE_KEY"', steps=2)
+    assert first.make(env={**env, "TEAM_CACHE_KEY": "k" * 32}).code == 0
+    # (read mode: holding a key, it would upload its own runs signed with it over the first's)
+    wrong = first.clone(tmp_path / "wrong").make("--remote-mode", "read", env={**env, "TEAM_CACHE_KEY": "x" * 32})
+    assert wrong.code == 0 and wrong.finished()["ran"] == 2
+    assert wrong.remote()["refused"] == 2 and wrong.remote()["hits"] == 0
+    right = first.clone(tmp_path / "right").make(env={**env, "TEAM_CACHE_KEY": "k" * 32})
+    assert right.code == 0 and right.finished()["restored"] == 2 and right.remote()["refused"] == 0
+
+
+def test_az_without_an_account_is_a_usage_error_that_says_which_variables(team):
+    first = team(steps=1)
+    bare = {"AZURE_STORAGE_CONNECTION_STRING": "", "AZURE_STORAGE_ACCOUNT_NAME": ""}
+    run = first.run("make", "--remote", "az://team/cache", env=bare)
+    assert run.code == 2, run.err
+    assert run.err.strip() == (
+        "error: remote cache az://team/cache: az:// needs a storage account: set AZURE_STORAGE_CONNECTION_STRING, "
+        "or AZURE_STORAGE_ACCOUNT_NAME with AZURE_STORAGE_ACCOUNT_KEY"
+    )
+
+
+def test_an_azure_read_is_one_request(team, tmp_path, azurite):
+    """Through a counting proxy in front of Azurite: a second clone asks one GET for each step's record and one
+    for its blob, nothing more (no HEAD for a size first, no listing, no retry)."""
+    proxy = subprocess.Popen(
+        [sys.executable, str(FAKES / "slow_proxy.py"), "--upstream", f"http://127.0.0.1:{azurite.port}"]
+        + ["--delay", "0"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        port = int(proxy.stdout.readline().split()[1])
+        container = azurite.container()
+        env = {
+            "AZURE_STORAGE_CONNECTION_STRING": azurite_connection(port),
+            "RUNNER_REMOTE_CACHE": f"az://{container}/c",
+        }
+        first = team(steps=6, width=6)
+        assert first.make(env=env).code == 0
+        urllib.request.urlopen(f"http://127.0.0.1:{port}/__reset").read()
+        second = first.clone(tmp_path / "second")
+        served = second.make(env=env)
+        assert served.code == 0, served.err
+        assert (served.finished()["ran"], served.finished()["restored"]) == (0, 6)
+        assert second.outputs() == first.outputs()
+        stats = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{port}/__stats").read())
+        assert stats["requests"] == 12, stats
+    finally:
+        proxy.kill()
+        proxy.wait()
 
 
 def test_a_far_remote_is_read_many_requests_at_a_time(team, tmp_path, moto):
@@ -229,7 +335,20 @@ def test_a_remote_with_its_port_closed_changes_nothing_but_speed(team, tmp_path)
     assert "remote cache s3://nowhere/cache (readwrite): 0 hits, 0 uploaded, 5 uploads FAILED" in human.out
 
 
-def test_a_remote_that_never_answers_costs_one_bounded_wait(team):
+def _silent_env(backend: str, port: int) -> dict[str, str]:
+    if backend == "az":
+        return {"RUNNER_REMOTE_CACHE": "az://silent/cache", "AZURE_STORAGE_CONNECTION_STRING": azurite_connection(port)}
+    return {
+        "RUNNER_REMOTE_CACHE": "s3://silent/cache",
+        "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}",
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }
+
+
+@pytest.mark.parametrize("backend", ["s3", "az"])
+def test_a_remote_that_never_answers_costs_one_bounded_wait(team, backend):
     silent = socket.socket()
     silent.bind(("127.0.0.1", 0))
     silent.listen(64)
@@ -248,13 +367,7 @@ def test_a_remote_that_never_answers_costs_one_bounded_wait(team):
     thread.start()
     try:
         first = team("timeout = 1\nupload_timeout = 2", steps=5)
-        env = {
-            "RUNNER_REMOTE_CACHE": "s3://silent/cache",
-            "AWS_ENDPOINT_URL": f"http://127.0.0.1:{silent.getsockname()[1]}",
-            "AWS_ACCESS_KEY_ID": "testing",
-            "AWS_SECRET_ACCESS_KEY": "testing",
-            "AWS_DEFAULT_REGION": "us-east-1",
-        }
+        env = _silent_env(backend, silent.getsockname()[1])
         started = time.monotonic()
         run = first.make(env=env, timeout=60)
         took = time.monotonic() - started
@@ -266,8 +379,9 @@ def test_a_remote_that_never_answers_costs_one_bounded_wait(team):
         silent.close()
     assert run.code == 0, run.err
     assert run.finished()["ran"] == 5
-    assert run.err.count("runner: the remote cache s3://silent/cache failed") == 1
+    assert run.err.count(f"runner: the remote cache {backend}://silent/cache failed") == 1
     assert "ReadTimeoutError" in run.remote()["down"] or "timeout" in run.remote()["down"].lower()
+    print(f"{backend}:// silent: the run took {took:.2f} s")
     assert took < 12, took  # one read timeout, no retries
 
 
