@@ -86,7 +86,6 @@ class RemoteStore:
             _plain_gcs(fsspec)
             options = {"skip_instance_cache": True, "requests_timeout": timeout}
         elif protocol in _AZURE:
-            _azure_account(url, protocol)
             options = {
                 "skip_instance_cache": True,
                 # a blob under 32 MiB is read in one GET, under 64 MiB written in one PUT; a larger one goes in
@@ -96,17 +95,22 @@ class RemoteStore:
                 "read_timeout": timeout,
             }
         try:
-            self.fs, root = fsspec.core.url_to_fs(url, **options)
+            if protocol in _AZURE and (missing := _azure_account_missing(url, protocol)):
+                # a fork's CI, say, without the team's secrets: a remote that refuses, never a failed build
+                self.fs, root = _Refusing(missing), fsspec.core.split_protocol(url)[1]
+            else:
+                self.fs, root = fsspec.core.url_to_fs(url, **options)
         except ImportError as exc:
             raise RemoteError(
                 f"{protocol}:// needs an extra: pip install 'intent-runner[{_extra(protocol)}]' ({exc})"
             ) from None
         except (ValueError, TypeError) as exc:
             raise RemoteError(f"cannot open {url}: {exc}") from None
-        if hasattr(self.fs, "retries"):
-            self.fs.retries = 1
-        if protocol in _AZURE:
-            _one_try_azure(self.fs)
+        if not isinstance(self.fs, _Refusing):
+            if hasattr(self.fs, "retries"):
+                self.fs.retries = 1
+            if protocol in _AZURE:
+                _one_try_azure(self.fs)
         self.local = protocol in ("file", "local")
         # one read's whole wait, its backend's own retries included (gcsfs retries a failed request six times
         # with a backoff, whatever its `retries` says): asked of an async filesystem's call, fsspec stops it
@@ -252,17 +256,33 @@ _AZURE = ("az", "abfs", "abfss")
 _AZURE_ACCOUNT = ("AZURE_STORAGE_CONNECTION_STRING", "AZURE_STORAGE_ACCOUNT_NAME")
 
 
-def _azure_account(url: str, protocol: str) -> None:
-    """adlfs needs an account before it can name a container: from AZURE_STORAGE_CONNECTION_STRING, from
-    AZURE_STORAGE_ACCOUNT_NAME (with AZURE_STORAGE_ACCOUNT_KEY, a SAS token or Azure AD through
-    DefaultAzureCredential), or from the URL's host (`az://container@ACCOUNT.blob.core.windows.net/prefix`).
-    Without one its words are "Must provide either a connection_string or account_name with credentials!!"."""
+def _azure_account_missing(url: str, protocol: str) -> str | None:
+    """What to say when there is no storage account to use. adlfs needs one before it can name a container: from
+    AZURE_STORAGE_CONNECTION_STRING, from AZURE_STORAGE_ACCOUNT_NAME (with AZURE_STORAGE_ACCOUNT_KEY, a SAS token
+    or Azure AD through DefaultAzureCredential), or from the URL's host
+    (`az://container@ACCOUNT.blob.core.windows.net/prefix`). Without one its words are "Must provide either a
+    connection_string or account_name with credentials!!"."""
     if any(os.environ.get(name) for name in _AZURE_ACCOUNT) or ".core.windows.net" in url:
-        return
-    raise RemoteError(
+        return None
+    return (
         f"{protocol}:// needs a storage account: set AZURE_STORAGE_CONNECTION_STRING, or AZURE_STORAGE_ACCOUNT_NAME "
         "with AZURE_STORAGE_ACCOUNT_KEY"
     )
+
+
+class _Refusing:
+    """The filesystem of a remote that cannot be used at all (no account to reach it with): every request
+    fails with why, so the mirror notes it once and the run goes on with the local cache, as for a remote
+    that is down."""
+
+    def __init__(self, why: str):
+        self.why = why
+
+    def __getattr__(self, name: str):
+        def refuse(*args, **kwargs):
+            raise RemoteError(self.why)
+
+        return refuse
 
 
 def _one_try_azure(fs) -> None:
@@ -283,5 +303,7 @@ def _extra(protocol: str) -> str:
 
 
 def _words(exc: Exception) -> str:
+    if isinstance(exc, RemoteError):  # already in our words (a _Refusing remote)
+        return str(exc)
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0][:200]}" if text else type(exc).__name__

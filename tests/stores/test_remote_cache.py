@@ -155,15 +155,19 @@ def test_azure_records_signed_with_another_key_are_refused(team, tmp_path, azuri
     assert right.code == 0 and right.finished()["restored"] == 2 and right.remote()["refused"] == 0
 
 
-def test_az_without_an_account_is_a_usage_error_that_says_which_variables(team):
+def test_az_without_an_account_builds_without_the_remote_and_says_which_variables(team):
+    """A fork's CI without the team's secrets: the remote refuses, the build goes on with the local cache, and the
+    words say once what is missing (as for a remote that is down: never a failed build)."""
     first = team(steps=1)
     bare = {"AZURE_STORAGE_CONNECTION_STRING": "", "AZURE_STORAGE_ACCOUNT_NAME": ""}
     run = first.run("make", "--remote", "az://team/cache", env=bare)
-    assert run.code == 2, run.err
-    assert run.err.strip() == (
-        "error: remote cache az://team/cache: az:// needs a storage account: set AZURE_STORAGE_CONNECTION_STRING, "
-        "or AZURE_STORAGE_ACCOUNT_NAME with AZURE_STORAGE_ACCOUNT_KEY"
-    )
+    assert run.code == 0, run.err
+    said = [line for line in run.err.splitlines() if "az://team/cache" in line and "failed" in line]
+    assert said == [
+        "runner: the remote cache az://team/cache failed (az:// needs a storage account: set "
+        "AZURE_STORAGE_CONNECTION_STRING, or AZURE_STORAGE_ACCOUNT_NAME with AZURE_STORAGE_ACCOUNT_KEY); going on "
+        "with the local cache only"
+    ], run.err
 
 
 def test_an_azure_read_is_one_request(team, tmp_path, azurite):
