@@ -262,6 +262,9 @@ def _http():
         return _httpx
 
 
+_sdk_version: str | None = None
+
+
 def sdk_version() -> str:
     """The installed openai SDK's version, from its distribution's metadata, never imported: the worker's
     version string kept its name when the worker left the SDK for its own client, so that no step's key
@@ -273,9 +276,6 @@ def sdk_version() -> str:
         except PackageNotFoundError:
             _sdk_version = "none"
     return _sdk_version
-
-
-_sdk_version: str | None = None
 
 
 def _error_line(e: _StatusError | _ConnectFailed) -> str:
