@@ -34,7 +34,7 @@ _PARTS = {
     "runner.attempt": ["remove_workspace"],  # on the background remover's thread
     "runner.steps.agent:AgentStep": ["run", "_attempt"],
     "runner.workers.openai:OpenAIWorker": ["run", "_call", "warm"],
-    "runner.workers.openai": ["_sdk", "protocol_family", "parse_answer"],
+    "runner.workers.openai": ["_http", "protocol_family", "parse_answer"],
     "runner.workers.codex:CodexWorker": ["run"],
     "runner.workers.replay": ["apply_files"],
     "runner.agent_handoff:AgentHandoff": ["finish", "submit"],

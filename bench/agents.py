@@ -4,7 +4,7 @@ Generates a project of N independent agent steps (each its own intent, its own o
 command), in a git repository with a few dozen other files, and serves every model request from the fake
 Responses server (tests/fakes/) after a set delay. Two workers side by side:
 
-- `openai`: one Responses API call per step (the SDK, in the runner's process);
+- `openai`: one Responses API call per step (httpx2, in the runner's process);
 - `codex`: the real Codex CLI (`codex exec`, from the `codex` extra), two requests per step (a shell call that
   writes the output, then the final message).
 
@@ -277,7 +277,7 @@ def one(work: Path, worker: str, steps: int, jobs: int, delay: float, files: int
     ideal = math.ceil(steps / jobs) * REQUESTS[worker] * delay
     per = REQUESTS[worker]
     timeline = {
-        # the CLI's start-up, planning, the first workspace and (openai) the SDK's import: paid once a run
+        # the CLI's start-up, planning, the first workspace and (openai) its HTTP client's import: paid once a run
         "first_call": times[0] - forked,
         # after the last answer: the last step's verify, apply and record, the run's end
         "after_last_answer": forked + wall - (times[-1] + delay),
@@ -285,7 +285,7 @@ def one(work: Path, worker: str, steps: int, jobs: int, delay: float, files: int
     if jobs == 1 and steps > 1:
         # from one step's first request to the next step's, less the model's latency: a step's own cost
         # between two calls (verify, apply, the next workspace and prompt; codex: its process too), the
-        # start-up and the SDK's import left out
+        # start-up and the client's import left out
         timeline["between_calls"] = (times[(steps - 1) * per] - times[0]) / (steps - 1) - per * delay
     return timeline | {
         "worker": worker,

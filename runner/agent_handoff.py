@@ -105,8 +105,8 @@ class AgentHandoff:
         return future
 
     def _warm_worker(self) -> None:
-        """Let the worker load what its first call needs (the openai SDK, its answer's regexes: ~1 s of CPU) at
-        the first agent step. The attempts wait until the SDK is in (_attempts): its import is the first call's
+        """Let the worker load what its first call needs (the openai worker's HTTP client, its answer's regexes) at
+        the first agent step. The attempts wait until the client is in (_attempts): its import is the first call's
         critical path, and sixteen attempts making their workspaces at once (git processes, hashing) would
         take most of the interpreter's time from it (the first call of 16 at -j 16 went 2.7-4.3 s after the
         start); a worker that answers with files makes its workspace while the model answers, off that path."""

@@ -24,6 +24,7 @@ OWNERS = {
     "distributed": "runner.executors.dask",
     "fastjsonschema": "runner.load",
     "fsspec": "runner.stores.remote",
+    "httpx2": "runner.workers.openai",
     "gcsfs": "runner.stores.remote",
     "jsonschema": "runner.load",
     "networkx": "runner.graph",

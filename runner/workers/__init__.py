@@ -1,4 +1,4 @@
-"""The worker registry: how an agent step reaches a model (codex subprocess, openai SDK call, recorded replay)."""
+"""The worker registry: how an agent step reaches a model (codex subprocess, one Responses call, recorded replay)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from runner.workers.base import (
 if TYPE_CHECKING:
     from runner.spec import Spec
 
-# kind -> "module:Class". Imported lazily so that only workers/openai.py ever imports the openai SDK,
+# kind -> "module:Class". Imported lazily so that only workers/openai.py ever imports its HTTP client,
 # and a codex-only project never pays for it.
 WORKERS: dict[str, str] = {
     "codex": "runner.workers.codex:CodexWorker",

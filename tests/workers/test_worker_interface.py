@@ -25,16 +25,18 @@ def test_unknown_kind_names_the_choices():
         get_worker(WorkerConfig(kind="gemini"))
 
 
-def test_openai_sdk_is_imported_only_by_the_openai_worker_at_its_first_call():
-    """Planning asks the openai worker its version (part of every agent step's key): that must not import the
-    SDK (~0.6 s on every run, a no-op included), and must give the SDK's own version string."""
+def test_the_openai_worker_never_imports_the_openai_sdk_and_keeps_its_version_string():
+    """Planning asks the openai worker its version (part of every agent step's key): that must import neither
+    the SDK (~0.8 s) nor the HTTP client; the string stays the SDK's (`openai-python X mis-1`, from its
+    distribution's metadata) so that no step's key changed when the worker left the SDK; warming the worker
+    for its first call loads httpx2, never the SDK."""
     code = (
-        "import sys; from runner.workers import get_worker, WorkerConfig; get_worker('codex'); "
-        "get_worker('replay'); assert 'openai' not in sys.modules, 'openai imported'; "
-        "v = get_worker('openai').version(WorkerConfig(kind='openai')); "
-        "assert 'openai' not in sys.modules, 'version() imported openai'; "
-        "from runner.workers.openai import _sdk; _sdk(); import openai; "
-        "assert v == f'openai-python {openai.__version__} mis-1', v"
+        "import sys, importlib.metadata as md; from runner.workers import get_worker, WorkerConfig; "
+        "get_worker('codex'); get_worker('replay'); "
+        "w = get_worker('openai'); v = w.version(WorkerConfig(kind='openai')); "
+        "assert 'openai' not in sys.modules and 'httpx2' not in sys.modules, 'version() imported a client'; "
+        "w.warm(); assert 'httpx2' in sys.modules and 'openai' not in sys.modules, 'warm() imported the SDK'; "
+        "assert v == f\"openai-python {md.version('openai')} mis-1\", v"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
 

@@ -3,6 +3,9 @@ the delimited protocol parsed by the regex library."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import threading
 import time
 
 import pytest
@@ -54,6 +57,18 @@ def test_success_parses_files_json_and_usage(fake_server, workspace, assert_no_l
     assert not list(workspace.iterdir()), "the worker never writes the files itself"
 
 
+def test_a_call_never_imports_the_openai_sdk(fake_server, workspace):
+    srv = fake_server({"steps": [{"message": GOOD}]})
+    code = (
+        "import sys; from pathlib import Path; from runner.workers.openai import OpenAIWorker; "
+        "from runner.workers.base import WorkerConfig, WorkerRequest; "
+        f"c = WorkerConfig(kind='openai', base_url={srv.base_url!r}, timeout=10); "
+        f"r = OpenAIWorker().run(WorkerRequest('p', Path({str(workspace)!r}), 'i', 'k', c)); "
+        "assert r.ok, r.error; assert 'openai' not in sys.modules, 'the SDK was imported'"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
 def test_non_streaming_mode(fake_server, workspace):
     srv = fake_server({"steps": [{"message": GOOD}]})
     r = run(srv, workspace, extra={"stream": "false"})
@@ -66,7 +81,22 @@ def test_429_then_200_is_retried(fake_server, workspace):
     r = run(srv, workspace)
     assert r.ok, r.error
     reqs = srv.requests()
-    assert len(reqs) == 2 and [q["headers"].get("x-stainless-retry-count") for q in reqs] == ["0", "1"]
+    assert len(reqs) == 2 and reqs[0]["body"] == reqs[1]["body"] and all(q["auth"] for q in reqs)
+
+
+def test_the_server_s_retry_after_ms_sets_the_wait(fake_server, workspace):
+    # the backoff of its own would wait 0.375-0.5 s before the first retry
+    srv = fake_server({"steps": [{"error": 503, "headers": {"retry-after-ms": "20"}}, {"message": GOOD}]})
+    assert run(srv, workspace).ok
+    first, second = srv.requests()
+    assert second["ts"] - first["ts"] < 0.3
+
+
+def test_the_server_s_x_should_retry_false_is_obeyed(fake_server, workspace):
+    srv = fake_server({"steps": [{"error": 500, "headers": {"x-should-retry": "false"}}, {"message": GOOD}]})
+    r = run(srv, workspace)
+    assert r.failure == TRANSIENT and "InternalServerError 500" in r.error
+    assert len(srv.requests()) == 1
 
 
 def test_429_forever_is_transient(fake_server, workspace):
@@ -185,6 +215,27 @@ def test_classification(fake_server, workspace, step, kind, text):
     r = run(srv, workspace, extra={"max_retries": "0"})
     assert not r.ok and r.failure == kind, r.error
     assert text in r.error
+
+
+def test_a_cancelled_step_stops_while_it_waits_to_retry(fake_server, workspace):
+    srv = fake_server({"steps": [{"error": 429, "retry_after": 30}]})  # the server asks for 30 s
+    config = cfg(srv)
+    cancel = threading.Event()
+    threading.Timer(0.3, cancel.set).start()
+    t0 = time.monotonic()
+    r = get_worker(config).run(make_request(workspace, config, cancel=cancel))
+    assert r.failure == TIMEOUT and r.error == "cancelled by the runner while the call waited to retry"
+    assert time.monotonic() - t0 < 3 and len(srv.requests()) == 1
+
+
+def test_a_cancelled_step_stops_while_the_answer_streams(fake_server, workspace):
+    srv = fake_server({"steps": [{"message": GOOD}]})
+    config = cfg(srv)
+    cancel = threading.Event()
+    cancel.set()
+    r = get_worker(config).run(make_request(workspace, config, cancel=cancel))
+    assert r.failure == TIMEOUT and r.error == "cancelled by the runner while the answer was streaming"
+    assert r.transcript.startswith('{"type": "response.created"') and len(r.events) == 1
 
 
 def test_permanent_errors_are_not_retried(fake_server, workspace):

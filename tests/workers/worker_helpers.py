@@ -91,9 +91,17 @@ def make_request(
     intent: str = "demo",
     step_key: str = "0123456789abcdef0123",
     attempt: int = 1,
+    cancel=None,
 ):
     return WorkerRequest(
-        prompt=prompt, workspace=workspace, intent=intent, step_key=step_key, config=config, attempt=attempt, env=env
+        prompt=prompt,
+        workspace=workspace,
+        intent=intent,
+        step_key=step_key,
+        config=config,
+        attempt=attempt,
+        env=env,
+        cancel=cancel,
     )
 
 
