@@ -151,3 +151,18 @@ def test_a_shell_target_runs_hermetically_beside_an_agent_step_only_a_selected_r
         "mount, run without --hermetic (a shared filesystem) or with --executor local\n",
     )
     assert not (agent.root / "tests/test_calc.py").exists()
+
+
+def test_a_dependency_output_reaches_the_attempt_undeclared_as_an_input(cluster, agent, server, tmp_path):
+    address, _workers = cluster
+    srv = server([{"steps": [{"message": _answer({"tests/test_calc.py": PASSING_TEST})}]}])
+    agent.spec(_worker(srv), intent_extra='deps = ["cases"]')
+    with open(agent.root / "intents.toml", "a") as f:
+        f.write('\n[intent.cases]\nrun = "mkdir -p data && echo 1 3 > data/cases.txt"\noutputs = ["data/cases.txt"]\n')
+    _hermetic(agent, tmp_path / "shared", "cat data/cases.txt")
+    result = agent.make("tests", "--executor", address, "--hermetic")
+    assert result.code == 0, result.err
+    assert result.step("cases")["status"] == "ran" and result.step("tests")["status"] == "ran"
+    attempt = agent.root / ".runner/runs" / result.events()[0]["run_id"] / "attempts/tests/c1-a1"
+    assert "1 3" in (attempt / "verify.log").read_text()  # the worker's copy held the dependency's output
+    assert (agent.root / "tests/test_calc.py").read_text() == PASSING_TEST
