@@ -147,6 +147,7 @@ class AgentHandoff:
             emit=self.emit,
             improve=(self.options.improve.get(name) or {}).get("prompt"),
             cluster=self._cluster,
+            inputs=decision.inputs,
             remove=self._remover.remove if self._remover is not None else remove_workspace,
         )
 

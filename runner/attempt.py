@@ -123,7 +123,9 @@ def _may_link(folder: str, writable: tuple[str, ...]) -> bool:
     return True
 
 
-def make_workspace(project: Path, home: Path, writable: tuple[str, ...] = ()) -> tuple[Path, dict[str, str], list[str]]:
+def make_workspace(
+    project: Path, home: Path, writable: tuple[str, ...] = (), plain: bool = False
+) -> tuple[Path, dict[str, str], list[str]]:
     """A private copy of the project under `home` for one candidate; returns (its root, the digests of its
     files, the folders linked rather than copied).
 
@@ -131,9 +133,10 @@ def make_workspace(project: Path, home: Path, writable: tuple[str, ...] = ()) ->
     it, so the agent sees the history and the files as they are now; otherwise a plain copy. Ignored top-level
     folders (a venv, node_modules) are symlinked, so verification finds the tools without copying them, unless
     the step may write there (`writable`: its outputs and scope): those are copied, so no write can pass
-    through a link into the project.
+    through a link into the project. `plain`: a plain copy whatever git says (a hermetic attempt's `project`
+    is a scratch folder holding a step's manifest, which may lie inside some repository of the worker's).
     """
-    repo = _git_top(project)
+    repo = None if plain else _git_top(project)
     if repo is None:
         ws = home / "ws"
         ws.mkdir(parents=True)

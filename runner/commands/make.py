@@ -52,7 +52,7 @@ def make(
 
     mirror = mirror_named(project.spec, remote, remote_mode)
     # connected before anything starts: an unreachable cluster is said first
-    runs_on = build(project.spec, executor, hermetic, mirror)
+    runs_on = build(project.spec, executor, hermetic, mirror, lambda: _selected(project, targets), worker)
     options = RunOptions(
         jobs=jobs or runs_on.slots() or os.cpu_count() or 1,  # on a cluster: steps in flight there
         keep_going=keep_going,
@@ -97,6 +97,14 @@ def make(
     if summary.blocked:
         return EXIT_BLOCKED
     return EXIT_OK
+
+
+def _selected(project, targets) -> list[str]:
+    """The steps `targets` select, their dependencies included (what a hermetic run hands to the workers)."""
+    from ..graph import resolve_targets, selected_order
+
+    compiled = project.compiled
+    return selected_order(compiled.order, compiled.deps, resolve_targets(project.spec, list(targets)))
 
 
 def _sync_roadmap(project, targets, summary, as_json: bool) -> None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import re
+from collections.abc import Callable, Iterable
 
 from ..errors import UsageError
 from ..spec import STEP_AGENT, ExecutorSettings, Spec
@@ -20,23 +22,25 @@ def parse_flag(value: str) -> ExecutorSettings:
     return ExecutorSettings(kind="dask", address=f"tcp://{found.group(1)}:{found.group(2)}")
 
 
-def build(spec: Spec, flag: str | None, hermetic: bool = False, mirror=None):
+def build(
+    spec: Spec,
+    flag: str | None,
+    hermetic: bool = False,
+    mirror=None,
+    selected: Callable[[], Iterable[str]] | None = None,
+    worker: str | None = None,
+):
     """The executor for this run: `flag` (--executor) over the spec's [executor]; local unless either says dask.
     A Dask one is connected (a few seconds at most) or a UsageError says why not. `hermetic` (--hermetic, or
     [executor] hermetic): steps see only what they declare, carried by the run's remote cache `mirror`
-    (runner/stores/mirror.py), which must be there to read and write."""
+    (runner/stores/mirror.py), which must be there to read and write. `selected()`: the steps the run's
+    targets select (asked only when hermetic; None: every step); `worker`: --worker, over [worker] kind."""
     settings = parse_flag(flag) if flag else spec.executor
     # [executor] hermetic goes with the cluster: `--executor local` runs here, in place, all the same
     hermetic = hermetic or (spec.executor.hermetic and (settings.kind == "dask" or not flag))
     if hermetic:
         _check_hermetic(spec, settings, mirror)
-        agents = sorted(name for name, intent in spec.intents.items() if intent.kind == STEP_AGENT)
-        if agents:  # an attempt copies the whole project and verifies there: not a step's declared manifest
-            raise UsageError(
-                f"error: agent steps ({', '.join(agents)}) need the project at the same path on the Dask workers, "
-                "which hermetic workers do not have: run without --hermetic (a shared filesystem) or with "
-                "--executor local"
-            )
+        _check_hermetic_agents(spec, spec.intents if selected is None else selected(), worker)
     if settings.kind != "dask":
         from .local import LocalExecutor
 
@@ -51,6 +55,23 @@ def build(spec: Spec, flag: str | None, hermetic: bool = False, mirror=None):
 
         carrier = Hermetic(mirror.store)
     return DaskExecutor.connect(settings.address, where, carrier)
+
+
+def _check_hermetic_agents(spec: Spec, names: Iterable[str], worker: str | None) -> None:
+    """What an agent attempt cannot do on a worker without the checkout, among the steps this run selects: the
+    replay worker reads its recordings from the project's replays/ folder, which no manifest carries (they are
+    no step's input). Every other worker runs there on the step's manifest (hermetic.run_hermetic_attempt)."""
+    kind = worker or spec.worker.kind
+    if kind != "replay" or os.path.isabs(spec.worker.replays_dir):  # an absolute folder: the workers' own mount
+        return
+    agents = sorted(name for name in names if spec.intents[name].kind == STEP_AGENT)
+    if agents:
+        raise UsageError(
+            f"error: agent steps ({', '.join(agents)}) use the replay worker, which reads its recordings from the "
+            f"project's {spec.worker.replays_dir}/ folder, which hermetic workers do not have: give [worker] "
+            "replays_dir as an absolute path the workers mount, run without --hermetic (a shared filesystem) or "
+            "with --executor local"
+        )
 
 
 def _check_hermetic(spec: Spec, settings: ExecutorSettings, mirror) -> None:

@@ -203,21 +203,36 @@ class DaskExecutor:
         return outcome
 
     # ---- one agent attempt ------------------------------------------------------------------------
-    def attempt(self, job, cancelled: threading.Event):
+    def attempt(self, job, ctx: StepContext, inputs: dict[str, str | None]):
         """Run one agent attempt (steps/agent.py AttemptJob) as a Dask task and wait for its AttemptDone, in the
         agent step's own thread. Ctrl-C (cancel_all) kills the attempt's processes on the worker and answers
         at once; a worker that dies mid-attempt: Dask gives the task to another, which starts it afresh (so
         the change comes back, and is applied, once); the scheduler gone: the attempt fails saying so and the
-        run stops (`lost`)."""
+        run stops (`lost`). Hermetic: the step's manifest (`inputs` as the plan hashed them, its dependencies'
+        outputs) and the project's regex files are put in the remote cache first, and the task materialises
+        them in place of the project."""
         from ..steps.agent import AttemptDone
 
+        cancelled = ctx.cancelled
+        task: tuple = (run_attempt, job, self.token)
+        manifest: dict[str, str] = {}
+        if self.hermetic is not None and self.lost is None and not cancelled.is_set():
+            from .hermetic import HermeticError, run_hermetic_attempt
+
+            try:
+                manifest = self.hermetic.manifest(ctx, inputs)
+                library = self.hermetic.library(ctx.spec.root)
+            except HermeticError as exc:
+                return _attempt_failed(str(exc), kind="permanent")
+            task = (
+                run_hermetic_attempt, run_attempt, worker_name, job, manifest, library,
+                self.hermetic.url, self.hermetic.timeout, self.token,
+            )  # fmt: skip
         if self.lost is None and not cancelled.is_set():
             key = f"runner-{job.intent.name}-attempt-{uuid.uuid4().hex[:12]}"
             ready = threading.Event()
             with self._lock:
-                future = None if self._cancelling else self.client.submit(
-                    run_attempt, job, self.token, key=key, pure=False
-                )  # fmt: skip
+                future = None if self._cancelling else self.client.submit(*task, key=key, pure=False)
                 if future is not None:
                     self._attempts[key] = (future, ready)
             if future is not None:
@@ -230,10 +245,12 @@ class DaskExecutor:
                     self._attempts.pop(key, None)
                 if future.status == "finished" and not cancelled.is_set():
                     try:
-                        return future.result()
+                        done = future.result()
                     except Exception as exc:  # noqa: BLE001 - the result could not be fetched: the cluster is gone
                         gone = f"the Dask scheduler at {self.address} went away ({type(exc).__name__})"
                         self.lost = self.lost or gone
+                    else:
+                        return done if self.hermetic is None else self.hermetic.attempt_done(ctx, done, manifest)
                 elif future.status == "error":
                     return _attempt_failed(_task_failed(_exception(future)).error or "the Dask task failed")
                 elif not cancelled.is_set() and not self._cancelling and self.lost is None:

@@ -8,16 +8,25 @@ of a file the step did not declare. Worker side (`run_hermetic`, the Dask task):
 manifest file fetched by digest (checked: a refused copy fails the step naming the file), the command run there
 as in shared-filesystem mode, the declared outputs expanded with the project's glob meaning, hashed and put,
 the scratch folder removed. The runner then restores those outputs through its cache (execute.py).
+
+An agent attempt (`run_hermetic_attempt`): the same manifest materialised in a scratch folder that stands in for
+the project (the attempt's copy is made from it, and a refused or verify-side write is put back from it), the
+project's regex files beside it for the verify's findings; the attempt runs as on a shared filesystem
+(steps/agent.py `detached_attempt`) and its AttemptDone comes back, to be applied here by the journaled apply.
+A verify that failed naming a project file the step was not given says which declaration is missing
+(`Hermetic.attempt_done`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import shutil
 import tempfile
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Container
+from pathlib import Path
 
 from ..globs import expand
 from ..keys import digest_bytes
@@ -62,7 +71,36 @@ class Hermetic:
                 raise HermeticError(f"dependency output '{rel}' could not be read: {exc.strerror}") from None
             manifest[rel] = digest_bytes(data)
             datas[manifest[rel]] = data
-        for rel, digest in sorted(manifest.items()):
+        self._carry(root, manifest, datas)
+        return manifest
+
+    def library(self, root: str) -> dict[str, str]:
+        """{file name: digest} of the project's regexes/*.toml, put in the remote: what an attempt's verify
+        output is parsed with on the worker, as here (the patterns a step uses are part of its key)."""
+        folder = os.path.join(root, "regexes")
+        try:
+            names = sorted(n for n in os.listdir(folder) if n.endswith(".toml"))
+        except (FileNotFoundError, NotADirectoryError):
+            return {}
+        except OSError as exc:
+            raise HermeticError(f"the project's regexes/ could not be listed: {exc.strerror}") from None
+        files: dict[str, str] = {}
+        datas: dict[str, bytes] = {}
+        for name in names:
+            try:
+                with open(os.path.join(folder, name), "rb") as f:
+                    data = f.read()
+            except OSError as exc:
+                raise HermeticError(f"regexes/{name} could not be read: {exc.strerror}") from None
+            files[name] = digest_bytes(data)
+            datas[files[name]] = data
+        self._carry(folder, files, datas)
+        return files
+
+    def _carry(self, root: str, files: dict[str, str], datas: dict[str, bytes]) -> None:
+        """Put each file's blob in the remote, unless this run knows it is there: `datas` holds the bytes
+        already read (by digest); the others are read from `root` and checked against their digest."""
+        for rel, digest in sorted(files.items()):
             with self._lock:
                 if digest in self._there:
                     continue
@@ -74,7 +112,6 @@ class Hermetic:
                 raise HermeticError(f"input '{rel}' could not be put in the remote cache {self.url}: {exc}") from None
             with self._lock:
                 self._there.add(digest)
-        return manifest
 
     def outcome(self, ctx: StepContext, outcome: StepOutcome, result: dict, manifest: dict[str, str]) -> StepOutcome:
         """The worker's answer as the step's outcome: its outputs (path -> digest) for execute.py to restore; a
@@ -95,6 +132,22 @@ class Hermetic:
                     "(hermetic steps see only what they declare)"
                 )
         return outcome
+
+    def attempt_done(self, ctx: StepContext, done, manifest: dict[str, str]):
+        """A hermetic attempt's AttemptDone as the step sees it: a verify that failed naming a project file the
+        attempt was not given (neither in its manifest, nor written by the agent, nor a declared output) says
+        which declaration is missing; a retry cannot declare it, so the candidate ends there ("config")."""
+        if done.ok or done.kind != "logic" or not done.verify_log:
+            return done
+        given = set(manifest) | set(done.change.files) | set(expand(ctx.spec.root, ctx.intent.outputs))
+        read = undeclared_read(ctx, done.verify_log, given, done.workspace)
+        if read is not None:
+            done.kind = "config"
+            done.error = (
+                f"the verification of step {ctx.intent.name} read '{read}', which is not among its inputs: add it "
+                "to inputs (hermetic steps see only what they declare)"
+            )
+        return done
 
 
 def _read(root: str, rel: str, digest: str) -> bytes:
@@ -124,7 +177,7 @@ def _dependency_outputs(ctx: StepContext, deps: tuple[str, ...], seen: set[str])
     return found
 
 
-def undeclared_read(ctx: StepContext, output: bytes, manifest: dict[str, str], scratch: str | None) -> str | None:
+def undeclared_read(ctx: StepContext, output: bytes, manifest: Container[str], scratch: str | None) -> str | None:
     """The first project file that a failed step's output names and its manifest does not hold: lines saying
     "No such file or directory" first, then any token that is such a path. None when there is none."""
     root, cwd = ctx.spec.root, ctx.intent.cwd
@@ -173,21 +226,9 @@ def run_hermetic(
     name = whoami()
     scratch = tempfile.mkdtemp(prefix="runner-hermetic-")
     try:
-        try:
-            store = RemoteStore(url, timeout=remote_timeout)
-            for rel, digest in sorted(manifest.items()):
-                data = store.get_blob(digest)
-                if data is None:
-                    why = store.refusals.get(digest)
-                    if why:
-                        return {"worker": name, "error": f"input '{rel}' refused on {name}: {why}"}
-                    return {"worker": name, "error": f"input '{rel}' ({digest[:12]}) is not in the remote cache {url}"}
-                dest = os.path.join(scratch, rel)
-                os.makedirs(os.path.dirname(dest), exist_ok=True)
-                with open(dest, "wb") as f:
-                    f.write(data)
-        except RemoteError as exc:
-            return {"worker": name, "error": f"the remote cache {url} failed on {name}: {exc}"}
+        store, why = materialise(url, remote_timeout, manifest, scratch, name)
+        if store is None:
+            return {"worker": name, "error": why}
         where = os.path.normpath(os.path.join(scratch, cwd))
         os.makedirs(where, exist_ok=True)
         env = {**env, b"PWD": os.fsencode(where)}
@@ -214,3 +255,68 @@ def run_hermetic(
         return result
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def materialise(
+    url: str, remote_timeout: float, manifest: dict[str, str], folder: str, name: str, label: str = "input"
+) -> tuple[RemoteStore | None, str]:
+    """Write each file of `manifest` ({relpath: digest}) under `folder`, fetched from the remote cache at `url`
+    by digest and checked: (the store, "") or (None, why not, naming the file). `name`: this Dask worker."""
+    try:
+        store = RemoteStore(url, timeout=remote_timeout)
+        for rel, digest in sorted(manifest.items()):
+            data = store.get_blob(digest)
+            if data is None:
+                why = store.refusals.get(digest)
+                if why:
+                    return None, f"{label} '{rel}' refused on {name}: {why}"
+                return None, f"{label} '{rel}' ({digest[:12]}) is not in the remote cache {url}"
+            dest = os.path.join(folder, rel)
+            os.makedirs(os.path.dirname(dest), exist_ok=True)
+            with open(dest, "wb") as f:
+                f.write(data)
+    except RemoteError as exc:
+        return None, f"the remote cache {url} failed on {name}: {exc}"
+    return store, ""
+
+
+def run_hermetic_attempt(
+    attempt: Callable[..., object],
+    whoami: Callable[[], str],
+    job,
+    manifest: dict[str, str],
+    library: dict[str, str],
+    url: str,
+    remote_timeout: float,
+    token: str,
+):
+    """The Dask task of a hermetic agent attempt (job: steps/agent.py AttemptJob): the step's manifest
+    materialised in a scratch folder that stands in for the project, the project's regex files beside it;
+    then `attempt` (dask.run_attempt: detached_attempt, stopped by kill_run) with the job pointed there. Its
+    AttemptDone comes back; a manifest file refused or not fetched fails the attempt naming the file (a retry
+    would meet the same remote: final). The scratch folder is removed whatever happens."""
+    from ..steps.agent import AttemptDone
+    from ..workers.base import failed
+
+    name = whoami()
+    scratch = tempfile.mkdtemp(prefix="runner-hermetic-")
+    try:
+        base, regexes = os.path.join(scratch, "project"), os.path.join(scratch, "regexes")
+        os.makedirs(base)
+        os.makedirs(regexes)
+        store, why = materialise(url, remote_timeout, manifest, base, name)
+        if store is not None:
+            store, why = materialise(url, remote_timeout, library, regexes, name, label="regex file")
+        if store is None:
+            done = AttemptDone(answer=failed("permanent", why), change=_no_change(), kind="permanent", error=why)
+            done.called, done.worker = False, name
+            return done
+        return attempt(dataclasses.replace(job, root=Path(base), hermetic=True, regexes=Path(regexes)), token)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _no_change():
+    from ..attempt import Change
+
+    return Change()

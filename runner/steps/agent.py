@@ -56,6 +56,9 @@ class AgentRun:
     # where attempts run when not here: an executor with `attempt(job, cancelled) -> AttemptDone` (a Dask cluster,
     # runner/executors/dask.py); None: in this process, each candidate keeping its workspace between attempts
     cluster: Any = None
+    # the step's declared inputs as the plan hashed them (path -> digest, None: missing): what a hermetic
+    # cluster carries to its workers (runner/executors/hermetic.py)
+    inputs: dict[str, str | None] = field(default_factory=dict)
     remove: Callable[[Path, Path], None] = remove_workspace  # the run's background remover (attempt.Remover)
 
 
@@ -222,7 +225,7 @@ class AgentStep:
         if run.cluster is not None:
             job.env = dict(os.environ)  # what the worker and the verify commands need, as a shell step's env
             job.carried = workspace
-            done = run.cluster.attempt(job, ctx.cancelled)
+            done = run.cluster.attempt(job, ctx, run.inputs)
             if done.verify_log is not None:  # masked on the worker, as the feedback made from it was
                 (folder / "verify.log").write_bytes(done.verify_log)
             workspace = done.left
@@ -305,6 +308,10 @@ class AttemptJob:
     mask: Mask
     env: dict[str, str] | None = None  # None: this process's environment; the runner's, on a worker
     carried: Change | None = None  # on a worker: the candidate's previous attempt's change, laid over a new copy
+    # a hermetic worker (runner/executors/hermetic.py): `root` is a scratch folder holding only the step's
+    # manifest (a plain copy is made of it, never a git worktree), `regexes` the project's regex files beside it
+    hermetic: bool = False
+    regexes: Path | None = None  # the project's regexes/ folder; None: root / "regexes"
 
     def config(self) -> WorkerConfig:
         from ..workers.base import WorkerConfig
@@ -326,6 +333,7 @@ class AttemptDone:
     worker: str | None = None  # the Dask worker that ran it; None: this machine
     verify_log: bytes | None = None  # on a worker: the verify commands' output (masked), for the run's record
     left: Change | None = None  # on a worker: what the next attempt starts from (the change, less a revert)
+    workspace: str | None = None  # on a worker: where the attempt ran (the paths its verify printed are under it)
 
 
 def attempt_in(job: AttemptJob, home: Path, workspace, cancel, journal, log_path: Path, worker=None):
@@ -339,7 +347,7 @@ def attempt_in(job: AttemptJob, home: Path, workspace, cancel, journal, log_path
     writable = tuple(job.intent.outputs) + tuple(job.policy.scope)
 
     def make() -> tuple:
-        ws, before, linked = make_workspace(job.root, home, writable)
+        ws, before, linked = make_workspace(job.root, home, writable, plain=job.hermetic)
         if job.carried:  # after the digests: the change found is the candidate's whole change, as here
             _lay(ws, job.carried)
         return (home, ws, before, linked)
@@ -377,6 +385,7 @@ def detached_attempt(job: AttemptJob, cancel: threading.Event) -> AttemptDone:
         done, (_home, ws, before, linked) = attempt_in(job, home, None, cancel, None, log_path)
         done.verify_log = log_path.read_bytes() if log_path.exists() else None
         done.left = find_change(ws, before, linked)
+        done.workspace = str(ws)
         return done
     finally:
         remove_workspace(home, job.root)
@@ -547,7 +556,7 @@ def _findings_text(job: AttemptJob, families: tuple[str, ...], output: str) -> s
         try:
             from ..parse import builtin_dir, load_library, parse_findings
 
-            library = load_library([builtin_dir(), job.root / "regexes"])
+            library = load_library([builtin_dir(), job.regexes or job.root / "regexes"])
             chosen = [library.family(f) for f in families]
             # the active patterns, and a canary's where this step is in its slice (its key holds that canary)
             found = parse_findings(output, chosen, choose=lambda family: family.used(job.slice_key)).to_json()

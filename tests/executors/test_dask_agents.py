@@ -153,18 +153,6 @@ def test_ctrl_c_kills_the_attempts_verify_on_the_worker(cluster, agent, server):
     assert (agent.root / ".runner/inflight").stat().st_size == 0
 
 
-def test_hermetic_workers_refuse_agent_steps_saying_what_to_do(agent, tmp_path):
-    agent.spec("")
-    with open(agent.root / "intents.toml", "a") as f:
-        f.write(f'\n[cache]\nremote = "{(tmp_path / "shared").as_uri()}"\n')
-    result = agent.run("make", "--executor", "dask://127.0.0.1:1", "--hermetic")
-    assert (result.code, result.err) == (
-        2,
-        "error: agent steps (tests) need the project at the same path on the Dask workers, which hermetic workers "
-        "do not have: run without --hermetic (a shared filesystem) or with --executor local\n",
-    )
-
-
 @pytest.mark.slow  # three processes of its own, an attempt made twice
 def test_a_worker_killed_mid_attempt_is_survived_and_the_change_applied_once(processes, agent, server):
     _scheduler, address = processes.scheduler()
