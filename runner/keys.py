@@ -37,7 +37,9 @@ class IndexFile:
     extends (inode, size, mtime): a log left beside another snapshot (rewritten since, by a compaction, an
     apply's journal or an older runner) is ignored, never laid over it. Each record is its length and a
     marshal dict of the changed keys (None: removed); a record cut short by a crash ends the log there, and
-    the next write starts anew from a full snapshot. When the log would outgrow half the snapshot (or 64 KiB),
+    the next write starts anew from a full snapshot, as does one finding the log not as this process left it
+    (only the stat cache has a second writer: another runner's no-op, whose entries are then lost, costing a
+    hash of those files again). When the log would outgrow half the snapshot (or 64 KiB),
     the snapshot is rewritten whole and the log removed."""
 
     LOG_AT_LEAST = 1 << 16
@@ -95,8 +97,8 @@ class IndexFile:
             record = marshal.dumps(changes)
             if self._fits(record):
                 try:
-                    self._append(record, durable=False)
-                    return
+                    if self._append(record, durable=False):
+                        return
                 except OSError:
                     pass
         entries = self.read()
@@ -143,8 +145,8 @@ class IndexFile:
             record = marshal.dumps({key: entries.get(key) for key in changed})
             if self._fits(record):
                 try:
-                    self._append(record, durable)
-                    return
+                    if self._append(record, durable):
+                        return
                 except OSError:
                     pass  # a log that cannot be written: the snapshot is, whole
         self._looked = None
@@ -172,12 +174,13 @@ class IndexFile:
         assert self._snapshot is not None
         return self._log_size + len(record) + 64 <= max(self._snapshot[1] // 2, self.LOG_AT_LEAST)
 
-    def _append(self, record: bytes, durable: bool) -> None:
+    def _append(self, record: bytes, durable: bool) -> bool:
+        """False, writing nothing, when the log is not as this process read or wrote it (another runner's no-op
+        appended to the stat cache's, or a log of another snapshot lies there): the caller writes it whole."""
         self._looked = None
         with open(self.log_path, "ab") as f:
-            if f.tell() != self._log_size:  # not the log this process read or wrote: start anew
-                f.truncate(0)
-                self._log_size = 0
+            if f.tell() != self._log_size:
+                return False
             data = b""
             if self._log_size == 0:
                 head = marshal.dumps(self._snapshot)
@@ -188,6 +191,7 @@ class IndexFile:
                 f.flush()
                 os.fsync(f.fileno())
         self._log_size += len(data)
+        return True
 
     def replaced(self) -> None:
         """The snapshot was written by someone else (an apply's journal holds the state's whole bytes): the

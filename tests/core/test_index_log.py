@@ -161,3 +161,20 @@ def test_one_entry_is_looked_up_and_updated_as_the_whole_index_would_say(tmp_pat
     rewritten.write(whole, whole)
     Path(f"{path}.log").write_bytes(stale_log)  # a log naming an older snapshot
     assert IndexFile(str(path)).lookup("k0003") == b"newest"
+
+
+def test_a_log_another_writer_appended_to_is_not_cut_short_under_this_one(tmp_path):
+    """Another runner's no-op may append to the stat cache's log between two saves of a run: the run's next save
+    does not cut the log back to what it knew (losing its own earlier records); it writes the index whole."""
+    path = tmp_path / "stat"
+    entries = _entries(400)
+    _written(path, entries, entries)
+    run = IndexFile(str(path))
+    mine = run.read()
+    mine["k0001"] = b"mine, first"
+    run.write(mine, {"k0001"})
+    IndexFile(str(path)).update({"k0002": b"the other's"})
+    mine["k0003"] = b"mine, second"
+    run.write(mine, {"k0003"})
+    read = IndexFile(str(path)).read()
+    assert read["k0001"] == b"mine, first" and read["k0003"] == b"mine, second"
