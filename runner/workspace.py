@@ -170,18 +170,19 @@ def locate(start: Path, spec_file: str | None = None) -> tuple[Path, str]:
 # intent, what it is and its pid ("tests verify 4242"), with no outputs (it works in the attempt's own copy), and
 # its end comes once it is reaped. A run that ends with every child settled empties the file.
 #
-# At the next start, a file that is not empty was left by a runner that was killed or crashed. Every process
-# group of this user holding its token is killed (a child runs a moment before its pid is known and written, so
-# a kill in that moment leaves a child no start line names: the token finds it, and what it started into a
-# session of its own), with every group a start line without an end names if it is still the process that
-# started then (a child that cleared its environment); the cluster's tasks of the run are killed on its workers
-# (a scheduler that does not answer is said once); then the outputs of every start without an end are removed,
-# so no half-written file is taken for a result and no step, verify or agent outlives the runner that started
-# it. A child killed in that moment has no line naming its outputs: they are left, and cannot pass for a
-# result either (its step has no record of what they hold: the next run runs it, or restores the recorded bytes
-# over them). Appends of a line each (one write(2) with O_APPEND, so lines from the scheduler and from agent
-# threads never interleave), no fsync: a lost line can only make recovery remove an output that is then rebuilt
-# or restored, or leave one that the freshness rule does not trust.
+# At the next start, a file that is not empty was left by a run that did not settle everything (killed, crashed,
+# or interrupted while a child would not stop). Every process group of this user that holds the run's token is
+# killed: a child runs a moment before its pid is known and written, and a kill in that moment leaves a child
+# no start line names, which the token finds, as it finds what a child moved to a session of its own. So is
+# every group a start line without an end names, if its leader is still the process that started then (a
+# child that cleared its environment). The run's tasks on a cluster are killed on its workers (a scheduler
+# that does not answer is said once). Then the outputs of every start without an end are removed, so no
+# half-written file is taken for a result, and the file is emptied. A child killed in that first moment has
+# no line naming its outputs: they stay, and cannot pass for a result either (its step has no record of what
+# they hold, so the next run runs it, or puts the recorded bytes back). Appends of a line each (one write(2)
+# with O_APPEND, so lines from the scheduler and from agent threads never interleave), no fsync: a line lost
+# with the machine's power had no process left to kill, and an output it named is one the freshness rule
+# does not trust.
 
 
 class InflightJournal:
