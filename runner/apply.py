@@ -8,8 +8,9 @@ folder and renamed into place (atomic per file). A crash before the commit point
 (the unfinished journal is discarded at the next start); a crash after it is rolled forward from the journal
 at the next start. The project never holds half of a change. A journal is deleted only once the files it
 wrote are synced: at once, or by a Retirer's thread (a run with many agent steps keeps the fsyncs off its
-scheduler's thread; the journals are retired in the order they were written, so the newest is the one
-replayed last). Files of runner's own state that belong to the change (an agent intent's version record under
+scheduler's thread), and never while an older journal stands: the next start replays every journal in the
+order they were written, so whatever a failed retirement left, the newest change is the one replayed last.
+Files of runner's own state that belong to the change (an agent intent's version record under
 .runner/versions/, runner/plans/versions.py reads them; the run's state file) are committed in the same
 journal: a version is recorded exactly when its change is applied.
 """
@@ -112,7 +113,9 @@ def _roll_forward(root: Path, journal: Path, entries: list[dict], payload: bytes
 
 
 def _retire(journal: Path, written: list[Path]) -> None:
-    """The change's files are synced: only then may its journal go (a power cut before that replays it)."""
+    """The change's files are synced: only then may its journal go (a power cut before that replays it). Not
+    while an older journal stands (one whose retirement failed, or is not done yet): the next start replays
+    that one, and a later change to the same files must be replayed after it, or the older bytes would stay."""
     for path in written:
         try:
             fd = os.open(path, os.O_RDONLY)
@@ -122,13 +125,20 @@ def _retire(journal: Path, written: list[Path]) -> None:
             os.fsync(fd)
         finally:
             os.close(fd)
-    journal.unlink(missing_ok=True)
+    if not _older_journal(journal):
+        journal.unlink(missing_ok=True)
+
+
+def _older_journal(journal: Path) -> bool:
+    """Does a committed journal older than `journal` stand beside it? (Their names sort as they were written.)"""
+    return any(name.endswith(JOURNAL) and name < journal.name for name in os.listdir(journal.parent))
 
 
 class Retirer(Background):
     """Syncs applied changes' files and deletes their journals on a thread of its own, oldest first, so the
     applies of a run's agent steps cost their scheduler one fsync each. A retirement that fails leaves its
-    journal, which the next start replays (the same bytes again). close() waits for every journal."""
+    journal, and every later journal stays with it (_retire), so the next start replays them all in the order
+    they were written and the files end as the newest change left them. close() waits for every journal."""
 
     def __init__(self) -> None:
         super().__init__(_retire, "apply-retirer", (OSError,))
@@ -150,14 +160,19 @@ def recover(root: Path, state_dir: Path) -> list[str]:
     done: list[str] = []
     if not folder.is_dir():
         return done
+    rolled: list[tuple[Path, list[Path]]] = []
     for path in sorted(folder.iterdir()):
         if path.is_dir():  # the layout before one journal file held the bytes: <txid>/journal.json and new/
             done.append(_recover_folder(root, path))
         elif path.name.endswith(JOURNAL):
             txid, entries, payload = _read_journal(path)
-            _retire(path, _roll_forward(root, path, entries, payload))
+            rolled.append((path, _roll_forward(root, path, entries, payload)))
             files = sum(1 for entry in entries if not entry.get("state"))  # the project's: what the user sees
             done.append(f"completed the interrupted apply {txid} ({files} files)")
+    # every journal replayed before any is retired: one whose retirement fails again leaves the files as the
+    # newest change made them, with every journal still there for the next start
+    for path, written in rolled:
+        _retire(path, written)
     for path in sorted(folder.iterdir()):
         if path.name.endswith(JOURNAL + UNFINISHED):
             txid = path.name.removesuffix(JOURNAL + UNFINISHED).split("-", 1)[-1]

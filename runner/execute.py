@@ -18,7 +18,7 @@ from .interrupts import Interrupts
 from .keys import digest_bytes, outputs_digest
 from .noop import cached_lines
 from .plan import RUN, Decision, Planner, decide_each
-from .process import kill_groups
+from .process import RUN_VAR, kill_groups
 from .record import RunRecord, tail
 from .redact import Mask
 from .spec import STEP_AGENT, STEP_AGGREGATE, STEP_SHELL
@@ -172,9 +172,13 @@ class Executor:
         self.cancelled = threading.Event()
         self.journals: dict[str, str] = {}
         self.inflight = InflightJournal(layout)
-        self.environ = dict(os.environb)  # what shell steps inherit: the environment as the run began
+        self.environ = dict(os.environb)  # what shell steps inherit: the environment as the run began,
+        # and the run's token, by which the next start finds a child a kill left unjournaled (workspace.py)
+        self.environ[RUN_VAR.encode()] = self.inflight.token.encode()
         executor = options.executor
         self.cluster = executor if executor is not None and executor.on_cluster else None
+        if self.cluster is not None:  # written before any step goes there: a kill at any moment finds it
+            self.inflight.cluster(self.cluster.address, self.cluster.token)
         # with a core to spare, the scheduler makes the next steps' redirect files while a child runs; with
         # every core busy that only moves the work (measured: 10k clean -j2 on 2 cores, 12.6 s -> 13.1 s)
         ahead = options.jobs < (os.cpu_count() or 1) and self.cluster is None  # a remote step makes its own

@@ -206,10 +206,13 @@ def make(
     wait_for_lock: bool = True,
     on_wait=None,
     remote=None,
+    *,
+    stop_cluster,
 ) -> Summary:
     """Stages 3-5 under the project lock: plan each step as it becomes ready, run it, record it. `remote`: a
     shared cache (runner/stores/mirror.py): read on a local miss, given the successes; its account
-    (`finish()`) goes into run_finished."""
+    (`finish()`) goes into run_finished. `stop_cluster`: what kills a killed run's tasks on a Dask cluster
+    (executors.stop_abandoned, which the command brings: workspace.recover_inflight)."""
     targets = [targets] if isinstance(targets, str) else list(targets)
     layout = project.layout
     layout.ensure()
@@ -220,12 +223,11 @@ def make(
     previous = signal.signal(signal.SIGTERM, _terminate_as_interrupt)
     record = None
     try:
-        recover_inflight(layout)
-        recovered: list[str] = []
+        recovered = recover_inflight(layout, stop_cluster)
         if (layout.state_dir / "apply").is_dir():  # an agent step's apply that a crash cut short
             from .apply import recover as recover_applies
 
-            recovered = recover_applies(layout.root, layout.state_dir)
+            recovered += recover_applies(layout.root, layout.state_dir)
         requested = proof_name(targets, project.spec_file)  # the proof's name: as the fast no-op finds it
         resolved = resolve_targets(project.spec, targets)
         compiled = project.compiled

@@ -6,6 +6,10 @@ next start kills it, waited for against a wall-clock timeout and a cancel event,
 Shell steps start through steps/spawn.py (posix_spawn: a 10,000-step build starts 10,000 of them, and Popen
 costs more than the step) and are journaled by the scheduler with their outputs; they share the kill and the
 recovery. Verify commands and the Codex worker start here (`start`), as a `Group`.
+
+Every child a journaled run starts holds the run's token in its environment (RUN_VAR): a child runs a moment
+before its pid is known and journaled, and a runner killed in that moment leaves a child no journal line names;
+the next start finds it by the token (`groups_holding`).
 """
 
 from __future__ import annotations
@@ -25,10 +29,13 @@ KILL_GRACE = 2.0  # seconds between SIGTERM and SIGKILL: enough to flush and exi
 CANCEL_POLL = 0.1  # seconds: how late a wait notices its cancel event (an Event has no fd to select on)
 SAME_PROCESS_WINDOW = 1.0  # seconds between our clock reading at the start and the kernel's start time
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+RUN_VAR = "RUNNER_RUN"  # NAME=token in the environment of every child of a run: never in a step's key or record
 
 
 class Journal(Protocol):
     """Where a started process is recorded until it is reaped (workspace.InflightJournal)."""
+
+    token: str  # the run's: every child it starts holds RUN_VAR=token in its environment
 
     def start(self, key: str, pid: int, outputs: list[str]) -> str: ...
 
@@ -105,6 +112,39 @@ def same_process(pid: int, started: float) -> bool:
     return alive_since is not None and abs(alive_since - started) < SAME_PROCESS_WINDOW
 
 
+def groups_holding(token: str) -> set[int]:
+    """The process groups of this user's live processes whose environment holds RUN_VAR=token (a run's children,
+    and what they started, unless it cleared its environment), but for our own group. One pass over /proc:
+    recovery after a crash, never a step's start. A group id stays its group's while any member lives, so a
+    group found here is still that group when `kill_groups` signals it a moment later."""
+    needle = f"{RUN_VAR}={token}".encode()
+    uid, mine = os.getuid(), os.getpgid(0)
+    found: set[int] = set()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            if os.stat(f"/proc/{entry}").st_uid != uid:
+                continue
+            with open(f"/proc/{entry}/environ", "rb") as f:  # empty for a zombie: it holds nothing to kill
+                if needle not in f.read().split(b"\0"):
+                    continue
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                pgid = int(f.read().rsplit(b")", 1)[1].split()[2])
+        except (OSError, IndexError, ValueError):
+            continue  # gone meanwhile
+        if pgid != mine:  # a runner started by the killed run's step is one of its children: not itself
+            found.add(pgid)
+    return found
+
+
+def with_token(env: Mapping[str, str] | Mapping[bytes, bytes], token: str) -> dict:
+    """`env` with RUN_VAR=token in place of any it held (an outer run's, when a step runs runner)."""
+    out: dict = {k: v for k, v in env.items() if k != RUN_VAR and k != RUN_VAR.encode()}
+    out[RUN_VAR] = token  # Popen encodes each name and value, str or bytes
+    return out
+
+
 class Group:
     """A child started by `start`: the leader of its own process group, journaled until it is reaped.
 
@@ -179,13 +219,13 @@ def start(
 ) -> Group:
     """Start `argv` as the leader of a new session (no terminal signal reaches it: runner stops it itself),
     stdin /dev/null, or a pipe the caller writes and closes (`stdin_pipe`), recorded in `journal` under
-    `label` and its pid. Raises OSError when it cannot start."""
+    `label` and its pid, with the journal's run token in its environment. Raises OSError when it cannot start."""
     import subprocess
 
     proc = subprocess.Popen(
         list(argv),
         cwd=cwd,
-        env=env,
+        env=env if journal is None else with_token(env, journal.token),
         stdin=subprocess.PIPE if stdin_pipe else subprocess.DEVNULL,
         stdout=stdout,
         stderr=stderr,

@@ -9,10 +9,13 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from .errors import LockHeldError
-from .process import boot_time, kill_groups, same_process
+from .process import boot_time, groups_holding, kill_groups, same_process
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 STATE_DIR = ".runner"
 SPEC_FILE = "intents.toml"  # as runner.load names it (a warm run never imports the loader)
@@ -158,21 +161,40 @@ def locate(start: Path, spec_file: str | None = None) -> tuple[Path, str]:
 
 
 # ---- processes in flight ----------------------------------------------------------------------
-# One append-only file: a "start" line (a key, the process group, when it started, the declared outputs) before
-# a process runs, an "end" line once it is settled. A shell step's key is its intent, its outputs its declared
-# ones, and its end comes once its result is stored; a verify command's or the Codex worker's key is its intent,
-# what it is and its pid ("tests verify 4242"), with no outputs (it works in the attempt's own copy), and its
-# end comes once it is reaped. A start with no end was cut off by a crash or SIGKILL: at the next start its
-# process group is killed if still alive and its outputs removed, so no half-written file is ever taken for a
-# result and no verify or agent outlives the runner that started it. Appends of a line each (one write(2) with
-# O_APPEND, so lines from the scheduler and from agent threads never interleave), no fsync: a lost line can
-# only make recovery remove an output that is then rebuilt or restored.
+# One append-only file. Its head line holds the run's token ("run"), which every child the run starts holds in
+# its environment (process.RUN_VAR); a run on a Dask cluster adds the scheduler's address and the token that
+# names its tasks on the workers ("cluster"), before any is submitted. Then a "start" line (a key, the process
+# group, when it started, the declared outputs) once a process runs, an "end" line once it is settled. A shell
+# step's key is its intent, its outputs its declared ones, and its end comes once its result is stored (a step
+# on the cluster has process group 0: it has none here); a verify command's or the Codex worker's key is its
+# intent, what it is and its pid ("tests verify 4242"), with no outputs (it works in the attempt's own copy), and
+# its end comes once it is reaped. A run that ends with every child settled empties the file.
+#
+# At the next start, a file that is not empty was left by a run that did not settle everything (killed, crashed,
+# or interrupted while a child would not stop). Every process group of this user that holds the run's token is
+# killed: a child runs a moment before its pid is known and written, and a kill in that moment leaves a child
+# no start line names, which the token finds, as it finds what a child moved to a session of its own. So is
+# every group a start line without an end names, if its leader is still the process that started then (a
+# child that cleared its environment). The run's tasks on a cluster are killed on its workers (a scheduler
+# that does not answer is said once). Then the outputs of every start without an end are removed, so no
+# half-written file is taken for a result, and the file is emptied. A child killed in that first moment has
+# no line naming its outputs: they stay, and cannot pass for a result either (its step has no record of what
+# they hold, so the next run runs it, or puts the recorded bytes back). Appends of a line each (one write(2)
+# with O_APPEND, so lines from the scheduler and from agent threads never interleave), no fsync: a line lost
+# with the machine's power had no process left to kill, and an output it named is one the freshness rule
+# does not trust.
 
 
 class InflightJournal:
     def __init__(self, layout: Layout):
         self.path = layout.state_dir / "inflight"
+        self.token = os.urandom(16).hex()  # the run's: RUN_VAR in every child's environment (process.with_token)
         self.fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_TRUNC, 0o644)
+        os.write(self.fd, (json.dumps({"run": self.token}) + "\n").encode())
+
+    def cluster(self, address: str, token: str) -> None:
+        """The run's steps go to the Dask scheduler at `address`, their commands named on the workers by `token`."""
+        os.write(self.fd, (json.dumps({"cluster": address, "token": token}) + "\n").encode())
 
     def start(self, key: str, pid: int, outputs: list[str]) -> str:
         # when the child was started: recovery kills the group only if the process now holding that pid
@@ -192,11 +214,16 @@ class InflightJournal:
         os.close(self.fd)
 
 
-def recover_inflight(layout: Layout) -> list[str]:
-    """Clean up after the processes a crashed runner left running; returns the journal keys recovered."""
+def recover_inflight(layout: Layout, stop_cluster: Callable[[str, str], str | None]) -> list[str]:
+    """Clean up after the processes a killed runner left running (above); returns what is worth saying.
+    `stop_cluster(address, token)`: kill the run's tasks on that Dask cluster and say how it went, None: nothing
+    to say (the command brings it, executors.stop_abandoned: the core does not import the executors)."""
     started: dict[str, dict] = {}
+    tokens: list[str] = []
+    clusters: list[tuple[str, str]] = []
+    path = layout.state_dir / "inflight"
     try:
-        with open(layout.state_dir / "inflight", "rb") as f:  # bytes: a damaged line must not stop the rest
+        with open(path, "rb") as f:  # bytes: a damaged line must not stop the rest
             for line in f:
                 try:
                     entry = json.loads(line)
@@ -208,21 +235,34 @@ def recover_inflight(layout: Layout) -> list[str]:
                     started[entry["start"]] = entry
                 elif isinstance(end := entry.get("end"), str):
                     started.pop(end, None)
+                elif isinstance(token := entry.get("run"), str) and token:
+                    tokens.append(token)
+                elif isinstance(address := entry.get("cluster"), str) and isinstance(entry.get("token"), str):
+                    clusters.append((address, entry["token"]))
     except FileNotFoundError:
         return []
-    alive = [
+    if not (started or tokens or clusters):
+        return []  # a run that settled everything: nothing to scan for
+    alive = {
         e["pgid"]
         for e in started.values()
         if e.get("pgid") and e.get("started") is not None and same_process(e["pgid"], e["started"])
-    ]
-    kill_groups(alive)  # all at once: one grace for all of them
+    }
+    for token in tokens:
+        alive |= groups_holding(token)
+    kill_groups(sorted(alive))  # all at once: one grace for all of them
+    said: list[str] = []
+    for address, token in clusters:  # before the outputs go: a task still running would write them again
+        if (message := stop_cluster(address, token)) is not None:
+            said.append(message)
     for entry in started.values():
         for rel in entry.get("outputs", []):
             try:
                 os.unlink(layout.root / rel)
             except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
                 pass
-    return sorted(started)
+    os.truncate(path, 0)  # recovered: a later start that runs nothing must not do it again
+    return said
 
 
 def is_terminal(stream=None) -> bool:

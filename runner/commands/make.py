@@ -41,7 +41,7 @@ def make(
     over RUNNER_REMOTE_CACHE and `[cache]`. `executor`: --executor (local, dask://HOST:PORT). `hermetic`:
     --hermetic, steps on the cluster see only their declared inputs (runner/executors/hermetic.py)."""
     from ..execute import RunOptions
-    from ..executors import build
+    from ..executors import build, stop_abandoned
     from ..pipeline import load_project
     from ..pipeline import make as run_pipeline
     from ..report import make_reporter
@@ -79,6 +79,7 @@ def make(
             wait_for_lock=not no_wait,
             on_wait=on_wait or _say_waiting,
             remote=mirror,
+            stop_cluster=stop_abandoned,
         )
     finally:
         reporter.close()

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ..errors import UsageError
 from ..execute import RunOptions
+from ..executors import stop_abandoned
 from ..pipeline import load_project, make
 from ..record import list_runs, read_events
 from . import Command, Invocation, argument, echo, print_json
@@ -36,7 +37,8 @@ def replay_run(root: Path, run_id: str) -> dict:
         for name, event in sorted(recorded.items()):
             _clear_outputs(load_project(copy).spec, name)
             events: list[dict] = []
-            make(load_project(copy), [name], RunOptions(jobs=1, force=True, worker="replay"), events.append)
+            options = RunOptions(jobs=1, force=True, worker="replay")
+            make(load_project(copy), [name], options, events.append, stop_cluster=stop_abandoned)
             finished = [e for e in events if e.get("event") == "step_finished" and e.get("intent") == name]
             now = finished[-1] if finished else {}
             want = event.get("outputs", {})

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-from . import SPEC_FILE, Command, Invocation, echo, flag, option, print_json, target_argument
+from . import SPEC_FILE, Command, Invocation, echo, flag, option, print_json, target_argument, warn
 
 
 def run(inv: Invocation, intent: str, to: int | None, spec_file: str | None, force: bool) -> None:
+    from ..executors import stop_abandoned
     from ..pipeline import load_project
     from ..plans.versions import rollback
     from .history import summary
 
     project = load_project(inv.directory, spec_file=spec_file)
-    record = rollback(project, intent, to, force)
+    # what a killed run left recovered first, said on stderr as `runner make` says it
+    record = rollback(project, intent, to, force, stop_abandoned, lambda message: warn([f"runner: {message}"]))
     if inv.as_json:
         print_json(summary(record) | {"files": record["files"]})
         return

@@ -90,3 +90,11 @@ def _check_hermetic(spec: Spec, settings: ExecutorSettings, mirror) -> None:
             f"error: hermetic steps need to read and write the remote cache {mirror.url}, whose mode here is "
             f"{mirror.mode}: use --remote-mode readwrite (and set the signing key's variable, if [cache] names one)"
         )
+
+
+def stop_abandoned(address: str, token: str) -> str | None:
+    """workspace.recover_inflight's `stop_cluster`: kill what a killed run left on the Dask cluster at `address`
+    (dask.stop_run); `distributed` is imported only when a journal names a cluster."""
+    from .dask import stop_run
+
+    return stop_run(address, token)

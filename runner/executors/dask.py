@@ -28,7 +28,7 @@ import uuid
 from collections.abc import Callable
 
 from ..errors import UsageError
-from ..process import kill_groups, start
+from ..process import RUN_VAR, kill_groups, start
 from ..steps.base import StepContext, StepOutcome
 from ..steps.shell import command_line, ended
 
@@ -113,7 +113,9 @@ class DaskExecutor:
             done.set_result(StepOutcome(ok=False, error=str(exc)))
             wake()
             return done
-        env = dict(ctx.environ if ctx.environ is not None else os.environb)  # the step's environment, as locally
+        env = dict(ctx.environ if ctx.environ is not None else os.environb)  # the step's environment, as locally,
+        # but for the run's token: it names this machine's children, and a worker's are killed by kill_run
+        env.pop(RUN_VAR.encode(), None)
         env.update((os.fsencode(k), os.fsencode(v)) for k, v in intent.env)
         key = f"runner-{intent.name}-{uuid.uuid4().hex[:12]}"
         if self.hermetic is not None:
@@ -288,6 +290,48 @@ class DaskExecutor:
             ready.set()
         for _future, done in pending:
             done.set_result(_interrupted())
+
+
+def stop_run(address: str, token: str) -> str | None:
+    """At the start after a runner was killed while steps of its run were on the cluster at `address`: kill
+    them (kill_run on every worker, as Ctrl-C does), within CONNECT_TIMEOUT to reach the scheduler and
+    CANCEL_WAIT for the workers; what to say, None when nothing was left running. The client the killed runner
+    held is gone, so the scheduler has dropped its queued tasks; a task already running goes on until killed."""
+    from distributed import Client
+
+    logging.getLogger("distributed").setLevel(logging.CRITICAL)  # as in connect: the runner says what happened
+    try:
+        client = Client(address, timeout=CONNECT_TIMEOUT, set_as_default=False)
+    except Exception as exc:  # noqa: BLE001 - unreachable, refused, a bad address: said, and the start goes on
+        return (
+            f"no Dask scheduler answered at {address} within {CONNECT_TIMEOUT:g}s ({type(exc).__name__}): the steps "
+            "a killed run started there may still be running"
+        )
+    answers: dict = {}
+
+    def kill() -> None:
+        try:
+            answers.update(client.run(kill_run, token, on_error="ignore"))
+        except Exception:  # noqa: BLE001 - the scheduler gone meanwhile: said below, as no answer
+            pass
+
+    thread = threading.Thread(target=kill, name="runner-dask-recover", daemon=True)
+    thread.start()
+    thread.join(CANCEL_WAIT)
+    try:
+        client.close(timeout=CANCEL_WAIT)
+    except Exception:  # noqa: BLE001 - a scheduler already gone: nothing is left to close
+        pass
+    if thread.is_alive():
+        return (
+            f"the Dask workers at {address} did not answer within {CANCEL_WAIT:g}s: the steps a killed run started "
+            "there may still be running"
+        )
+    killed = sum(n for n in answers.values() if isinstance(n, int))
+    if not killed:
+        return None
+    tasks = "task" if killed == 1 else "tasks"
+    return f"stopped {killed} {tasks} a killed run left running on the Dask cluster at {address}"
 
 
 def _interrupted() -> StepOutcome:

@@ -112,8 +112,9 @@ def _digest(path: Path) -> str | None:
         return None
 
 
-def rollback(project, name: str, to: int | None, force: bool) -> dict:
-    """Restore version `to`'s files (None: the version before the latest) and record that as the next version."""
+def rollback(project, name: str, to: int | None, force: bool, stop_cluster, say) -> dict:
+    """Restore version `to`'s files (None: the version before the latest) and record that as the next version.
+    `stop_cluster`, `say`: what a killed run left is recovered first (workspace.recover_inflight), said by `say`."""
     from ..cache import Cache, State, StepRecord
     from ..record import new_run_id
     from ..redact import mask_for_run
@@ -125,7 +126,8 @@ def rollback(project, name: str, to: int | None, force: bool) -> dict:
     layout.ensure()
     root, state_dir = layout.root, layout.state_dir
     with ProjectLock(layout, f"runner rollback {name}"):
-        recover_inflight(layout)
+        for message in recover_inflight(layout, stop_cluster):
+            say(message)
         if (state_dir / "apply").is_dir():
             recover(root, state_dir)  # a rollback or an apply a kill cut short: completed or discarded first
         records = versions(state_dir, name)

@@ -1,13 +1,17 @@
 """The journaled apply's own file layout and recovery: one journal file per change, killed processes' journals
-replayed oldest first (the run's state file is in each, so the newest must win), and the folder-per-change
-layout an older runner left behind still completed or discarded."""
+replayed oldest first (the run's state file is in each, so the newest must win), a journal whose retirement failed
+never outlived by a newer one, and the folder-per-change layout an older runner left behind still completed or
+discarded."""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+
+from ci import need
 
 from runner.apply import recover
 
@@ -73,3 +77,75 @@ def test_an_older_runner_s_folder_per_change_is_still_recovered(tmp_path):
     assert (root / "out/a.txt").read_text() == "from the old journal"
     assert not (root / "gone.txt").exists()
     assert list((state / "apply").iterdir()) == []
+
+
+RETIRE = """
+import os, sys
+from pathlib import Path
+from runner.apply import Retirer, apply_change
+from runner.attempt import Change
+root, state = Path(sys.argv[1]), Path(sys.argv[2])
+retirer = Retirer()
+apply_change(root, state, Change(files={"notes.txt": b"older"}), "r1-a", {"state": b"state older"}, retirer)
+retirer.close()  # its retirement has failed: the file it must sync cannot be opened
+os.chmod(root / "notes.txt", 0o644)  # the user makes it readable again; the next change retires fine
+apply_change(root, state, Change(files={"notes.txt": b"newer"}), "r1-b", {"state": b"state newer"}, retirer)
+retirer.close()
+"""
+
+
+def _as_owner() -> list[str]:
+    """What runs a command that reads files as their owner would: root reads any file, but not without these
+    two capabilities."""
+    if os.geteuid() != 0:
+        return []
+    need("setpriv", shutil.which("setpriv") is not None, "install util-linux")
+    return ["setpriv", "--bounding-set=-dac_override,-dac_read_search", "--"]
+
+
+def test_a_journal_whose_retirement_failed_is_never_outlived_by_a_newer_one(tmp_path):
+    root, state = tmp_path / "proj", tmp_path / "proj/.runner"
+    state.mkdir(parents=True)
+    # a write-only file: the apply keeps its mode, so syncing the bytes it wrote (which opens it to read) fails
+    (root / "notes.txt").write_text("before")
+    os.chmod(root / "notes.txt", 0o200)
+    done = subprocess.run([*_as_owner(), sys.executable, "-c", RETIRE, str(root), str(state)], capture_output=True)
+    assert done.returncode == 0, done.stderr
+    assert (root / "notes.txt").read_text() == "newer"
+    left = sorted(p.name.split("-", 1)[1] for p in (state / "apply").iterdir())
+
+    done = recover(root, state)  # the next start
+    assert (root / "notes.txt").read_text() == "newer", "the older change's bytes were put back over the newer"
+    assert (state / "state").read_text() == "state newer"
+    # the older journal stood, and so did the newer one: the replay ended with it
+    assert left == ["r1-a.journal", "r1-b.journal"]
+    assert done == ["completed the interrupted apply r1-a (1 files)", "completed the interrupted apply r1-b (1 files)"]
+    assert list((state / "apply").iterdir()) == []
+
+
+RECOVER = """
+import sys
+from pathlib import Path
+from runner.apply import recover
+recover(Path(sys.argv[1]), Path(sys.argv[2]))
+"""
+
+
+def test_a_retirement_that_fails_again_at_the_next_start_leaves_the_newest_bytes(tmp_path):
+    root, state = tmp_path / "proj", tmp_path / "proj/.runner"
+    state.mkdir(parents=True)
+    (root / "secret.txt").write_text("")
+    os.chmod(root / "secret.txt", 0o200)  # write-only: the older change's retirement fails, here and at the start
+    apply_secret = APPLY.replace('{"out/a.txt": text.encode()}', '{"secret.txt": b"s", "out/a.txt": text.encode()}')
+    env = dict(os.environ, RUNNER_TEST_CRASH_AT="replaced")
+    args = [sys.executable, "-c", apply_secret, str(root), str(state), "older", "r1-a"]
+    assert subprocess.run(args, env=env).returncode == -9
+    _apply_killed(tmp_path, "newer", "r2-a", "replaced")
+
+    done = subprocess.run([*_as_owner(), sys.executable, "-c", RECOVER, str(root), str(state)], capture_output=True)
+    assert done.returncode == 1 and b"PermissionError" in done.stderr  # as before: the start cannot go on
+    # but every journal was replayed before any was retired: the files are the newer change's, and both
+    # journals stand for the start after, which replays them in the same order
+    assert (root / "out/a.txt").read_text() == "newer"
+    assert (state / "state").read_text() == "state newer"
+    assert len([p for p in (state / "apply").iterdir() if p.name.endswith(".journal")]) == 2

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import time
 from importlib.resources import files
@@ -124,25 +125,87 @@ def test_ctrl_c_kills_the_command_on_the_worker_and_exits_130(cluster, tmp_path:
     assert (root / ".runner" / "inflight").stat().st_size == 0
 
 
-def test_a_runner_killed_mid_step_leaves_its_remote_step_in_the_journal_for_the_next_start(cluster, tmp_path: Path):
-    address, _workers = cluster
-    root = project(
-        tmp_path / "p",
-        '[intent.half]\nrun = "echo partial > out.txt; touch started.txt; sleep 1; echo full > out.txt"\n'
-        'inputs = ["intents.toml"]\noutputs = ["out.txt"]\n',
-    )
+def _group_alive(pgid: int) -> list[int]:
+    """Live (non-zombie) processes of group `pgid`, on this machine (the LocalCluster's workers are here)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            fields = (entry / "stat").read_bytes().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if fields[0] != b"Z" and int(fields[2]) == pgid:
+            found.append(int(entry.name))
+    return found
+
+
+def _killed_mid_step(root: Path, address: str) -> int:
+    """Start a run whose step sleeps 30 s on the cluster, SIGKILL the runner once the step runs; its group."""
     proc = start_runner(root, "make", "--json", "--executor", address)
-    wait_for(root / "started.txt")
+    deadline = time.monotonic() + 60
+    while not ((root / "group.txt").exists() and (root / "group.txt").read_text().endswith("\n")):
+        assert time.monotonic() < deadline, "the step never started"
+        time.sleep(0.05)
     proc.send_signal(signal.SIGKILL)  # no chance to clean up: the journal is all the next start has
     proc.communicate(timeout=30)
-    entries = [json.loads(line) for line in (root / ".runner" / "inflight").read_text().splitlines()]
-    assert [(e["start"], e["pgid"], e["outputs"]) for e in entries] == [("half", 0, ["out.txt"])]
-    time.sleep(1.5)  # the orphaned task on the worker ends meanwhile
-    resumed = runner(root, "make", "--json")  # recovery removes out.txt, whoever wrote it, and the step runs here
-    assert resumed.code == 0, resumed.err
-    assert [e["status"] for e in resumed.finished()] == ["ran"]
-    assert (root / "out.txt").read_text() == "full\n"
-    assert (root / ".runner" / "inflight").stat().st_size == 0
+    return int((root / "group.txt").read_text())
+
+
+SLEEPER = (
+    '[intent.half]\nrun = "echo partial > out.txt; echo $$ > group.txt; sleep 30; echo late > out.txt"\n'
+    'inputs = ["intents.toml"]\noutputs = ["out.txt"]\n'
+)
+QUICK = '[intent.half]\nrun = "echo full > out.txt"\ninputs = ["intents.toml"]\noutputs = ["out.txt"]\n'
+
+
+def test_a_runner_killed_mid_step_has_the_step_killed_on_the_worker_by_its_next_start(cluster, tmp_path: Path):
+    address, _workers = cluster
+    root = project(tmp_path / "p", SLEEPER)
+    group = _killed_mid_step(root, address)
+    try:
+        head, where, step = [json.loads(line) for line in (root / ".runner" / "inflight").read_text().splitlines()]
+        assert where == {"cluster": address, "token": where["token"]} and len(where["token"]) == 32
+        assert (step["start"], step["pgid"], step["outputs"]) == ("half", 0, ["out.txt"])
+        assert where["token"] != head["run"]  # the worker's commands are not this machine's children
+        assert _group_alive(group), "the step died with the runner: nothing to recover"
+
+        (root / "intents.toml").write_text(QUICK)
+        started = time.monotonic()
+        resumed = runner(root, "make", "--json", "--executor", "local")
+        assert resumed.code == 0, resumed.err
+        assert _group_alive(group) == [], "the killed run's step still runs on the worker"
+        assert time.monotonic() - started < 20  # at once, not once the 30 s sleep is over
+        said = [e["message"] for e in resumed.events() if e["event"] == "recovered"]
+        assert said == [f"stopped 1 task a killed run left running on the Dask cluster at {address}"]
+        assert [e["status"] for e in resumed.finished()] == ["ran"]
+        assert (root / "out.txt").read_text() == "full\n"
+        assert (root / ".runner" / "inflight").stat().st_size == 0
+    finally:
+        for pid in _group_alive(group):
+            os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.slow  # a scheduler and a worker of its own, and a 3 s connect timeout waited out
+def test_the_next_start_says_once_that_the_killed_runs_scheduler_is_gone_and_goes_on(processes, tmp_path: Path):
+    scheduler, address = processes.scheduler()
+    processes.worker(address, "w1")
+    processes.wait_for_workers(address, 1)
+    root = project(tmp_path / "p", SLEEPER)
+    group = _killed_mid_step(root, address)
+    try:
+        processes.stop()  # the scheduler and its worker
+        (root / "intents.toml").write_text(QUICK)
+        resumed = runner(root, "make")
+        assert resumed.code == 0, resumed.err
+        assert resumed.err == (
+            f"runner: no Dask scheduler answered at {address} within 3s (OSError): the steps a killed run started "
+            "there may still be running\n"
+        )
+        assert (root / "out.txt").read_text() == "full\n"
+        again = runner(root, "make")
+        assert again.code == 0 and again.err == ""  # said once: recovered, the journal is empty
+    finally:  # the worker's parent-death signal kills the step's shell, not the `sleep` the shell waits for
+        for pid in _group_alive(group):
+            os.kill(pid, signal.SIGKILL)
 
 
 BAD = [

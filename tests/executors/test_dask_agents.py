@@ -153,6 +153,50 @@ def test_ctrl_c_kills_the_attempts_verify_on_the_worker(cluster, agent, server):
     assert (agent.root / ".runner/inflight").stat().st_size == 0
 
 
+def _sleeping(marker: str) -> list[int]:
+    """Live processes whose command line is `sleep MARKER` (the worker's are on this machine)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                zombie = f.read().rsplit(b")", 1)[1].split()[0] == b"Z"
+        except OSError:
+            continue
+        if argv[:2] == [b"sleep", marker.encode()] and not zombie:
+            found.append(int(entry))
+    return found
+
+
+def test_a_runner_killed_mid_attempt_has_it_stopped_on_the_worker_by_its_next_start(cluster, agent, server):
+    address, _workers = cluster
+    agent.spec(_worker(server([{"steps": [{"message": _answer({"tests/test_calc.py": PASSING_TEST})}]}])))
+    with open(agent.root / "intents.toml", "a") as f:  # what the next start makes: recovery comes first anyway
+        f.write('\n[intent.other]\nrun = "true"\n')
+    marker = f"20.{time.time_ns() % 10**9:09d}"
+    _evidence(agent, before=f"touch {agent.home}/started; sleep {marker}; touch {agent.home}/late; ")
+    proc = _start(agent, "--executor", address)
+    try:
+        wait_for(agent.home / "started", 60)
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate(timeout=30)
+        assert _sleeping(marker), "the verify died with the runner: nothing to recover"
+        started = time.monotonic()
+        again = agent.make("other", "--executor", "local")
+        assert again.code == 0, again.err
+        while _sleeping(marker):  # the attempt kills its verify on seeing its cancel: within its grace
+            assert time.monotonic() - started < 12, "the killed run's verify still runs on the worker"
+            time.sleep(0.1)
+        said = [e["message"] for e in again.events() if e.get("event") == "recovered"]
+        assert said == [f"stopped 1 task a killed run left running on the Dask cluster at {address}"]
+        assert not (agent.home / "late").exists()
+        assert not (agent.root / "tests/test_calc.py").exists()
+    finally:
+        for pid in _sleeping(marker):
+            os.kill(pid, signal.SIGKILL)
+
+
 @pytest.mark.slow  # three processes of its own, an attempt made twice
 def test_a_worker_killed_mid_attempt_is_survived_and_the_change_applied_once(processes, agent, server):
     _scheduler, address = processes.scheduler()
