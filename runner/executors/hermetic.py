@@ -64,11 +64,7 @@ class Hermetic:
         for rel in _dependency_outputs(ctx, ctx.intent.deps, set()):
             if rel in manifest:
                 continue
-            try:
-                with open(os.path.join(root, rel), "rb") as f:
-                    data = f.read()
-            except OSError as exc:
-                raise HermeticError(f"dependency output '{rel}' could not be read: {exc.strerror}") from None
+            data = _read_or_say(os.path.join(root, rel), f"dependency output '{rel}'")
             manifest[rel] = digest_bytes(data)
             datas[manifest[rel]] = data
         self._carry(root, manifest, datas)
@@ -87,11 +83,7 @@ class Hermetic:
         files: dict[str, str] = {}
         datas: dict[str, bytes] = {}
         for name in names:
-            try:
-                with open(os.path.join(folder, name), "rb") as f:
-                    data = f.read()
-            except OSError as exc:
-                raise HermeticError(f"regexes/{name} could not be read: {exc.strerror}") from None
+            data = _read_or_say(os.path.join(folder, name), f"regexes/{name}")
             files[name] = digest_bytes(data)
             datas[files[name]] = data
         self._carry(folder, files, datas)
@@ -151,11 +143,7 @@ class Hermetic:
 
 
 def _read(root: str, rel: str, digest: str) -> bytes:
-    try:
-        with open(os.path.join(root, rel), "rb") as f:
-            data = f.read()
-    except OSError as exc:
-        raise HermeticError(f"input '{rel}' could not be read: {exc.strerror}") from None
+    data = _read_or_say(os.path.join(root, rel), f"input '{rel}'")
     if digest_bytes(data) != digest:
         raise HermeticError(f"input '{rel}' changed after the run planned this step: run again")
     return data
@@ -320,3 +308,12 @@ def _no_change():
     from ..attempt import Change
 
     return Change()
+
+
+def _read_or_say(path: str, what: str) -> bytes:
+    """A file the step's manifest carries, or HermeticError naming `what` could not be read and why."""
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError as exc:
+        raise HermeticError(f"{what} could not be read: {exc.strerror}") from None
