@@ -107,11 +107,45 @@ def try_noop(argv: list[str]) -> int | None:
         return None
     started = time.monotonic()
     root, spec_file = locate(parsed["directory"], parsed.get("spec_file"))
+    if _unsettled(root):
+        return None  # the pipeline recovers first (and waits for a run holding the lock)
     proved = prove_target(root, proof_name(parsed["targets"], spec_file))
     if proved is None:
         return None
     _report(root, *proved, parsed, started)
     return 0
+
+
+def _unsettled(root: str) -> bool:
+    """A killed run left processes to stop (a non-empty in-flight journal: a settled run empties it) or an apply
+    to finish (`.runner/apply/` holding a journal), which the pipeline's start recovers: not for the fast path
+    to answer over. Two syscalls when there is none; a live run holding the lock has its journal in use, and
+    does not stop the fast path answering for its own proof as before."""
+    state = os.path.join(root, ".runner")
+    try:
+        left = os.stat(os.path.join(state, "inflight")).st_size > 0
+    except OSError:
+        left = False
+    if not left:
+        try:
+            left = bool(os.listdir(os.path.join(state, "apply")))
+        except OSError:
+            return False
+    if not left:
+        return False
+    import fcntl
+
+    try:
+        fd = os.open(os.path.join(state, "lock"), os.O_RDONLY)
+    except OSError:
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        return True  # nobody holds the lock: what the journals name was left by a run that is gone
+    except OSError:
+        return False  # a runner is at work: its journal is live
+    finally:
+        os.close(fd)
 
 
 def _report(root: str, order: list[str], aggregates: tuple[int, ...], parsed: dict, started: float) -> None:

@@ -185,3 +185,44 @@ def test_recovery_without_a_cluster_entry_never_imports_dask(project):
     finally:
         proc.kill()
         _kill([marker])
+
+
+def test_a_no_op_of_another_target_after_a_killed_run_recovers_it_first(project):
+    """The fast no-op answers from the target's proof without the pipeline, whose start is where a killed run is
+    recovered: with a killed run's journal left, it steps aside, so the orphan is stopped by this very run."""
+    marker = _marker()
+    project.spec(f"""
+        [intent.quick]
+        run = "cat in.txt > quick.txt"
+        inputs = ["in.txt"]
+        outputs = ["quick.txt"]
+
+        [intent.slow]
+        run = "sleep {marker}"
+        inputs = ["in.txt"]
+        outputs = ["slow.txt"]
+    """)
+    project.write("in.txt", "in\n")
+    project.age_all()
+    assert project.make("quick").code == 0
+    project.age_all()
+    assert project.make("quick").code == 0
+    assert project.make("quick").events()[0].get("fast") is True
+    proc = _start(project, "slow")
+    try:
+        _wait(lambda: _with(marker), "the sleep")
+        _wait(lambda: any("start" in e for e in _journal(project)), "the step journaled")
+        live = project.make("quick", "--no-wait")  # a live run's journal is in use: the fast path answers as before
+        assert live.code == 0 and live.events()[0].get("fast") is True, live.err
+        proc.kill()
+        proc.wait(10)
+        assert _with(marker), "the child died with the runner: nothing to recover"
+        result = project.make("quick")
+        assert result.code == 0, result.err
+        assert result.events()[0].get("fast") is None  # the pipeline ran: it recovers first
+        assert result.statuses() == {"quick": "cached"}
+        assert _with(marker) == [], "the killed run's child is still running"
+        assert project.make("quick").events()[0].get("fast") is True  # settled: fast again
+    finally:
+        proc.kill()
+        _kill([marker])
