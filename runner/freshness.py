@@ -113,7 +113,7 @@ class StatCache:
 
     def __init__(self, path: str):
         self.path = path
-        self.changed: set[str] = set()  # paths whose entries changed since read or saved: what save() appends
+        self._changed: set[str] = set()  # paths whose entries changed since read or saved: what save() appends
         self.reads = 0  # how many files had to be hashed (for tests and the benchmark)
         # paths hashed by this process: within one run, a file hashed and not written since (its stats
         # unchanged) is not read again; its view keeps the hashing time, so the proof checks its bytes
@@ -134,7 +134,7 @@ class StatCache:
     def _set(self, rel: str, entry: tuple) -> bytes:
         encoded = self._encoded[rel] = marshal.dumps(entry)
         self.fresh.add(rel)
-        self.changed.add(rel)
+        self._changed.add(rel)
         return encoded
 
     def digest(self, root: str, rel: str, by: str | None = None) -> str | None:
@@ -145,7 +145,7 @@ class StatCache:
             st = os.stat(full)
         except (FileNotFoundError, NotADirectoryError):
             if self._encoded.pop(rel, None) is not None:
-                self.changed.add(rel)
+                self._changed.add(rel)
             if by is not None:
                 self._view(rel, None, by, False)
             return None
@@ -172,7 +172,7 @@ class StatCache:
     def written(self, root: str, rel: str, by: str) -> str | None:
         """The digest of a file step `by` just wrote or had restored: its view of the path from now on."""
         if self._encoded.pop(rel, None) is not None:  # its stats may not have moved within the tick: hash it
-            self.changed.add(rel)
+            self._changed.add(rel)
         self.fresh.discard(rel)
         value = self.digest(root, rel)
         self._view(rel, self._encoded.get(rel) if value is not None else None, by, True)
@@ -196,9 +196,9 @@ class StatCache:
             self.views[rel] = (old[0], old[1], True)
 
     def save(self) -> None:
-        if self.changed:
-            self._file.write(self._encoded, self.changed, trim=True)
-            self.changed.clear()
+        if self._changed:
+            self._file.write(self._encoded, self._changed, trim=True)
+            self._changed.clear()
 
 
 def seen(view: bytes | None) -> tuple:

@@ -66,11 +66,7 @@ class IndexFile:
             return {key: marshal.dumps(entry) for key, entry in entries.items()}
         self._snapshot = identity
         for record in self._records():
-            for key, value in record.items():
-                if value is None:
-                    entries.pop(key, None)
-                else:
-                    entries[key] = value
+            _apply(entries, record)
         return entries
 
     def lookup(self, key: str) -> bytes | None:
@@ -93,20 +89,10 @@ class IndexFile:
 
     def update(self, changes: dict[str, bytes | None]) -> None:
         """Write `changes` (None: removed) without reading the whole index when the log can take them."""
-        if self._appendable():
-            record = marshal.dumps(changes)
-            if self._fits(record):
-                try:
-                    if self._append(record, durable=False):
-                        return
-                except OSError:
-                    pass
+        if self._appendable() and self._append(marshal.dumps(changes), durable=False):
+            return
         entries = self.read()
-        for key, value in changes.items():
-            if value is None:
-                entries.pop(key, None)
-            else:
-                entries[key] = value
+        _apply(entries, changes)
         self.write(entries, changes)
 
     def _records(self) -> list[dict]:
@@ -141,14 +127,9 @@ class IndexFile:
     def write(self, entries: dict[str, bytes], changed, durable: bool = False, trim: bool = False) -> None:
         """Save `entries`, of which the keys `changed` differ from what was read or last written."""
         # a clean build changes every entry: that is a snapshot, not a record made only to be thrown away
-        if len(changed) * 4 <= max(len(entries), 1024) and self._appendable():
-            record = marshal.dumps({key: entries.get(key) for key in changed})
-            if self._fits(record):
-                try:
-                    if self._append(record, durable):
-                        return
-                except OSError:
-                    pass  # a log that cannot be written: the snapshot is, whole
+        small = len(changed) * 4 <= max(len(entries), 1024)
+        if small and self._appendable() and self._append(marshal.dumps({k: entries.get(k) for k in changed}), durable):
+            return
         self._looked = None
         write_marshal(self.path, entries, durable, trim)
         try:
@@ -170,14 +151,20 @@ class IndexFile:
         except OSError:
             return False
 
-    def _fits(self, record: bytes) -> bool:
-        assert self._snapshot is not None
-        return self._log_size + len(record) + 64 <= max(self._snapshot[1] // 2, self.LOG_AT_LEAST)
-
     def _append(self, record: bytes, durable: bool) -> bool:
-        """False, writing nothing, when the log is not as this process read or wrote it (another runner's no-op
-        appended to the stat cache's, or a log of another snapshot lies there): the caller writes it whole."""
+        """False, writing nothing, when the caller must write the index whole instead: the record would take
+        the log past its bound, the log is not as this process read or wrote it (another runner's no-op
+        appended to the stat cache's, or a log of another snapshot lies there), or it cannot be written."""
+        assert self._snapshot is not None
+        if self._log_size + len(record) + 64 > max(self._snapshot[1] // 2, self.LOG_AT_LEAST):
+            return False
         self._looked = None
+        try:
+            return self._append_to_log(record, durable)
+        except OSError:
+            return False
+
+    def _append_to_log(self, record: bytes, durable: bool) -> bool:
         with open(self.log_path, "ab") as f:
             if f.tell() != self._log_size:
                 return False
@@ -197,6 +184,14 @@ class IndexFile:
         """The snapshot was written by someone else (an apply's journal holds the state's whole bytes): the
         log no longer extends it, and the next write is whole."""
         self._snapshot = None
+
+
+def _apply(entries: dict[str, bytes], record: dict[str, bytes | None]) -> None:
+    for key, value in record.items():
+        if value is None:
+            entries.pop(key, None)
+        else:
+            entries[key] = value
 
 
 def _identity(st: os.stat_result) -> tuple[int, int, int]:

@@ -122,16 +122,10 @@ def _unsettled(root: str) -> bool:
     to answer over. Two syscalls when there is none; a live run holding the lock has its journal in use, and
     does not stop the fast path answering for its own proof as before."""
     state = os.path.join(root, ".runner")
-    try:
-        left = os.stat(os.path.join(state, "inflight")).st_size > 0
-    except OSError:
-        left = False
-    if not left:
-        try:
-            left = bool(os.listdir(os.path.join(state, "apply")))
-        except OSError:
-            return False
-    if not left:
+    if not (
+        _holds(os.path.join(state, "inflight"), lambda p: os.stat(p).st_size)
+        or _holds(os.path.join(state, "apply"), os.listdir)
+    ):
         return False
     import fcntl
 
@@ -146,6 +140,14 @@ def _unsettled(root: str) -> bool:
         return False  # a runner is at work: its journal is live
     finally:
         os.close(fd)
+
+
+def _holds(path: str, measure) -> bool:
+    """Whether the file or folder at `path` holds anything by `measure` (its size, its entries); not there: no."""
+    try:
+        return bool(measure(path))
+    except OSError:
+        return False
 
 
 def _report(root: str, order: list[str], aggregates: tuple[int, ...], parsed: dict, started: float) -> None:
