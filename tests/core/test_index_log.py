@@ -178,3 +178,24 @@ def test_a_log_another_writer_appended_to_is_not_cut_short_under_this_one(tmp_pa
     run.write(mine, {"k0003"})
     read = IndexFile(str(path)).read()
     assert read["k0001"] == b"mine, first" and read["k0003"] == b"mine, second"
+
+
+def test_a_change_saved_beside_a_stale_log_is_kept(tmp_path):
+    """After an apply's journal (or a recovery replaying one) put a whole state file in place, the log beside it
+    names the old snapshot: a save must not append after that log, under which a reader ignores everything."""
+    path = tmp_path / "state"
+    entries = _entries(400)
+    _written(path, entries, entries)
+    index = IndexFile(str(path))
+    entries = index.read()
+    entries["k0001"] = b"old"
+    index.write(entries, {"k0001"})
+    stale_log = Path(f"{path}.log").read_bytes()
+    path.write_bytes(marshal.dumps(entries))  # a whole file from a journal: another snapshot
+    Path(f"{path}.log").write_bytes(stale_log)
+
+    run = IndexFile(str(path))
+    mine = run.read()
+    mine["k0002"] = b"saved after"
+    run.write(mine, {"k0002"})
+    assert IndexFile(str(path)).read()["k0002"] == b"saved after"
