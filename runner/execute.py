@@ -403,7 +403,16 @@ class Executor:
             self._flush_events()  # whoever reads the events sees each one before the runner blocks
         deadlines = [a.shell.deadline for a in self.active.values() if a.shell and a.shell.deadline]
         timeout = max(0.0, min(deadlines) - time.monotonic()) if deadlines else None
-        for key, _mask in selector.select(timeout):
+        events = selector.select(timeout)
+        # what select() returned is handled whole: a signal between unregistering a step's descriptor and
+        # noting it would have the interrupt's clean-up unregister (or close) it a second time
+        with self.interrupts.held():
+            self._handle(selector, wake_r, events)
+        self.interrupts.take()
+
+    def _handle(self, selector, wake_r: int, events: list) -> None:
+        """Finish what select() said ended; then agent steps that ended and shell steps past their deadline."""
+        for key, _mask in events:
             if key.data is None:
                 try:
                     os.read(wake_r, 4096)

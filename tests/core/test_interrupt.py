@@ -238,3 +238,84 @@ def test_a_killed_runners_orphan_is_stopped_before_it_writes_into_the_next_run(p
                 os.killpg(group, signal.SIGKILL)  # what a failing run leaves must not outlive the test
             except ProcessLookupError:
                 pass
+
+
+# Runs `runner make` with a trace that sends the process a real SIGINT the first time one chosen line of the
+# scheduler's event handling is about to run (argv[1]: "function:line"); prints on stderr whether it was sent.
+_AT_ONE_LINE = """
+import signal, sys
+function, line = sys.argv[1].split(":")
+line = int(line)
+sent = []
+
+def local(frame, event, arg):
+    if event == "line" and frame.f_lineno == line and not sent:
+        sent.append(True)
+        signal.raise_signal(signal.SIGINT)
+    return local
+
+def calls(frame, event, arg):
+    code = frame.f_code
+    if code.co_name == function and code.co_filename.endswith(("runner/execute.py", "runner/steps/shell.py")):
+        return local
+    return None
+
+sys.settrace(calls)
+sys.argv = ["runner", "make", "--json", "-j", "2"]
+try:
+    from runner.entry import console
+    console()
+finally:
+    sys.settrace(None)
+    print("SIGINT SENT" if sent else "SIGINT NOT SENT", file=sys.stderr)
+"""
+
+# the scheduler's wait and its handling of what select() returned (a step's output, its exit, its unwatching):
+# a signal between any two of their lines must end the run as an interrupt, never as an internal error
+_EVENT_HANDLING = [("runner.execute", f"Executor.{f}") for f in ("_wait", "_handle", "_unwatch")]
+
+
+def _lines_of(module: str, qualname: str) -> list[tuple[str, int]]:
+    import importlib
+
+    obj = importlib.import_module(module)
+    for part in qualname.split("."):
+        obj = getattr(obj, part)
+    lines = sorted({line for _start, _end, line in obj.__code__.co_lines() if line is not None})
+    return [(obj.__name__, line) for line in lines[1:]]  # not the `def` line itself
+
+
+@pytest.mark.slow
+def test_sigint_at_each_line_of_the_schedulers_event_handling(project):
+    """Every line where a signal can land while a step's exit and output are handled (the step closes its
+    output before exiting, so the end of its output and its exit come as two events)."""
+    project.spec(
+        """
+        [intent.a]
+        run = "echo a > out-a.txt; echo printed; exec >/dev/null 2>&1; sleep 0.3"
+        outputs = ["out-a.txt"]
+
+        [intent.b]
+        run = "echo b > out-b.txt; sleep 0.6"
+        outputs = ["out-b.txt"]
+        """
+    )
+    points = [p for module, qualname in _EVENT_HANDLING for p in _lines_of(module, qualname)]
+    reached = 0
+    for function, line in points:
+        for path in project.root.glob("out-*.txt"):
+            path.unlink()
+        proc = subprocess.run(
+            [sys.executable, "-c", _AT_ONE_LINE, f"{function}:{line}"],
+            cwd=project.root,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        if "SIGINT NOT SENT" in proc.stderr:
+            continue  # a line this build never passes (a deadline, a failure)
+        reached += 1
+        where = f"SIGINT before line {line} of {function}"
+        assert proc.returncode in (0, 130), f"{where}: {proc.stderr[-3000:]}"
+        assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr, where
+    assert reached >= 20, f"{reached} of {len(points)}"  # the build passes most of them
