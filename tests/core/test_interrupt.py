@@ -262,12 +262,18 @@ def calls(frame, event, arg):
 
 sys.settrace(calls)
 sys.argv = ["runner", "make", "--json", "-j", "2"]
+code = 0
 try:
-    from runner.entry import console
-    console()
+    from runner.entry import main
+    main()
+except SystemExit as exc:
+    code = exc.code
+except KeyboardInterrupt:
+    code = 130
 finally:
     sys.settrace(None)
     print("SIGINT SENT" if sent else "SIGINT NOT SENT", file=sys.stderr)
+sys.exit(code)
 """
 
 # the scheduler's wait and its handling of what select() returned (a step's output, its exit, its unwatching):
