@@ -458,6 +458,9 @@ def main(argv: list[str] | None = None) -> int:
             data = json.load(f)
     scripts, reject = parse_script(data)
     state = State(scripts, reject, args.log)
+    # a listen backlog of 128, as a real server's: socketserver's default of 5 drops the SYNs of all but six of
+    # sixteen connections opened at once (-j 16), and each dropped one is sent again only a second later
+    ThreadingHTTPServer.request_queue_size = 128
     server = ThreadingHTTPServer((args.host, args.port), make_handler(state))
     server.daemon_threads = True
     print(f"listening {server.server_address[1]}", flush=True)
