@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
     from .apply import Retirer
     from .approve import ApplyContext
-    from .attempt import Remover
+    from .attempt import Workspaces
     from .policy import RunBudget
     from .steps.agent import AgentRun
 
@@ -46,7 +46,7 @@ class AgentHandoff:
         self._cluster = executor if executor is not None and executor.on_cluster else None
         self._warm = threading.Event()  # set once the worker can send its first call
         self._retirer: Retirer | None = None  # made by the first apply
-        self._remover: Remover | None = None  # made by the first agent step
+        self._workspaces: Workspaces | None = None  # made by the first agent step
 
     def held(self, name: str, decision: Decision) -> str | None:
         """Why an agent step that must run does not start now (a change waiting for approval, a question
@@ -91,10 +91,10 @@ class AgentHandoff:
         if self._pool is None:
             from concurrent.futures import ThreadPoolExecutor
 
-            from .attempt import Remover
+            from .attempt import Workspaces
 
             self._pool = ThreadPoolExecutor(max_workers=max(1, self.options.jobs), thread_name_prefix="step")
-            self._remover = Remover()
+            self._workspaces = Workspaces()
             if self._cluster is None:
                 self._warming = threading.Thread(target=self._warm_worker, name="warm-worker", daemon=True)
                 self._warming.start()
@@ -129,10 +129,11 @@ class AgentHandoff:
         return step_for(STEP_AGENT).run(ctx)
 
     def _agent_run(self, name: str, decision: Decision) -> AgentRun:
-        from .attempt import remove_workspace
         from .steps.agent import AgentRun
 
         assert decision.key is not None  # an agent step starts once its dependencies ran: its key is known
+        workspaces = self._workspaces
+        assert workspaces is not None  # made by submit()
         return AgentRun(
             root=Path(self.spec.root),
             attempts_dir=self.record.dir / "attempts",
@@ -148,7 +149,8 @@ class AgentHandoff:
             improve=(self.options.improve.get(name) or {}).get("prompt"),
             cluster=self._cluster,
             inputs=decision.inputs,
-            remove=self._remover.remove if self._remover is not None else remove_workspace,
+            home=workspaces.home,
+            remove=workspaces.remove,
         )
 
     def _run_budget(self) -> RunBudget:
@@ -205,8 +207,8 @@ class AgentHandoff:
     def shutdown(self) -> None:
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
-        if self._remover is not None:  # no attempt workspace outlives the run
-            self._remover.close()
+        if self._workspaces is not None:  # no attempt workspace outlives the run
+            self._workspaces.close()
         if self._retirer is not None:  # every applied file synced and its journal gone before the run's end
             self._retirer.close()
             self._retirer = None

@@ -7,6 +7,9 @@ import hashlib
 import os
 import shutil
 import subprocess
+import tempfile
+import threading
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -98,20 +101,37 @@ def _git_top(root: Path) -> tuple[Path, bool] | None:
 
 
 def snapshot(root: Path, private: bool = False) -> dict[str, str]:
-    """path -> digest of every regular file under root, not following symlinked folders; the private
-    folders only when asked (after an attempt: anything there was written by the agent)."""
+    """path -> digest of every regular file under root, not following symlinks; the private folders only
+    when asked (after an attempt: anything there was written by the agent). Sixteen attempts hash their
+    workspaces at once at -j 16: the directory entries' own types and bare os.open/os.read keep the system
+    calls (each one a hand-off of the interpreter's lock between those threads) to four a file, from nine."""
     out = {}
-    for folder, dirs, files in os.walk(root):
-        rel_folder = os.path.relpath(folder, root)
-        dirs[:] = [d for d in dirs if (private or d not in PRIVATE) and not os.path.islink(os.path.join(folder, d))]
-        for name in files:
-            full = os.path.join(folder, name)
-            if os.path.islink(full):
-                continue
-            rel = name if rel_folder == "." else f"{rel_folder}/{name}"
-            with open(full, "rb") as f:
-                out[rel] = hashlib.sha256(f.read()).hexdigest()
+    folders = [("", str(root))]
+    while folders:
+        rel_folder, folder = folders.pop()
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if entry.is_symlink():
+                    continue
+                rel = f"{rel_folder}/{entry.name}" if rel_folder else entry.name
+                if entry.is_dir(follow_symlinks=False):
+                    if private or entry.name not in PRIVATE:
+                        folders.append((rel, entry.path))
+                elif entry.is_file(follow_symlinks=False):
+                    out[rel] = file_digest(entry.path)
     return out
+
+
+def file_digest(path: str) -> str:
+    """The sha256 of a file's bytes (os.read: a Python file object adds an fstat, an ioctl and two lseeks)."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        digest = hashlib.sha256()
+        while data := os.read(fd, 1 << 20):
+            digest.update(data)
+    finally:
+        os.close(fd)
+    return digest.hexdigest()
 
 
 def _may_link(folder: str, writable: tuple[str, ...]) -> bool:
@@ -135,6 +155,10 @@ def make_workspace(
     the step may write there (`writable`: its outputs and scope): those are copied, so no write can pass
     through a link into the project. `plain`: a plain copy whatever git says (a hermetic attempt's `project`
     is a scratch folder holding a step's manifest, which may lie inside some repository of the worker's).
+
+    A `home` whose worktree a spent attempt left (Workspaces keeps them) is brought back to what a new one
+    would hold (_bring_back): checking out HEAD costs more than the attempt's own work (~15 ms of git's CPU for
+    50 files), and an attempt at -j 16 competes with fifteen others for two cores.
     """
     repo = None if plain else _git_top(project)
     if repo is None:
@@ -150,10 +174,26 @@ def make_workspace(
                 shutil.copy2(src, ws / entry, follow_symlinks=False)
         return ws, snapshot(ws), []
     top_dir, has_head = repo
+    with _kept_lock:
+        kept = _kept.pop(str(home), None)
+    if kept is not None:
+        brought = _bring_back(project, home / "wt", kept, writable)
+        if brought is not None:
+            return brought
+        remove_workspace(home, project)
+        home.mkdir()
     ignored = _git_ignored(project)
     tree = _worktree(project, home, top_dir) if has_head else None
+    head_files: dict[str, str] | None = None
     if tree is not None:
-        ws = tree
+        wt, oid, entries = tree
+        # only a worktree that is the whole project may be kept: what an agent left elsewhere in the
+        # repository would not be looked at again
+        if oid is not None and wt == home / "wt":
+            head_files, head_links = snapshot(wt, private=True), _symlinks(wt)
+        for xy, rel in entries:
+            _overlay(top_dir, wt, xy, rel)
+        ws = wt
     else:  # no commit yet, or git refused: copy what git would commit
         _tops.pop(str(project), None)  # and ask again next time
         ws = home / "ws"
@@ -166,7 +206,23 @@ def make_workspace(
     for folder in linked:
         if not (ws / folder).exists():
             os.symlink(project / folder, ws / folder)
-    return ws, snapshot(ws), linked
+    before = snapshot(ws)
+    if tree is not None and head_files is not None and linked == ignored:  # a copied folder would drift: not kept
+        git_state = _git_state(ws)
+        if git_state is not None:
+            kept = _Kept(
+                head=tree[1] or "",
+                head_files=head_files,
+                head_links=head_links,
+                layout=_layout(ws, modes=True),
+                overlaid=frozenset(rel for _xy, rel in tree[2]),
+                ignored=ignored,
+                marks=_ignore_marks(project, tree[2], [*head_files, *head_links]),
+                git_state=git_state,
+            )
+            with _kept_lock:
+                _kept[str(home)] = kept
+    return ws, before, linked
 
 
 def _git(cwd: Path, *args: str) -> subprocess.CompletedProcess:
@@ -179,41 +235,220 @@ def _copy_file(src_root: Path, dest_root: Path, rel: str) -> None:
         return  # deleted in the working tree but still in the index
     target = dest_root / rel
     target.parent.mkdir(parents=True, exist_ok=True)
+    if target.is_symlink() or (src.is_symlink() and target.exists()):
+        target.unlink()  # a symlink is made anew, never written through (an uncommitted retarget, or a type change)
     shutil.copy2(src, target, follow_symlinks=False)
 
 
-def _worktree(project: Path, home: Path, top_dir: Path) -> Path | None:
-    """A detached worktree of HEAD under home, overlaid with the uncommitted state; the project's place in it."""
+def _overlay(top_dir: Path, wt: Path, xy: str, rel: str) -> None:
+    """Lay one path `git status` lists (relative to the repository's top) over the worktree as the project has it."""
+    if "D" in xy and not (top_dir / rel).exists():
+        (wt / rel).unlink(missing_ok=True)
+    elif not (top_dir / rel).is_dir():
+        _copy_file(top_dir, wt, rel)
+
+
+def _status(top_dir: Path, project: Path) -> tuple[str | None, list[tuple[str, str]]] | None:
+    """(the commit HEAD names, None before the first; [(XY, path)] of what differs from it under the project), or
+    None when git fails. One `git status` says both (porcelain v2's branch header)."""
+    status = _git(
+        top_dir,
+        "status",
+        "--porcelain=v2",
+        "--branch",
+        "-z",
+        "--untracked-files=all",
+        "--no-renames",
+        "--",
+        str(project.resolve().relative_to(top_dir.resolve())),
+    )
+    if status.returncode != 0:
+        return None
+    oid: str | None = None
+    entries = []
+    for entry in status.stdout.decode().split("\0"):
+        if entry.startswith("# branch.oid "):
+            oid = entry.split()[2] if entry.split()[2] != "(initial)" else None
+        elif entry.startswith("1 "):  # an ordinary change: XY sub mH mI mW hH hI path
+            fields = entry.split(" ", 8)
+            entries.append((fields[1], fields[8]))
+        elif entry.startswith("u "):  # unmerged: XY sub m1 m2 m3 mW h1 h2 h3 path
+            fields = entry.split(" ", 10)
+            entries.append((fields[1], fields[10]))
+        elif entry.startswith("? "):
+            entries.append(("??", entry[2:]))
+    return oid, entries
+
+
+def _worktree(project: Path, home: Path, top_dir: Path) -> tuple[Path, str | None, list[tuple[str, str]]] | None:
+    """A detached worktree of HEAD under home (the project's place in it), with the commit it holds and what the
+    working tree changed since (to lay over it), or None when git refuses."""
     try:
         wt = home / "wt"
         if _git(top_dir, "worktree", "add", "--detach", "--quiet", str(wt), "HEAD").returncode != 0:
             return None
-        status = _git(
-            top_dir,
-            "status",
-            "--porcelain=v1",
-            "-z",
-            "--untracked-files=all",
-            "--no-renames",
-            "--",
-            str(project.resolve().relative_to(top_dir.resolve())),
-        )
+        status = _status(top_dir, project)
+        place = wt / project.resolve().relative_to(top_dir.resolve())
     except (OSError, subprocess.TimeoutExpired, ValueError):
         return None
-    for entry in status.stdout.decode().split("\0"):
-        if len(entry) < 4:
+    if status is None:
+        return None
+    return place, status[0], status[1]
+
+
+# ---- spent worktrees brought back for another attempt ------------------------------------------------------
+
+
+@dataclass
+class _Kept:
+    """A spent attempt's worktree (the whole project) and what bringing it back to the project's state needs."""
+
+    head: str  # the commit it was checked out at
+    head_files: dict[str, str]  # its files' digests as checked out: HEAD's (private folders included)
+    head_links: frozenset[str]  # the symlinks HEAD holds
+    # the symlinks it held after it was last made (linked folders included), and its files' permission bits
+    layout: tuple[frozenset[str], dict[str, int]]
+    overlaid: frozenset[str]  # the uncommitted paths laid over the checkout then
+    ignored: list[str]  # the project's ignored top-level folders then, every one linked
+    marks: tuple  # what decides which top-level folders git ignores (_ignore_marks)
+    git_state: tuple  # its own index and HEAD: an agent's or a verify's git commands there make it unfit
+
+
+_kept: dict[str, _Kept] = {}  # home -> its worktree's state, while the home may be brought back
+_kept_lock = threading.Lock()
+
+
+def _bring_back(project: Path, wt: Path, kept: _Kept, writable: tuple[str, ...]):
+    """Make a spent worktree hold what a new one would (HEAD, the project's uncommitted state over it, the
+    ignored folders linked): every file the attempt changed, and every path either state lays over HEAD, is put
+    back as the project has it or removed. None when that cannot be known to be the same (HEAD moved, the
+    ignore rules or the top-level folders changed, the attempt left a symlink or ran git there): a new one."""
+    top_dir = project
+    try:
+        if not wt.is_dir() or _git_state(wt) != kept.git_state:
+            return None
+        if [d for d in kept.ignored if _may_link(d, writable)] != kept.ignored:
+            return None  # this step may write in an ignored folder: it gets a copy, in a new worktree
+        status = _status(top_dir, project)
+        if status is None or status[0] != kept.head:
+            return None
+        entries = status[1]
+        links, modes = _layout(wt, modes=True)
+        marks = _ignore_marks(project, entries, [*kept.head_files, *kept.head_links])
+        if marks != kept.marks or links != kept.layout[0]:
+            return None
+        current = snapshot(wt, private=True)
+        wanted = dict((rel, xy) for xy, rel in entries)
+        changed = {p for p in current.keys() | kept.head_files.keys() if current.get(p) != kept.head_files.get(p)}
+        changed |= {p for p, bits in modes.items() if kept.layout[1].get(p, bits) != bits}
+        for rel in sorted(changed | kept.overlaid | wanted.keys()):
+            source, target = top_dir / rel, wt / rel
+            if rel in wanted or rel in kept.head_files or rel in kept.head_links:
+                if rel not in wanted and not (source.is_file() or source.is_symlink()):
+                    return None  # a file of HEAD's gone without git saying so
+                if _same_file(source, target, current.get(rel)):
+                    continue
+                if target.is_symlink() or target.is_file():
+                    target.unlink()
+                elif target.is_dir():
+                    return None
+                _overlay(top_dir, wt, wanted.get(rel, ""), rel)
+            elif target.is_symlink() or target.is_file():
+                target.unlink()
+        _drop_empty_folders(wt, [*kept.head_files, *kept.head_links])
+    except (OSError, subprocess.TimeoutExpired, ValueError):
+        return None
+    kept.layout, kept.overlaid = _layout(wt, modes=True), frozenset(wanted)
+    with _kept_lock:
+        _kept[str(wt.parent)] = kept
+    return wt, snapshot(wt), list(kept.ignored)
+
+
+def _same_file(source: Path, target: Path, digest: str | None) -> bool:
+    """The worktree's regular file already is the project's: same bytes (its digest known), same mode."""
+    if digest is None or source.is_symlink() or target.is_symlink() or not source.is_file():
+        return False
+    if source.stat().st_mode != target.stat().st_mode:
+        return False
+    return file_digest(str(source)) == digest
+
+
+def _symlinks(root: Path) -> frozenset[str]:
+    """The symlinks under root (not followed)."""
+    return _layout(root)[0]
+
+
+def _layout(root: Path, modes: bool = False) -> tuple[frozenset[str], dict[str, int]]:
+    """The symlinks under root (not followed) and, when asked, the permission bits of its regular files
+    (a digest says nothing of a chmod)."""
+    links, bits = set(), {}
+    folders = [("", str(root))]
+    while folders:
+        rel_folder, folder = folders.pop()
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                rel = f"{rel_folder}/{entry.name}" if rel_folder else entry.name
+                if entry.is_symlink():
+                    links.add(rel)
+                elif entry.is_dir():
+                    folders.append((rel, entry.path))
+                elif modes:
+                    bits[rel] = entry.stat(follow_symlinks=False).st_mode & 0o7777
+    return frozenset(links), bits
+
+
+def _drop_empty_folders(root: Path, head: Iterable[str]) -> None:
+    """An empty folder an attempt left, or emptied, goes, but one of HEAD's (`head`: its paths): a new worktree
+    holds those even when the project's state deletes every file in one."""
+    keep = {str(Path(rel).parent) for rel in head}
+    keep |= {str(parent) for rel in keep for parent in Path(rel).parents}
+    for folder, dirs, _files in os.walk(root, topdown=False):
+        for d in dirs:
+            full = os.path.join(folder, d)
+            if not os.path.islink(full) and not os.listdir(full) and os.path.relpath(full, root) not in keep:
+                os.rmdir(full)
+
+
+def _git_state(wt: Path) -> tuple | None:
+    """The worktree's own index and HEAD files' identities (git keeps them under the repository's .git)."""
+    try:
+        gitdir = (wt / ".git").read_text().strip().removeprefix("gitdir: ")
+        stats = [os.stat(os.path.join(gitdir, name)) for name in ("index", "HEAD")]
+    except OSError:
+        return None
+    return tuple((s.st_ino, s.st_size, s.st_mtime_ns) for s in stats)
+
+
+def _ignore_marks(project: Path, entries: list[tuple[str, str]], head: Iterable[str]) -> tuple:
+    """What decides the project's ignored top-level folders: its top-level entries that neither HEAD (`head`: its
+    paths) holds nor `git status` names (a new one may be ignored), and the ignore files that could make one so."""
+    known = {rel.split("/", 1)[0] for _xy, rel in entries} | {rel.split("/", 1)[0] for rel in head}
+    # (an empty folder is never ignored: git does not see it)
+    tops = sorted(
+        e for e in os.listdir(project) if e not in known and e not in PRIVATE and not _empty_folder(project / e)
+    )
+    stats = []
+    for rel in [".gitignore", ".git/info/exclude"] + [f"{e}/.gitignore" for e in tops]:
+        try:
+            st = os.stat(project / rel)
+        except OSError:
             continue
-        code, rel = entry[:2], entry[3:]  # porcelain paths are relative to the repository's top
-        if "D" in code and not (top_dir / rel).exists():
-            (wt / rel).unlink(missing_ok=True)
-        elif not (top_dir / rel).is_dir():
-            _copy_file(top_dir, wt, rel)
-    return wt / project.resolve().relative_to(top_dir.resolve())
+        stats.append((rel, st.st_ino, st.st_size, st.st_mtime_ns))
+    return tuple(tops), tuple(stats)
+
+
+def _empty_folder(path: Path) -> bool:
+    try:
+        return path.is_dir() and not path.is_symlink() and not os.listdir(path)
+    except OSError:
+        return False
 
 
 def remove_workspace(home: Path, project: Path) -> None:
     """Drop a candidate's workspace; a worktree is unregistered from the project's repository too (a prune
     only when the targeted remove did not do it: two git processes fewer per attempt)."""
+    with _kept_lock:
+        _kept.pop(str(home), None)
     if (home / "wt").exists():
         removed = _git(project, "worktree", "remove", "--force", str(home / "wt")).returncode == 0
         if not removed or (home / "wt").exists():
@@ -222,22 +457,60 @@ def remove_workspace(home: Path, project: Path) -> None:
     shutil.rmtree(home, ignore_errors=True)
 
 
-class Remover(Background):
-    """Removes spent attempt workspaces on a thread of its own, so that a step's slot is free once its change is
-    found rather than after `git worktree remove` (~15 ms, more on a busy machine). The workspaces are outside the
-    project (one left in the temp folder harms no run); close() waits for every removal, so none outlives the
-    run."""
+KEEP = 64  # spent worktrees kept for another attempt at most (a run at -j 16 has 16 in use)
+
+
+class Workspaces(Background):
+    """The run's attempt workspaces once spent: a worktree kept for another attempt (make_workspace brings it
+    back), any other removed on a thread of its own, so that a step's slot is free once its change is found
+    rather than after `git worktree remove` (~15 ms, more on a busy machine). The workspaces are outside the
+    project (one left in the temp folder harms no run); close() removes the kept ones and waits for every
+    removal, so none outlives the run."""
 
     def __init__(self) -> None:
         super().__init__(remove_workspace, "workspace-remover", (OSError, subprocess.SubprocessError))
+        self._free: list[tuple[Path, Path]] = []  # (home, project)
+        self._free_lock = threading.Lock()
+
+    def home(self, project: Path, name: str) -> Path:
+        """Where an attempt of step `name` makes its workspace: a kept one of this project's, or a new folder."""
+        with self._free_lock:
+            for i, (home, kept_for) in enumerate(self._free):
+                if kept_for == project:
+                    del self._free[i]
+                    return home
+        return new_home(project, name)
 
     def remove(self, home: Path, project: Path) -> None:
+        with _kept_lock:
+            keep = str(home) in _kept
+        with self._free_lock:
+            if keep and len(self._free) < KEEP:
+                self._free.append((home, project))
+                return
         self.put(home, project)
 
+    def close(self) -> None:
+        with self._free_lock:
+            spent, self._free = self._free, []
+        for home, project in spent:
+            self.put(home, project)
+        super().close()
 
-def find_change(workspace: Path, before: dict[str, str], linked: list[str]) -> Change:
-    """Compare the workspace with its digests from before the attempt: what changed, whatever the agent says."""
-    after = snapshot(workspace, private=True)
+
+def new_home(project: Path, name: str) -> Path:
+    """A new folder for an attempt's workspace, outside the project, so nothing an agent writes through '..' can
+    land in it."""
+    return Path(tempfile.mkdtemp(prefix=f"runner-{name}-"))
+
+
+def find_change(
+    workspace: Path, before: dict[str, str], linked: list[str], after: dict[str, str] | None = None
+) -> Change:
+    """Compare the workspace with its digests from before the attempt: what changed, whatever the agent says.
+    `after`: the workspace's snapshot (private folders included), when the caller took it already."""
+    if after is None:
+        after = snapshot(workspace, private=True)
     change = Change()
     for rel, digest in after.items():
         if before.get(rel) != digest:
@@ -245,13 +518,9 @@ def find_change(workspace: Path, before: dict[str, str], linked: list[str]) -> C
     for rel in before:
         if rel not in after and not (workspace / rel).is_symlink():
             change.files[rel] = None
-    for folder, dirs, files in os.walk(workspace):
-        for name in files + dirs:
-            full = os.path.join(folder, name)
-            rel = os.path.relpath(full, workspace)
-            if os.path.islink(full) and rel not in linked:
-                change.symlinks[rel] = os.readlink(full)
-        dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(folder, d))]
+    for rel in sorted(_symlinks(workspace)):
+        if rel not in linked:
+            change.symlinks[rel] = os.readlink(workspace / rel)
     return change
 
 

@@ -7,7 +7,6 @@ import dataclasses
 import json
 import os
 import subprocess
-import tempfile
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -15,7 +14,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import process
-from ..attempt import Change, find_change, make_workspace, remove_workspace, revert, snapshot, undo_side_effects
+from ..attempt import (
+    Change,
+    find_change,
+    make_workspace,
+    new_home,
+    remove_workspace,
+    revert,
+    snapshot,
+    undo_side_effects,
+)
 from ..drift import find_drift
 from ..errors import UserError
 from ..globs import expand
@@ -59,7 +67,9 @@ class AgentRun:
     # the step's declared inputs as the plan hashed them (path -> digest, None: missing): what a hermetic
     # cluster carries to its workers (runner/executors/hermetic.py)
     inputs: dict[str, str | None] = field(default_factory=dict)
-    remove: Callable[[Path, Path], None] = remove_workspace  # the run's background remover (attempt.Remover)
+    # where an attempt makes its workspace, and what is done with it once spent: the run's (attempt.Workspaces)
+    home: Callable[[Path, str], Path] = new_home
+    remove: Callable[[Path, Path], None] = remove_workspace
 
 
 @dataclass
@@ -230,8 +240,7 @@ class AgentStep:
                 (folder / "verify.log").write_bytes(done.verify_log)
             workspace = done.left
         else:
-            # outside the project, so nothing an agent writes through '..' can land in it
-            home = Path(tempfile.mkdtemp(prefix=f"runner-{intent.name}-")) if workspace is None else workspace[0]
+            home = run.home(run.root, intent.name) if workspace is None else workspace[0]
             attempt.workspace = home
             log = folder / "verify.log"
             done, workspace = attempt_in(job, home, workspace, ctx.cancelled, ctx.journal, log, worker)
@@ -336,6 +345,13 @@ class AttemptDone:
     workspace: str | None = None  # on a worker: where the attempt ran (the paths its verify printed are under it)
 
 
+# at most two attempts make their workspaces at once (one in git, one hashing): sixteen together hand the
+# interpreter's lock between them at each system call, and the scheduler's thread, which applies finished steps
+# and starts the next ones, waits its turn among them; an openai attempt makes its workspace beside a call of
+# a second or more, which hides the wait
+_MAKING = threading.BoundedSemaphore(2)
+
+
 def attempt_in(job: AttemptJob, home: Path, workspace, cancel, journal, log_path: Path, worker=None):
     """Make (or reuse) the attempt's workspace under `home`, call the worker, find the change, judge it
     against the policy and the verify commands: (AttemptDone, workspace). The one body of an attempt, called
@@ -347,7 +363,8 @@ def attempt_in(job: AttemptJob, home: Path, workspace, cancel, journal, log_path
     writable = tuple(job.intent.outputs) + tuple(job.policy.scope)
 
     def make() -> tuple:
-        ws, before, linked = make_workspace(job.root, home, writable, plain=job.hermetic)
+        with _MAKING:
+            ws, before, linked = make_workspace(job.root, home, writable, plain=job.hermetic)
         if job.carried:  # after the digests: the change found is the candidate's whole change, as here
             _lay(ws, job.carried)
         return (home, ws, before, linked)
@@ -371,15 +388,16 @@ def attempt_in(job: AttemptJob, home: Path, workspace, cancel, journal, log_path
         refused = apply_files(ws, answer.files)
         if refused:
             done.kind, done.error = "policy", f"{refused} (policy '{job.policy.name}')"
-    done.change = find_change(ws, before, linked)
-    _judge(job, done, answer, ws, cancel, journal, log_path)
+    after = snapshot(ws, private=True)
+    done.change = find_change(ws, before, linked, after)
+    _judge(job, done, answer, ws, cancel, journal, log_path, after)
     return done, workspace
 
 
 def detached_attempt(job: AttemptJob, cancel: threading.Event) -> AttemptDone:
     """An attempt in a workspace of its own, made and removed here (a Dask task on a worker): the candidate's
     previous change laid over it first, the verify log and what the next attempt starts from sent back."""
-    home = Path(tempfile.mkdtemp(prefix=f"runner-{job.intent.name}-"))
+    home = new_home(job.root, job.intent.name)
     try:
         log_path = home / "verify.log"
         done, (_home, ws, before, linked) = attempt_in(job, home, None, cancel, None, log_path)
@@ -448,7 +466,10 @@ def _lay(ws: Path, change: Change) -> None:
         os.symlink(link, target)
 
 
-def _judge(job: AttemptJob, done: AttemptDone, answer, ws: Path, cancel, journal, log_path: Path) -> None:
+def _judge(
+    job: AttemptJob, done: AttemptDone, answer, ws: Path, cancel, journal, log_path: Path, found: dict[str, str]
+) -> None:
+    """Refuse, retry or verify the change found; `found`: the workspace's digests it was found from."""
     intent, policy, change = job.intent, job.policy, done.change
     if done.kind == "policy":
         return
@@ -487,9 +508,8 @@ def _judge(job: AttemptJob, done: AttemptDone, answer, ws: Path, cancel, journal
     if missing:
         done.kind, done.error = "logic", f"declared outputs not produced: {', '.join(missing)}"
         return
-    pre_verify = snapshot(ws, private=True)
     failure = _verify(job, ws, cancel, journal, log_path)
-    undo_side_effects(ws, pre_verify, job.root, change)
+    undo_side_effects(ws, found, job.root, change)  # the workspace is still as the change was found in it
     if failure:
         # a verify cut short by Ctrl-C says nothing about the change: not a retry with feedback
         done.kind, done.error = ("interrupted" if cancel.is_set() else "logic"), failure

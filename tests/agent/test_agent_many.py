@@ -4,8 +4,12 @@ is applied once, and an answer that writes outside its scope is refused with the
 
 from __future__ import annotations
 
+import os
 import textwrap
 
+GIT_ENV = dict(
+    os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t", GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@t"
+)
 DELAY = 3.0  # seconds the server waits before each answer: longer than any start-up skew between the steps
 
 
@@ -83,3 +87,33 @@ def test_an_openai_answer_beyond_its_outputs_is_refused_and_the_project_is_untou
         "refused: src/calc.py: outside the scope of policy 'default' and the intent's outputs (notes/n0.txt)"
     )
     assert agent.files() == before
+
+
+def test_one_after_another_the_steps_attempts_share_one_worktree_brought_back_each_time(agent, server):
+    """In a git repository, a spent attempt's worktree is brought back for the next step (runner.attempt): the
+    three verifications run in one folder, and each sees the outputs the steps before it applied (uncommitted
+    files of the project), as a new worktree would."""
+    import subprocess
+
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "start"]):
+        subprocess.run(["git", *args], cwd=agent.root, check=True, capture_output=True, env=GIT_ENV)
+    srv = server(
+        [
+            {"match": f"note number {i} ", "steps": [{"message": _answer({f"notes/n{i}.txt": f"note {i}\n"})}]}
+            for i in range(3)
+        ]
+    )
+    _project(agent, srv, 3)
+    seen = agent.root.parent / "seen.txt"
+    with open(agent.root / "adapters/local.toml", "a") as f:
+        f.write('[commands.where]\nrun = "echo $PWD $(ls notes | tr \'\\\\n\' ,) >> \\"$SEEN\\""\n')
+    spec = (agent.root / "intents.toml").read_text().replace('verify = ["check"]', 'verify = ["where"]')
+    (agent.root / "intents.toml").write_text(spec)
+    result = agent.make("-j", "1", env=dict(agent.env(), SEEN=str(seen)))
+    assert result.code == 0, result.err + result.out[-2000:]
+    lines = seen.read_text().split()
+    folders, listed = lines[0::2], lines[1::2]
+    assert len(set(folders)) == 1, folders  # one workspace for the three attempts
+    assert listed == ["n0.txt,", "n0.txt,n1.txt,", "n0.txt,n1.txt,n2.txt,"]
+    worktrees = subprocess.run(["git", "worktree", "list"], cwd=agent.root, capture_output=True, text=True).stdout
+    assert len(worktrees.strip().splitlines()) == 1, worktrees  # and it is gone with the run
