@@ -6,6 +6,7 @@ import difflib
 import hashlib
 import os
 import shutil
+import stat
 import subprocess
 import tempfile
 import threading
@@ -17,6 +18,7 @@ from .background import Background
 
 # never copied into an attempt, never part of a change
 PRIVATE = (".git", ".runner")
+PRIVATE_PARTS = frozenset(PRIVATE)
 
 
 @dataclass
@@ -341,6 +343,7 @@ def _bring_back(project: Path, wt: Path, kept: _Kept, writable: tuple[str, ...])
         wanted = dict((rel, xy) for xy, rel in entries)
         changed = {p for p in current.keys() | kept.head_files.keys() if current.get(p) != kept.head_files.get(p)}
         changed |= {p for p, bits in modes.items() if kept.layout[1].get(p, bits) != bits}
+        touched = []
         for rel in sorted(changed | kept.overlaid | wanted.keys()):
             source, target = top_dir / rel, wt / rel
             if rel in wanted or rel in kept.head_files or rel in kept.head_links:
@@ -355,13 +358,27 @@ def _bring_back(project: Path, wt: Path, kept: _Kept, writable: tuple[str, ...])
                 _overlay(top_dir, wt, wanted.get(rel, ""), rel)
             elif target.is_symlink() or target.is_file():
                 target.unlink()
+            touched.append(rel)
         _drop_empty_folders(wt, [*kept.head_files, *kept.head_links])
+        # what it holds now, from what it held and the paths put back: no second walk and hash of it all
+        now_links = set(links)
+        for rel in touched:
+            current.pop(rel, None)
+            modes.pop(rel, None)
+            now_links.discard(rel)
+            st = os.lstat(wt / rel) if os.path.lexists(wt / rel) else None
+            if st is not None and stat.S_ISLNK(st.st_mode):
+                now_links.add(rel)
+            elif st is not None and stat.S_ISREG(st.st_mode):
+                current[rel], modes[rel] = file_digest(str(wt / rel)), st.st_mode & 0o7777
     except (OSError, subprocess.TimeoutExpired, ValueError):
         return None
-    kept.layout, kept.overlaid = _layout(wt, modes=True), frozenset(wanted)
+    kept.layout, kept.overlaid = (frozenset(now_links), modes), frozenset(wanted)
     with _kept_lock:
         _kept[str(wt.parent)] = kept
-    return wt, snapshot(wt), list(kept.ignored)
+    # the digests the attempt starts from leave out the private folders, as snapshot(wt) does
+    before = {rel: digest for rel, digest in current.items() if PRIVATE_PARTS.isdisjoint(rel.split("/")[:-1])}
+    return wt, before, list(kept.ignored)
 
 
 def _same_file(source: Path, target: Path, digest: str | None) -> bool:

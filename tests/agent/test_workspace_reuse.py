@@ -176,6 +176,7 @@ rounds = st.lists(
 @settings(max_examples=60)
 @given(rounds=rounds)
 @example(rounds=[([], ["replace_symlink"]), ([], ["revert_all"])])  # HEAD's symlink comes back
+@example(rounds=[([], ["replace_symlink"]), ([], [])])  # a retargeted symlink, and it stays fit to keep
 def test_a_brought_back_worktree_holds_what_a_new_one_would(rounds):
     root = _project()
     kept_home = new_home(root, "kept")
