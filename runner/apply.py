@@ -28,7 +28,7 @@ from .attempt import Change
 from .background import Background
 
 CRASH_ENV = "RUNNER_TEST_CRASH_AT"  # test hook: SIGKILL ourselves at a named point of the apply
-JOURNAL = ".journal"  # <state>/apply/<ns>-<txid>.journal: committed; the time prefix orders the replay
+JOURNAL = ".journal"  # <state>/apply/<number>-<txid>.journal: committed; the number orders the replay (_next_number)
 UNFINISHED = ".tmp"  # a journal being written, or a file being staged: never part of a committed change
 
 
@@ -63,7 +63,7 @@ def apply_change(
     for rel, data in sorted((state_files or {}).items()):
         entries.append({"path": rel, "size": len(data), "state": True})
         payload.append(data)
-    name = f"{time.time_ns():020d}-{txid}"
+    name = f"{_next_number(folder):020d}-{txid}"
     tmp = folder / (name + JOURNAL + UNFINISHED)
     with open(tmp, "wb") as f:
         f.write(json.dumps({"txid": txid, "entries": entries}).encode() + b"\n")
@@ -81,6 +81,14 @@ def apply_change(
     else:
         _retire(journal, written)
     return sorted(change.files)
+
+
+def _next_number(folder: Path) -> int:
+    """A new journal's number: the clock's nanoseconds, but past every journal that stands (one written while
+    the clock ran ahead, before a step back of NTP's): the replay goes by the names, which must sort as the
+    changes were made, whatever the clock does. A journal already retired orders nothing."""
+    standing = (int(name[:20]) for name in os.listdir(folder) if name[:20].isdigit())
+    return max(time.time_ns(), max(standing, default=0) + 1)
 
 
 def _roll_forward(root: Path, journal: Path, entries: list[dict], payload: bytes) -> list[Path]:

@@ -149,3 +149,19 @@ def test_a_retirement_that_fails_again_at_the_next_start_leaves_the_newest_bytes
     assert (root / "out/a.txt").read_text() == "newer"
     assert (state / "state").read_text() == "state newer"
     assert len([p for p in (state / "apply").iterdir() if p.name.endswith(".journal")]) == 2
+
+
+def test_a_journal_written_while_the_clock_ran_ahead_is_still_replayed_before_a_newer_one(tmp_path):
+    """Journal names order the replay. One written before the clock was set back (NTP) bears a later time than
+    the next change's: the newer journal must still sort after it, or the older bytes would win."""
+    (tmp_path / "proj/.runner").mkdir(parents=True)
+    _apply_killed(tmp_path, "one", "r1-a", "replaced")
+    folder = tmp_path / "proj/.runner/apply"
+    (journal,) = folder.iterdir()
+    ahead = int(journal.name[:20]) + 3600 * 10**9  # as if the clock had been an hour ahead when it was written
+    journal.rename(folder / f"{ahead:020d}{journal.name[20:]}")
+    _apply_killed(tmp_path, "two", "r2-a", "replaced")
+    done = recover(tmp_path / "proj", tmp_path / "proj/.runner")
+    assert done == ["completed the interrupted apply r1-a (1 files)", "completed the interrupted apply r2-a (1 files)"]
+    assert (tmp_path / "proj/out/a.txt").read_text() == "two"
+    assert (tmp_path / "proj/.runner/state").read_text() == "state two"
