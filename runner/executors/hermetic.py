@@ -25,7 +25,7 @@ import re
 import shutil
 import tempfile
 import threading
-from collections.abc import Callable, Container
+from collections.abc import Callable, Collection
 from pathlib import Path
 
 from ..globs import expand
@@ -35,6 +35,7 @@ from ..steps.base import StepContext, StepOutcome
 from ..stores.remote import RemoteError, RemoteStore
 
 # a token of a command's output that may be a path: what lies between blanks, quotes and punctuation
+_NO_MODULE = re.compile(r"No module named '([\w.]+)'")  # Python's ModuleNotFoundError
 _TOKEN = re.compile(r"[^\s'\"`:;,()\[\]{}<>=]+")
 _SCAN_LIMIT = 1 << 20  # bytes of a failed step's output searched for an undeclared read
 _PROTECTED = (".git", ".runner")
@@ -165,16 +166,44 @@ def _dependency_outputs(ctx: StepContext, deps: tuple[str, ...], seen: set[str])
     return found
 
 
-def undeclared_read(ctx: StepContext, output: bytes, manifest: Container[str], scratch: str | None) -> str | None:
+def undeclared_read(ctx: StepContext, output: bytes, manifest: Collection[str], scratch: str | None) -> str | None:
     """The first project file that a failed step's output names and its manifest does not hold: lines saying
-    "No such file or directory" first, then any token that is such a path. None when there is none."""
+    "No such file or directory" first, then a Python module it could not import (the file that import would
+    have found), then any token that is such a path. None when there is none."""
     root, cwd = ctx.spec.root, ctx.intent.cwd
     lines = output[-_SCAN_LIMIT:].decode("utf-8", "replace").splitlines()
     missing = [line for line in lines if "No such file" in line or "not found" in line.lower()]
-    for line in missing + lines:
-        for token in _TOKEN.findall(line):
-            rel = _project_path(token, cwd, scratch)
-            if rel is not None and rel not in manifest and os.path.isfile(os.path.join(root, rel)):
+    for line in missing:
+        if (rel := _named_path(root, line, cwd, manifest, scratch)) is not None:
+            return rel
+    for line in lines:
+        for module in _NO_MODULE.findall(line):
+            if (rel := _module_file(root, cwd, module, manifest)) is not None:
+                return rel
+    for line in lines:
+        if (rel := _named_path(root, line, cwd, manifest, scratch)) is not None:
+            return rel
+    return None
+
+
+def _named_path(root: str, line: str, cwd: str, manifest: Collection[str], scratch: str | None) -> str | None:
+    for token in _TOKEN.findall(line):
+        rel = _project_path(token, cwd, scratch)
+        if rel is not None and rel not in manifest and os.path.isfile(os.path.join(root, rel)):
+            return rel
+    return None
+
+
+def _module_file(root: str, cwd: str, module: str, manifest: Collection[str]) -> str | None:
+    """The project file `import module` would have found, not among what the step was given: module.py or its
+    package's __init__.py, under the step's folder, src/, or a folder holding what it was given (where its
+    sys.path would point)."""
+    path = module.replace(".", "/")
+    given = sorted({str(parent) for rel in manifest for parent in Path(rel).parents})
+    for base in dict.fromkeys([cwd, "src", *given]):
+        for name in (f"{path}.py", f"{path}/__init__.py"):
+            rel = os.path.normpath(os.path.join(base, name))
+            if rel not in manifest and rel.split("/")[0] not in _PROTECTED and os.path.isfile(os.path.join(root, rel)):
                 return rel
     return None
 

@@ -3,6 +3,7 @@ folder that holds only its declared inputs and its dependencies' outputs, carrie
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -82,6 +83,28 @@ def test_an_undeclared_read_fails_and_names_the_missing_declaration(cluster, tmp
     (root / "intents.toml").write_text(spec.replace('["src/a.txt"]', '["src/*.txt"]'))
     assert runner(root, "make", "--executor", address, "--hermetic").code == 0
     assert (root / "out.txt").read_text() == "a\nnot declared\n"
+
+
+def test_an_undeclared_python_module_fails_naming_the_file_its_import_would_have_found(cluster, tmp_path: Path):
+    address, _workers = cluster
+    spec = (
+        f"[intent.use]\nrun = \"PYTHONPATH=src {sys.executable} -c 'import acme.util' > out.txt\"\n"
+        'inputs = ["src/acme/__init__.py"]\noutputs = ["out.txt"]\n' + _remote(tmp_path / "shared")
+    )
+    root = project(tmp_path / "p", spec)
+    (root / "src/acme").mkdir(parents=True)
+    (root / "src/acme/__init__.py").write_text("")
+    (root / "src/acme/util.py").write_text("print('util')\n")
+    result = runner(root, "make", "--json", "--executor", address, "--hermetic")
+    assert result.code == 1
+    [failed] = result.finished("failed")
+    assert failed["error"] == (
+        "step use read 'src/acme/util.py', which is not among its inputs: add it to inputs "
+        "(hermetic steps see only what they declare)"
+    )
+    (root / "intents.toml").write_text(spec.replace('["src/acme/__init__.py"]', '["src/**/*.py"]'))
+    assert runner(root, "make", "--executor", address, "--hermetic").code == 0
+    assert (root / "out.txt").read_text() == "util\n"
 
 
 def test_a_damaged_remote_copy_of_an_input_fails_the_step_naming_the_file(cluster, tmp_path: Path):
