@@ -247,3 +247,50 @@ def test_the_scheduler_gone_mid_attempt_stops_the_run_and_the_next_local_run_res
     assert resumed.code == 0, resumed.err
     assert resumed.step("tests")["status"] == "ran"
     assert (agent.root / "tests/test_calc.py").read_text() == PASSING_TEST
+
+
+# the real Codex CLI's patch (a passing test; tests/agent/test_agent_codex_cli.py sends a failing one first)
+CODEX_PATCH = (
+    "*** Begin Patch\n*** Add File: tests/test_calc.py\n+import sys, pathlib\n"
+    "+sys.path.insert(0, str(pathlib.Path(__file__).parents[1] / 'src'))\n+from calc import mean\n+\n"
+    "+def test_mean():\n+    assert mean([1, 3]) == 2\n*** End Patch\n"
+)
+
+
+@pytest.mark.codex_cli
+@pytest.mark.parametrize("hermetic", [False, True], ids=["shared-filesystem", "hermetic"])
+def test_a_codex_agent_step_runs_on_a_worker_and_its_change_is_applied_here(cluster, agent, server, tmp_path, hermetic):
+    """The real Codex CLI in the Dask worker, against the fake Responses server: on a shared filesystem, and on
+    a hermetic worker that gets the step's manifest from the remote cache. Its change is verified there and
+    applied here; the next run is a no-op and asks nothing."""
+    from ci import need_codex
+
+    address, workers = cluster
+    srv = server([{"steps": [{"patch": CODEX_PATCH}, {"message": "Wrote tests."}]}])
+    agent.spec(
+        textwrap.dedent(f"""\
+            [worker]
+            kind = "codex"
+            model = "gpt-5.5"
+            binary = "{need_codex()}"
+            base_url = "{srv.base_url}"
+            env_key = "FAKE_KEY"
+            timeout = 90
+            extra = {{ request_max_retries = 1, stream_max_retries = 1, codex_home = "{agent.home}/codex-home" }}
+            """)
+    )
+    args = ["tests", "--executor", address]
+    if hermetic:
+        with open(agent.root / "intents.toml", "a") as f:
+            f.write(f'\n[cache]\nremote = "{(tmp_path / "shared").as_uri()}"\n')
+        args.append("--hermetic")
+    result = agent.make(*args)
+    assert result.code == 0, result.err + result.out[-3000:]
+    step = result.step("tests")
+    assert step["status"] == "ran" and step["worker"] in workers
+    assert "assert mean([1, 3]) == 2" in (agent.root / "tests/test_calc.py").read_text()
+    count = len(srv.requests())
+    again = agent.make(*args)
+    assert again.code == 0 and again.step("tests")["status"] == "cached"
+    assert len(srv.requests()) == count
+    assert not agent.leaks()
