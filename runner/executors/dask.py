@@ -390,8 +390,13 @@ _RUNNING: dict[str, set[int]] = {}  # a run's token -> the process groups of its
 _RUNNING_LOCK = threading.Lock()
 _CANCELS: dict[str, set[threading.Event]] = {}  # a run's token -> the cancel events of its agent attempts here
 # the command dies with the worker process that started it (a killed worker leaves no step running that would
-# write the outputs behind the retry's back): util-linux's setpriv sets the parent-death signal, then execs
+# write the outputs behind the retry's back): util-linux's setpriv sets the parent-death signal, then execs a
+# shell that runs the step's line in the background and waits. A parent-death signal reaches only that one
+# process, and the line's own children (a compiler, a `sleep`) would outlive it: on SIGHUP, the one signal its
+# worker's death sends, the waiting shell kills the whole group. SIGTERM (kill_groups' first, sent to the whole
+# group) only ends its wait: the line's processes get it too and have their grace to exit.
 _SETPRIV = shutil.which("setpriv")
+_DIES_WITH_WORKER = 'trap "kill -KILL 0" HUP; trap : TERM; /bin/sh -c "$1" & wait $!'
 
 
 def run_command(line: str, cwd: str, env: dict[bytes, bytes], timeout: float | None, token: str) -> dict:
@@ -400,7 +405,7 @@ def run_command(line: str, cwd: str, env: dict[bytes, bytes], timeout: float | N
     name = worker_name()
     argv = ["/bin/sh", "-c", line]
     if _SETPRIV:
-        argv = [_SETPRIV, "--pdeathsig", "KILL", "--", *argv]
+        argv = [_SETPRIV, "--pdeathsig", "HUP", "--", "/bin/sh", "-c", _DIES_WITH_WORKER, "sh", line]
     with tempfile.TemporaryFile() as out:
         try:
             group = start(argv, cwd=cwd, env=env, stdout=out, stderr=out, journal=None, label="step")

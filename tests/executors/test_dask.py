@@ -151,7 +151,9 @@ def _killed_mid_step(root: Path, address: str) -> int:
 
 
 SLEEPER = (
-    '[intent.half]\nrun = "echo partial > out.txt; echo $$ > group.txt; sleep 30; echo late > out.txt"\n'
+    # group.txt: the step's process group (its leader is the shell that waits for the line on a worker)
+    "[intent.half]\nrun = \"echo partial > out.txt; echo $(awk '{print $5}' /proc/$$/stat) > group.txt; "
+    'sleep 30; echo late > out.txt"\n'
     'inputs = ["intents.toml"]\noutputs = ["out.txt"]\n'
 )
 QUICK = '[intent.half]\nrun = "echo full > out.txt"\ninputs = ["intents.toml"]\noutputs = ["out.txt"]\n'
@@ -271,14 +273,16 @@ def test_a_worker_killed_mid_step_is_survived_and_the_step_recorded_once(process
     processes.wait_for_workers(address, 2)
     root = project(
         tmp_path / "p",
-        # $PPID: the worker process that started the command (setpriv execs the shell in its own place)
-        '[intent.long]\nrun = "echo $PPID >> pids.txt; sleep 2; echo done > out.txt"\ninputs = ["intents.toml"]\n'
-        'outputs = ["out.txt"]\n',
+        # the worker process that started the command: the line's parent, or that one's (a shell that waits for
+        # it); then a child of the line's own that would write after the worker's death, were it left running
+        "[intent.long]\nrun = \"echo $PPID $(awk '{print $4}' /proc/$PPID/stat) >> pids.txt; "
+        "sh -c 'sleep 2; echo late >> late.txt'; echo done > out.txt\"\n"
+        'inputs = ["intents.toml"]\noutputs = ["out.txt"]\n',
     )
     proc = start_runner(root, "make", "--json", "--executor", address)
     wait_for(root / "pids.txt")
-    first = int((root / "pids.txt").read_text().split()[0])
-    victim = next(name for name, p in workers.items() if p.pid == first)
+    first = {int(pid) for pid in (root / "pids.txt").read_text().splitlines()[0].split()}
+    victim = next(name for name, p in workers.items() if p.pid in first)
     workers[victim].send_signal(signal.SIGKILL)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
@@ -286,8 +290,10 @@ def test_a_worker_killed_mid_step_is_survived_and_the_step_recorded_once(process
     assert len(finished) == 1 and '"status": "ran"' in finished[0]
     survivor = ({"w1", "w2"} - {victim}).pop()
     assert f'"worker": "{survivor}"' in finished[0]
-    assert len((root / "pids.txt").read_text().split()) == 2  # run again, on the other worker
+    assert len((root / "pids.txt").read_text().splitlines()) == 2  # run again, on the other worker
     assert (root / "out.txt").read_text() == "done\n"
+    time.sleep(2.5)  # the killed worker's line would have written by now
+    assert (root / "late.txt").read_text() == "late\n", "the killed worker's step went on writing"
     again = runner(root, "make", "--json", "--executor", "local")
     assert again.events()[-1]["ran"] == 0
 

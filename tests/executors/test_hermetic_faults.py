@@ -26,15 +26,17 @@ def test_a_worker_killed_mid_hermetic_step_is_survived_and_its_outputs_arrive_on
     pids = tmp_path / "pids.txt"  # outside the scratch folder the step runs in: evidence of each start
     spec = (
         "[intent.long]\n"
-        f'run = "echo $PPID >> {pids}; sleep 2; cat seed.txt seed.txt > out.txt"\n'
+        # the worker process that started it: the line's parent, or that one's (a shell that waits for it)
+        f"run = \"echo $PPID $(awk '{{print $4}}' /proc/$PPID/stat) >> {pids}; "
+        'sleep 2; cat seed.txt seed.txt > out.txt"\n'
         'inputs = ["seed.txt"]\noutputs = ["out.txt"]\n'
     )
     root = project(tmp_path / "p", spec + _hermetic(tmp_path / "shared", address))
     (root / "seed.txt").write_text("seed\n")
     proc = start_runner(root, "make", "--json")
     wait_for(pids)
-    first = int(pids.read_text().split()[0])
-    victim = next(name for name, p in workers.items() if p.pid == first)
+    first = {int(pid) for pid in pids.read_text().splitlines()[0].split()}
+    victim = next(name for name, p in workers.items() if p.pid in first)
     workers[victim].send_signal(signal.SIGKILL)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
@@ -42,7 +44,7 @@ def test_a_worker_killed_mid_hermetic_step_is_survived_and_its_outputs_arrive_on
     assert [(e["intent"], e["status"], e["worker"]) for e in finished] == [
         ("long", "ran", ({"w1", "w2"} - {victim}).pop())
     ]
-    assert len(pids.read_text().split()) == 2  # run again, on the other worker
+    assert len(pids.read_text().splitlines()) == 2  # run again, on the other worker
     assert (root / "out.txt").read_text() == "seed\nseed\n"
     again = runner(root, "make", "--json", "--executor", "local")
     assert again.events()[-1]["ran"] == 0
