@@ -87,12 +87,13 @@ class Hermetic:
             data = _read_or_say(os.path.join(folder, name), f"regexes/{name}")
             files[name] = digest_bytes(data)
             datas[files[name]] = data
-        self._carry(folder, files, datas)
+        self._carry(folder, files, datas, "regex file")
         return files
 
-    def _carry(self, root: str, files: dict[str, str], datas: dict[str, bytes]) -> None:
+    def _carry(self, root: str, files: dict[str, str], datas: dict[str, bytes], what: str = "input") -> None:
         """Put each file's blob in the remote, unless this run knows it is there: `datas` holds the bytes
-        already read (by digest); the others are read from `root` and checked against their digest."""
+        already read (by digest); the others are read from `root` and checked against their digest. `what`
+        the files are, for the messages."""
         for rel, digest in sorted(files.items()):
             with self._lock:
                 if digest in self._there:
@@ -100,9 +101,9 @@ class Hermetic:
             try:
                 if not self.store.has_blob(digest):
                     held = datas.get(digest)
-                    self.store.put_blob(digest, _read(root, rel, digest) if held is None else held)
+                    self.store.put_blob(digest, _read(root, rel, digest, what) if held is None else held)
             except RemoteError as exc:
-                raise HermeticError(f"input '{rel}' could not be put in the remote cache {self.url}: {exc}") from None
+                raise HermeticError(f"{what} '{rel}' could not be put in the remote cache {self.url}: {exc}") from None
             with self._lock:
                 self._there.add(digest)
 
@@ -143,10 +144,10 @@ class Hermetic:
         return done
 
 
-def _read(root: str, rel: str, digest: str) -> bytes:
-    data = _read_or_say(os.path.join(root, rel), f"input '{rel}'")
+def _read(root: str, rel: str, digest: str, what: str = "input") -> bytes:
+    data = _read_or_say(os.path.join(root, rel), f"{what} '{rel}'")
     if digest_bytes(data) != digest:
-        raise HermeticError(f"input '{rel}' changed after the run planned this step: run again")
+        raise HermeticError(f"{what} '{rel}' changed after the run planned this step: run again")
     return data
 
 
