@@ -264,21 +264,11 @@ def test_a_codex_agent_step_runs_on_a_worker_and_its_change_is_applied_here(clus
     a hermetic worker that gets the step's manifest from the remote cache. Its change is verified there and
     applied here; the next run is a no-op and asks nothing."""
     from ci import need_codex
+    from test_agent_codex_cli import _worker as codex_worker
 
     address, workers = cluster
     srv = server([{"steps": [{"patch": CODEX_PATCH}, {"message": "Wrote tests."}]}])
-    agent.spec(
-        textwrap.dedent(f"""\
-            [worker]
-            kind = "codex"
-            model = "gpt-5.5"
-            binary = "{need_codex()}"
-            base_url = "{srv.base_url}"
-            env_key = "FAKE_KEY"
-            timeout = 90
-            extra = {{ request_max_retries = 1, stream_max_retries = 1, codex_home = "{agent.home}/codex-home" }}
-            """)
-    )
+    agent.spec(codex_worker(srv, need_codex(), agent.home))
     args = ["tests", "--executor", address]
     if hermetic:
         with open(agent.root / "intents.toml", "a") as f:
