@@ -393,10 +393,10 @@ _CANCELS: dict[str, set[threading.Event]] = {}  # a run's token -> the cancel ev
 # write the outputs behind the retry's back): util-linux's setpriv sets the parent-death signal, then execs a
 # shell that runs the step's line in the background and waits. A parent-death signal reaches only that one
 # process, and the line's own children (a compiler, a `sleep`) would outlive it: on SIGHUP, the one signal its
-# worker's death sends, the waiting shell kills the whole group. SIGTERM (kill_groups' first, sent to the whole
-# group) only ends its wait: the line's processes get it too and have their grace to exit.
+# worker's death sends, the waiting shell kills the whole group (kill_groups, at a timeout or a cancel, signals
+# the whole group itself, as before)
 _SETPRIV = shutil.which("setpriv")
-_DIES_WITH_WORKER = 'trap "kill -KILL 0" HUP; trap : TERM; /bin/sh -c "$1" & wait $!'
+_DIES_WITH_WORKER = 'trap "kill -KILL 0" HUP; /bin/sh -c "$1" & wait $!'
 
 
 def run_command(line: str, cwd: str, env: dict[bytes, bytes], timeout: float | None, token: str) -> dict:
