@@ -176,10 +176,14 @@ class _Reader:
         return failed
 
 
-def schema_errors(data, schema: dict) -> list[tuple[list, str]]:
-    """(key path, jsonschema's own message) for each violation: for files validated outside this module
-    (the regex library), so that jsonschema is imported in one place and only when something is wrong."""
-    validator = _precise_validator(schema)
+def schema_errors(data, schema_name: str) -> list[tuple[list, str]]:
+    """(key path, jsonschema's own message) for each violation of the schema file `schema_name`: for files
+    validated outside this module (the regex library), so that jsonschema is imported in one place and only
+    when something is wrong (its import is ~0.15 s, paid by the first agent attempt while its model call
+    was being sent, when the regex library was checked with it every time)."""
+    if _fast_validator(schema_name)(data):
+        return []
+    validator = _precise_validator(_schema(schema_name))
     return [
         (list(e.absolute_path), e.message)
         for e in sorted(validator.iter_errors(data), key=lambda e: [str(p) for p in e.absolute_path])

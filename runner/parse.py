@@ -36,10 +36,6 @@ def builtin_dir() -> Path:
     return Path(str(resources.files("runner") / "builtin" / "regexes"))
 
 
-def _schema() -> dict:
-    return json.loads((resources.files("runner") / "schemas" / "regexes.json").read_text("utf-8"))
-
-
 # ---------------------------------------------------------------------------------------------------------------
 # The declared world
 
@@ -501,7 +497,7 @@ def _load_file(path: Path, shown: str, problems: list[Problem]) -> Family | None
     where = _locate(text)
     from runner.load import schema_errors
 
-    errors = schema_errors(doc, _schema())
+    errors = schema_errors(doc, "regexes.json")
     for parts, message in errors:
         toml_path = "".join(f"[{p}]" if isinstance(p, int) else (f".{p}" if k else p) for k, p in enumerate(parts))
         line = (

@@ -17,7 +17,7 @@ from pathlib import Path
 import fastjsonschema
 
 SCHEMAS = Path(__file__).resolve().parent.parent / "runner" / "schemas"
-CHECKED = ("intents.json", "adapter.json")  # the schemas runner.load validates against
+CHECKED = ("intents.json", "adapter.json", "regexes.json")  # the schemas runner.load validates against
 
 
 def generated(schema_file: Path) -> str:
