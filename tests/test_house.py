@@ -36,7 +36,8 @@ OWNERS = {
     "tomli": "runner.toml_read",
     "tomlkit": "runner.toml_write",
 }
-GENERATED = ("runner.schemas.intents_check", "runner.schemas.adapter_check")  # fastjsonschema's own code
+# fastjsonschema's own code, written by tools/generate_schema_checks.py
+GENERATED = tuple(f"runner.schemas.{p.stem}" for p in sorted((PACKAGE / "schemas").glob("*_check.py")))
 
 
 def _modules(package: Path) -> dict[str, Path]:
