@@ -188,14 +188,13 @@ def make_workspace(
     tree = _worktree(project, home, top_dir) if has_head else None
     head_files: dict[str, str] | None = None
     if tree is not None:
-        wt, oid, entries = tree
+        ws, oid, entries = tree  # ws: the project's place in the worktree
         # only a worktree that is the whole project may be kept: what an agent left elsewhere in the
         # repository would not be looked at again
-        if oid is not None and wt == home / "wt":
-            head_files, head_links = snapshot(wt, private=True), _symlinks(wt)
-        for xy, rel in entries:
-            _overlay(top_dir, wt, xy, rel)
-        ws = wt
+        if oid is not None and ws == home / "wt":
+            head_files, head_links = snapshot(ws, private=True), _symlinks(ws)
+        for xy, rel in entries:  # paths relative to the repository's top, laid over the worktree's
+            _overlay(top_dir, home / "wt", xy, rel)
     else:  # no commit yet, or git refused: copy what git would commit
         _tops.pop(str(project), None)  # and ask again next time
         ws = home / "ws"

@@ -296,13 +296,16 @@ def test_run_shell_ask_blocks_before_verification(agent):
     assert agent.prompts() == []
 
 
-def test_in_a_git_repository_the_attempt_is_a_worktree_with_uncommitted_changes(agent):
+@pytest.mark.parametrize("top", ["project", "above"], ids=["the project", "a folder above the project"])
+def test_in_a_git_repository_the_attempt_is_a_worktree_with_uncommitted_changes(agent, top):
     import subprocess
+
+    repository = agent.root if top == "project" else agent.root.parent
 
     def git(*args):
         subprocess.run(
             ["git", *args],
-            cwd=agent.root,
+            cwd=repository,
             check=True,
             capture_output=True,
             env=dict(
@@ -329,7 +332,7 @@ def test_in_a_git_repository_the_attempt_is_a_worktree_with_uncommitted_changes(
     )
     result = agent.make()
     assert result.code == 0, result.err + json.dumps(result.events()[-3:])
-    worktrees = subprocess.run(["git", "worktree", "list"], cwd=agent.root, capture_output=True, text=True).stdout
+    worktrees = subprocess.run(["git", "worktree", "list"], cwd=repository, capture_output=True, text=True).stdout
     assert len(worktrees.strip().splitlines()) == 1, worktrees  # the attempt's worktree is gone
 
 
