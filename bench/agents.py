@@ -29,6 +29,7 @@ import json
 import math
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -305,8 +306,10 @@ def one(work: Path, worker: str, steps: int, jobs: int, delay: float, files: int
 
 
 def serve(work: Path, worker: str, steps: int, delay: float, files: int) -> int:
-    """A project and its fake server, left running for a profiler (bench/agent_times.py) to make it."""
+    """A project and its fake server, left running for a profiler (bench/agent_times.py) to make it. Ctrl-C or
+    a SIGTERM (`kill`, `pkill`) stops the server with it."""
     server = Server(work, script(steps, worker, delay))
+    signal.signal(signal.SIGTERM, signal.default_int_handler)  # as Ctrl-C: through the finally below
     try:
         project(work / "proj", steps, worker, server.url, files, work / "codex-home")
         print(f"serving {steps} {worker} steps: BENCH_KEY=x bench/agent_times.py {work / 'proj'} -- make -j1 --json")
