@@ -107,21 +107,23 @@ def snapshot(root: Path, private: bool = False) -> dict[str, str]:
     when asked (after an attempt: anything there was written by the agent). Sixteen attempts hash their
     workspaces at once at -j 16: the directory entries' own types and bare os.open/os.read keep the system
     calls (each one a hand-off of the interpreter's lock between those threads) to four a file, from nine."""
-    out = {}
+    return {rel: file_digest(e.path) for rel, e in _entries(root, private) if e.is_file(follow_symlinks=False)}
+
+
+def _entries(root: Path, private: bool = True):
+    """(path under root, its directory entry) for every entry but a folder, symlinks included and not followed;
+    the private folders only when asked."""
     folders = [("", str(root))]
     while folders:
         rel_folder, folder = folders.pop()
         with os.scandir(folder) as entries:
             for entry in entries:
-                if entry.is_symlink():
-                    continue
                 rel = f"{rel_folder}/{entry.name}" if rel_folder else entry.name
                 if entry.is_dir(follow_symlinks=False):
                     if private or entry.name not in PRIVATE:
                         folders.append((rel, entry.path))
-                elif entry.is_file(follow_symlinks=False):
-                    out[rel] = file_digest(entry.path)
-    return out
+                else:
+                    yield rel, entry
 
 
 def file_digest(path: str) -> str:
@@ -323,14 +325,14 @@ def _bring_back(project: Path, wt: Path, kept: _Kept, writable: tuple[str, ...])
     """Make a spent worktree hold what a new one would (HEAD, the project's uncommitted state over it, the
     ignored folders linked): every file the attempt changed, and every path either state lays over HEAD, is put
     back as the project has it or removed. None when that cannot be known to be the same (HEAD moved, the
-    ignore rules or the top-level folders changed, the attempt left a symlink or ran git there): a new one."""
-    top_dir = project
+    ignore rules or the top-level folders changed, the attempt left a symlink or ran git there): a new one.
+    Only a project that is its repository's top is kept, so git's paths are the project's."""
     try:
         if not wt.is_dir() or _git_state(wt) != kept.git_state:
             return None
         if [d for d in kept.ignored if _may_link(d, writable)] != kept.ignored:
             return None  # this step may write in an ignored folder: it gets a copy, in a new worktree
-        status = _status(top_dir, project)
+        status = _status(project, project)
         if status is None or status[0] != kept.head:
             return None
         entries = status[1]
@@ -344,7 +346,7 @@ def _bring_back(project: Path, wt: Path, kept: _Kept, writable: tuple[str, ...])
         changed |= {p for p, bits in modes.items() if kept.layout[1].get(p, bits) != bits}
         touched = []
         for rel in sorted(changed | kept.overlaid | wanted.keys()):
-            source, target = top_dir / rel, wt / rel
+            source, target = project / rel, wt / rel
             if rel in wanted or rel in kept.head_files or rel in kept.head_links:
                 if rel not in wanted and not (source.is_file() or source.is_symlink()):
                     return None  # a file of HEAD's gone without git saying so
@@ -354,7 +356,7 @@ def _bring_back(project: Path, wt: Path, kept: _Kept, writable: tuple[str, ...])
                     target.unlink()
                 elif target.is_dir():
                     return None
-                _overlay(top_dir, wt, wanted.get(rel, ""), rel)
+                _overlay(project, wt, wanted.get(rel, ""), rel)
             elif target.is_symlink() or target.is_file():
                 target.unlink()
             touched.append(rel)
@@ -398,18 +400,11 @@ def _layout(root: Path, modes: bool = False) -> tuple[frozenset[str], dict[str, 
     """The symlinks under root (not followed) and, when asked, the permission bits of its regular files
     (a digest says nothing of a chmod)."""
     links, bits = set(), {}
-    folders = [("", str(root))]
-    while folders:
-        rel_folder, folder = folders.pop()
-        with os.scandir(folder) as entries:
-            for entry in entries:
-                rel = f"{rel_folder}/{entry.name}" if rel_folder else entry.name
-                if entry.is_symlink():
-                    links.add(rel)
-                elif entry.is_dir():
-                    folders.append((rel, entry.path))
-                elif modes:
-                    bits[rel] = entry.stat(follow_symlinks=False).st_mode & 0o7777
+    for rel, entry in _entries(root):
+        if entry.is_symlink():
+            links.add(rel)
+        elif modes and entry.is_file(follow_symlinks=False):
+            bits[rel] = entry.stat(follow_symlinks=False).st_mode & 0o7777
     return frozenset(links), bits
 
 

@@ -256,7 +256,7 @@ def local(frame, event, arg):
 
 def calls(frame, event, arg):
     code = frame.f_code
-    if code.co_name == function and code.co_filename.endswith(("runner/execute.py", "runner/steps/shell.py")):
+    if code.co_name == function and code.co_filename.endswith("runner/execute.py"):
         return local
     return None
 
