@@ -31,7 +31,20 @@ _PARTS = {
         "_judge",
         "_verify",
     ],  # fmt: skip
-    "runner.attempt": ["remove_workspace"],  # on the background remover's thread
+    "runner.attempt": [
+        "remove_workspace",  # on the background remover's thread
+        "_bring_back",
+        "_worktree",
+        "_status",
+        "_git_ignored",
+        "_git_state",
+        "_layout",
+        "_ignore_marks",
+        "_same_file",
+        "_overlay",
+        "_drop_empty_folders",
+        "snapshot",
+    ],  # fmt: skip
     "runner.steps.agent:AgentStep": ["run", "_attempt"],
     "runner.workers.openai:OpenAIWorker": ["run", "_call", "warm"],
     "runner.workers.openai": ["_http", "protocol_family", "parse_answer"],

@@ -10,11 +10,13 @@ import stat
 import subprocess
 import tempfile
 import threading
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .background import Background
+from .freshness import stat_of, vouches
 
 # never copied into an attempt, never part of a change
 PRIVATE = (".git", ".runner")
@@ -106,8 +108,39 @@ def snapshot(root: Path, private: bool = False) -> dict[str, str]:
     """path -> digest of every regular file under root, not following symlinks; the private folders only
     when asked (after an attempt: anything there was written by the agent). Sixteen attempts hash their
     workspaces at once at -j 16: the directory entries' own types and bare os.open/os.read keep the system
-    calls (each one a hand-off of the interpreter's lock between those threads) to four a file, from nine."""
-    return {rel: file_digest(e.path) for rel, e in _entries(root, private) if e.is_file(follow_symlinks=False)}
+    calls (each one a hand-off of the interpreter's lock between those threads) to four a file, from nine.
+
+    An attempt hashes its workspace three times (as it starts, once the agent is done, after the verify) and a
+    kept worktree is hashed again by the next attempt: a file whose stats vouch for the digest taken last time
+    (freshness.vouches, git's racily-clean rule, as the project's own stat cache) is not read again."""
+    known = _digests.setdefault(str(root), {})
+    found = {
+        rel: _digest(known, rel, entry.path, entry.stat(follow_symlinks=False))
+        for rel, entry in _entries(root, private)
+        if entry.is_file(follow_symlinks=False)
+    }
+    for rel in known.keys() - found.keys() if len(known) > len(found) else ():
+        if private or PRIVATE_PARTS.isdisjoint(rel.split("/")[:-1]):
+            del known[rel]  # gone: the memo holds only what the workspace holds
+    return found
+
+
+# workspace root -> path -> (stat_of, when its digest was taken, the digest): snapshot's memo, dropped with the
+# workspace (each workspace is hashed by one attempt at a time)
+_digests: dict[str, dict[str, tuple[tuple[int, int, int, int], int, str]]] = {}
+
+
+def _digest(known: dict, rel: str, path: str, st: os.stat_result) -> str:
+    """The digest of the regular file at `path` (`st`: its stats, taken now), from `known` (a root's memo) when
+    those stats vouch for it."""
+    stats = stat_of(st)
+    memo = known.get(rel)
+    if memo is not None and memo[0] == stats and vouches(stats, memo[1]):
+        return memo[2]
+    taken = time.time_ns()  # before the bytes are read: a write after it moves the stats out of the window
+    digest = file_digest(path)
+    known[rel] = (stats, taken, digest)
+    return digest
 
 
 def _entries(root: Path, private: bool = True):
@@ -233,21 +266,43 @@ def _git(cwd: Path, *args: str) -> subprocess.CompletedProcess:
 
 
 def _copy_file(src_root: Path, dest_root: Path, rel: str) -> None:
-    src = src_root / rel
-    if not src.exists() and not src.is_symlink():
+    """Copy one path of the project into a workspace: a regular file's bytes, permission bits and mtime, or a
+    symlink as a symlink. Bare system calls rather than shutil.copy2 (a dozen more: its xattrs, its checks):
+    a kept worktree takes each step applied since it was last used this way, sixteen threads at once."""
+    src, target = str(src_root / rel), str(dest_root / rel)
+    try:
+        st = os.lstat(src)
+    except (FileNotFoundError, NotADirectoryError):
         return  # deleted in the working tree but still in the index
-    target = dest_root / rel
-    target.parent.mkdir(parents=True, exist_ok=True)
-    if target.is_symlink() or (src.is_symlink() and target.exists()):
-        target.unlink()  # a symlink is made anew, never written through (an uncommitted retarget, or a type change)
-    shutil.copy2(src, target, follow_symlinks=False)
+    try:
+        old = os.lstat(target)
+    except (FileNotFoundError, NotADirectoryError):
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+    else:
+        if stat.S_ISLNK(old.st_mode) or stat.S_ISLNK(st.st_mode):
+            os.unlink(target)  # a symlink is made anew, never written through (an uncommitted retarget, a type change)
+    if stat.S_ISLNK(st.st_mode):
+        os.symlink(os.readlink(src), target)
+        return
+    fd_in = os.open(src, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        fd_out = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            os.fchmod(fd_out, stat.S_IMODE(st.st_mode))
+            while os.sendfile(fd_out, fd_in, None, 1 << 30):
+                pass
+        finally:
+            os.close(fd_out)
+    finally:
+        os.close(fd_in)
+    os.utime(target, ns=(st.st_atime_ns, st.st_mtime_ns), follow_symlinks=False)
 
 
 def _overlay(top_dir: Path, wt: Path, xy: str, rel: str) -> None:
     """Lay one path `git status` lists (relative to the repository's top) over the worktree as the project has it."""
-    if "D" in xy and not (top_dir / rel).exists():
+    if "D" in xy and not os.path.lexists(top_dir / rel):
         (wt / rel).unlink(missing_ok=True)
-    elif not (top_dir / rel).is_dir():
+    elif not os.path.isdir(top_dir / rel):
         _copy_file(top_dir, wt, rel)
 
 
@@ -350,7 +405,7 @@ def _bring_back(project: Path, wt: Path, kept: _Kept, writable: tuple[str, ...])
             if rel in wanted or rel in kept.head_files or rel in kept.head_links:
                 if rel not in wanted and not (source.is_file() or source.is_symlink()):
                     return None  # a file of HEAD's gone without git saying so
-                if _same_file(source, target, current.get(rel)):
+                if _same_file(project, wt, rel, current.get(rel)):
                     continue
                 if target.is_symlink() or target.is_file():
                     target.unlink()
@@ -382,13 +437,19 @@ def _bring_back(project: Path, wt: Path, kept: _Kept, writable: tuple[str, ...])
     return wt, before, list(kept.ignored)
 
 
-def _same_file(source: Path, target: Path, digest: str | None) -> bool:
-    """The worktree's regular file already is the project's: same bytes (its digest known), same mode."""
-    if digest is None or source.is_symlink() or target.is_symlink() or not source.is_file():
+def _same_file(project: Path, wt: Path, rel: str, digest: str | None) -> bool:
+    """The worktree's regular file already is the project's: same bytes (its digest known), same mode. The
+    project's digests are remembered as a workspace's are (a kept worktree compares each output applied this
+    run, sixteen at each wave of a run at -j 16)."""
+    if digest is None:
         return False
-    if source.stat().st_mode != target.stat().st_mode:
+    try:
+        source, target = os.lstat(project / rel), os.lstat(wt / rel)
+    except OSError:
         return False
-    return file_digest(str(source)) == digest
+    if not stat.S_ISREG(source.st_mode) or source.st_mode != target.st_mode:
+        return False
+    return _digest(_digests.setdefault(str(project), {}), rel, str(project / rel), source) == digest
 
 
 def _symlinks(root: Path) -> frozenset[str]:
@@ -460,6 +521,9 @@ def remove_workspace(home: Path, project: Path) -> None:
     only when the targeted remove did not do it: two git processes fewer per attempt)."""
     with _kept_lock:
         _kept.pop(str(home), None)
+    for root in list(_digests):  # a copy: other attempts add theirs meanwhile
+        if root == str(home) or root.startswith(str(home) + os.sep):
+            _digests.pop(root, None)
     if (home / "wt").exists():
         removed = _git(project, "worktree", "remove", "--force", str(home / "wt")).returncode == 0
         if not removed or (home / "wt").exists():
