@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Protocol
 
-from .keys import IndexFile, digest_bytes
+from .keys import IndexFile, digest_bytes, snapshot_bytes
 from .redact import Mask
 
 PULLED_BATCH = 64 << 20  # bytes of blobs from the remote held before they are written to the local cache
@@ -82,9 +82,9 @@ class State:
         self._decoded: dict[str, tuple] = {}
         self._changed: set[str] = set()  # since read or saved: what an edit's save appends
 
-    def intents(self):
-        """The intents with a last good result (a set-like view: `in` costs no Python call)."""
-        return self._encoded.keys()
+    def intents(self) -> set[str]:
+        """The intents with a last good result, as a set (`in` costs no Python call)."""
+        return self._encoded.key_set()
 
     def keys(self) -> set[str]:
         """The key of every intent's last good result (what `runner cache gc` keeps)."""
@@ -114,7 +114,7 @@ class State:
     def file_bytes(self) -> bytes:
         """The whole index, for a journal that replaces the file along with the change it belongs to; once
         that is written, `saved_with_journal()`."""
-        return marshal.dumps(self._encoded)
+        return snapshot_bytes(self._encoded)
 
     def saved_with_journal(self) -> None:
         """The journal wrote file_bytes() as the whole file: nothing is left to save, and the log beside the

@@ -8,7 +8,10 @@ import marshal
 import os
 from pathlib import Path
 
-from runner.keys import IndexFile
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from runner.keys import Entries, IndexFile, snapshot_bytes
 
 
 def _entries(n: int, tag: str = "") -> dict[str, bytes]:
@@ -191,7 +194,7 @@ def test_a_change_saved_beside_a_stale_log_is_kept(tmp_path):
     entries["k0001"] = b"old"
     index.write(entries, {"k0001"})
     stale_log = Path(f"{path}.log").read_bytes()
-    path.write_bytes(marshal.dumps(entries))  # a whole file from a journal: another snapshot
+    path.write_bytes(snapshot_bytes(entries))  # a whole file from a journal: another snapshot
     Path(f"{path}.log").write_bytes(stale_log)
 
     run = IndexFile(str(path))
@@ -199,3 +202,79 @@ def test_a_change_saved_beside_a_stale_log_is_kept(tmp_path):
     mine["k0002"] = b"saved after"
     run.write(mine, {"k0002"})
     assert IndexFile(str(path)).read()["k0002"] == b"saved after"
+
+
+# ---- the snapshot's layout: sorted keys, one blob of values, a CRC ---------------------------------------------
+
+
+KEYS = [f"s{i:02d}" for i in range(12)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    start=st.dictionaries(st.sampled_from(KEYS), st.binary(max_size=20)),
+    ops=st.lists(
+        st.tuples(st.sampled_from(["set", "pop", "del", "get", "in", "roundtrip"]), st.sampled_from(KEYS), st.binary()),
+        max_size=40,
+    ),
+)
+def test_the_entries_read_from_a_snapshot_behave_as_the_dict_written(tmp_path_factory, start, ops):
+    """Entries (bisection into the snapshot's sorted keys, changes in a dict beside them) answer every question a
+    dict holding the same entries answers, and what is written of them reads back the same."""
+    path = tmp_path_factory.mktemp("index") / "state"
+    index = IndexFile(str(path))
+    index.write(start, start)
+    entries, expected = IndexFile(str(path)).read(), dict(start)
+    Entries._INDEXED_AFTER = 5  # the dict the keys get after many lookups, taken too
+    try:
+        for op, key, value in ops:
+            if op == "set":
+                entries[key] = expected[key] = value
+            elif op == "pop":
+                assert entries.pop(key) == expected.pop(key, None)
+            elif op == "del" and key in expected:
+                del entries[key], expected[key]
+            elif op == "get":
+                assert entries.get(key) == expected.get(key)
+            elif op == "in":
+                assert (key in entries) == (key in expected)
+            else:
+                write = IndexFile(str(path))
+                write.read()
+                write.replaced()
+                write.write(entries, set(expected))
+                entries = IndexFile(str(path)).read()
+            assert len(entries) == len(expected)
+            assert sorted(entries) == sorted(expected) and entries.key_set() == set(expected)
+            assert dict(entries.items()) == expected
+    finally:
+        Entries._INDEXED_AFTER = 4096
+
+
+def test_a_damaged_snapshot_reads_as_no_entries(tmp_path):
+    """A cut or overwritten snapshot is found as it is read (its CRC), never decoded entry by entry later."""
+    path = tmp_path / "state"
+    entries = _entries(400)
+    _written(path, entries, entries)
+    data = path.read_bytes()
+    assert data[:4] == b"RIX2"
+    path.write_bytes(data[: len(data) // 2])
+    assert IndexFile(str(path)).read() == {}
+    path.write_bytes(data[:-100] + bytes(100))
+    assert IndexFile(str(path)).read() == {}
+    path.write_bytes(data)
+    assert IndexFile(str(path)).read() == entries
+
+
+def test_a_snapshot_of_the_earlier_layout_is_read(tmp_path):
+    """A state index or stat cache written by the runner before the sorted layout (one marshal dict) is read as
+    it is, and the next whole write is in the new layout."""
+    path = tmp_path / "stat"
+    entries = _entries(400)
+    path.write_bytes(marshal.dumps(entries))
+    index = IndexFile(str(path))
+    read = index.read()
+    assert read == entries
+    index.replaced()
+    index.write(read, set())
+    assert path.read_bytes()[:4] == b"RIX2" and IndexFile(str(path)).read() == entries
