@@ -10,6 +10,7 @@ import zlib
 from array import array
 from bisect import bisect_left
 from collections.abc import Iterator, Mapping, MutableMapping
+from itertools import accumulate
 
 
 def canonical(value) -> bytes:
@@ -141,7 +142,7 @@ class IndexFile:
         if small and self._appendable() and self._append(marshal.dumps({k: entries.get(k) for k in changed}), durable):
             return
         self._looked = None
-        write_atomic(self.path, snapshot_bytes(entries), durable, trim)
+        write_atomic(self.path, snapshot_parts(entries), durable, trim)
         try:
             self._snapshot = _identity(os.stat(self.path))
         except OSError:
@@ -204,36 +205,43 @@ def _apply(entries: MutableMapping[str, bytes], record: dict[str, bytes | None])
             entries[key] = value
 
 
-# An index snapshot: this mark, the CRC-32 of the rest, and the marshal of (its keys sorted, where each value
-# ends, the values in one blob). The CRC: a value is decoded only when asked for, so damage inside the blob (a
-# cut file, a bad copy) must be found as the file is read, as a damaged marshal dict was (7 ms at 16 MB).
+# An index snapshot: this mark, the CRC-32 of what follows it, the length of its keys' part, that part (the
+# marshal of the keys, sorted, and where each value ends) and the values, one after another. The CRC: a value is
+# decoded only when asked for, so damage among the values (a cut file, a bad copy) must be found as the file is
+# read, as a damaged marshal dict was (7 ms at 16 MB).
 _SORTED = b"RIX2"
 
 
-def snapshot_bytes(entries: Mapping[str, bytes]) -> bytes:
-    """An index snapshot's bytes (IndexFile.read gives the Entries back). Loading a 100,000-entry one then
-    makes 100,000 strings, not 100,000 more bytes objects and a dict: ~50 ms instead of ~110 ms, which an edit
-    of one file paid twice (the state index, the stat cache)."""
+def snapshot_parts(entries: Mapping[str, bytes]) -> list[bytes]:
+    """An index snapshot's bytes, in pieces written one after another (IndexFile.read gives the Entries back):
+    joined, they would be one more copy of the values at the end of a clean build, when its memory peaks.
+    Loading a 100,000-entry snapshot makes 100,000 key strings, not 100,000 more bytes objects and a dict: ~50
+    ms instead of ~110 ms, which an edit of one file paid twice (the state index, the stat cache)."""
     keys = sorted(entries)
     values = [entries[key] for key in keys]
-    ends = array("Q")
-    at = 0
+    keys_part = marshal.dumps((tuple(keys), array("Q", accumulate(map(len, values))).tobytes()))
+    crc = zlib.crc32(keys_part)
     for value in values:
-        at += len(value)
-        ends.append(at)
-    body = marshal.dumps((tuple(keys), ends.tobytes(), b"".join(values)))
-    return _SORTED + zlib.crc32(body).to_bytes(4, "little") + body
+        crc = zlib.crc32(value, crc)
+    return [_SORTED + crc.to_bytes(4, "little") + len(keys_part).to_bytes(8, "little"), keys_part, *values]
+
+
+def snapshot_bytes(entries: Mapping[str, bytes]) -> bytes:
+    """A whole snapshot (an apply's journal writes it with the change it belongs to)."""
+    return b"".join(snapshot_parts(entries))
 
 
 def _sorted_entries(data: bytes) -> Entries:
-    """The Entries of a snapshot's bytes; ValueError when they are not whole."""
-    body = memoryview(data)[8:]
-    if zlib.crc32(body) != int.from_bytes(data[4:8], "little"):
+    """The Entries of a snapshot's bytes, its values left in them; ValueError when they are not whole."""
+    body = memoryview(data)[16:]
+    if len(data) < 16 or zlib.crc32(body) != int.from_bytes(data[4:8], "little"):
         raise ValueError("the index snapshot is damaged (its CRC differs)")
-    keys, ends, blob = marshal.loads(body)
-    if len(ends) != 8 * len(keys) or (keys and int.from_bytes(ends[-8:], "little") != len(blob)):
+    size = int.from_bytes(data[8:16], "little")
+    keys, ends = marshal.loads(body[:size])
+    values = body[size:]
+    if len(ends) != 8 * len(keys) or int.from_bytes(ends[-8:] or bytes(8), "little") != len(values):
         raise ValueError("the index snapshot is damaged (its parts disagree)")
-    return Entries(keys, ends, blob)
+    return Entries(keys, ends, values)
 
 
 _MISSING = object()
@@ -246,7 +254,7 @@ class Entries(MutableMapping):
 
     _INDEXED_AFTER = 4096  # lookups before the keys get a dict: a run that asks for all of them pays it once
 
-    def __init__(self, keys: tuple[str, ...] = (), ends: bytes = b"", blob: bytes = b""):
+    def __init__(self, keys: tuple[str, ...] = (), ends: bytes = b"", blob: bytes | memoryview = b""):
         self._keys = keys
         self._ends = array("Q", ends)
         self._blob = blob
@@ -281,7 +289,7 @@ class Entries(MutableMapping):
                     i = -1
         if i < 0:
             return None
-        value = self._sliced[key] = self._blob[self._ends[i - 1] if i else 0 : self._ends[i]]
+        value = self._sliced[key] = bytes(self._blob[self._ends[i - 1] if i else 0 : self._ends[i]])
         return value
 
     def get(self, key, default=None):
@@ -350,18 +358,22 @@ def write_marshal(path: str, value, durable: bool = False, trim: bool = False) -
     write_atomic(path, marshal.dumps(value), durable, trim)  # ~16 MB for a 100,000-step proof
 
 
-def write_atomic(path: str, data: bytes, durable: bool = False, trim: bool = False) -> None:
-    """Replace `path` with `data` atomically (a reader sees the old file or the new one, never half). `trim`:
-    a file of megabytes hands its bytes' pages back (give_back_memory; not on the no-op path, which imports
-    nothing it need not)."""
+def write_atomic(path: str, data: bytes | list[bytes], durable: bool = False, trim: bool = False) -> None:
+    """Replace `path` with `data` (or its pieces, one after another) atomically (a reader sees the old file or
+    the new one, never half). `trim`: a file of megabytes hands its bytes' pages back (give_back_memory; not on
+    the no-op path, which imports nothing it need not)."""
     tmp = f"{path}.{os.getpid()}.tmp"
     with open(tmp, "wb") as f:
-        f.write(data)
+        if isinstance(data, bytes):
+            f.write(data)
+        else:
+            f.writelines(data)
+        size = f.tell()
         if durable:
             f.flush()
             os.fsync(f.fileno())
     os.replace(tmp, path)
-    if trim and len(data) > _BIG:
+    if trim and size > _BIG:
         give_back_memory()  # else the state, the proof and the stat cache, written in turn, each take new pages
 
 
