@@ -106,14 +106,23 @@ def test_one_after_another_the_steps_attempts_share_one_worktree_brought_back_ea
     _project(agent, srv, 3)
     seen = agent.root.parent / "seen.txt"
     with open(agent.root / "adapters/local.toml", "a") as f:
-        f.write('[commands.where]\nrun = "echo $PWD $(ls notes | tr \'\\\\n\' ,) >> \\"$SEEN\\""\n')
-    spec = (agent.root / "intents.toml").read_text().replace('verify = ["check"]', 'verify = ["where"]')
+        # the verify also runs `git status` after touching a tracked file, as tools do: git must not rewrite the
+        # worktree's index for it (an index that moved makes the worktree unfit to bring back)
+        f.write(
+            r"""
+[commands.look]
+run = "touch intents.toml && git status >/dev/null"
+[commands.where]
+run = "echo $PWD@$(stat -c %w . | tr -d ' ') $(ls notes | tr '\\n' ,) >> \"$SEEN\""
+"""
+        )
+    spec = (agent.root / "intents.toml").read_text().replace('verify = ["check"]', 'verify = ["look", "where"]')
     (agent.root / "intents.toml").write_text(spec)
     result = agent.make("-j", "1", env=dict(agent.env(), SEEN=str(seen)))
     assert result.code == 0, result.err + result.out[-2000:]
     lines = seen.read_text().split()
     folders, listed = lines[0::2], lines[1::2]
-    assert len(set(folders)) == 1, folders  # one workspace for the three attempts
+    assert len(set(folders)) == 1, folders  # one workspace for the three attempts (the same folder, not remade)
     assert listed == ["n0.txt,", "n0.txt,n1.txt,", "n0.txt,n1.txt,n2.txt,"]
     worktrees = subprocess.run(["git", "worktree", "list"], cwd=agent.root, capture_output=True, text=True).stdout
     assert len(worktrees.strip().splitlines()) == 1, worktrees  # and it is gone with the run
