@@ -16,15 +16,14 @@ import os
 import pickle
 import time
 from array import array
-from bisect import bisect_left
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from itertools import accumulate, chain
+from collections.abc import Iterator, Mapping
+from itertools import chain
 from pathlib import Path
 
 from . import __version__
 from .freshness import content_digest, stat_of, vouches
 from .globs import GLOB_CHARS
-from .keys import digest_bytes, digest_value, give_back_memory
+from .keys import PackedTable, digest_bytes, digest_value, give_back_memory
 from .memory import key_parts as memory_parts
 from .spec import BUILTIN_DIR, STEP_AGENT, STEP_AGGREGATE, Intent, Spec, env_refs, runs_always
 from .workspace import Layout
@@ -33,72 +32,6 @@ _FORMAT = 19  # 15: an intent's memory and scope; 16: [executor] and [cache] in 
 # 18: the project's root in the fingerprint; 19: the tables' keys' positions in sorted order
 # 14: the aggregates; 13: the candidate patterns (gates) in the header; 12: exclude, outputs, env
 _WATCHED_DIRS = ("adapters", "prompts", "regexes")
-
-
-class PackedTable(Mapping):
-    """key -> value, the values packed as marshal bytes in one blob and each decoded the first time it is
-    asked for: loading a 10,000-entry table costs one copy of the blob, not 10,000 objects."""
-
-    _INDEXED_AFTER = 4096  # lookups by bisection before the keys get a dict: a clean build asks for all of them
-
-    def __init__(self, keys: list[str], blob, ends: bytes, decode=marshal.loads, by_key: bytes = b""):
-        self._keys = keys
-        self._blob = blob  # bytes, or a memoryview of the mapped file
-        self._ends = array("Q", ends)  # where each key's bytes end in the blob
-        self._decode = decode
-        # the keys' positions in the keys' sorted order (sorted_positions): an edit of one file in a
-        # 100,000-step project asks for a few hundred keys, and a dict of all of them cost 36 ms a table
-        self._by_key = array("I", by_key)
-        self._lookups = 0
-        self._index: dict[str, int] | None = None
-        self._values: dict = {}
-
-    @staticmethod
-    def sorted_positions(keys: list[str]) -> bytes:
-        """What `by_key` takes: the keys' positions, in the order of the keys they hold."""
-        return array("I", sorted(range(len(keys)), key=keys.__getitem__)).tobytes()
-
-    @staticmethod
-    def pack(values: Callable[[], Iterable]) -> tuple[Iterator[bytes], bytes]:
-        """(the pieces of the blob, ends) of the values that `values()` gives, in their keys' order: what
-        PackedTable(keys, b"".join(pieces), ends, decode) reads back. Each value is encoded twice, once for
-        its length and once as it is written, and never held: at 100,000 steps the encoded records, then
-        their joined copy, were 45 MB each at the peak of a clean build."""
-        ends = array("Q", accumulate(len(marshal.dumps(value)) for value in values())).tobytes()
-        return (marshal.dumps(value) for value in values()), ends
-
-    def _position(self, key: str) -> int:
-        if self._index is None:
-            by_key = self._by_key
-            if len(by_key) == len(self._keys) and self._lookups < self._INDEXED_AFTER:
-                self._lookups += 1
-                j = bisect_left(by_key, key, key=self._keys.__getitem__)
-                if j < len(by_key) and self._keys[by_key[j]] == key:
-                    return by_key[j]
-                raise KeyError(key)
-            self._index = dict(zip(self._keys, range(len(self._keys)), strict=True))  # 1.3x a comprehension's speed
-        return self._index[key]
-
-    def __getitem__(self, key: str):
-        try:
-            return self._values[key]
-        except KeyError:
-            i = self._position(key)
-        value = self._values[key] = self._decode(self._blob[self._ends[i - 1] if i else 0 : self._ends[i]])
-        return value
-
-    def __contains__(self, key) -> bool:
-        try:
-            self._position(key)
-            return True
-        except KeyError:
-            return False
-
-    def __iter__(self):
-        return iter(self._keys)
-
-    def __len__(self) -> int:
-        return len(self._keys)
 
 
 def _step_record(blob: bytes) -> tuple:

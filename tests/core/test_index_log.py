@@ -11,7 +11,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from runner.keys import Entries, IndexFile, snapshot_bytes
+from runner.keys import IndexFile, PackedTable, snapshot_bytes
 
 
 def _entries(n: int, tag: str = "") -> dict[str, bytes]:
@@ -225,7 +225,7 @@ def test_the_entries_read_from_a_snapshot_behave_as_the_dict_written(tmp_path_fa
     index = IndexFile(str(path))
     index.write(start, start)
     entries, expected = IndexFile(str(path)).read(), dict(start)
-    Entries._INDEXED_AFTER = 5  # the dict the keys get after many lookups, taken too
+    PackedTable._INDEXED_AFTER = 5  # the dict the keys get after many lookups, taken too
     try:
         for op, key, value in ops:
             if op == "set":
@@ -248,7 +248,7 @@ def test_the_entries_read_from_a_snapshot_behave_as_the_dict_written(tmp_path_fa
             assert sorted(entries) == sorted(expected) and entries.key_set() == set(expected)
             assert dict(entries.items()) == expected
     finally:
-        Entries._INDEXED_AFTER = 4096
+        PackedTable._INDEXED_AFTER = 4096
 
 
 def test_a_damaged_snapshot_reads_as_no_entries(tmp_path):
