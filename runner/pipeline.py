@@ -15,6 +15,7 @@ from .compiled import Compiled, load_compiled, save_unsaved
 from .execute import Executor, RunOptions, Summary
 from .freshness import StatCache, doubtful_steps, drop_proof, first_look, proof_name, record_proof, snapshot_paths
 from .graph import resolve_targets, selected_order
+from .keys import give_back_memory
 from .plan import Planner, make_plan, unmatched_warnings
 from .record import RunRecord, prune
 from .redact import Mask, mask_for_run
@@ -216,7 +217,10 @@ def make(
     targets = [targets] if isinstance(targets, str) else list(targets)
     layout = project.layout
     layout.ensure()
-    save_unsaved(layout.root)
+    read_back = save_unsaved(layout.root)
+    if read_back is not None:  # the spec as the saved file holds it: the dicts it was made in go now
+        project.compiled = read_back
+        give_back_memory()
     lock = ProjectLock(layout, "runner make " + " ".join(sys.argv[2:]))
     lock.acquire(wait=wait_for_lock, on_wait=on_wait)
     mask = mask_for_run(project.spec)
