@@ -125,8 +125,8 @@ def snapshot(root: Path, private: bool = False) -> dict[str, str]:
     return found
 
 
-# workspace root -> path -> (stat_of, when its digest was taken, the digest): snapshot's memo, dropped with the
-# workspace (each workspace is hashed by one attempt at a time)
+# root -> path -> (stat_of, when its digest was taken, the digest): snapshot's memo of each workspace, dropped with
+# it (each workspace is hashed by one attempt at a time), and _same_file's of the project, kept for the process
 _digests: dict[str, dict[str, tuple[tuple[int, int, int, int], int, str]]] = {}
 
 

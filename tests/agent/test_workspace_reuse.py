@@ -203,3 +203,28 @@ def test_a_brought_back_worktree_holds_what_a_new_one_would(rounds):
     finally:
         remove_workspace(kept_home, root)
         shutil.rmtree(root.parent, ignore_errors=True)
+
+
+def test_a_tracked_symlink_the_project_made_a_file_is_a_file_in_the_workspace_and_nothing_is_written_through():
+    """The comparison above holds a brought-back worktree to a new one, which lays the project's files by the same
+    copy: this holds both to the project. A tracked symlink replaced by a regular file (uncommitted) is that file in
+    the workspace, and HEAD's file the symlink pointed at keeps HEAD's bytes (never written through the link)."""
+    root = _project()
+    kept_home = new_home(root, "kept")
+    try:
+        make_workspace(root, kept_home, ("out/*",))
+        (root / "alias").unlink()
+        _write(root / "alias", "now a file\n")
+        ws = make_workspace(root, kept_home, ("out/*",))[0]  # brought back
+        assert not (ws / "alias").is_symlink() and (ws / "alias").read_text() == "now a file\n"
+        assert (ws / "a.txt").read_text() == "a\n"
+        fresh_home = new_home(root, "fresh")
+        try:
+            fresh = make_workspace(root, fresh_home, ("out/*",))[0]
+            assert not (fresh / "alias").is_symlink() and (fresh / "alias").read_text() == "now a file\n"
+            assert (fresh / "a.txt").read_text() == "a\n"
+        finally:
+            remove_workspace(fresh_home, root)
+    finally:
+        remove_workspace(kept_home, root)
+        shutil.rmtree(root.parent, ignore_errors=True)
