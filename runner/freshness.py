@@ -334,14 +334,20 @@ def _each_stat(root: str, paths: list[str]) -> list[tuple[int, int, int, int] | 
     stats: list[tuple[int, int, int, int] | None] = []
     append = stats.append
     stat = os.stat
-    prefix = root + "/"
-    for rel in paths:
-        try:
-            st = stat(rel if rel[0] == "/" else prefix + rel)
-        except OSError:
-            append(None)
-            continue
-        append((st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino))
+    # looked up from the project's folder, as make does from its own: the kernel then walks only the path's
+    # own parts, not the root's again for each (0.36 s instead of 0.42-0.62 s for 110,000 paths, and the
+    # no-op at 100,000 steps is mostly this loop); an absolute path ignores dir_fd
+    folder = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for rel in paths:
+            try:
+                st = stat(rel, dir_fd=folder)
+            except OSError:
+                append(None)
+                continue
+            append((st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino))
+    finally:
+        os.close(folder)
     return stats
 
 
