@@ -78,8 +78,12 @@ def main() -> None:
                 argv = tool.argv(d, jobs)
                 if t == "runner" and args.runner_src:
                     src = args.runner_src
-                    code = f"import sys; sys.path.insert(0, {src!r}); from runner.entry import console; console()"
-                    argv = [sys.executable, "-c", code, *argv[1:]]
+                    # an editable install's finder sits ahead of sys.path: set aside, or main's package is measured
+                    code = (
+                        "import sys; sys.meta_path[:] = [f for f in sys.meta_path if 'editable' not in repr(f)]; "
+                        f"sys.path.insert(0, {src!r}); from runner.entry import console; console()"
+                    )
+                    argv = [str(runmod.RUNNER_BIN.parent / "python"), "-c", code, *argv[1:]]  # runner's own venv
                 m = measure(argv, d)
                 own = m["user"] + m["sys"]
                 print(
