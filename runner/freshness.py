@@ -351,9 +351,19 @@ def _each_stat(root: str, paths: list[str]) -> list[tuple[int, int, int, int] | 
     return stats
 
 
-def _stats_bytes(stats: list) -> bytes:
+_CHUNK = 512  # stats per piece of a proof's recorded stats
+
+
+def _stats_bytes(stats: list) -> list[bytes]:
+    """The proof's record of `stats`: marshal bytes of each _CHUNK of them. An edit then decodes only the
+    pieces holding a changed stat (decoding all 110,000 took 0.04-0.065 s of a 100,000-step edit)."""
     # marshal version 2 writes no back-references, so equal stats give equal bytes whichever objects hold them
-    return marshal.dumps(stats, 2)
+    dumps = marshal.dumps
+    return [dumps(stats[i : i + _CHUNK], 2) for i in range(0, len(stats), _CHUNK)]
+
+
+def _stats_digest(pieces: list[bytes]) -> str:
+    return hashlib.sha256(b"".join(pieces)).hexdigest()
 
 
 def content_digest(root: str, rel: str) -> str | None:
@@ -388,8 +398,8 @@ def proof_name(targets: Sequence[str], spec_file: str = "intents.toml") -> str |
 
 
 _loaded: dict[str, dict] = {}  # root -> the proof file as this process read it (the no-op, then the pipeline)
-# root -> (paths, their stats, when, the proof's stats as bytes, the positions that differ from them) as a failed
-# no-op proof just took and compared them
+# root -> (paths, their stats, when, the proof's stats as recorded, the positions that differ from them) as a
+# failed no-op proof just took and compared them
 _checked: dict[str, tuple] = {}
 
 
@@ -406,8 +416,9 @@ def _load(root: str) -> dict:
 
 
 def _entry(root: str, proofs: dict, target: str | None) -> tuple | None:
-    """(paths, digest of their stats, order, kept digests, token, number of spec files, stats as bytes, the
-    variables `env` values read with the digest of their values, the positions of the aggregates in order)."""
+    """(paths, digest of their stats, order, kept digests, token, number of spec files, stats as recorded
+    (_stats_bytes), the variables `env` values read with the digest of their values, the positions of the
+    aggregates in order)."""
     entry = proofs.get(_slot(root, target))
     return entry if isinstance(entry, tuple) and len(entry) == 9 else None
 
@@ -432,8 +443,9 @@ def prove_target(root: str, target: str | None) -> tuple[list[str], tuple[int, .
     taken = time.time_ns()
     stats = _each_stat(root, paths)
     touched = False
-    if hashlib.sha256(_stats_bytes(stats)).hexdigest() != digest:
-        changed = _changed(stats_bytes, stats)
+    now_bytes = _stats_bytes(stats)
+    if _stats_digest(now_bytes) != digest:
+        changed = _changed(stats_bytes, stats, now_bytes)
         proved = None if changed is None else _touched(root, paths, stats, n_sources, changed, kept)
         if proved is None:
             # the pipeline, next in this process, asks which paths changed
@@ -446,8 +458,8 @@ def prove_target(root: str, target: str | None) -> tuple[list[str], tuple[int, .
             _loaded[root] = proofs
             return None
     if touched:  # the touched files' new stats stand for the same bytes from now on: the next no-op is stats only
-        stats_bytes = _stats_bytes(stats)
-        digest = hashlib.sha256(stats_bytes).hexdigest()
+        stats_bytes = now_bytes
+        digest = _stats_digest(stats_bytes)
     if kept or touched:
         # a kept digest whose file is now past the racy window is vouched for by its stats alone
         now = time.time_ns()
@@ -487,19 +499,29 @@ def _vouched(root: str, found: Mapping[str, tuple], index: IndexFile | None = No
 _TOUCHED_AT_MOST = 64  # more changed stats than this: an edit or a checkout, for the pipeline's cone to sort out
 
 
-def _changed(stats_bytes: bytes, stats: list) -> list[tuple[int, tuple | None]] | None:
+def _changed(stats_bytes: list[bytes], stats: list, now_bytes: list[bytes] | None = None) -> list | None:
     """(position, recorded stat) of each path whose stats differ from the proof's, found without a Python-level
-    loop over a 100,000-path proof; None if the recorded stats are damaged."""
-    try:
-        recorded = marshal.loads(stats_bytes)
-    except (EOFError, ValueError, TypeError):
-        return None
-    if not isinstance(recorded, list) or len(recorded) != len(stats):
-        return None
+    loop over a 100,000-path proof: only the pieces whose bytes differ from `now_bytes` (_stats_bytes(stats))
+    are decoded and compared. None if the recorded stats are damaged (or of an older layout)."""
     from itertools import compress
     from operator import ne
 
-    return [(i, recorded[i]) for i in compress(range(len(stats)), map(ne, recorded, stats))]
+    if now_bytes is None:
+        now_bytes = _stats_bytes(stats)
+    if not isinstance(stats_bytes, list) or len(stats_bytes) != len(now_bytes):
+        return None
+    changed: list[tuple[int, tuple | None]] = []
+    for k in compress(range(len(now_bytes)), map(ne, now_bytes, stats_bytes)):
+        start = k * _CHUNK
+        part = stats[start : start + _CHUNK]
+        try:
+            recorded = marshal.loads(stats_bytes[k])
+        except (EOFError, ValueError, TypeError):
+            return None
+        if not isinstance(recorded, list) or len(recorded) != len(part):
+            return None
+        changed += [(start + i, recorded[i]) for i in compress(range(len(part)), map(ne, recorded, part))]
+    return changed
 
 
 def _touched(
@@ -603,7 +625,7 @@ def first_look(root: str, target: str | None, token: str, sources: list[str], re
     paths differ. `reuse`: the proof and stats a failed no-op proof read in this process still stand (no
     other runner held the lock since). Without such a proof, `order` and `paths` stay None, for the caller
     to work out."""
-    checked_paths, checked, checked_at, checked_bytes, checked_changed = _checked.pop(root, (None, None, 0, b"", None))
+    checked_paths, checked, checked_at, checked_bytes, checked_changed = _checked.pop(root, (None, None, 0, None, None))
     if not reuse:
         _loaded.pop(root, None)
         checked_paths = None
@@ -731,7 +753,7 @@ def record_proof(
     positions = tuple(i for i, name in enumerate(order) if name in aggregates) if aggregates else ()
     proofs[slot] = (
         paths,
-        hashlib.sha256(stats_bytes).hexdigest(),
+        _stats_digest(stats_bytes),
         order,
         kept,
         token,

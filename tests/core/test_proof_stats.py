@@ -1,0 +1,62 @@
+"""A no-op proof records its paths' stats in pieces (runner.freshness._stats_bytes), and an edit decodes only the
+pieces whose bytes differ: the paths it finds changed are exactly those whose stats differ, at any piece size,
+and a record in another layout (an older runner's one piece of bytes) or cut short is no record at all."""
+
+from __future__ import annotations
+
+import marshal
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from runner import freshness
+
+STAT = st.one_of(
+    st.none(),  # no such path
+    st.just(freshness.NEVER),
+    st.tuples(
+        st.integers(0, 2**40),
+        st.integers(-(2**62), 2**62),  # an mtime before 1970 is a negative count of nanoseconds
+        st.integers(0, 2**62),
+        st.integers(0, 2**64 - 1),  # an inode number uses all 64 bits on some filesystems
+    ),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    before=st.lists(STAT, max_size=40),
+    edits=st.lists(st.tuples(st.integers(0, 39), STAT), max_size=8),
+    chunk=st.sampled_from([1, 2, 3, 7, 512]),
+)
+def test_the_changed_paths_are_those_whose_stats_differ(before, edits, chunk):
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(freshness, "_CHUNK", chunk)
+        _check_changed(before, edits)
+
+
+def _check_changed(before: list, edits: list) -> None:
+    recorded = marshal.loads(marshal.dumps(freshness._stats_bytes(before)))  # as the proof file holds it
+    now = list(before)
+    for i, stat in edits:
+        if i < len(now):
+            now[i] = stat
+    expected = [(i, was) for i, was in enumerate(before) if was != now[i]]
+    assert freshness._changed(recorded, now) == expected
+    assert freshness._changed(recorded, now, freshness._stats_bytes(now)) == expected
+    same = freshness._stats_digest(freshness._stats_bytes(now)) == freshness._stats_digest(recorded)
+    assert same == (now == before)
+
+
+@pytest.mark.parametrize(
+    "recorded",
+    [
+        marshal.dumps([(1, 2, 3, 4)] * 5, 2),  # the layout before the pieces: one marshal of the whole list
+        [marshal.dumps([(1, 2, 3, 4)] * 5, 2)[:-3]],  # a piece cut short
+        [marshal.dumps([(1, 2, 3, 4)] * 4, 2)],  # a piece of the wrong length
+        [],  # fewer pieces than the paths need
+    ],
+)
+def test_a_record_in_another_layout_or_damaged_is_no_record(recorded):
+    assert freshness._changed(recorded, [(1, 2, 3, 5)] * 5) is None
