@@ -48,6 +48,7 @@ class IndexFile:
     the snapshot is rewritten whole and the log removed."""
 
     LOG_AT_LEAST = 1 << 16
+    MAP_AT_LEAST = 1 << 20  # a snapshot this big is mapped, not copied (_mapped)
 
     def __init__(self, path: str):
         self.path = path
@@ -62,8 +63,9 @@ class IndexFile:
         dict) taken as it is."""
         try:
             with open(self.path, "rb") as f:
-                identity = _identity(os.fstat(f.fileno()))
-                data = f.read()
+                st = os.fstat(f.fileno())
+                identity = _identity(st)
+                data = _mapped(f) if st.st_size >= self.MAP_AT_LEAST else f.read()
             value = _sorted_entries(data) if data[:4] == _SORTED else marshal.loads(data)
         except (OSError, EOFError, ValueError, TypeError):
             return Entries()
@@ -227,6 +229,15 @@ def snapshot_parts(entries: Mapping[str, bytes]) -> list[bytes]:
     for value in values:
         crc = zlib.crc32(value, crc)
     return [_SORTED + crc.to_bytes(4, "little") + len(keys_part).to_bytes(8, "little"), keys_part, *values]
+
+
+def _mapped(f):
+    """The bytes of the open file `f`, mapped: an edit reads a few hundred of a 100,000-step snapshot's values,
+    and copying its 16 MB was most of the snapshot's load. A snapshot is only ever replaced by a rename, never
+    rewritten in place, so the mapping keeps the bytes it was read with."""
+    import mmap  # not on the no-op path, which reads no snapshot
+
+    return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
 
 
 def snapshot_bytes(entries: Mapping[str, bytes]) -> bytes:

@@ -8,6 +8,7 @@ import marshal
 import os
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -217,13 +218,16 @@ KEYS = [f"s{i:02d}" for i in range(12)]
         st.tuples(st.sampled_from(["set", "pop", "del", "get", "in", "roundtrip"]), st.sampled_from(KEYS), st.binary()),
         max_size=40,
     ),
+    mapped=st.booleans(),
 )
-def test_the_entries_read_from_a_snapshot_behave_as_the_dict_written(tmp_path_factory, start, ops):
+def test_the_entries_read_from_a_snapshot_behave_as_the_dict_written(tmp_path_factory, start, ops, mapped):
     """Entries (bisection into the snapshot's sorted keys, changes in a dict beside them) answer every question a
-    dict holding the same entries answers, and what is written of them reads back the same."""
+    dict holding the same entries answers, and what is written of them reads back the same, the snapshot read
+    or mapped (as a big one is)."""
     path = tmp_path_factory.mktemp("index") / "state"
     index = IndexFile(str(path))
     index.write(start, start)
+    IndexFile.MAP_AT_LEAST = 1 if mapped else 1 << 20
     entries, expected = IndexFile(str(path)).read(), dict(start)
     PackedTable._INDEXED_AFTER = 5  # the dict the keys get after many lookups, taken too
     try:
@@ -249,10 +253,13 @@ def test_the_entries_read_from_a_snapshot_behave_as_the_dict_written(tmp_path_fa
             assert dict(entries.items()) == expected
     finally:
         PackedTable._INDEXED_AFTER = 4096
+        IndexFile.MAP_AT_LEAST = 1 << 20
 
 
-def test_a_damaged_snapshot_reads_as_no_entries(tmp_path):
+@pytest.mark.parametrize("map_at_least", [1, 1 << 20], ids=["mapped", "read"])
+def test_a_damaged_snapshot_reads_as_no_entries(tmp_path, monkeypatch, map_at_least):
     """A cut or overwritten snapshot is found as it is read (its CRC), never decoded entry by entry later."""
+    monkeypatch.setattr(IndexFile, "MAP_AT_LEAST", map_at_least)
     path = tmp_path / "state"
     entries = _entries(400)
     _written(path, entries, entries)
@@ -266,9 +273,11 @@ def test_a_damaged_snapshot_reads_as_no_entries(tmp_path):
     assert IndexFile(str(path)).read() == entries
 
 
-def test_a_snapshot_of_the_earlier_layout_is_read(tmp_path):
+@pytest.mark.parametrize("map_at_least", [1, 1 << 20], ids=["mapped", "read"])
+def test_a_snapshot_of_the_earlier_layout_is_read(tmp_path, monkeypatch, map_at_least):
     """A state index or stat cache written by the runner before the sorted layout (one marshal dict) is read as
     it is, and the next whole write is in the new layout."""
+    monkeypatch.setattr(IndexFile, "MAP_AT_LEAST", map_at_least)
     path = tmp_path / "stat"
     entries = _entries(400)
     path.write_bytes(marshal.dumps(entries))
