@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from runner.keys import IndexFile, PackedTable, snapshot_bytes
+from runner.keys import Entries, IndexFile, PackedTable, snapshot_bytes
 
 
 def _entries(n: int, tag: str = "") -> dict[str, bytes]:
@@ -287,3 +287,38 @@ def test_a_snapshot_of_the_earlier_layout_is_read(tmp_path, monkeypatch, map_at_
     index.replaced()
     index.write(read, set())
     assert path.read_bytes()[:4] == b"RIX2" and IndexFile(str(path)).read() == entries
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    start=st.dictionaries(st.sampled_from(KEYS), st.binary(max_size=8)),
+    records=st.lists(
+        st.dictionaries(st.sampled_from(KEYS), st.none() | st.binary(max_size=8), min_size=1, max_size=5), max_size=8
+    ),
+    set_after=st.sampled_from([0, 64]),
+    mapped=st.booleans(),
+)
+def test_a_log_laid_over_a_snapshot_reads_as_the_entries_its_writes_left(
+    tmp_path_factory, start, records, set_after, mapped
+):
+    """Each record appended by a small update (None: removed), read back over the snapshot in one replay, gives
+    the entries, their number and their keys that applying the records in order to a dict gives, whether the
+    snapshot's keys are asked one by one or as a set."""
+    path = tmp_path_factory.mktemp("index") / "stat"
+    IndexFile(str(path)).write(start, start)
+    expected = dict(start)
+    for record in records:
+        IndexFile(str(path)).update(record)
+        for key, value in record.items():
+            if value is None:
+                expected.pop(key, None)
+            else:
+                expected[key] = value
+    assert not records or path.with_name("stat.log").exists()  # each was appended, not folded in
+    Entries.SET_AFTER, IndexFile.MAP_AT_LEAST = set_after, 1 if mapped else 1 << 20
+    try:
+        read = IndexFile(str(path)).read()
+    finally:
+        Entries.SET_AFTER, IndexFile.MAP_AT_LEAST = 64, 1 << 20
+    assert len(read) == len(expected)
+    assert dict(read.items()) == expected and read.key_set() == set(expected) and sorted(read) == sorted(expected)
