@@ -600,7 +600,7 @@ def snapshot_paths(
 class FirstLook:
     """What the declared files looked like as a run began, against the last good run of its target."""
 
-    __slots__ = ("changed", "differ", "order", "paths", "stats", "taken", "kept", "proofs")  # no typing import
+    __slots__ = ("changed", "differ", "order", "paths", "stats", "taken", "kept", "proofs", "aggregates")
 
     def __init__(self, proofs: dict):
         self.proofs = proofs  # the proof file as read under the project lock, for record_proof
@@ -611,6 +611,7 @@ class FirstLook:
         self.stats: list = []  # the stat of each of `paths` as the run began
         self.taken = 0  # when those stats were taken
         self.kept: dict[str, str] = {}  # the last proof's digests of bytes its stats could not vouch for
+        self.aggregates: tuple[int, ...] = ()  # the positions of the aggregates in `order`, as the proof has them
 
     def stat_paths(self, root: str, paths: list[str] | None) -> None:
         """No usable proof: take the stats of the target's files as the run begins, for the next proof."""
@@ -633,7 +634,7 @@ def first_look(root: str, target: str | None, token: str, sources: list[str], re
     entry = _entry(root, look.proofs, target)
     if entry is None:
         return look
-    paths, _digest, order, kept, entry_token, n_sources, stats_bytes, env, _aggregates = entry
+    paths, _digest, order, kept, entry_token, n_sources, stats_bytes, env, aggregates = entry
     if entry_token != token or n_sources != len(sources) or paths[:n_sources] != sources:
         return look
     if checked_paths == paths and checked_changed is not None and checked_bytes == stats_bytes:
@@ -652,6 +653,7 @@ def first_look(root: str, target: str | None, token: str, sources: list[str], re
     differ = {paths[i] for i, _was in changed}
     differ.update(rel for rel, want in kept.items() if rel not in differ and content_digest(root, rel) != want)
     look.order, look.paths, look.stats, look.kept, look.differ = order, paths, stats, kept, differ
+    look.aggregates = aggregates
     env_changed = bool(env[0]) and env_digest(env[0]) != env[1]  # no path shows which steps read a variable
     look.changed = None if env_changed or any(rel in differ for rel in sources) else differ
     return look
@@ -750,7 +752,10 @@ def record_proof(
             kept[rel] = digest
     stats_bytes = _stats_bytes(stats)
     env = (env_names, env_digest(env_names)) if env_names else ((), "")
-    positions = tuple(i for i, name in enumerate(order) if name in aggregates) if aggregates else ()
+    if look.order is order:  # the last proof's order, from the same compiled spec: its aggregates are where they were
+        positions = look.aggregates
+    else:
+        positions = tuple(i for i, name in enumerate(order) if name in aggregates) if aggregates else ()
     proofs[slot] = (
         paths,
         _stats_digest(stats_bytes),
