@@ -459,3 +459,22 @@ def test_a_step_after_an_edit_keys_on_what_its_proven_dependency_produced(projec
     result = project.make()
     assert result.statuses() == {"p": "cached", "x": "restored"}, result.statuses()
     assert project.read("out_x.txt") == "one\np\n"
+
+
+def test_a_project_named_through_a_symlink_is_the_same_project(project, tmp_path):
+    """`runner make -C LINK` and `runner make` in the folder itself (whose working folder is always the real
+    one) find one root: the compiled spec made one way serves the other, which neither compiles it again nor
+    decides every step for want of a proof of the same spec (~30 s at 100,000 steps)."""
+    project.spec(SPEC.format(word="aaa").replace("echo aaa", "cat in.txt"))
+    project.write("in.txt", "one\n")
+    project.age_all()
+    link = tmp_path / "link"
+    link.symlink_to(project.root, target_is_directory=True)
+    assert project.make().statuses() == {"say": "ran"}
+    compiled = project.root / ".runner/spec.pickle"
+    made = compiled.stat()
+    for n, args in enumerate((("-C", str(link)), ("-C", str(link), "-f", "intents.toml"), ())):
+        project.write("in.txt", f"edit {n}\n", age=5)
+        assert project.make(*args).statuses() == {"say": "ran"}, args
+        assert project.make(*args).events()[0].get("fast") is True, args
+    assert (compiled.stat().st_ino, compiled.stat().st_mtime_ns) == (made.st_ino, made.st_mtime_ns)
