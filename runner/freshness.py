@@ -366,6 +366,20 @@ def _stats_digest(pieces: list[bytes]) -> str:
     return hashlib.sha256(b"".join(pieces)).hexdigest()
 
 
+def _joined(names: list[str] | str) -> str:
+    """A proof's paths or order as it stores them: one string of the names joined by NULs (no path or intent
+    name holds one). Loaded, one split makes the list (12 ms for 110,000 paths, where the marshal of the list
+    took 31 ms), and the no-op's report is made from the string whole (`noop.cached_text`)."""
+    return names if isinstance(names, str) else "\0".join(names)
+
+
+def _names(stored: list[str] | str) -> list[str]:
+    """The names a proof stores (_joined; a list in the layout before)."""
+    if isinstance(stored, list):
+        return stored
+    return stored.split("\0") if stored else []
+
+
 def content_digest(root: str, rel: str) -> str | None:
     """What a path holds: a file's bytes, a folder's names (an entry added within the same mtime tick)."""
     full = rel if rel[0] == "/" else root + "/" + rel
@@ -398,8 +412,8 @@ def proof_name(targets: Sequence[str], spec_file: str = "intents.toml") -> str |
 
 
 _loaded: dict[str, dict] = {}  # root -> the proof file as this process read it (the no-op, then the pipeline)
-# root -> (paths, their stats, when, the proof's stats as recorded, the positions that differ from them) as a
-# failed no-op proof just took and compared them
+# root -> (the paths as stored, as a list, their stats, when, the proof's stats as recorded, the positions that
+# differ from them) as a failed no-op proof just took and compared them
 _checked: dict[str, tuple] = {}
 
 
@@ -416,9 +430,9 @@ def _load(root: str) -> dict:
 
 
 def _entry(root: str, proofs: dict, target: str | None) -> tuple | None:
-    """(paths, digest of their stats, order, kept digests, token, number of spec files, stats as recorded
-    (_stats_bytes), the variables `env` values read with the digest of their values, the positions of the
-    aggregates in order)."""
+    """(paths, digest of their stats, order (both as _joined stores them), kept digests, token, number of spec
+    files, stats as recorded (_stats_bytes), the variables `env` values read with the digest of their values, the
+    positions of the aggregates in order)."""
     entry = proofs.get(_slot(root, target))
     return entry if isinstance(entry, tuple) and len(entry) == 9 else None
 
@@ -429,17 +443,18 @@ def env_digest(names: tuple[str, ...]) -> str:
     return hashlib.sha256("\0".join(f"{n}\0{environ.get(n, chr(1))}" for n in names).encode()).hexdigest()
 
 
-def prove_target(root: str, target: str | None) -> tuple[list[str], tuple[int, ...]] | None:
-    """The steps of `target` in order and the positions of its aggregates among them, if its last good run's
-    proof holds now (nothing to do); else None."""
+def prove_target(root: str, target: str | None) -> tuple[str, tuple[int, ...]] | None:
+    """The steps of `target` in order (_joined) and the positions of its aggregates among them, if its last good
+    run's proof holds now (nothing to do); else None."""
     proofs = _load(root)
     entry = _entry(root, proofs, target)
     if entry is None:
         return None
-    paths, digest, order, kept, token, n_sources, stats_bytes, env, aggregates = entry
+    stored_paths, digest, order, kept, token, n_sources, stats_bytes, env, aggregates = entry
     if env[0] and env_digest(env[0]) != env[1]:  # a variable an `env` value reads changed: keys may differ
         _loaded[root] = proofs
         return None
+    paths = _names(stored_paths)
     taken = time.time_ns()
     stats = _each_stat(root, paths)
     touched = False
@@ -449,7 +464,7 @@ def prove_target(root: str, target: str | None) -> tuple[list[str], tuple[int, .
         proved = None if changed is None else _touched(root, paths, stats, n_sources, changed, kept)
         if proved is None:
             # the pipeline, next in this process, asks which paths changed
-            _checked[root] = paths, stats, taken, stats_bytes, changed
+            _checked[root] = stored_paths, paths, stats, taken, stats_bytes, changed
             _loaded[root] = proofs
             return None
         kept, touched = proved, True
@@ -466,11 +481,21 @@ def prove_target(root: str, target: str | None) -> tuple[list[str], tuple[int, .
         position = {rel: i for i, rel in enumerate(paths)} if kept else {}
         still = {rel: d for rel, d in kept.items() if (s := stats[position[rel]]) is None or not vouches(s, now)}
         if still != kept or touched:
-            proofs[_slot(root, target)] = (paths, digest, order, still, token, n_sources, stats_bytes, env, aggregates)
+            proofs[_slot(root, target)] = (
+                stored_paths,
+                digest,
+                order,
+                still,
+                token,
+                n_sources,
+                stats_bytes,
+                env,
+                aggregates,
+            )
             _write(root, proofs)
             # what the dropped digests said goes to the stat cache, so a later touch of the file finds its bytes
             _vouched(root, {rel: (stats[position[rel]], taken, d) for rel, d in kept.items() if rel not in still})
-    return order, aggregates
+    return _joined(order), aggregates
 
 
 def _vouched(root: str, found: Mapping[str, tuple], index: IndexFile | None = None) -> None:
@@ -600,7 +625,7 @@ def snapshot_paths(
 class FirstLook:
     """What the declared files looked like as a run began, against the last good run of its target."""
 
-    __slots__ = ("changed", "differ", "order", "paths", "stats", "taken", "kept", "proofs", "aggregates")
+    __slots__ = ("changed", "differ", "order", "paths", "stats", "taken", "kept", "proofs", "aggregates", "stored")
 
     def __init__(self, proofs: dict):
         self.proofs = proofs  # the proof file as read under the project lock, for record_proof
@@ -612,6 +637,7 @@ class FirstLook:
         self.taken = 0  # when those stats were taken
         self.kept: dict[str, str] = {}  # the last proof's digests of bytes its stats could not vouch for
         self.aggregates: tuple[int, ...] = ()  # the positions of the aggregates in `order`, as the proof has them
+        self.stored: tuple = ((), ())  # `paths` and `order` as the proof stores them (_joined)
 
     def stat_paths(self, root: str, paths: list[str] | None) -> None:
         """No usable proof: take the stats of the target's files as the run begins, for the next proof."""
@@ -626,22 +652,28 @@ def first_look(root: str, target: str | None, token: str, sources: list[str], re
     paths differ. `reuse`: the proof and stats a failed no-op proof read in this process still stand (no
     other runner held the lock since). Without such a proof, `order` and `paths` stay None, for the caller
     to work out."""
-    checked_paths, checked, checked_at, checked_bytes, checked_changed = _checked.pop(root, (None, None, 0, None, None))
+    checked_stored, checked_paths, checked, checked_at, checked_bytes, checked_changed = _checked.pop(
+        root, (None, None, None, 0, None, None)
+    )
     if not reuse:
         _loaded.pop(root, None)
-        checked_paths = None
+        checked_stored = None
     look = FirstLook(_load(root))
     entry = _entry(root, look.proofs, target)
     if entry is None:
         return look
-    paths, _digest, order, kept, entry_token, n_sources, stats_bytes, env, aggregates = entry
-    if entry_token != token or n_sources != len(sources) or paths[:n_sources] != sources:
+    stored_paths, _digest, stored_order, kept, entry_token, n_sources, stats_bytes, env, aggregates = entry
+    if entry_token != token or n_sources != len(sources):
         return look
-    if checked_paths == paths and checked_changed is not None and checked_bytes == stats_bytes:
+    same = checked_stored is not None and checked_stored == stored_paths  # what the no-op's proof stat'ed
+    paths = checked_paths if same else _names(stored_paths)
+    if paths[:n_sources] != sources:
+        return look
+    if same and checked_changed is not None and checked_bytes == stats_bytes:
         stats, look.taken = checked, checked_at  # the failed no-op proof compared them: not decoded twice
         changed = checked_changed
     else:
-        if checked_paths == paths:
+        if same:
             stats, look.taken = checked, checked_at
         else:
             look.taken = time.time_ns()
@@ -652,8 +684,8 @@ def first_look(root: str, target: str | None, token: str, sources: list[str], re
         changed = found
     differ = {paths[i] for i, _was in changed}
     differ.update(rel for rel, want in kept.items() if rel not in differ and content_digest(root, rel) != want)
-    look.order, look.paths, look.stats, look.kept, look.differ = order, paths, stats, kept, differ
-    look.aggregates = aggregates
+    look.order, look.paths, look.stats, look.kept, look.differ = _names(stored_order), paths, stats, kept, differ
+    look.aggregates, look.stored = aggregates, (stored_paths, stored_order)
     env_changed = bool(env[0]) and env_digest(env[0]) != env[1]  # no path shows which steps read a variable
     look.changed = None if env_changed or any(rel in differ for rel in sources) else differ
     return look
@@ -752,14 +784,15 @@ def record_proof(
             kept[rel] = digest
     stats_bytes = _stats_bytes(stats)
     env = (env_names, env_digest(env_names)) if env_names else ((), "")
-    if look.order is order:  # the last proof's order, from the same compiled spec: its aggregates are where they were
-        positions = look.aggregates
+    if look.order is order:  # the last proof's paths and order, from the same compiled spec: stored as they were
+        positions, (stored_paths, stored_order) = look.aggregates, look.stored
     else:
         positions = tuple(i for i, name in enumerate(order) if name in aggregates) if aggregates else ()
+        stored_paths, stored_order = paths, order
     proofs[slot] = (
-        paths,
+        _joined(stored_paths),
         _stats_digest(stats_bytes),
-        order,
+        _joined(stored_order),
         kept,
         token,
         n_sources,

@@ -26,12 +26,20 @@ _WITH_VALUE = {
 }
 
 
+_CACHED_BEFORE = '{"event": "step_finished", "intent": "'
+_CACHED_AFTER = '", "status": "cached", "reasons": ["up to date"]}'
+
+
 def cached_lines(names: list[str]) -> list[str]:
     """The `step_finished` lines of steps reported up to date. Intent names are [A-Za-z0-9_.-] (the schema
     says so), so the lines need no JSON encoder: a 10,000-step no-op or edit is mostly these."""
-    return [
-        f'{{"event": "step_finished", "intent": "{n}", "status": "cached", "reasons": ["up to date"]}}' for n in names
-    ]
+    return [f"{_CACHED_BEFORE}{n}{_CACHED_AFTER}" for n in names]
+
+
+def cached_text(joined: str) -> str:
+    """cached_lines of the names `joined` by NULs (as a proof stores its order), joined by newlines: made by
+    one replace over the string, not a line per name (~2 ms for 100,000 names instead of ~20)."""
+    return f"{_CACHED_BEFORE}{joined.replace(chr(0), _CACHED_AFTER + chr(10) + _CACHED_BEFORE)}{_CACHED_AFTER}"
 
 
 def parse_plain_make(argv: list[str]) -> dict | None:
@@ -153,19 +161,25 @@ def _holds(path: str, measure) -> bool:
         return False
 
 
-def _report(root: str, order: list[str], aggregates: tuple[int, ...], parsed: dict, started: float) -> None:
+def _report(root: str, order: str, aggregates: tuple[int, ...], parsed: dict, started: float) -> None:
     """The events of the full pipeline's no-op, key for key (runner/schemas/events.json), with "fast": true.
-    The aggregates (at their `aggregates` positions in `order`) are no steps: neither reported nor counted."""
+    `order`: the steps' names joined by NULs. The aggregates (at their `aggregates` positions in it) are no
+    steps: neither reported nor counted."""
     from .record import new_run_id
     from .report import summary_line
 
     run_id = new_run_id()
     targets = parsed["targets"]
     jobs = parsed.get("jobs") or os.cpu_count() or 1  # as make_command.run defaults it
-    steps = cached_lines(order)
-    for position in reversed(aggregates):
-        del steps[position]
-    lines = [f'{{"event": "run_started", "run_id": "{run_id}", "steps": {len(steps)}, "jobs": {jobs}, "fast": true}}']
+    if aggregates:
+        steps = cached_lines(order.split("\0"))
+        for position in reversed(aggregates):
+            del steps[position]
+        count = len(steps)
+    else:
+        count = order.count("\0") + 1 if order else 0
+        steps = [cached_text(order)] if order else []
+    lines = [f'{{"event": "run_started", "run_id": "{run_id}", "steps": {count}, "jobs": {jobs}, "fast": true}}']
     lines += steps
     finished = {
         "event": "run_finished",
@@ -174,7 +188,7 @@ def _report(root: str, order: list[str], aggregates: tuple[int, ...], parsed: di
         "target": None if not targets else targets[0] if len(targets) == 1 else targets,
         "status": "ok",
         "ran": 0,
-        "cached": len(steps),
+        "cached": count,
         "restored": 0,
         "failed": 0,
         "skipped": 0,

@@ -267,10 +267,10 @@ def test_the_no_op_proof_checks_the_bytes_its_stats_could_not_vouch_for(project)
 
 
 def test_a_proof_in_an_older_layout_vouches_only_for_the_same_stats(project):
-    """Before the stats were recorded in pieces, a proof held them as one marshal of the whole list, with the
-    digest of those bytes. The same stats still match that digest (the no-op holds, rightly); any other stats
-    find no changed paths in it, so the edit is decided by the rule over every step, and the run's proof is
-    of today's layout."""
+    """Before the stats were recorded in pieces and the paths and order as NUL-joined strings, a proof held lists
+    of them and its stats as one marshal of the whole list, with the digest of those bytes. The same stats still
+    match that digest (the no-op holds, rightly, and reports as ever); any other stats find no changed paths in
+    it, so the edit is decided by the rule over every step, and the run's proof is of today's layout."""
     project.spec(SPEC.format(word="aaa").replace("echo aaa", "cat in.txt"))
     project.write("in.txt", "one\n", age=5)
     assert project.make().code == 0
@@ -283,14 +283,17 @@ def test_a_proof_in_an_older_layout_vouches_only_for_the_same_stats(project):
     stats = [s for piece in entry[6] for s in marshal.loads(piece)]
     entry[6] = marshal.dumps(stats, 2)
     entry[1] = hashlib.sha256(entry[6]).hexdigest()
+    entry[0], entry[2] = entry[0].split("\0"), entry[2].split("\0")
     proofs[slot] = tuple(entry)
     proof_file.write_bytes(marshal.dumps(proofs))
-    assert project.make().events()[0].get("fast") is True
+    fast = project.make()
+    assert fast.events()[0].get("fast") is True and fast.statuses() == {"say": "cached"}
     project.write("in.txt", "two\n", age=5)
     result = project.make()
     assert result.events()[0].get("fast") is None
     assert result.statuses() == {"say": "ran"}
-    assert isinstance(marshal.loads(proof_file.read_bytes())[slot][6], list)
+    entry = marshal.loads(proof_file.read_bytes())[slot]
+    assert isinstance(entry[0], str) and isinstance(entry[2], str) and isinstance(entry[6], list)
     assert project.make().events()[0].get("fast") is True
 
 

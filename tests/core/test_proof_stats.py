@@ -1,6 +1,7 @@
 """A no-op proof records its paths' stats in pieces (runner.freshness._stats_bytes), and an edit decodes only the
 pieces whose bytes differ: the paths it finds changed are exactly those whose stats differ, at any piece size,
-and a record in another layout (an older runner's one piece of bytes) or cut short is no record at all."""
+and a record in another layout (an older runner's one piece of bytes) or cut short is no record at all. Its
+paths and order are stored NUL-joined, and the no-op's report is made from the joined order whole."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from runner import freshness
+from runner.noop import cached_lines, cached_text
 
 STAT = st.one_of(
     st.none(),  # no such path
@@ -60,3 +62,16 @@ def _check_changed(before: list, edits: list) -> None:
 )
 def test_a_record_in_another_layout_or_damaged_is_no_record(recorded):
     assert freshness._changed(recorded, [(1, 2, 3, 5)] * 5) is None
+
+
+NAME = st.text(alphabet="abz09_.-/é", min_size=1, max_size=8)
+
+
+@settings(max_examples=300, deadline=None)
+@given(names=st.lists(NAME, max_size=20))
+def test_names_stored_joined_read_back_as_they_were_and_report_as_line_by_line(names):
+    stored = marshal.loads(marshal.dumps(freshness._joined(names)))
+    assert freshness._names(stored) == names
+    assert freshness._names(names) == names  # the layout before: a list, taken as it is
+    if names:
+        assert cached_text(stored) == "\n".join(cached_lines(names))
