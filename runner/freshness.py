@@ -396,8 +396,13 @@ def _slot(root: str, target: str | None) -> str:
     """A target's entry in the proof file (another runner version's entries are never read), for this folder:
     a copy of the project (`cp -a` keeps every mtime) holds the original's proof, whose spec files are named
     by absolute paths that still hold the original's stats, and must not take it for its own."""
+    return _folder(root) + (target or "")
+
+
+def _folder(root: str) -> str:
+    """How every slot of this runner version and this folder begins (a target's name may hold NULs)."""
     st = os.stat(root)
-    return f"{__version__}\0{st.st_dev}:{st.st_ino}\0{target or ''}"
+    return f"{__version__}\0{st.st_dev}:{st.st_ino}\0"
 
 
 def proof_name(targets: Sequence[str], spec_file: str = "intents.toml") -> str | None:
@@ -800,6 +805,11 @@ def record_proof(
         env,
         positions,
     )
+    # another folder's proofs (a copy's, a checkout whose .runner a CI cache restored) and another version's are
+    # never read here: dropped, or a .runner restored run after run grew by a proof (7 MB at 100,000 steps) each time
+    ours = _folder(root)
+    for other in [key for key in proofs if not (isinstance(key, str) and key.startswith(ours))]:
+        del proofs[other]
     _write(root, proofs, trim=True)
 
 

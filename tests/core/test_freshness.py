@@ -481,3 +481,24 @@ def test_a_project_named_through_a_symlink_is_the_same_project(project, tmp_path
         assert project.make(*args).statuses() == {"say": "ran"}, args
         assert project.make(*args).events()[0].get("fast") is True, args
     assert (compiled.stat().st_ino, compiled.stat().st_mtime_ns) == (made.st_ino, made.st_mtime_ns)
+
+
+def test_a_proof_file_keeps_only_this_folders_proofs(project):
+    """A copy of the project, or a checkout whose .runner a CI cache restored, holds the proofs of the folder it
+    came from, never read here: the next good run drops them (and another runner version's), so the file does not
+    grow by a proof for each folder it passed through; this folder's proofs of other targets stay."""
+    project.spec(SPEC.format(word="aaa").replace("echo aaa", "cat in.txt"))
+    project.write("in.txt", "one\n")
+    project.age_all()
+    assert project.make().code == 0 and project.make("said.txt").code == 0
+    proof_file = project.root / ".runner/noop"
+    ours = set(marshal.loads(proof_file.read_bytes()))
+    assert len(ours) == 2
+    version, folder, _target = next(iter(ours)).split("\0", 2)
+    proofs = marshal.loads(proof_file.read_bytes())
+    proofs[f"{version}\0{folder}9\0"] = proofs[f"{version}\0{folder}\0"]  # a copy's, from another folder
+    proofs[f"0.0.1\0{folder}\0"] = ("another version's",)
+    proof_file.write_bytes(marshal.dumps(proofs))
+    project.write("in.txt", "two\n", age=5)
+    assert project.make().statuses() == {"say": "ran"}
+    assert set(marshal.loads(proof_file.read_bytes())) == ours
