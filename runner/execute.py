@@ -16,7 +16,7 @@ from .freshness import produced_by_proven
 from .globs import expand
 from .interrupts import Interrupts
 from .keys import digest_bytes, outputs_digest
-from .noop import cached_lines
+from .noop import cached_text
 from .plan import RUN, Decision, Planner, decide_each
 from .process import RUN_VAR, kill_groups
 from .record import RunRecord, tail
@@ -668,7 +668,7 @@ class Executor:
         depends on a step still to decide (freshness.doubtful_steps), so no report precedes a dependency's."""
         self.summary.counts[CACHED] += len(names)
         with self._emit_lock:
-            self._emit.cached(names, cached_lines(names))
+            self._emit.cached(names, cached_text("\0".join(names)) if names else "")
 
     def _finish_skip(self, name: str, decision: Decision) -> str | None:
         """Report a step that need not run, restoring its outputs first; None if a cached copy turned out

@@ -177,10 +177,10 @@ class _Sink:
         else:
             self.emit(event)
 
-    def cached(self, names: list[str], lines: list[str]) -> None:
-        if not lines:
+    def cached(self, names: list[str], text: str) -> None:
+        """The `cached` lines of steps proven up to date (`text`: noop.cached_text of their names)."""
+        if not text:
             return
-        text = "\n".join(lines)
         if self.mask:
             text = self.mask.text(text)
         self.record.write_lines(text)
