@@ -502,3 +502,46 @@ def test_a_proof_file_keeps_only_this_folders_proofs(project):
     project.write("in.txt", "two\n", age=5)
     assert project.make().statuses() == {"say": "ran"}
     assert set(marshal.loads(proof_file.read_bytes())) == ours
+
+
+def test_the_no_op_after_an_edit_still_leaves_the_aggregate_out(chain):
+    """The proof an edit's run records keeps where its aggregates are in the order (taken from the proof before
+    it): the fast no-op after it neither reports nor counts `all`, as the full pipeline does not."""
+    chain.age_all()
+    assert chain.make().code == 0
+    chain.age_all()  # outputs too: past the racy window, their stats vouch for them
+    assert chain.make().code == 0
+    assert chain.make().events()[0].get("fast") is True
+    chain.write("src/x.txt", "edited\n", age=5)
+    assert chain.make().statuses() == {"a": "ran", "b": "ran", "c": "cached"}
+    events = chain.make().events()  # the fresh outputs' bytes checked by the digests the proof kept
+    assert events[0].get("fast") is True and events[0]["steps"] == 3
+    assert sorted(e["intent"] for e in events if e["event"] == "step_finished") == ["a", "b", "c"]
+    assert events[-1]["cached"] == 3
+
+
+def test_a_no_op_named_from_another_folder_is_proved_from_the_project(project):
+    """`runner make -C DIR` from elsewhere stats the proof's paths in DIR, not in the working folder: proved
+    fast, and an edit there is seen."""
+    project.spec(SPEC.format(word="aaa").replace("echo aaa", "cat in.txt"))
+    project.write("in.txt", "one\n")
+    project.age_all()
+    assert project.make().code == 0
+    project.age_all()  # outputs too: past the racy window, their stats vouch for them
+    assert project.make().code == 0
+
+    def make_from_parent() -> list[dict]:
+        proc = subprocess.run(
+            [sys.executable, "-m", "runner", "make", "--json", "-C", project.root.name],
+            cwd=project.root.parent,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert proc.returncode == 0, proc.stderr
+        return [json.loads(line) for line in proc.stdout.splitlines()]
+
+    assert make_from_parent()[0].get("fast") is True
+    project.write("in.txt", "two\n", age=5)
+    assert [e["status"] for e in make_from_parent() if e["event"] == "step_finished"] == ["ran"]
+    assert project.read("said.txt") == "two\n"
