@@ -23,7 +23,7 @@ from pathlib import Path
 from . import __version__
 from .freshness import content_digest, stat_of, vouches
 from .globs import GLOB_CHARS
-from .keys import PackedTable, digest_bytes, digest_value, give_back_memory
+from .keys import PackedTable, digest_bytes, digest_value, give_back_memory, map_file
 from .memory import key_parts as memory_parts
 from .spec import BUILTIN_DIR, STEP_AGENT, STEP_AGGREGATE, Intent, Spec, env_refs, runs_always
 from .workspace import Layout
@@ -447,7 +447,7 @@ def _mapped(f) -> Compiled:
     """The compiled spec whose file `f` is open at its header (past the fingerprint), its records mapped."""
     header = pickle.load(f)
     start = f.tell()
-    mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    mapped = map_file(f)
     # the file's pages a clean build reads (every step's record: 50 MB at 100,000 steps) count in the run's
     # memory until they are handed back; read again, they come from the page cache
     release = (lambda: mapped.madvise(mmap.MADV_DONTNEED)) if hasattr(mmap, "MADV_DONTNEED") else None

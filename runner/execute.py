@@ -668,7 +668,7 @@ class Executor:
         depends on a step still to decide (freshness.doubtful_steps), so no report precedes a dependency's."""
         self.summary.counts[CACHED] += len(names)
         with self._emit_lock:
-            self._emit.cached(names, cached_text("\0".join(names)) if names else "")
+            self._emit.cached(names, cached_text("\0".join(names)))
 
     def _finish_skip(self, name: str, decision: Decision) -> str | None:
         """Report a step that need not run, restoring its outputs first; None if a cached copy turned out

@@ -48,7 +48,7 @@ class IndexFile:
     the snapshot is rewritten whole and the log removed."""
 
     LOG_AT_LEAST = 1 << 16
-    MAP_AT_LEAST = 1 << 20  # a snapshot this big is mapped, not copied (_mapped)
+    MAP_AT_LEAST = 1 << 20  # a snapshot this big is mapped, not copied (map_file)
 
     def __init__(self, path: str):
         self.path = path
@@ -65,7 +65,7 @@ class IndexFile:
             with open(self.path, "rb") as f:
                 st = os.fstat(f.fileno())
                 identity = _identity(st)
-                data = _mapped(f) if st.st_size >= self.MAP_AT_LEAST else f.read()
+                data = map_file(f) if st.st_size >= self.MAP_AT_LEAST else f.read()
             value = _sorted_entries(data) if data[:4] == _SORTED else marshal.loads(data)
         except (OSError, EOFError, ValueError, TypeError):
             return Entries()
@@ -230,10 +230,10 @@ def snapshot_parts(entries: Mapping[str, bytes]) -> list[bytes]:
     return [_SORTED + crc.to_bytes(4, "little") + len(keys_part).to_bytes(8, "little"), keys_part, *values]
 
 
-def _mapped(f):
-    """The bytes of the open file `f`, mapped: an edit reads a few hundred of a 100,000-step snapshot's values,
-    and copying its 16 MB was most of the snapshot's load. A snapshot is only ever replaced by a rename, never
-    rewritten in place, so the mapping keeps the bytes it was read with."""
+def map_file(f):
+    """The bytes of the open file `f`, mapped read-only: an edit reads a few hundred of a 100,000-step snapshot's
+    values (or compiled spec's records), and copying its 16 MB was most of the snapshot's load. Both files are
+    only ever replaced by a rename, never rewritten in place, so a mapping keeps the bytes it was read with."""
     import mmap  # not on the no-op path, which reads no snapshot
 
     return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)

@@ -38,8 +38,10 @@ def cached_lines(names: list[str]) -> list[str]:
 
 def cached_text(joined: str) -> str:
     """cached_lines of the names `joined` by NULs (as a proof stores its order), joined by newlines: made by
-    one replace over the string, not a line per name (~2 ms for 100,000 names instead of ~20)."""
-    return f"{_CACHED_BEFORE}{joined.replace(chr(0), _CACHED_AFTER + chr(10) + _CACHED_BEFORE)}{_CACHED_AFTER}"
+    one replace over the string, not a line per name (~2 ms for 100,000 names instead of ~20). No names: ""."""
+    if not joined:
+        return ""
+    return _CACHED_BEFORE + joined.replace("\0", _CACHED_AFTER + "\n" + _CACHED_BEFORE) + _CACHED_AFTER
 
 
 def parse_plain_make(argv: list[str]) -> dict | None:
@@ -171,13 +173,12 @@ def _report(root: str, order: str, aggregates: tuple[int, ...], parsed: dict, st
     run_id = new_run_id()
     targets = parsed["targets"]
     jobs = parsed.get("jobs") or os.cpu_count() or 1  # as make_command.run defaults it
+    count = (order.count("\0") + 1 if order else 0) - len(aggregates)
     if aggregates:
         steps = cached_lines(order.split("\0"))
         for position in reversed(aggregates):
             del steps[position]
-        count = len(steps)
     else:
-        count = order.count("\0") + 1 if order else 0
         steps = [cached_text(order)] if order else []
     lines = [f'{{"event": "run_started", "run_id": "{run_id}", "steps": {count}, "jobs": {jobs}, "fast": true}}']
     lines += steps
