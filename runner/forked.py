@@ -1,7 +1,7 @@
-"""A loop over many items split with a forked copy of this process: the second half runs on another core while
-this one runs the first. Threads cannot do it for a Python loop (the GIL keeps it on one core: two stat threads
-made the proof's 110,000 stats slower, not faster); a fork has its own interpreter, and git splits its index's
-lstat calls across threads (core.preloadIndex) for the same reason. Used by the proof's stats (freshness.py).
+"""Work done by a forked copy of this process while this one does its own part: another core for a Python loop.
+Threads cannot give it (the GIL keeps a Python loop on one core: two stat threads made the proof's 110,000 stats
+slower, not faster); a fork has its own interpreter, as git splits its index's lstat calls across threads
+(core.preloadIndex) for the same reason. Used by the proof's stats (freshness.py).
 
 Imported by the warm no-op: the standard library's cheapest only.
 """
@@ -14,56 +14,80 @@ import os
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on the no-op path; mypy reads it as True
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from typing import NoReturn
+    from types import TracebackType
+    from typing import Any, NoReturn
 
-AT_LEAST = 20_000  # items below which a fork (~3 ms, and the half's result sent back) costs what it saves
+AT_LEAST = 20_000  # items below which a fork (~3 ms, and the result sent back) costs what it saves
 
 
-def halves(work: Callable[[list], list], items: list, at_least: int = AT_LEAST) -> list:
-    """work(items), as work(first half) here and work(second half) in a forked child at the same time, whose
-    result comes back marshalled through a pipe. `work` must only read (what the child changes stays in the
-    child) and return a list of marshallable values, one per item. Done in this process alone when the items
-    are few, this process may run on one core only, or it has threads (a fork copies the calling thread only:
-    a lock another thread held would stay held in the child); the second half is done here too when the
-    child fails in any way."""
-    if len(items) < at_least or len(os.sched_getaffinity(0)) < 2 or len(os.listdir("/proc/self/task")) > 1:
-        return work(items)
-    half = len(items) // 2
-    read_end, write_end = os.pipe2(os.O_CLOEXEC)
-    try:
-        pid = os.fork()
-    except OSError:
-        os.close(read_end)
+def worth_it(items: int) -> bool:
+    """Whether `items` are enough to split with a child, and this process may fork: it may run on two cores, and
+    has no other thread (a fork copies the calling thread only: a lock another one held stays held in the child)."""
+    return items >= AT_LEAST and len(os.sched_getaffinity(0)) >= 2 and len(os.listdir("/proc/self/task")) == 1
+
+
+class Child:
+    """`work()` run in a forked child from the moment this is made; `result()` is what it returned (marshalled
+    back through a pipe), or None if the child failed in any way or could not be forked: the caller then does
+    the work itself. `work` must only read (what the child changes stays in the child) and return a marshallable
+    value. Used as a context manager: a caller that fails before asking for the result kills the child (its work
+    is of no use) and reaps it, so none is left behind."""
+
+    def __init__(self, work: Callable[[], Any]):
+        self._pid: int | None = None
+        self._reader = None
+        try:
+            read_end, write_end = os.pipe2(os.O_CLOEXEC)
+        except OSError:
+            return
+        try:
+            pid = os.fork()
+        except OSError:
+            os.close(read_end)
+            os.close(write_end)
+            return
+        if pid == 0:
+            _child(work, read_end, write_end)
         os.close(write_end)
-        return work(items)
-    if pid == 0:
-        _child(work, items[half:], read_end, write_end)
-    os.close(write_end)
-    try:
-        with open(read_end, "rb") as reader:
-            first = work(items[:half])
-            sent = reader.read()  # to the end: the child wrote its half whole and exited
-    except BaseException:
+        self._pid, self._reader = pid, open(read_end, "rb")  # noqa: SIM115 - closed by result() or __exit__
+
+    def __enter__(self) -> Child:
+        return self
+
+    def result(self) -> object | None:
+        if self._pid is None or self._reader is None:
+            return None
+        with self._reader:
+            sent = self._reader.read()  # to the end: the child wrote its result whole and exited
+        self._reader = None
+        self._reap()
+        try:  # nothing sent (the child failed), or cut short (killed while writing: marshal counts come first)
+            return marshal.loads(sent)
+        except (EOFError, ValueError, TypeError):
+            return None
+
+    def __exit__(
+        self, kind: type[BaseException] | None, value: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        if self._pid is None:
+            return
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
         import signal
 
-        os.kill(pid, signal.SIGKILL)  # this half failed (a Ctrl-C, say): the other is of no use
-        raise
-    finally:
-        _, status = os.waitpid(pid, 0)  # reaped whichever way: no zombie
-    second = None
-    if os.waitstatus_to_exitcode(status) == 0:
-        try:
-            second = marshal.loads(sent)
-        except (EOFError, ValueError, TypeError):
-            second = None
-    if not isinstance(second, list) or len(second) != len(items) - half:
-        second = work(items[half:])
-    return first + second
+        os.kill(self._pid, signal.SIGKILL)  # not asked for (this side failed: a Ctrl-C, say): of no use
+        self._reap()
+
+    def _reap(self) -> None:
+        pid, self._pid = self._pid, None
+        assert pid is not None
+        os.waitpid(pid, 0)
 
 
-def _child(work: Callable[[list], list], items: list, read_end: int, write_end: int) -> NoReturn:
-    """The forked child's whole life: its half, sent whole, and out by os._exit, so nothing of the parent's
-    runs twice (atexit handlers, buffered output, finally blocks further up)."""
+def _child(work: Callable[[], Any], read_end: int, write_end: int) -> NoReturn:
+    """The forked child's whole life: the work, its result sent whole, and out by os._exit, so nothing of the
+    parent's runs twice (atexit handlers, buffered output, finally blocks further up)."""
     code = 1
     try:
         import signal
@@ -73,7 +97,7 @@ def _child(work: Callable[[list], list], items: list, read_end: int, write_end: 
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         os.close(read_end)
         with open(write_end, "wb") as writer:
-            writer.write(marshal.dumps(work(items), 2))
+            writer.write(marshal.dumps(work(), 2))
         code = 0
     finally:
         os._exit(code)

@@ -1,7 +1,8 @@
-"""A loop split with a forked child (runner.forked.halves) gives what the loop gives alone, in order, whatever
-the child does: fails, dies, or outlives an interrupted parent; and the proof's stats taken that way are the
-stats taken one by one. Real forks, nothing mocked: each scenario runs in a fresh interpreter, since halves
-rightly refuses to fork a process with threads, and a test process has them (xdist's, servers' of other tests)."""
+"""Work done by a forked child (runner.forked.Child) comes back as the work's result, or as None whatever else the
+child does (fails, dies, sends what is not marshal), and a parent that fails first leaves no child behind; the
+proof's stats taken half by such a child are the stats taken one by one. Real forks, nothing mocked: each
+scenario runs in a fresh interpreter, since forked.worth_it rightly refuses a process with threads, and a test
+process has them (xdist's, servers' of other tests)."""
 
 from __future__ import annotations
 
@@ -18,10 +19,9 @@ PRELUDE = """
 import json, os, signal, sys, threading, time
 from runner import forked, freshness
 here = os.getpid()
-def doubled(part):
-    return [x * 2 for x in part]
-def pids(part):
-    return [os.getpid()] * len(part)
+def child_result(work):
+    with forked.Child(work) as child:
+        return child.result()
 """
 
 
@@ -37,75 +37,57 @@ def fresh(scenario: str, *args: str) -> object:
     return json.loads(done.stdout)
 
 
-@pytest.mark.parametrize("n", [2, 3, 7, 1000, 20_001])
-def test_the_two_halves_give_the_loops_result_in_order(n):
+def test_the_childs_result_comes_back_from_another_process():
     scenario = """
-        items = list(range(int(sys.argv[1])))
-        print(json.dumps(forked.halves(doubled, items, at_least=2) == doubled(items)))
+        got = child_result(lambda: [os.getpid(), list(range(int(sys.argv[1])))])
+        print(json.dumps([got[0] != here, got[1] == list(range(int(sys.argv[1])))]))
     """
-    assert fresh(scenario, str(n)) is True
-
-
-def test_the_second_half_runs_in_another_process():
-    scenario = """
-        got = forked.halves(pids, list(range(10)), at_least=2)
-        print(json.dumps([p == here for p in got] + [len(set(got[5:]))]))
-    """
-    assert fresh(scenario) == [True] * 5 + [False] * 5 + [1]
-
-
-def test_few_items_stay_in_this_process():
-    assert fresh("print(json.dumps(set(forked.halves(pids, list(range(10)))) == {here}))") is True
-
-
-def test_a_process_with_threads_does_not_fork():
-    scenario = """
-        stop = threading.Event()
-        waiting = threading.Thread(target=stop.wait)
-        waiting.start()
-        print(json.dumps(set(forked.halves(pids, list(range(10)), at_least=2)) == {here}))
-        stop.set()
-    """
-    assert fresh(scenario) is True
+    assert fresh(scenario, "100000") == [True, True]
 
 
 @pytest.mark.parametrize(
-    "childs_half",
+    "work",
     [
         "raise RuntimeError('the child fails')",
         "os.kill(os.getpid(), signal.SIGKILL)",
-        "return [1]",  # the wrong count
-        "return {}",  # not a list
+        "return object()",  # not marshallable
     ],
 )
-def test_a_child_that_fails_leaves_its_half_to_this_process(childs_half):
+def test_a_child_that_fails_gives_none(work):
     scenario = f"""
-        def work(part):
-            if os.getpid() != here:
-                {childs_half}
-            return doubled(part)
-        print(json.dumps(forked.halves(work, list(range(10)), at_least=2) == doubled(list(range(10)))))
+        def work():
+            {work}
+        print(json.dumps(child_result(work)))
     """
-    assert fresh(scenario) is True
+    assert fresh(scenario) is None
 
 
-def test_an_interrupted_parent_ends_its_child_and_reaps_it(tmp_path):
+def test_forking_is_refused_for_few_items_and_in_a_process_with_threads():
+    scenario = """
+        few, many = forked.worth_it(forked.AT_LEAST - 1), forked.worth_it(forked.AT_LEAST)
+        stop = threading.Event()
+        waiting = threading.Thread(target=stop.wait)
+        waiting.start()
+        print(json.dumps([few, many, forked.worth_it(forked.AT_LEAST)]))
+        stop.set()
+    """
+    assert fresh(scenario) == [False, True, False]
+
+
+def test_a_parent_that_fails_first_ends_its_child_and_reaps_it(tmp_path):
     scenario = """
         folder = sys.argv[1]
-        def work(part):
-            if os.getpid() != here:
-                with open(folder + "/pid", "w") as f:
-                    f.write(str(os.getpid()))
-                os.replace(folder + "/pid", folder + "/started")  # whole when seen
-                time.sleep(5)  # a long half: the interrupted parent must end it, not wait for it
-                open(folder + "/finished", "w").close()
-            else:
+        def work():
+            with open(folder + "/pid", "w") as f:
+                f.write(str(os.getpid()))
+            os.replace(folder + "/pid", folder + "/started")  # whole when seen
+            time.sleep(5)  # long work: the parent that failed must end it, not wait for it
+            open(folder + "/finished", "w").close()
+        try:
+            with forked.Child(work):
                 while not os.path.exists(folder + "/started"):
                     pass
                 raise KeyboardInterrupt
-            return part
-        try:
-            forked.halves(work, list(range(10)), at_least=2)
         except KeyboardInterrupt:
             pass
         with open(folder + "/started") as f:
@@ -115,7 +97,7 @@ def test_an_interrupted_parent_ends_its_child_and_reaps_it(tmp_path):
     assert fresh(scenario, str(tmp_path)) == [False, False]  # no zombie, and ended, not waited for
 
 
-def test_the_proofs_stats_split_across_two_processes_are_the_stats_one_by_one(tmp_path):
+def test_the_proofs_stats_taken_half_by_a_child_are_the_stats_one_by_one(tmp_path):
     for i in range(40):
         (tmp_path / f"f{i}").write_text("x" * i)
     (tmp_path / "sub").mkdir()
@@ -123,8 +105,29 @@ def test_the_proofs_stats_split_across_two_processes_are_the_stats_one_by_one(tm
         root = sys.argv[1]
         names = [f"f{i}" for i in range(40)] + ["sub", "missing", "sub/missing"]
         paths = [names[i % len(names)] for i in range(forked.AT_LEAST + 11)]
-        taken = freshness._each_stat(root, paths)
-        print(json.dumps([taken == freshness._stats_here(root, paths), taken.count(None)]))
+        alone = freshness._stats_here(root, paths)
+        taken = freshness._take(root, paths)
+        pieces_first = taken.pieces == freshness._stats_bytes(alone)
+        print(json.dumps([pieces_first, taken.stats == alone, alone.count(None)]))
     """
     missing = sum(1 for i in range(forked.AT_LEAST + 11) if i % 43 >= 41)
-    assert fresh(scenario, str(tmp_path)) == [True, missing]
+    assert fresh(scenario, str(tmp_path)) == [True, True, missing]
+
+
+def test_the_proofs_stats_are_all_taken_here_when_the_child_fails(tmp_path):
+    for i in range(40):
+        (tmp_path / f"f{i}").write_text("x" * i)
+    scenario = """
+        root = sys.argv[1]
+        paths = [f"f{i % 41}" for i in range(forked.AT_LEAST + 11)]
+        alone = freshness._stats_here(root, paths)
+        stats_here = freshness._stats_here
+        def failing_in_the_child(root, part):
+            if os.getpid() != here:
+                raise MemoryError  # a fault injected in the child only
+            return stats_here(root, part)
+        freshness._stats_here = failing_in_the_child
+        taken = freshness._take(root, paths)
+        print(json.dumps([taken.pieces == freshness._stats_bytes(alone), taken.stats == alone]))
+    """
+    assert fresh(scenario, str(tmp_path)) == [True, True]

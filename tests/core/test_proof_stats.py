@@ -45,10 +45,12 @@ def _check_changed(before: list, edits: list) -> None:
         if i < len(now):
             now[i] = stat
     expected = [(i, was) for i, was in enumerate(before) if was != now[i]]
-    assert freshness._changed(recorded, now) == expected
-    assert freshness._changed(recorded, now, freshness._stats_bytes(now)) == expected
+    assert freshness._changed(recorded, freshness._stats_bytes(now)) == expected
     same = freshness._stats_digest(freshness._stats_bytes(now)) == freshness._stats_digest(recorded)
     assert same == (now == before)
+    # the stats one by one from the pieces, when a child took those after the first `cut` (freshness._take)
+    for cut in range(0, len(now) + 1, freshness._CHUNK):
+        assert freshness._Taken(freshness._stats_bytes(now), now[:cut], whole=False).stats == now
 
 
 @pytest.mark.parametrize(
@@ -61,7 +63,7 @@ def _check_changed(before: list, edits: list) -> None:
     ],
 )
 def test_a_record_in_another_layout_or_damaged_is_no_record(recorded):
-    assert freshness._changed(recorded, [(1, 2, 3, 5)] * 5) is None
+    assert freshness._changed(recorded, freshness._stats_bytes([(1, 2, 3, 5)] * 5)) is None
 
 
 NAME = st.text(alphabet="abz09_.-/é", min_size=1, max_size=8)
