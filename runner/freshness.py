@@ -500,8 +500,11 @@ def prove_target(root: str, target: str | None) -> tuple[str, tuple[int, ...]] |
     taken = _take(root, paths)
     touched = False
     now_bytes = taken.pieces
-    # the same pieces (the digest: a proof of the layout before, whose stats were one piece)
-    if now_bytes != stats_bytes and _stats_digest(now_bytes) != digest:
+    now_digest = digest
+    if now_bytes != stats_bytes:
+        # the pieces differ: so do their digests, but for a proof of the layout before (its stats one piece)
+        now_digest = _stats_digest(now_bytes)
+    if now_digest != digest:
         changed = _changed(stats_bytes, now_bytes)
         proved = None if changed is None else _touched(root, paths, taken.stats, n_sources, changed, kept)
         if proved is None:
@@ -515,8 +518,7 @@ def prove_target(root: str, target: str | None) -> tuple[str, tuple[int, ...]] |
             _loaded[root] = proofs
             return None
     if touched:  # the touched files' new stats stand for the same bytes from now on: the next no-op is stats only
-        stats_bytes = now_bytes
-        digest = _stats_digest(stats_bytes)
+        stats_bytes, digest = now_bytes, now_digest
     if kept or touched:
         # a kept digest whose file is now past the racy window is vouched for by its stats alone
         now = time.time_ns()

@@ -85,11 +85,10 @@ class IndexFile:
         """One entry, from the log when a record there has it (the latest one): a touch of a file looks up one
         path, and the 16 MB snapshot of a 100,000-step project is read only when the log does not say."""
         if self._looked is None:
-            try:
-                self._snapshot = _identity(os.stat(self.path))
-            except OSError:
+            log = self._read_log()
+            if log is None:
                 return None
-            self._looked = (self._records(), None)
+            self._looked = (log, None)
         log, whole = self._looked
         for record in reversed(log):
             if key in record:
@@ -100,12 +99,24 @@ class IndexFile:
         return whole.get(key)
 
     def update(self, changes: dict[str, bytes | None]) -> None:
-        """Write `changes` (None: removed) without reading the whole index when the log can take them."""
+        """Write `changes` (None: removed) without reading the whole index when the log can take them: an index
+        not read yet reads only its log, to know that it extends the snapshot there now and where it ends (the
+        no-op after an edit vouches for its outputs so: 0.043-0.056 s less than reading the 16 MB stat cache)."""
+        if self._snapshot is None and self._log_size == 0:
+            self._read_log()
         if self._appendable() and self._append(marshal.dumps(changes), durable=False):
             return
         entries = self.read()
         _apply(entries, changes)
         self.write(entries, changes)
+
+    def _read_log(self) -> list[dict] | None:
+        """The log's records, taken against the snapshot as it stands now (None: there is no snapshot)."""
+        try:
+            self._snapshot = _identity(os.stat(self.path))
+        except OSError:
+            return None
+        return self._records()
 
     def _records(self) -> list[dict]:
         """The log's records, if it extends the snapshot read (`_snapshot`); sets how much of it is whole."""

@@ -167,6 +167,28 @@ def test_one_entry_is_looked_up_and_updated_as_the_whole_index_would_say(tmp_pat
     assert IndexFile(str(path)).lookup("k0003") == b"newest"
 
 
+def test_an_update_before_any_read_appends_to_the_log_and_leaves_the_snapshot(tmp_path):
+    """The no-op after an edit vouches for the outputs it hashed without reading the 16 MB stat cache: only its
+    log, to know it extends the snapshot there now. Beside another snapshot's log, the update is written whole."""
+    path = tmp_path / "stat"
+    entries = _entries(400)
+    _written(path, entries, entries)
+    _written(path, entries, {"k0001"})  # a log exists
+    before = path.stat()
+    IndexFile(str(path)).update({"k0002": b"vouched", "k0003": None})
+    after = path.stat()
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)  # appended, not rewritten
+    read = IndexFile(str(path)).read()
+    assert read["k0002"] == b"vouched" and "k0003" not in read and len(read) == 399
+
+    stale_log = Path(f"{path}.log").read_bytes()
+    IndexFile(str(path)).write(dict(read.items()), set(read))  # a whole snapshot: the log goes
+    Path(f"{path}.log").write_bytes(stale_log)  # a log naming the snapshot before
+    IndexFile(str(path)).update({"k0004": b"kept"})
+    read = IndexFile(str(path)).read()
+    assert read["k0004"] == b"kept" and read["k0002"] == b"vouched" and len(read) == 399
+
+
 def test_a_log_another_writer_appended_to_is_not_cut_short_under_this_one(tmp_path):
     """Another runner's no-op may append to the stat cache's log between two saves of a run: the run's next save
     does not cut the log back to what it knew (losing its own earlier records); it writes the index whole."""
