@@ -335,12 +335,25 @@ class _Taken:
     a list (`stats`) when a caller needs them one by one. A no-op whose pieces all match the proof's never
     decodes the half a forked child took."""
 
-    __slots__ = ("pieces", "_head", "_stats")
+    __slots__ = ("pieces", "_head", "_stats", "_decoded")
 
     def __init__(self, pieces: list[bytes], head: list, whole: bool):
         self.pieces = pieces
         self._head = head  # the stats of the first paths, len(head) a multiple of _CHUNK unless `whole`
         self._stats = head if whole else None
+        self._decoded: dict[int, list] = {}  # the pieces __getitem__ decoded
+
+    def __getitem__(self, i: int) -> tuple[int, int, int, int] | None:
+        """The stat of path i, decoding only its piece (a touch asks for a few paths' of 110,000)."""
+        if self._stats is not None:
+            return self._stats[i]
+        if i < len(self._head):
+            return self._head[i]
+        k = i // _CHUNK
+        piece = self._decoded.get(k)
+        if piece is None:
+            piece = self._decoded[k] = marshal.loads(self.pieces[k])
+        return piece[i % _CHUNK]
 
     @property
     def stats(self) -> list[tuple[int, int, int, int] | None]:
@@ -506,7 +519,7 @@ def prove_target(root: str, target: str | None) -> tuple[str, tuple[int, ...]] |
         now_digest = _stats_digest(now_bytes)
     if now_digest != digest:
         changed = _changed(stats_bytes, now_bytes)
-        proved = None if changed is None else _touched(root, paths, taken.stats, n_sources, changed, kept)
+        proved = None if changed is None else _touched(root, paths, taken, n_sources, changed, kept)
         if proved is None:
             # the pipeline, next in this process, asks which paths changed
             _checked[root] = stored_paths, paths, taken.stats, taken_at, stats_bytes, changed
@@ -523,7 +536,7 @@ def prove_target(root: str, target: str | None) -> tuple[str, tuple[int, ...]] |
         # a kept digest whose file is now past the racy window is vouched for by its stats alone
         now = time.time_ns()
         position = {rel: i for i, rel in enumerate(paths)} if kept else {}
-        stats = taken.stats
+        stats = taken
         still = {rel: d for rel, d in kept.items() if (s := stats[position[rel]]) is None or not vouches(s, now)}
         if still != kept or touched:
             proofs[_slot(root, target)] = (
@@ -594,7 +607,7 @@ def _changed(stats_bytes: list[bytes], now_bytes: list[bytes]) -> list | None:
 
 
 def _touched(
-    root: str, paths: list[str], stats: list, n_sources: int, changed: list, kept: Mapping[str, str]
+    root: str, paths: list[str], stats: _Taken, n_sources: int, changed: list, kept: Mapping[str, str]
 ) -> dict[str, str] | None:
     """Shortcut 3's touch: the few declared files whose stats differ from the proof's but whose bytes are the
     ones the proof vouched for (a `touch`, a checkout that rewrote a file as it was). The new kept digests
@@ -603,7 +616,7 @@ def _touched(
     cache's digest of a file with exactly the recorded stats, hashed when they vouched for it (shortcut 1)."""
     if len(changed) > _TOUCHED_AT_MOST or any(i < n_sources for i, _was in changed):
         return None  # a spec or worker file: the compiled spec and the keys rest on more than its bytes
-    if any(was is not None and stats[i] is not None and was[0] != stats[i][0] for i, was in changed):
+    if any(was is not None and (now := stats[i]) is not None and was[0] != now[0] for i, was in changed):
         return None  # a new size is new bytes: an edit, told without reading the stat cache
     index: IndexFile | None = None
     new_kept = dict(kept)

@@ -50,7 +50,9 @@ def _check_changed(before: list, edits: list) -> None:
     assert same == (now == before)
     # the stats one by one from the pieces, when a child took those after the first `cut` (freshness._take)
     for cut in range(0, len(now) + 1, freshness._CHUNK):
-        assert freshness._Taken(freshness._stats_bytes(now), now[:cut], whole=False).stats == now
+        taken = freshness._Taken(freshness._stats_bytes(now), now[:cut], whole=False)
+        assert [taken[i] for i in reversed(range(len(now)))] == now[::-1]  # one by one, any order
+        assert taken.stats == now and [taken[i] for i in range(len(now))] == now
 
 
 @pytest.mark.parametrize(
