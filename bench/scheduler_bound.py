@@ -115,8 +115,12 @@ class Stand:
                 _busy(work_ms / 2)
                 done += 1
                 in_flight -= 1
-        self.requests.put(None)
-        return time.perf_counter() - begun
+        wall = time.perf_counter() - begun
+        self.requests.put(None)  # the spawner thread, if any, ends
+        self.epoll.close()
+        os.close(self.wake_r)
+        os.close(self.wake_w)
+        return wall
 
 
 def main() -> None:

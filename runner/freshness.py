@@ -536,8 +536,7 @@ def prove_target(root: str, target: str | None) -> tuple[str, tuple[int, ...]] |
         # a kept digest whose file is now past the racy window is vouched for by its stats alone
         now = time.time_ns()
         position = {rel: i for i, rel in enumerate(paths)} if kept else {}
-        stats = taken
-        still = {rel: d for rel, d in kept.items() if (s := stats[position[rel]]) is None or not vouches(s, now)}
+        still = {rel: d for rel, d in kept.items() if (s := taken[position[rel]]) is None or not vouches(s, now)}
         if still != kept or touched:
             proofs[_slot(root, target)] = (
                 stored_paths,
@@ -552,7 +551,7 @@ def prove_target(root: str, target: str | None) -> tuple[str, tuple[int, ...]] |
             )
             _write(root, proofs)
             # what the dropped digests said goes to the stat cache, so a later touch of the file finds its bytes
-            _vouched(root, {rel: (stats[position[rel]], taken_at, d) for rel, d in kept.items() if rel not in still})
+            _vouched(root, {rel: (taken[position[rel]], taken_at, d) for rel, d in kept.items() if rel not in still})
     return _joined(order), aggregates
 
 
