@@ -10,6 +10,7 @@ an edit in a 10,000-step project reads its few hundred steps, not the whole tabl
 
 from __future__ import annotations
 
+import hashlib
 import marshal
 import mmap
 import os
@@ -28,8 +29,9 @@ from .memory import key_parts as memory_parts
 from .spec import BUILTIN_DIR, STEP_AGENT, STEP_AGGREGATE, Intent, Spec, env_refs, runs_always
 from .workspace import Layout
 
-_FORMAT = 19  # 15: an intent's memory and scope; 16: [executor] and [cache] in the spec; 17: executor.hermetic
-# 18: the project's root in the fingerprint; 19: the tables' keys' positions in sorted order
+_FORMAT = 20  # 20: each step's fingerprint (edited_since); 15: an intent's memory and scope; 16: [executor] and
+# [cache] in the spec; 17: executor.hermetic; 18: the project's root in the fingerprint; 19: the tables' keys'
+# positions in sorted order
 # 14: the aggregates; 13: the candidate patterns (gates) in the header; 12: exclude, outputs, env
 _WATCHED_DIRS = ("adapters", "prompts", "regexes")
 
@@ -87,6 +89,8 @@ class Compiled:
         env_names: tuple[str, ...] = (),
         gates: Mapping[str, tuple] | None = None,
         aggregates: frozenset[str] = frozenset(),
+        fingerprints: bytes = b"",
+        previous: tuple[str, bytes] | None = None,
     ):
         self.spec = spec
         self.order = order  # every intent, topologically sorted (deterministic)
@@ -112,6 +116,11 @@ class Compiled:
         # a run records what they find beside the active patterns; an agent step in a canary's slice keys on it
         self.gates = gates or {}
         self.token = token  # names this compilation: a no-op snapshot made from it may reuse its order and paths
+        # FINGERPRINT bytes a step, in `order`: a digest of what its key takes from the spec (static, deps)
+        self.fingerprints = fingerprints
+        # (token, fingerprints in `order`, zeros for a step it had not) of the compilation this one replaced
+        # (load_compiled): a proof made from that one stands for the steps the edit left alone (edited_since)
+        self.previous = previous
         # the stats of `sources` the spec was compiled from, and the digests of those too fresh for their
         # stats to vouch for the bytes read: what the target's proof records for them
         self.spec_stats: list = []
@@ -139,6 +148,8 @@ class Compiled:
             self.env_names,
             self.gates,
             self.aggregates,
+            self.fingerprints,
+            self.previous,
             keys,
             records_ends,
             array("Q", records_ends)[-1] if records_ends else 0,
@@ -163,6 +174,8 @@ class Compiled:
             env_names,
             gates,
             aggregates,
+            fingerprints,
+            previous,
             order,
             records_ends,
             split,
@@ -186,6 +199,8 @@ class Compiled:
             env_names=env_names,
             gates=gates,
             aggregates=aggregates,
+            fingerprints=fingerprints,
+            previous=previous,
             declared_by=PackedTable(paths, blobs[split:], paths_ends, by_key=paths_by_name, release=release),
             **columns,
         )
@@ -371,7 +386,47 @@ def compile_spec(spec: Spec) -> tuple[Compiled, list[str]]:
         produced=tuple(dict.fromkeys(path for name in order for path in intents[name].outputs)),
         env_names=tuple(sorted({ref for name in order for _k, v in intents[name].env for ref in env_refs(v)})),
         gates=gates,
+        fingerprints=b"".join(_fingerprint(static[name], deps[name]) for name in order),
     ), sources
+
+
+_UNUSABLE = (-1, -1, -1, -1)  # a stat no file has: a compiled spec saved with it is never reused
+FINGERPRINT = 16  # bytes of sha256: a step the edit changed is told from one it did not with 2**-128 odds
+
+
+def _fingerprint(static: str, deps: tuple[str, ...]) -> bytes:
+    """What a step's key takes from the compiled spec: its static digest (definition, declared files, prompt,
+    adapter, regexes, worker, policy) and its dependencies in their order (keys.step_key)."""
+    return hashlib.sha256("\0".join((static, *deps)).encode()).digest()[:FINGERPRINT]
+
+
+def edited_since(compiled: Compiled, order: list[str]) -> set[str]:
+    """The steps of `order` whose key takes something else from this compilation than from the one it replaced
+    (`previous`), or that one had not: all of them when there was none."""
+    now = compiled.fingerprints
+    was = compiled.previous[1] if compiled.previous is not None else b""
+    if len(now) != len(was) or len(now) != FINGERPRINT * len(compiled.order):
+        return set(order)
+    step = FINGERPRINT
+    edited = {
+        name
+        for i, name in enumerate(compiled.order)
+        if now[i * step : i * step + step] != was[i * step : i * step + step]
+    }
+    return edited.intersection(order)
+
+
+def _aligned(previous: tuple[str, list[str], bytes] | None, order: list[str]) -> tuple[str, bytes] | None:
+    """The replaced compilation's (token, fingerprints) in this one's `order`, zeros for a step it had not."""
+    if previous is None:
+        return None
+    token, old_order, fingerprints = previous
+    if len(fingerprints) != FINGERPRINT * len(old_order):
+        return None
+    step = FINGERPRINT
+    by_name = {name: fingerprints[i * step : i * step + step] for i, name in enumerate(old_order)}
+    none = bytes(step)
+    return token, b"".join(by_name.get(name, none) for name in order)
 
 
 def load_compiled(root: Path, use_cache: bool = True, spec_file: str = "intents.toml") -> Compiled:
@@ -380,6 +435,7 @@ def load_compiled(root: Path, use_cache: bool = True, spec_file: str = "intents.
     its files are that old: a file edited within the window could change again without a stat moving)."""
     layout = Layout(root)
     cache_file = layout.spec_cache_of(spec_file)
+    previous = None
     if use_cache:
         try:
             with open(cache_file, "rb") as f:
@@ -392,7 +448,8 @@ def load_compiled(root: Path, use_cache: bool = True, spec_file: str = "intents.
                         compiled = _mapped(f)
                         compiled.spec_stats = stats
                         return compiled
-        except (OSError, EOFError, pickle.UnpicklingError, ValueError, TypeError, AttributeError, KeyError):
+                    previous = _previous(f)
+        except (OSError, EOFError, pickle.UnpicklingError, ValueError, TypeError, AttributeError, KeyError, IndexError):
             pass  # an older runner's file (another layout) is made again
     from .load import load_spec  # the cold path only: a warm run unpickles what it made
 
@@ -402,9 +459,11 @@ def load_compiled(root: Path, use_cache: bool = True, spec_file: str = "intents.
     compiled, _sources = compile_spec(spec)
     compiled.spec_stats = _stats(compiled.sources)
     compiled.spec_kept = _racy(compiled.sources, compiled.spec_stats, began)
-    if compiled.spec_kept:
-        return compiled  # used for this run, kept for none: the next one reads the files again
-    fingerprint = (_FORMAT, __version__, str(root), compiled.sources, compiled.spec_stats)
+    compiled.previous = _aligned(previous, compiled.order)
+    stats = compiled.spec_stats
+    if compiled.spec_kept:  # used for this run, reused by none (its files are too fresh to vouch for what was read):
+        stats = [_UNUSABLE] * len(stats)  # kept to name this compilation to the next one (edited_since)
+    fingerprint = (_FORMAT, __version__, str(root), compiled.sources, stats)
     if not layout.state_dir.is_dir():  # a command that only reads leaves no .runner behind; `runner make`
         _unsaved[str(root)] = (cache_file, fingerprint, compiled)  # saves it once it made one
         return compiled
@@ -441,6 +500,15 @@ def _read_back(cache_file: str, fingerprint: tuple, compiled: Compiled) -> Compi
     except (OSError, EOFError, pickle.UnpicklingError, ValueError, TypeError, AttributeError, KeyError):
         pass
     return compiled
+
+
+def _previous(f) -> tuple[str, list[str], bytes] | None:
+    """(token, order, fingerprints) of the stale compiled spec whose file `f` is open at its header."""
+    header = pickle.load(f)
+    token, fingerprints, order = header[4], header[9], header[11]
+    if isinstance(token, str) and isinstance(fingerprints, bytes) and isinstance(order, list):
+        return token, order, fingerprints
+    return None
 
 
 def _mapped(f) -> Compiled:

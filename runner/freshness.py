@@ -48,6 +48,12 @@ The shortcuts, each answering as the rule does, and the invariant each rests on
        depends on no step left to decide, is up to date as the recorded run found it. Only the cone
        downstream of the changed paths is decided by the rule (all of it when a variable `env` reads
        changed). Invariant: 3, path by path.
+       An edit of the spec (`FirstLook.after_edit`): a proof made from the compilation this one replaced
+       (compiled.Compiled.previous) still stands for a step whose fingerprint (its static digest and its
+       dependencies, all a key takes from the spec) is the same in both, which it was in the last proof's
+       order, and whose declared paths are as that proof recorded them; the edited steps and the cone below
+       them are decided. A proof from any older compilation, or a worker file changed, proves nothing.
+       Invariant: 3, and the fingerprint of every step holds what its key takes from the spec files.
 
 Everything here is imported by the warm no-op before anything heavy: keep the imports to the standard
 library's cheapest and `keys`.
@@ -65,7 +71,7 @@ from .keys import IndexFile, digest_file, outputs_digest, step_key, with_canarie
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on the no-op path; mypy reads it as True
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence, Set
+    from collections.abc import Iterable, Mapping, Sequence, Set
     from typing import Any
 
     from .plan import Planner
@@ -681,7 +687,19 @@ def snapshot_paths(
 class FirstLook:
     """What the declared files looked like as a run began, against the last good run of its target."""
 
-    __slots__ = ("changed", "differ", "order", "paths", "stats", "taken", "kept", "proofs", "aggregates", "stored")
+    __slots__ = (
+        "changed",
+        "differ",
+        "order",
+        "paths",
+        "stats",
+        "taken",
+        "kept",
+        "proofs",
+        "aggregates",
+        "stored",
+        "edited",
+    )
 
     def __init__(self, proofs: dict):
         self.proofs = proofs  # the proof file as read under the project lock, for record_proof
@@ -694,6 +712,8 @@ class FirstLook:
         self.kept: dict[str, str] = {}  # the last proof's digests of bytes its stats could not vouch for
         self.aggregates: tuple[int, ...] = ()  # the positions of the aggregates in `order`, as the proof has them
         self.stored: tuple = ((), ())  # `paths` and `order` as the proof stores them (_joined)
+        # the last proof, made from the compilation an edit of the spec replaced (after_edit): its entry
+        self.edited: tuple | None = None
 
     def stat_paths(self, root: str, paths: list[str] | None) -> None:
         """No usable proof: take the stats of the target's files as the run begins, for the next proof."""
@@ -701,13 +721,44 @@ class FirstLook:
         self.taken = time.time_ns()
         self.stats = [] if paths is None else _take(root, paths).stats
 
+    def after_edit(self, root: str, sources: list[str], n_spec: int, order: list[str]) -> set[str] | None:
+        """After stat_paths, when the spec was edited since the last proof (`edited`): the paths that differ
+        from that proof (`differ`, `changed`), and the steps of `order` it says nothing of (None: no cone, every
+        step to decide). The spec files' own changes are left out of `changed`: what they changed for a step is
+        in its fingerprint, which the caller compares (compiled.edited_since)."""
+        if self.edited is None or self.paths is None:
+            return None
+        stored_paths, stats_bytes, kept, env, stored_order = self.edited
+        if bool(env[0]) and env_digest(env[0]) != env[1]:
+            return None
+        old_paths = _names(stored_paths)
+        try:
+            old_stats = [s for piece in stats_bytes for s in marshal.loads(piece)]
+        except (EOFError, ValueError, TypeError):
+            return None
+        if len(old_stats) != len(old_paths):
+            return None
+        was = dict(zip(old_paths, old_stats, strict=True))
+        missing = object()  # a path the last proof did not stat: differs
+        differ = {rel for rel, now in zip(self.paths, self.stats, strict=True) if was.get(rel, missing) != now}
+        differ.update(rel for rel, want in kept.items() if rel not in differ and content_digest(root, rel) != want)
+        if not differ.isdisjoint(sources[n_spec:]):
+            return None  # a worker's file: no path shows which steps read it
+        self.differ, self.kept = differ, kept
+        self.changed = differ.difference(sources[:n_spec])
+        old_order = set(_names(stored_order))
+        return {name for name in order if name not in old_order}
 
-def first_look(root: str, target: str | None, token: str, sources: list[str], reuse: bool) -> FirstLook:
+
+def first_look(
+    root: str, target: str | None, token: str, sources: list[str], reuse: bool, previous: str | None = None
+) -> FirstLook:
     """Compare the declared files of `target` with its last good run's proof, made from the same compiled
     spec (`token`) and spec files (`sources`): that run's order and paths hold, and `changed` says which
     paths differ. `reuse`: the proof and stats a failed no-op proof read in this process still stand (no
     other runner held the lock since). Without such a proof, `order` and `paths` stay None, for the caller
-    to work out."""
+    to work out. `previous`: the token of the compilation this one replaced; a proof made from that one is kept
+    in `edited`, for after_edit."""
     checked_stored, checked_paths, checked, checked_at, checked_bytes, checked_changed = _checked.pop(
         root, (None, None, None, 0, None, None)
     )
@@ -719,7 +770,11 @@ def first_look(root: str, target: str | None, token: str, sources: list[str], re
     if entry is None:
         return look
     stored_paths, _digest, stored_order, kept, entry_token, n_sources, stats_bytes, env, aggregates = entry
-    if entry_token != token or n_sources != len(sources):
+    if entry_token != token:
+        if entry_token == previous:
+            look.edited = (stored_paths, stats_bytes, kept, env, stored_order)
+        return look
+    if n_sources != len(sources):
         return look
     same = checked_stored is not None and checked_stored == stored_paths  # what the no-op's proof stat'ed
     paths = checked_paths if same else _names(stored_paths)
@@ -749,17 +804,21 @@ def first_look(root: str, target: str | None, token: str, sources: list[str], re
     return look
 
 
-def doubtful_steps(compiled, order: list[str], changed: set[str] | None, has_state) -> set[str] | None:
+def doubtful_steps(
+    compiled, order: list[str], changed: set[str] | None, has_state, edited: Iterable[str] = ()
+) -> set[str] | None:
     """The steps the rule must decide (None: all of them), given the paths `changed` since the last good run
     of this target (None if unknown): those that declare a changed path, agent steps (their key also holds
     the worker's version, which no file here shows), steps with no last result to report (aggregates), and
-    everything downstream of these. Found from the changed paths out, it costs the cone, not the graph."""
+    everything downstream of these; `edited`: steps whose key an edit of the spec may have changed.
+    Found from the changed paths out, it costs the cone, not the graph."""
     if changed is None:
         return None
     declared_by, dependants = compiled.declared_by, compiled.dependants
     pending = [name for path in changed for name in declared_by.get(path, ())]
     pending += compiled.agents.intersection(order)
     pending += [name for name in order if name not in has_state]
+    pending += edited
     doubtful: set[str] = set()
     while pending:
         name = pending.pop()

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .cache import Cache, State
-from .compiled import Compiled, load_compiled, save_unsaved
+from .compiled import Compiled, edited_since, load_compiled, save_unsaved
 from .execute import Executor, RunOptions, Summary
 from .freshness import StatCache, doubtful_steps, drop_proof, first_look, proof_name, record_proof, snapshot_paths
 from .graph import resolve_targets, selected_order
@@ -246,15 +246,22 @@ def make(
         if compiled.env_names:  # a variable an `env` value reads is not set: said before anything runs
             for name in selected_order(compiled.order, compiled.deps, resolved):
                 planner.env(name)
-        look = first_look(root, requested, compiled.token, sources, reuse=not lock.waited)
+        replaced = compiled.previous  # the compilation an edit of the spec replaced in this run, if any
+        look = first_look(
+            root, requested, compiled.token, sources, reuse=not lock.waited, previous=replaced and replaced[0]
+        )
         order = look.order if look.order is not None else selected_order(compiled.order, compiled.deps, resolved)
+        edited: set[str] = set()
         if look.paths is None:
             look.stat_paths(root, snapshot_paths(sources, order, compiled.declared, compiled.unprovable))
+            if look.edited is not None and replaced is not None:  # the spec was edited since the last proof
+                new = look.after_edit(root, sources, len(compiled.sources), order)
+                edited = set() if new is None else new.union(edited_since(compiled, order))
         agent_steps = not compiled.agents.isdisjoint(order)
         doubtful = (
             None
             if options.force or options.worker
-            else doubtful_steps(compiled, order, look.changed, planner.state.intents())
+            else doubtful_steps(compiled, order, look.changed, planner.state.intents(), edited)
         )
 
         sink = _Sink(record, emit, mask)
