@@ -115,12 +115,12 @@ def validate_https___intent_runner_dev_schemas_intents_json(data, custom_formats
                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".learn.canary_steps must contain at least 1 items", value=data__learn__canarysteps, name="" + (name_prefix or "data") + ".learn.canary_steps", definition={'type': 'array', 'minItems': 1, 'items': {'type': 'integer', 'minimum': 1, 'maximum': 99}, 'description': "the canary's share of steps, in percent, stage by stage (default [10, 25, 50]); promoted after the last"}, rule='minItems')
                         for data__learn__canarysteps_x, data__learn__canarysteps_item in enumerate(data__learn__canarysteps):
                             if not isinstance(data__learn__canarysteps_item, (int)) and not (isinstance(data__learn__canarysteps_item, float) and data__learn__canarysteps_item.is_integer()) or isinstance(data__learn__canarysteps_item, bool):
-                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".learn.canary_steps[{data__learn__canarysteps_x}]".format(**locals()) + " must be integer", value=data__learn__canarysteps_item, name="" + (name_prefix or "data") + ".learn.canary_steps[{data__learn__canarysteps_x}]".format(**locals()) + "", definition={'type': 'integer', 'minimum': 1, 'maximum': 99}, rule='type')
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".learn.canary_steps[{data__learn__canarysteps_x}]".format(data__learn__canarysteps_x=data__learn__canarysteps_x) + " must be integer", value=data__learn__canarysteps_item, name="" + (name_prefix or "data") + ".learn.canary_steps[{data__learn__canarysteps_x}]".format(data__learn__canarysteps_x=data__learn__canarysteps_x) + "", definition={'type': 'integer', 'minimum': 1, 'maximum': 99}, rule='type')
                             if isinstance(data__learn__canarysteps_item, (int, float, Decimal)) and not isinstance(data__learn__canarysteps_item, bool):
                                 if data__learn__canarysteps_item < 1:
-                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".learn.canary_steps[{data__learn__canarysteps_x}]".format(**locals()) + " must be bigger than or equal to 1", value=data__learn__canarysteps_item, name="" + (name_prefix or "data") + ".learn.canary_steps[{data__learn__canarysteps_x}]".format(**locals()) + "", definition={'type': 'integer', 'minimum': 1, 'maximum': 99}, rule='minimum')
+                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".learn.canary_steps[{data__learn__canarysteps_x}]".format(data__learn__canarysteps_x=data__learn__canarysteps_x) + " must be bigger than or equal to 1", value=data__learn__canarysteps_item, name="" + (name_prefix or "data") + ".learn.canary_steps[{data__learn__canarysteps_x}]".format(data__learn__canarysteps_x=data__learn__canarysteps_x) + "", definition={'type': 'integer', 'minimum': 1, 'maximum': 99}, rule='minimum')
                                 if data__learn__canarysteps_item > 99:
-                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".learn.canary_steps[{data__learn__canarysteps_x}]".format(**locals()) + " must be smaller than or equal to 99", value=data__learn__canarysteps_item, name="" + (name_prefix or "data") + ".learn.canary_steps[{data__learn__canarysteps_x}]".format(**locals()) + "", definition={'type': 'integer', 'minimum': 1, 'maximum': 99}, rule='maximum')
+                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".learn.canary_steps[{data__learn__canarysteps_x}]".format(data__learn__canarysteps_x=data__learn__canarysteps_x) + " must be smaller than or equal to 99", value=data__learn__canarysteps_item, name="" + (name_prefix or "data") + ".learn.canary_steps[{data__learn__canarysteps_x}]".format(data__learn__canarysteps_x=data__learn__canarysteps_x) + "", definition={'type': 'integer', 'minimum': 1, 'maximum': 99}, rule='maximum')
                 if "canary_runs" in data__learn_keys:
                     data__learn_keys.remove("canary_runs")
                     data__learn__canaryruns = data__learn["canary_runs"]
@@ -241,11 +241,11 @@ def validate_https___intent_runner_dev_schemas_intents_json(data, custom_formats
                         data__worker__fallbackmodels_len = len(data__worker__fallbackmodels)
                         for data__worker__fallbackmodels_x, data__worker__fallbackmodels_item in enumerate(data__worker__fallbackmodels):
                             if not isinstance(data__worker__fallbackmodels_item, (str)):
-                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".worker.fallback_models[{data__worker__fallbackmodels_x}]".format(**locals()) + " must be string", value=data__worker__fallbackmodels_item, name="" + (name_prefix or "data") + ".worker.fallback_models[{data__worker__fallbackmodels_x}]".format(**locals()) + "", definition={'type': 'string', 'minLength': 1}, rule='type')
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".worker.fallback_models[{data__worker__fallbackmodels_x}]".format(data__worker__fallbackmodels_x=data__worker__fallbackmodels_x) + " must be string", value=data__worker__fallbackmodels_item, name="" + (name_prefix or "data") + ".worker.fallback_models[{data__worker__fallbackmodels_x}]".format(data__worker__fallbackmodels_x=data__worker__fallbackmodels_x) + "", definition={'type': 'string', 'minLength': 1}, rule='type')
                             if isinstance(data__worker__fallbackmodels_item, str):
                                 data__worker__fallbackmodels_item_len = len(data__worker__fallbackmodels_item)
                                 if data__worker__fallbackmodels_item_len < 1:
-                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".worker.fallback_models[{data__worker__fallbackmodels_x}]".format(**locals()) + " must be longer than or equal to 1 characters", value=data__worker__fallbackmodels_item, name="" + (name_prefix or "data") + ".worker.fallback_models[{data__worker__fallbackmodels_x}]".format(**locals()) + "", definition={'type': 'string', 'minLength': 1}, rule='minLength')
+                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".worker.fallback_models[{data__worker__fallbackmodels_x}]".format(data__worker__fallbackmodels_x=data__worker__fallbackmodels_x) + " must be longer than or equal to 1 characters", value=data__worker__fallbackmodels_item, name="" + (name_prefix or "data") + ".worker.fallback_models[{data__worker__fallbackmodels_x}]".format(data__worker__fallbackmodels_x=data__worker__fallbackmodels_x) + "", definition={'type': 'string', 'minLength': 1}, rule='minLength')
                 if "base_url" in data__worker_keys:
                     data__worker_keys.remove("base_url")
                     data__worker__baseurl = data__worker["base_url"]
@@ -312,7 +312,7 @@ def validate_https___intent_runner_dev_schemas_intents_json(data, custom_formats
                             if data__worker__extra_key not in []:
                                 data__worker__extra_value = data__worker__extra.get(data__worker__extra_key)
                                 if not isinstance(data__worker__extra_value, (str, int, int, float, Decimal, bool)) and not (isinstance(data__worker__extra_value, float) and data__worker__extra_value.is_integer()):
-                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".worker.extra.{data__worker__extra_key}".format(**locals()) + " must be string or integer or number or boolean", value=data__worker__extra_value, name="" + (name_prefix or "data") + ".worker.extra.{data__worker__extra_key}".format(**locals()) + "", definition={'type': ['string', 'integer', 'number', 'boolean']}, rule='type')
+                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".worker.extra.{data__worker__extra_key}".format(data__worker__extra_key=data__worker__extra_key) + " must be string or integer or number or boolean", value=data__worker__extra_value, name="" + (name_prefix or "data") + ".worker.extra.{data__worker__extra_key}".format(data__worker__extra_key=data__worker__extra_key) + "", definition={'type': ['string', 'integer', 'number', 'boolean']}, rule='type')
                 if data__worker_keys:
                     raise JsonSchemaValueException("" + (name_prefix or "data") + ".worker must not contain "+str(data__worker_keys)+" properties", value=data__worker, name="" + (name_prefix or "data") + ".worker", definition={'type': 'object', 'additionalProperties': False, 'properties': {'kind': {'enum': ['codex', 'openai', 'replay']}, 'model': {'type': 'string', 'minLength': 1}, 'fallback_models': {'type': 'array', 'items': {'type': 'string', 'minLength': 1}}, 'base_url': {'type': 'string', 'pattern': '^https?://'}, 'env_key': {'type': 'string', 'pattern': '^[A-Za-z_][A-Za-z0-9_]*$'}, 'binary': {'type': 'string', 'minLength': 1}, 'timeout': {'type': 'number', 'exclusiveMinimum': 0, 'maximum': 604800}, 'idle_timeout': {'type': 'number', 'exclusiveMinimum': 0, 'maximum': 604800}, 'replays_dir': {'type': 'string', 'minLength': 1}, 'extra': {'type': 'object', 'additionalProperties': {'type': ['string', 'integer', 'number', 'boolean']}}}}, rule='additionalProperties')
         if "executor" in data_keys:
@@ -374,7 +374,7 @@ def validate_https___intent_runner_dev_schemas_intents_json(data, custom_formats
                 for data__policy_key in data__policy_keys:
                     if data__policy_key not in []:
                         data__policy_value = data__policy.get(data__policy_key)
-                        validate_https___intent_runner_dev_schemas_intents_json___defs_policy(data__policy_value, custom_formats, (name_prefix or "data") + ".policy.{data__policy_key}".format(**locals()))
+                        validate_https___intent_runner_dev_schemas_intents_json___defs_policy(data__policy_value, custom_formats, (name_prefix or "data") + ".policy.{data__policy_key}".format(data__policy_key=data__policy_key))
                 data__policy_len = len(data__policy)
                 if data__policy_len != 0:
                     data__policy_property_names = True
@@ -404,7 +404,7 @@ def validate_https___intent_runner_dev_schemas_intents_json(data, custom_formats
                 for data__intent_key in data__intent_keys:
                     if data__intent_key not in []:
                         data__intent_value = data__intent.get(data__intent_key)
-                        validate_https___intent_runner_dev_schemas_intents_json___defs_intent(data__intent_value, custom_formats, (name_prefix or "data") + ".intent.{data__intent_key}".format(**locals()))
+                        validate_https___intent_runner_dev_schemas_intents_json___defs_intent(data__intent_value, custom_formats, (name_prefix or "data") + ".intent.{data__intent_key}".format(data__intent_key=data__intent_key))
                 if data__intent_len != 0:
                     data__intent_property_names = True
                     for data__intent_key in data__intent:
@@ -462,11 +462,11 @@ def validate_https___intent_runner_dev_schemas_intents_json___defs_intent(data, 
                 data__acceptance_len = len(data__acceptance)
                 for data__acceptance_x, data__acceptance_item in enumerate(data__acceptance):
                     if not isinstance(data__acceptance_item, (str)):
-                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".acceptance[{data__acceptance_x}]".format(**locals()) + " must be string", value=data__acceptance_item, name="" + (name_prefix or "data") + ".acceptance[{data__acceptance_x}]".format(**locals()) + "", definition={'type': 'string', 'minLength': 1}, rule='type')
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".acceptance[{data__acceptance_x}]".format(data__acceptance_x=data__acceptance_x) + " must be string", value=data__acceptance_item, name="" + (name_prefix or "data") + ".acceptance[{data__acceptance_x}]".format(data__acceptance_x=data__acceptance_x) + "", definition={'type': 'string', 'minLength': 1}, rule='type')
                     if isinstance(data__acceptance_item, str):
                         data__acceptance_item_len = len(data__acceptance_item)
                         if data__acceptance_item_len < 1:
-                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".acceptance[{data__acceptance_x}]".format(**locals()) + " must be longer than or equal to 1 characters", value=data__acceptance_item, name="" + (name_prefix or "data") + ".acceptance[{data__acceptance_x}]".format(**locals()) + "", definition={'type': 'string', 'minLength': 1}, rule='minLength')
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".acceptance[{data__acceptance_x}]".format(data__acceptance_x=data__acceptance_x) + " must be longer than or equal to 1 characters", value=data__acceptance_item, name="" + (name_prefix or "data") + ".acceptance[{data__acceptance_x}]".format(data__acceptance_x=data__acceptance_x) + "", definition={'type': 'string', 'minLength': 1}, rule='minLength')
         if "deps" in data_keys:
             data_keys.remove("deps")
             data__deps = data["deps"]
@@ -477,11 +477,11 @@ def validate_https___intent_runner_dev_schemas_intents_json___defs_intent(data, 
                 data__deps_len = len(data__deps)
                 for data__deps_x, data__deps_item in enumerate(data__deps):
                     if not isinstance(data__deps_item, (str)):
-                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".deps[{data__deps_x}]".format(**locals()) + " must be string", value=data__deps_item, name="" + (name_prefix or "data") + ".deps[{data__deps_x}]".format(**locals()) + "", definition={'type': 'string', 'minLength': 1}, rule='type')
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".deps[{data__deps_x}]".format(data__deps_x=data__deps_x) + " must be string", value=data__deps_item, name="" + (name_prefix or "data") + ".deps[{data__deps_x}]".format(data__deps_x=data__deps_x) + "", definition={'type': 'string', 'minLength': 1}, rule='type')
                     if isinstance(data__deps_item, str):
                         data__deps_item_len = len(data__deps_item)
                         if data__deps_item_len < 1:
-                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".deps[{data__deps_x}]".format(**locals()) + " must be longer than or equal to 1 characters", value=data__deps_item, name="" + (name_prefix or "data") + ".deps[{data__deps_x}]".format(**locals()) + "", definition={'type': 'string', 'minLength': 1}, rule='minLength')
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".deps[{data__deps_x}]".format(data__deps_x=data__deps_x) + " must be longer than or equal to 1 characters", value=data__deps_item, name="" + (name_prefix or "data") + ".deps[{data__deps_x}]".format(data__deps_x=data__deps_x) + "", definition={'type': 'string', 'minLength': 1}, rule='minLength')
         if "inputs" in data_keys:
             data_keys.remove("inputs")
             data__inputs = data["inputs"]
@@ -492,11 +492,11 @@ def validate_https___intent_runner_dev_schemas_intents_json___defs_intent(data, 
                 data__inputs_len = len(data__inputs)
                 for data__inputs_x, data__inputs_item in enumerate(data__inputs):
                     if not isinstance(data__inputs_item, (str)):
-                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".inputs[{data__inputs_x}]".format(**locals()) + " must be string", value=data__inputs_item, name="" + (name_prefix or "data") + ".inputs[{data__inputs_x}]".format(**locals()) + "", definition={'type': 'string', 'minLength': 1}, rule='type')
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".inputs[{data__inputs_x}]".format(data__inputs_x=data__inputs_x) + " must be string", value=data__inputs_item, name="" + (name_prefix or "data") + ".inputs[{data__inputs_x}]".format(data__inputs_x=data__inputs_x) + "", definition={'type': 'string', 'minLength': 1}, rule='type')
                     if isinstance(data__inputs_item, str):
                         data__inputs_item_len = len(data__inputs_item)
                         if data__inputs_item_len < 1:
-                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".inputs[{data__inputs_x}]".format(**locals()) + " must be longer than or equal to 1 characters", value=data__inputs_item, name="" + (name_prefix or "data") + ".inputs[{data__inputs_x}]".format(**locals()) + "", definition={'type': 'string', 'minLength': 1}, rule='minLength')
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".inputs[{data__inputs_x}]".format(data__inputs_x=data__inputs_x) + " must be longer than or equal to 1 characters", value=data__inputs_item, name="" + (name_prefix or "data") + ".inputs[{data__inputs_x}]".format(data__inputs_x=data__inputs_x) + "", definition={'type': 'string', 'minLength': 1}, rule='minLength')
         if "exclude" in data_keys:
             data_keys.remove("exclude")
             data__exclude = data["exclude"]
@@ -507,11 +507,11 @@ def validate_https___intent_runner_dev_schemas_intents_json___defs_intent(data, 
                 data__exclude_len = len(data__exclude)
                 for data__exclude_x, data__exclude_item in enumerate(data__exclude):
                     if not isinstance(data__exclude_item, (str)):
-                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".exclude[{data__exclude_x}]".format(**locals()) + " must be string", value=data__exclude_item, name="" + (name_prefix or "data") + ".exclude[{data__exclude_x}]".format(**locals()) + "", definition={'type': 'string', 'minLength': 1}, rule='type')
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".exclude[{data__exclude_x}]".format(data__exclude_x=data__exclude_x) + " must be string", value=data__exclude_item, name="" + (name_prefix or "data") + ".exclude[{data__exclude_x}]".format(data__exclude_x=data__exclude_x) + "", definition={'type': 'string', 'minLength': 1}, rule='type')
                     if isinstance(data__exclude_item, str):
                         data__exclude_item_len = len(data__exclude_item)
                         if data__exclude_item_len < 1:
-                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".exclude[{data__exclude_x}]".format(**locals()) + " must be longer than or equal to 1 characters", value=data__exclude_item, name="" + (name_prefix or "data") + ".exclude[{data__exclude_x}]".format(**locals()) + "", definition={'type': 'string', 'minLength': 1}, rule='minLength')
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".exclude[{data__exclude_x}]".format(data__exclude_x=data__exclude_x) + " must be longer than or equal to 1 characters", value=data__exclude_item, name="" + (name_prefix or "data") + ".exclude[{data__exclude_x}]".format(data__exclude_x=data__exclude_x) + "", definition={'type': 'string', 'minLength': 1}, rule='minLength')
         if "outputs" in data_keys:
             data_keys.remove("outputs")
             data__outputs = data["outputs"]
@@ -522,11 +522,11 @@ def validate_https___intent_runner_dev_schemas_intents_json___defs_intent(data, 
                 data__outputs_len = len(data__outputs)
                 for data__outputs_x, data__outputs_item in enumerate(data__outputs):
                     if not isinstance(data__outputs_item, (str)):
-                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".outputs[{data__outputs_x}]".format(**locals()) + " must be string", value=data__outputs_item, name="" + (name_prefix or "data") + ".outputs[{data__outputs_x}]".format(**locals()) + "", definition={'type': 'string', 'minLength': 1}, rule='type')
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".outputs[{data__outputs_x}]".format(data__outputs_x=data__outputs_x) + " must be string", value=data__outputs_item, name="" + (name_prefix or "data") + ".outputs[{data__outputs_x}]".format(data__outputs_x=data__outputs_x) + "", definition={'type': 'string', 'minLength': 1}, rule='type')
                     if isinstance(data__outputs_item, str):
                         data__outputs_item_len = len(data__outputs_item)
                         if data__outputs_item_len < 1:
-                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".outputs[{data__outputs_x}]".format(**locals()) + " must be longer than or equal to 1 characters", value=data__outputs_item, name="" + (name_prefix or "data") + ".outputs[{data__outputs_x}]".format(**locals()) + "", definition={'type': 'string', 'minLength': 1}, rule='minLength')
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".outputs[{data__outputs_x}]".format(data__outputs_x=data__outputs_x) + " must be longer than or equal to 1 characters", value=data__outputs_item, name="" + (name_prefix or "data") + ".outputs[{data__outputs_x}]".format(data__outputs_x=data__outputs_x) + "", definition={'type': 'string', 'minLength': 1}, rule='minLength')
         if "prompt" in data_keys:
             data_keys.remove("prompt")
             data__prompt = data["prompt"]
@@ -555,11 +555,11 @@ def validate_https___intent_runner_dev_schemas_intents_json___defs_intent(data, 
                 data__verify_len = len(data__verify)
                 for data__verify_x, data__verify_item in enumerate(data__verify):
                     if not isinstance(data__verify_item, (str)):
-                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".verify[{data__verify_x}]".format(**locals()) + " must be string", value=data__verify_item, name="" + (name_prefix or "data") + ".verify[{data__verify_x}]".format(**locals()) + "", definition={'type': 'string', 'minLength': 1}, rule='type')
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".verify[{data__verify_x}]".format(data__verify_x=data__verify_x) + " must be string", value=data__verify_item, name="" + (name_prefix or "data") + ".verify[{data__verify_x}]".format(data__verify_x=data__verify_x) + "", definition={'type': 'string', 'minLength': 1}, rule='type')
                     if isinstance(data__verify_item, str):
                         data__verify_item_len = len(data__verify_item)
                         if data__verify_item_len < 1:
-                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".verify[{data__verify_x}]".format(**locals()) + " must be longer than or equal to 1 characters", value=data__verify_item, name="" + (name_prefix or "data") + ".verify[{data__verify_x}]".format(**locals()) + "", definition={'type': 'string', 'minLength': 1}, rule='minLength')
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".verify[{data__verify_x}]".format(data__verify_x=data__verify_x) + " must be longer than or equal to 1 characters", value=data__verify_item, name="" + (name_prefix or "data") + ".verify[{data__verify_x}]".format(data__verify_x=data__verify_x) + "", definition={'type': 'string', 'minLength': 1}, rule='minLength')
         if "policy" in data_keys:
             data_keys.remove("policy")
             data__policy = data["policy"]
@@ -611,7 +611,7 @@ def validate_https___intent_runner_dev_schemas_intents_json___defs_intent(data, 
                     if data__env_key not in []:
                         data__env_value = data__env.get(data__env_key)
                         if not isinstance(data__env_value, (str)):
-                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".env.{data__env_key}".format(**locals()) + " must be string", value=data__env_value, name="" + (name_prefix or "data") + ".env.{data__env_key}".format(**locals()) + "", definition={'type': 'string'}, rule='type')
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".env.{data__env_key}".format(data__env_key=data__env_key) + " must be string", value=data__env_value, name="" + (name_prefix or "data") + ".env.{data__env_key}".format(data__env_key=data__env_key) + "", definition={'type': 'string'}, rule='type')
                 data__env_len = len(data__env)
                 if data__env_len != 0:
                     data__env_property_names = True
@@ -656,11 +656,11 @@ def validate_https___intent_runner_dev_schemas_intents_json___defs_intent(data, 
                 data__facts_len = len(data__facts)
                 for data__facts_x, data__facts_item in enumerate(data__facts):
                     if not isinstance(data__facts_item, (str)):
-                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".facts[{data__facts_x}]".format(**locals()) + " must be string", value=data__facts_item, name="" + (name_prefix or "data") + ".facts[{data__facts_x}]".format(**locals()) + "", definition={'type': 'string', 'minLength': 1}, rule='type')
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".facts[{data__facts_x}]".format(data__facts_x=data__facts_x) + " must be string", value=data__facts_item, name="" + (name_prefix or "data") + ".facts[{data__facts_x}]".format(data__facts_x=data__facts_x) + "", definition={'type': 'string', 'minLength': 1}, rule='type')
                     if isinstance(data__facts_item, str):
                         data__facts_item_len = len(data__facts_item)
                         if data__facts_item_len < 1:
-                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".facts[{data__facts_x}]".format(**locals()) + " must be longer than or equal to 1 characters", value=data__facts_item, name="" + (name_prefix or "data") + ".facts[{data__facts_x}]".format(**locals()) + "", definition={'type': 'string', 'minLength': 1}, rule='minLength')
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".facts[{data__facts_x}]".format(data__facts_x=data__facts_x) + " must be longer than or equal to 1 characters", value=data__facts_item, name="" + (name_prefix or "data") + ".facts[{data__facts_x}]".format(data__facts_x=data__facts_x) + "", definition={'type': 'string', 'minLength': 1}, rule='minLength')
         if "non_goals" in data_keys:
             data_keys.remove("non_goals")
             data__nongoals = data["non_goals"]
@@ -671,11 +671,11 @@ def validate_https___intent_runner_dev_schemas_intents_json___defs_intent(data, 
                 data__nongoals_len = len(data__nongoals)
                 for data__nongoals_x, data__nongoals_item in enumerate(data__nongoals):
                     if not isinstance(data__nongoals_item, (str)):
-                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".non_goals[{data__nongoals_x}]".format(**locals()) + " must be string", value=data__nongoals_item, name="" + (name_prefix or "data") + ".non_goals[{data__nongoals_x}]".format(**locals()) + "", definition={'type': 'string', 'minLength': 1}, rule='type')
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".non_goals[{data__nongoals_x}]".format(data__nongoals_x=data__nongoals_x) + " must be string", value=data__nongoals_item, name="" + (name_prefix or "data") + ".non_goals[{data__nongoals_x}]".format(data__nongoals_x=data__nongoals_x) + "", definition={'type': 'string', 'minLength': 1}, rule='type')
                     if isinstance(data__nongoals_item, str):
                         data__nongoals_item_len = len(data__nongoals_item)
                         if data__nongoals_item_len < 1:
-                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".non_goals[{data__nongoals_x}]".format(**locals()) + " must be longer than or equal to 1 characters", value=data__nongoals_item, name="" + (name_prefix or "data") + ".non_goals[{data__nongoals_x}]".format(**locals()) + "", definition={'type': 'string', 'minLength': 1}, rule='minLength')
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".non_goals[{data__nongoals_x}]".format(data__nongoals_x=data__nongoals_x) + " must be longer than or equal to 1 characters", value=data__nongoals_item, name="" + (name_prefix or "data") + ".non_goals[{data__nongoals_x}]".format(data__nongoals_x=data__nongoals_x) + "", definition={'type': 'string', 'minLength': 1}, rule='minLength')
         if "constraints" in data_keys:
             data_keys.remove("constraints")
             data__constraints = data["constraints"]
@@ -686,11 +686,11 @@ def validate_https___intent_runner_dev_schemas_intents_json___defs_intent(data, 
                 data__constraints_len = len(data__constraints)
                 for data__constraints_x, data__constraints_item in enumerate(data__constraints):
                     if not isinstance(data__constraints_item, (str)):
-                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".constraints[{data__constraints_x}]".format(**locals()) + " must be string", value=data__constraints_item, name="" + (name_prefix or "data") + ".constraints[{data__constraints_x}]".format(**locals()) + "", definition={'type': 'string', 'minLength': 1}, rule='type')
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".constraints[{data__constraints_x}]".format(data__constraints_x=data__constraints_x) + " must be string", value=data__constraints_item, name="" + (name_prefix or "data") + ".constraints[{data__constraints_x}]".format(data__constraints_x=data__constraints_x) + "", definition={'type': 'string', 'minLength': 1}, rule='type')
                     if isinstance(data__constraints_item, str):
                         data__constraints_item_len = len(data__constraints_item)
                         if data__constraints_item_len < 1:
-                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".constraints[{data__constraints_x}]".format(**locals()) + " must be longer than or equal to 1 characters", value=data__constraints_item, name="" + (name_prefix or "data") + ".constraints[{data__constraints_x}]".format(**locals()) + "", definition={'type': 'string', 'minLength': 1}, rule='minLength')
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".constraints[{data__constraints_x}]".format(data__constraints_x=data__constraints_x) + " must be longer than or equal to 1 characters", value=data__constraints_item, name="" + (name_prefix or "data") + ".constraints[{data__constraints_x}]".format(data__constraints_x=data__constraints_x) + "", definition={'type': 'string', 'minLength': 1}, rule='minLength')
         if "open_questions" in data_keys:
             data_keys.remove("open_questions")
             data__openquestions = data["open_questions"]
@@ -701,11 +701,11 @@ def validate_https___intent_runner_dev_schemas_intents_json___defs_intent(data, 
                 data__openquestions_len = len(data__openquestions)
                 for data__openquestions_x, data__openquestions_item in enumerate(data__openquestions):
                     if not isinstance(data__openquestions_item, (str)):
-                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".open_questions[{data__openquestions_x}]".format(**locals()) + " must be string", value=data__openquestions_item, name="" + (name_prefix or "data") + ".open_questions[{data__openquestions_x}]".format(**locals()) + "", definition={'type': 'string', 'minLength': 1}, rule='type')
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".open_questions[{data__openquestions_x}]".format(data__openquestions_x=data__openquestions_x) + " must be string", value=data__openquestions_item, name="" + (name_prefix or "data") + ".open_questions[{data__openquestions_x}]".format(data__openquestions_x=data__openquestions_x) + "", definition={'type': 'string', 'minLength': 1}, rule='type')
                     if isinstance(data__openquestions_item, str):
                         data__openquestions_item_len = len(data__openquestions_item)
                         if data__openquestions_item_len < 1:
-                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".open_questions[{data__openquestions_x}]".format(**locals()) + " must be longer than or equal to 1 characters", value=data__openquestions_item, name="" + (name_prefix or "data") + ".open_questions[{data__openquestions_x}]".format(**locals()) + "", definition={'type': 'string', 'minLength': 1}, rule='minLength')
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".open_questions[{data__openquestions_x}]".format(data__openquestions_x=data__openquestions_x) + " must be longer than or equal to 1 characters", value=data__openquestions_item, name="" + (name_prefix or "data") + ".open_questions[{data__openquestions_x}]".format(data__openquestions_x=data__openquestions_x) + "", definition={'type': 'string', 'minLength': 1}, rule='minLength')
         if "scope" in data_keys:
             data_keys.remove("scope")
             data__scope = data["scope"]
@@ -716,11 +716,11 @@ def validate_https___intent_runner_dev_schemas_intents_json___defs_intent(data, 
                 data__scope_len = len(data__scope)
                 for data__scope_x, data__scope_item in enumerate(data__scope):
                     if not isinstance(data__scope_item, (str)):
-                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".scope[{data__scope_x}]".format(**locals()) + " must be string", value=data__scope_item, name="" + (name_prefix or "data") + ".scope[{data__scope_x}]".format(**locals()) + "", definition={'type': 'string', 'minLength': 1}, rule='type')
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".scope[{data__scope_x}]".format(data__scope_x=data__scope_x) + " must be string", value=data__scope_item, name="" + (name_prefix or "data") + ".scope[{data__scope_x}]".format(data__scope_x=data__scope_x) + "", definition={'type': 'string', 'minLength': 1}, rule='type')
                     if isinstance(data__scope_item, str):
                         data__scope_item_len = len(data__scope_item)
                         if data__scope_item_len < 1:
-                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".scope[{data__scope_x}]".format(**locals()) + " must be longer than or equal to 1 characters", value=data__scope_item, name="" + (name_prefix or "data") + ".scope[{data__scope_x}]".format(**locals()) + "", definition={'type': 'string', 'minLength': 1}, rule='minLength')
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".scope[{data__scope_x}]".format(data__scope_x=data__scope_x) + " must be longer than or equal to 1 characters", value=data__scope_item, name="" + (name_prefix or "data") + ".scope[{data__scope_x}]".format(data__scope_x=data__scope_x) + "", definition={'type': 'string', 'minLength': 1}, rule='minLength')
         if "roadmap" in data_keys:
             data_keys.remove("roadmap")
             data__roadmap = data["roadmap"]
@@ -797,11 +797,11 @@ def validate_https___intent_runner_dev_schemas_intents_json___defs_policy(data, 
                 data__scope_len = len(data__scope)
                 for data__scope_x, data__scope_item in enumerate(data__scope):
                     if not isinstance(data__scope_item, (str)):
-                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".scope[{data__scope_x}]".format(**locals()) + " must be string", value=data__scope_item, name="" + (name_prefix or "data") + ".scope[{data__scope_x}]".format(**locals()) + "", definition={'type': 'string', 'minLength': 1}, rule='type')
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".scope[{data__scope_x}]".format(data__scope_x=data__scope_x) + " must be string", value=data__scope_item, name="" + (name_prefix or "data") + ".scope[{data__scope_x}]".format(data__scope_x=data__scope_x) + "", definition={'type': 'string', 'minLength': 1}, rule='type')
                     if isinstance(data__scope_item, str):
                         data__scope_item_len = len(data__scope_item)
                         if data__scope_item_len < 1:
-                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".scope[{data__scope_x}]".format(**locals()) + " must be longer than or equal to 1 characters", value=data__scope_item, name="" + (name_prefix or "data") + ".scope[{data__scope_x}]".format(**locals()) + "", definition={'type': 'string', 'minLength': 1}, rule='minLength')
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".scope[{data__scope_x}]".format(data__scope_x=data__scope_x) + " must be longer than or equal to 1 characters", value=data__scope_item, name="" + (name_prefix or "data") + ".scope[{data__scope_x}]".format(data__scope_x=data__scope_x) + "", definition={'type': 'string', 'minLength': 1}, rule='minLength')
         if "secrets" in data_keys:
             data_keys.remove("secrets")
             data__secrets = data["secrets"]
@@ -812,10 +812,10 @@ def validate_https___intent_runner_dev_schemas_intents_json___defs_policy(data, 
                 data__secrets_len = len(data__secrets)
                 for data__secrets_x, data__secrets_item in enumerate(data__secrets):
                     if not isinstance(data__secrets_item, (str)):
-                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".secrets[{data__secrets_x}]".format(**locals()) + " must be string", value=data__secrets_item, name="" + (name_prefix or "data") + ".secrets[{data__secrets_x}]".format(**locals()) + "", definition={'type': 'string', 'pattern': '^[A-Za-z_][A-Za-z0-9_]*$'}, rule='type')
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".secrets[{data__secrets_x}]".format(data__secrets_x=data__secrets_x) + " must be string", value=data__secrets_item, name="" + (name_prefix or "data") + ".secrets[{data__secrets_x}]".format(data__secrets_x=data__secrets_x) + "", definition={'type': 'string', 'pattern': '^[A-Za-z_][A-Za-z0-9_]*$'}, rule='type')
                     if isinstance(data__secrets_item, str):
                         if not REGEX_PATTERNS['^[A-Za-z_][A-Za-z0-9_]*$'].search(data__secrets_item):
-                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".secrets[{data__secrets_x}]".format(**locals()) + " must match pattern ^[A-Za-z_][A-Za-z0-9_]*$", value=data__secrets_item, name="" + (name_prefix or "data") + ".secrets[{data__secrets_x}]".format(**locals()) + "", definition={'type': 'string', 'pattern': '^[A-Za-z_][A-Za-z0-9_]*$'}, rule='pattern')
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".secrets[{data__secrets_x}]".format(data__secrets_x=data__secrets_x) + " must match pattern ^[A-Za-z_][A-Za-z0-9_]*$", value=data__secrets_item, name="" + (name_prefix or "data") + ".secrets[{data__secrets_x}]".format(data__secrets_x=data__secrets_x) + "", definition={'type': 'string', 'pattern': '^[A-Za-z_][A-Za-z0-9_]*$'}, rule='pattern')
         if "budget" in data_keys:
             data_keys.remove("budget")
             data__budget = data["budget"]
