@@ -254,7 +254,7 @@ def make(
         edited: set[str] = set()
         if look.paths is None:
             look.stat_paths(root, snapshot_paths(sources, order, compiled.declared, compiled.unprovable))
-            if look.edited is not None and replaced is not None:  # the spec was edited since the last proof
+            if look.edited is not None:  # a proof of the compilation an edit of the spec replaced
                 new = look.after_edit(root, sources, len(compiled.sources), order)
                 edited = set() if new is None else new.union(edited_since(compiled, order))
         agent_steps = not compiled.agents.isdisjoint(order)
