@@ -539,12 +539,11 @@ class Executor:
         self.planner.cache.put_many(blobs, records)
         # committed: only now may the steps be reported as ran (an interrupt before this point leaves
         # them on the list, and the final store of the run tries again)
-        for name, decision, outcome, outputs, _datas, duration, journal in batch:
+        self.inflight.end(*(journal for *_step, journal in batch if journal))
+        for name, decision, outcome, outputs, _datas, duration, _journal in batch:
             self.planner.state.set(
                 name, decision.key, outputs, {p: d for p, d in decision.inputs.items() if p in outputs}
             )
-            if journal:
-                self.inflight.end(journal)
             self._report_run(name, decision, outcome, duration, outputs)
             self._deferred_names.discard(name)
         del self._deferred[: len(batch)]

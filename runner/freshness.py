@@ -165,7 +165,7 @@ class StatCache:
             and (vouches(stat, entry[4]) or rel in self.fresh)
         ):
             value = entry[5]
-        elif not os.path.isfile(full):
+        elif not stat_is_file(st):  # what os.path.isfile asks, from the stat just taken
             return None
         else:
             value = digest_file(full)

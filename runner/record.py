@@ -24,8 +24,9 @@ class RunRecord:
     def __init__(self, runs_dir: Path, run_id: str | None = None):
         self.run_id = run_id or new_run_id()
         self.dir = runs_dir / self.run_id
-        self._logs = self.dir / "logs"
-        self._logs.mkdir(parents=True, exist_ok=True)
+        logs = self.dir / "logs"
+        logs.mkdir(parents=True, exist_ok=True)
+        self._logs = str(logs) + os.sep
         self._events = open(self.dir / "events.jsonl", "a", encoding="utf-8")  # noqa: SIM115 - open for the run; close() ends it
 
     def emit(self, event: dict, line: str | None = None) -> str:
@@ -42,8 +43,8 @@ class RunRecord:
         """Append events already serialized, one a line (cached steps in bulk), written out by flush()."""
         self._events.write(text + "\n")
 
-    def log_path(self, intent: str) -> Path:
-        return self._logs / f"{intent}.log"  # asked once per step: one join, not two
+    def log_path(self, intent: str) -> str:
+        return f"{self._logs}{intent}.log"  # asked at every step's start: a string, not a Path (~20 us)
 
     def close(self) -> None:
         self._events.close()

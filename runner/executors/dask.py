@@ -378,8 +378,9 @@ def _shell_outcome(ctx: StepContext, line: str, result: dict) -> StepOutcome:
     output: bytes = result.get("output", b"")
     if output:
         data = ctx.mask.data(f"$ {line}\n".encode() + output)
-        ctx.log_path.write_bytes(data)
-        log = str(ctx.log_path)
+        with open(ctx.log_path, "wb") as f:
+            f.write(data)
+        log = ctx.log_path
         if ctx.on_output is not None:  # -v: the lines come when the step ends, not as it prints them
             ctx.on_output(ctx.intent.name, data.decode("utf-8", "replace").splitlines()[1:])
     return ended(ctx, result["code"], log, timed_out=bool(result.get("timed_out")), worker=worker)

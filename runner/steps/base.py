@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from ..redact import Mask
@@ -21,7 +20,7 @@ class StepContext:
         self,
         spec: Spec,
         intent: Intent,
-        log_path: Path,
+        log_path: str,
         timeout: float | None,
         cancelled: threading.Event,
         on_process: Callable[[int], None] = lambda pid: None,

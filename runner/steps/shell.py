@@ -79,7 +79,7 @@ class RunningShell:
             if not data:
                 return False
             if self._log_fd is None:
-                self.log = str(self.ctx.log_path)
+                self.log = self.ctx.log_path
                 self._log_fd = os.open(self.log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
                 header = f"$ {self.line}\n".encode()
                 if self.ctx.on_output is not None:

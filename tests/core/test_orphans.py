@@ -198,7 +198,7 @@ def test_a_no_op_of_another_target_after_a_killed_run_recovers_it_first(project)
         outputs = ["quick.txt"]
 
         [intent.slow]
-        run = "sleep {marker}"
+        run = "echo partial > slow.txt; sleep {marker}"
         inputs = ["in.txt"]
         outputs = ["slow.txt"]
     """)
@@ -222,6 +222,7 @@ def test_a_no_op_of_another_target_after_a_killed_run_recovers_it_first(project)
         assert result.events()[0].get("fast") is None  # the pipeline ran: it recovers first
         assert result.statuses() == {"quick": "cached"}
         assert _with(marker) == [], "the killed run's child is still running"
+        assert not project.exists("slow.txt"), "the killed run's step left its output half-written"
         assert project.make("quick").events()[0].get("fast") is True  # settled: fast again
     finally:
         proc.kill()
