@@ -165,8 +165,15 @@ def ended(ctx: StepContext, code: int, log: str | None, timed_out: bool = False,
 
 
 def _folder(spec, intent) -> str:
-    """Where the step's command runs."""
-    return os.path.normpath(os.path.join(spec.root, intent.cwd))
+    """Where the step's command runs (a project has a few: worked out once each, not at every start)."""
+    key = (spec.root, intent.cwd)
+    folder = _folders.get(key)
+    if folder is None:
+        folder = _folders[key] = os.path.normpath(os.path.join(spec.root, intent.cwd))
+    return folder
+
+
+_folders: dict[tuple[str, str], str] = {}  # (root, cwd) -> the folder
 
 
 def create_ahead(spec, intent, environ, ahead: CreatedAhead) -> None:
