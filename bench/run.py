@@ -38,6 +38,7 @@ SCENARIOS = [
     "touch",
     "edit",
     "noop_after_edit",
+    "spec_edit",
 ]
 ALL_TOOLS = ["runner", "make", "ninja", "doit", "snakemake"]
 
@@ -79,6 +80,7 @@ class Tool:
     state: list[str]  # files/dirs (in the work dir) holding the tool's own state: removed for a clean build
     count: Callable[[str], dict]
     version: list[str]
+    build_file: str  # what the user edits to change the build (a `#` comment is one in each tool's syntax)
 
 
 TOOLS: dict[str, Tool] = {
@@ -88,6 +90,7 @@ TOOLS: dict[str, Tool] = {
         [".runner"],
         _runner_count,
         [str(RUNNER_BIN), "--version"],
+        "intents.toml",
     ),
     "make": Tool(
         "make",
@@ -95,6 +98,7 @@ TOOLS: dict[str, Tool] = {
         [],
         _count(r"^md5sum "),
         ["make", "--version"],
+        "Makefile",
     ),
     "ninja": Tool(
         "ninja",
@@ -102,6 +106,7 @@ TOOLS: dict[str, Tool] = {
         [".ninja_log", ".ninja_deps"],
         _count(r"^(?:\[\d+/\d+\] )?md5sum "),
         ["ninja", "--version"],
+        "build.ninja",
     ),
     "doit": Tool(
         "doit",
@@ -109,6 +114,7 @@ TOOLS: dict[str, Tool] = {
         [".doit.db", ".doit.db.bak", ".doit.db.dat", ".doit.db.dir", "__pycache__"],
         _count(r"^\.  s\d+$"),
         [str(VENV_BIN / "doit"), "--version"],
+        "dodo.py",
     ),
     "snakemake": Tool(
         "snakemake",
@@ -116,6 +122,7 @@ TOOLS: dict[str, Tool] = {
         [".snakemake"],
         _count(r"^\s*(?:local)?rule step:"),
         [str(VENV_BIN / "snakemake"), "--version"],
+        "Snakefile",
     ),
 }
 
@@ -295,9 +302,12 @@ class Bench:
             )
 
         # each repetition runs one scenario across all tools before the next. "noop" always follows another
-        # no-op (the steady state); "noop_after_edit" is the first no-op after the build that followed an edit
+        # no-op (the steady state); "noop_after_edit" is the first no-op after the build that followed an edit;
+        # "spec_edit" follows a comment appended to the build file (intents.toml, the Makefile, ...): what the
+        # tool pays to read its changed description when no step's command changed (the next rep's "noop"
+        # follows it, so the comment stays and the file grows by a line a repetition)
         for rep in range(a.reps):
-            for scenario in ("noop", "touch", "edit", "noop_after_edit"):
+            for scenario in ("noop", "touch", "edit", "noop_after_edit", "spec_edit"):
                 for t in rotated(rep):
                     if rep >= reps_for(t, a.reps, a.slow_reps):
                         continue
@@ -308,6 +318,9 @@ class Bench:
                         os.utime(src, ns=(now, now))
                     elif scenario == "edit":
                         src.write_text(dagmod.source_text(int(dag.edit_leaf[1:])) + f"edit {rep} {uuid.uuid4()}\n")
+                    elif scenario == "spec_edit":
+                        with open(d / TOOLS[t].build_file, "a") as f:
+                            f.write(f"# bench: a comment, repetition {rep}\n")
                     attempt(
                         t,
                         lambda t=t, d=d, scenario=scenario: self.once(TOOLS[t], d, a.jobs, scenario, recs[t]),
@@ -444,6 +457,7 @@ def _label(scenario: str) -> str:
         "touch": "touch",
         "edit": "edit",
         "noop_after_edit": "first no-op after edit",
+        "spec_edit": "a comment in the build file",
     }[scenario]
 
 
