@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import difflib
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from .errors import UsageError
 from .spec import PLACEHOLDER, Adapter, AdapterCommand, AdapterVariant
@@ -16,6 +15,8 @@ _GLOB = set("*?[")
 
 
 def _did_you_mean(name: str, choices) -> str:
+    import difflib  # only to word a mistake
+
     close = difflib.get_close_matches(name, sorted(choices), n=1, cutoff=0.6)
     return f" (did you mean '{close[0]}'?)" if close else ""
 
@@ -209,9 +210,10 @@ def load_adapters(
 # ---- detection -------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Detection:
-    """A toolchain found in a project: which adapter, which variants, how sure, and the files that say so."""
+class Detection(NamedTuple):
+    """A toolchain found in a project: which adapter, which variants, how sure, and the files that say so.
+    Named tuples here, not frozen dataclasses: importing dataclasses (and its inspect) cost every command
+    that loads a spec ~6 ms."""
 
     adapter: str
     confidence: float
@@ -319,14 +321,13 @@ def detect(root: Path, adapters: dict[str, Adapter]) -> list[Detection]:
 # ---- resolution ------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Resolved:
+class Resolved(NamedTuple):
     """An adapter with its variants chosen: the commands as they will run in this project."""
 
     adapter: Adapter
-    variants: tuple[str, ...] = ()
-    detection: Detection | None = None
-    commands: dict[str, AdapterCommand] = field(default_factory=dict)
+    variants: tuple[str, ...]
+    detection: Detection | None
+    commands: dict[str, AdapterCommand]
 
     def command(self, name: str) -> AdapterCommand:
         try:

@@ -509,14 +509,18 @@ def write_atomic(path: str, data: bytes | list[bytes], durable: bool = False, tr
 
 
 _BIG = 1 << 22
+TRIM_STEPS = 2000  # a spec's steps from which its parsed and compiled forms leave megabytes to give back
 
 
-def give_back_memory() -> None:
+def give_back_memory(steps: int | None = None) -> None:
     """Hand the C heap's free pages back to the system (glibc's malloc_trim). Freed memory stays in a process
     that read a big spec or wrote a big index: rtoml's own allocations, the compiled spec's packed pieces, a
     marshal file's bytes, scattered among what the run keeps, are never at the top of the heap for free() to
     return, and the next big allocation takes new pages beside them. At 100,000 steps: ~35 MB after the
-    spec is read, ~70 MB after it is saved. Elsewhere than glibc, nothing happens."""
+    spec is read, ~70 MB after it is saved. Elsewhere than glibc, nothing happens. `steps`: the spec's, when
+    a spec is what was let go; below TRIM_STEPS there is little to give back, and ctypes' import costs ~3 ms."""
+    if steps is not None and steps < TRIM_STEPS:
+        return
     try:
         import ctypes
 

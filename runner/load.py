@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import json
 import re
 import sys
@@ -63,6 +62,8 @@ _JSON_TYPES = {
 
 
 def did_you_mean(name: str, candidates) -> str:
+    import difflib  # only to word a mistake
+
     close = difflib.get_close_matches(name, sorted(candidates), n=1, cutoff=0.6)
     return f" (did you mean '{close[0]}'?)" if close else ""
 
@@ -835,10 +836,13 @@ def _policies(d: dict, broken: set[str]) -> dict[str, Policy]:
 
 def _checkpoints(reader: _Reader, shown: str, root: Path, policies: dict[str, Policy]) -> None:
     """A git checkpoint needs a git repository to commit to."""
+    committing = [policy for policy in policies.values() if policy.checkpoint == "commit"]
+    if not committing:
+        return  # the usual case: checkpoint.py (and its subprocess) is not imported to load a spec
     from .checkpoint import git_dir_of
 
-    for policy in policies.values():
-        if policy.checkpoint == "commit" and git_dir_of(root) is None:
+    for policy in committing:
+        if git_dir_of(root) is None:
             reader.problem(
                 shown,
                 f"{toml_path(['policy', policy.name])}.checkpoint",

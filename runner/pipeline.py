@@ -220,7 +220,7 @@ def make(
     read_back = save_unsaved(layout.root)
     if read_back is not None:  # the spec as the saved file holds it: the dicts it was made in go now
         project.compiled = read_back
-        give_back_memory()
+        give_back_memory(len(read_back.order))
     lock = ProjectLock(layout, "runner make " + " ".join(sys.argv[2:]))
     lock.acquire(wait=wait_for_lock, on_wait=on_wait)
     mask = mask_for_run(project.spec)

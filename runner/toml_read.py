@@ -5,15 +5,21 @@ from __future__ import annotations
 import re
 from types import ModuleType
 
-import tomli
-
 _rtoml: ModuleType | None
 try:  # a wheel exists for every platform CI uses; without one the pure-Python parser does the same job
     import rtoml as _rtoml
 except ImportError:  # pragma: no cover
     _rtoml = None
 
-TOMLDecodeError = tomli.TOMLDecodeError
+
+def __getattr__(name: str) -> type[ValueError]:
+    """TOMLDecodeError, tomli's: imported only when a text is refused or asked for (tomli and its datetime cost
+    every command that reads a spec ~3 ms)."""
+    if name == "TOMLDecodeError":
+        import tomli
+
+        return tomli.TOMLDecodeError
+    raise AttributeError(name)
 
 
 # rtoml holds its own tree of the whole document while it builds Python's (~24x the text at its peak: 475 MB for
@@ -44,6 +50,8 @@ def loads(text: str, piece: int = PIECE) -> dict:
             return _rtoml.loads(text)
         except Exception:  # rtoml.TomlParsingError, or anything else it could raise: tomli decides
             pass
+    import tomli
+
     return tomli.loads(text)
 
 
