@@ -29,7 +29,8 @@ from .memory import key_parts as memory_parts
 from .spec import BUILTIN_DIR, STEP_AGENT, STEP_AGGREGATE, Intent, Spec, env_refs, runs_always
 from .workspace import Layout
 
-_FORMAT = 20  # 20: each step's fingerprint (edited_since); 15: an intent's memory and scope; 16: [executor] and
+_FORMAT = 21  # 21: the digests of the spec files as read (reused by content after a touch)
+# 20: each step's fingerprint (edited_since); 15: an intent's memory and scope; 16: [executor] and
 # [cache] in the spec; 17: executor.hermetic; 18: the project's root in the fingerprint; 19: the tables' keys'
 # positions in sorted order
 # 14: the aggregates; 13: the candidate patterns (gates) in the header; 12: exclude, outputs, env
@@ -220,11 +221,55 @@ def _stats(paths: list[str]) -> list:
     return stats
 
 
-def _racy(paths: list[str], stats: list, taken_ns: int) -> dict[str, str | None]:
+def _racy(paths: list[str], stats: list, taken_ns: int, read: list[str | None]) -> dict[str, str | None]:
     """path -> content digest of each file modified within the racy window of `taken_ns`, whose stats do
-    not vouch for what was read (taken just after the compile: only a rewrite during the compile itself,
-    in the clock tick of an earlier write, could differ from the bytes read)."""
-    return {p: content_digest("/", p) for p, s in zip(paths, stats, strict=True) if s and not vouches(s, taken_ns)}
+    not vouch for what was read: the digest of the bytes read where the loader read the file itself (`read`),
+    else taken now, just after the compile (only a rewrite during the compile itself, in the clock tick of an
+    earlier write, could differ from the bytes read)."""
+    return {
+        p: d or content_digest("/", p)
+        for p, s, d in zip(paths, stats, read, strict=True)
+        if s and not vouches(s, taken_ns)
+    }
+
+
+def _same_bytes(paths: list[str], stats: list, now: list, read: list[str | None]) -> bool:
+    """Whether every file whose stats moved since the compile (or that was saved too fresh to vouch for,
+    _UNUSABLE) still holds the bytes the loader read: a touch, a checkout that put the same bytes back, the
+    run after an edit saved within the racy window. git answers a racily clean entry the same way, by content.
+    A file the loader did not read itself (a folder of adapters, a prompt) must keep its stats."""
+    for path, was, is_, digest in zip(paths, stats, now, read, strict=True):
+        if was == is_:
+            continue
+        if digest is None or is_ is None or content_digest("/", path) != digest:
+            return False
+    return True
+
+
+def _reused(cache_file: str, f, fingerprint: tuple, now: list, began: int) -> Compiled:
+    """The compiled spec whose file `f` is open past its fingerprint, its files' bytes found unchanged although
+    their stats moved (_same_bytes). The file is saved again with the stats of now, once they vouch for those
+    bytes, so the next run compares stats only; until then the proof keeps their digests (spec_kept)."""
+    start = f.tell()
+    compiled = _mapped(f)
+    paths, read = fingerprint[3], fingerprint[5]
+    compiled.spec_stats = now
+    compiled.spec_kept = {p: d for p, s, d in zip(paths, now, read, strict=True) if s and not vouches(s, began)}
+    if not compiled.spec_kept:
+        tmp = f"{cache_file}.{os.getpid()}.tmp"
+        try:
+            with open(tmp, "wb") as out:
+                pickle.dump((*fingerprint[:4], now, read), out, protocol=pickle.HIGHEST_PROTOCOL)
+                f.seek(start)
+                while chunk := f.read(1 << 22):
+                    out.write(chunk)
+            os.replace(tmp, cache_file)
+        except OSError:  # read-only: the next run compares by content again
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+    return compiled
 
 
 def _file_digest(path: str | None) -> str | None:
@@ -390,7 +435,7 @@ def compile_spec(spec: Spec) -> tuple[Compiled, list[str]]:
     ), sources
 
 
-_UNUSABLE = (-1, -1, -1, -1)  # a stat no file has: a compiled spec saved with it is never reused
+_UNUSABLE = (-1, -1, -1, -1)  # a stat no file has: that file is compared by its bytes (_same_bytes)
 FINGERPRINT = 16  # bytes of sha256: a step the edit changed is told from one it did not with 2**-128 odds
 
 
@@ -443,11 +488,15 @@ def load_compiled(root: Path, use_cache: bool = True, spec_file: str = "intents.
                 # its root too: a copied project (cp -a keeps every mtime) would otherwise find the original's
                 # spec files unchanged at their absolute paths and run against the original's root
                 if fingerprint[:3] == (_FORMAT, __version__, str(root)):
-                    _format, _version, _root, paths, stats = fingerprint
-                    if stats == _stats(paths):
+                    _format, _version, _root, paths, stats, read = fingerprint
+                    now = _stats(paths)
+                    if stats == now:
                         compiled = _mapped(f)
                         compiled.spec_stats = stats
                         return compiled
+                    began = time.time_ns()
+                    if _same_bytes(paths, stats, now, read):
+                        return _reused(cache_file, f, fingerprint, now, began)
                     previous = _previous(f)
         except (OSError, EOFError, pickle.UnpicklingError, ValueError, TypeError, AttributeError, KeyError, IndexError):
             pass  # an older runner's file (another layout) is made again
@@ -457,13 +506,16 @@ def load_compiled(root: Path, use_cache: bool = True, spec_file: str = "intents.
     spec = load_spec(root, spec_file)
     give_back_memory(len(spec.intents))  # the parsed document, gone now: ~35 MB at 100,000 steps
     compiled, _sources = compile_spec(spec)
+    read_digests = dict(spec.read)
+    read = [read_digests.get(path) for path in compiled.sources]
     compiled.spec_stats = _stats(compiled.sources)
-    compiled.spec_kept = _racy(compiled.sources, compiled.spec_stats, began)
+    compiled.spec_kept = _racy(compiled.sources, compiled.spec_stats, began, read)
     compiled.previous = _aligned(previous, compiled.order)
-    stats = compiled.spec_stats
-    if compiled.spec_kept:  # used for this run, reused by none (its files are too fresh to vouch for what was read):
-        stats = [_UNUSABLE] * len(stats)  # kept to name this compilation to the next one (edited_since)
-    fingerprint = (_FORMAT, __version__, str(root), compiled.sources, stats)
+    # a file too fresh for its stats to vouch for what was read is saved with stats no file has: the compiled
+    # spec is reused only once its bytes are found the same (_same_bytes), else it names itself to the next one
+    kept = compiled.spec_kept
+    stats = [_UNUSABLE if p in kept else s for p, s in zip(compiled.sources, compiled.spec_stats, strict=True)]
+    fingerprint = (_FORMAT, __version__, str(root), compiled.sources, stats, read)
     if not layout.state_dir.is_dir():  # a command that only reads leaves no .runner behind; `runner make`
         _unsaved[str(root)] = (cache_file, fingerprint, compiled)  # saves it once it made one
         return compiled

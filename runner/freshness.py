@@ -751,14 +751,23 @@ class FirstLook:
 
 
 def first_look(
-    root: str, target: str | None, token: str, sources: list[str], reuse: bool, previous: str | None = None
+    root: str,
+    target: str | None,
+    token: str,
+    sources: list[str],
+    reuse: bool,
+    previous: str | None = None,
+    n_spec: int = 0,
 ) -> FirstLook:
     """Compare the declared files of `target` with its last good run's proof, made from the same compiled
     spec (`token`) and spec files (`sources`): that run's order and paths hold, and `changed` says which
     paths differ. `reuse`: the proof and stats a failed no-op proof read in this process still stand (no
     other runner held the lock since). Without such a proof, `order` and `paths` stay None, for the caller
     to work out. `previous`: the token of the compilation this one replaced; a proof made from that one is kept
-    in `edited`, for after_edit."""
+    in `edited`, for after_edit. The first `n_spec` sources are the compiled spec's own files: under the same
+    token, one that differs from the proof holds the bytes that compilation read (it was reused by content,
+    compiled._same_bytes, as after a touch), so it changes no step; any other source (a worker's file) that
+    differs leaves every step to decide."""
     checked_stored, checked_paths, checked, checked_at, checked_bytes, checked_changed = _checked.pop(
         root, (None, None, None, 0, None, None)
     )
@@ -800,7 +809,11 @@ def first_look(
     look.order, look.paths, look.stats, look.kept, look.differ = _names(stored_order), paths, stats, kept, differ
     look.aggregates, look.stored = aggregates, (stored_paths, stored_order)
     env_changed = bool(env[0]) and env_digest(env[0]) != env[1]  # no path shows which steps read a variable
-    look.changed = None if env_changed or any(rel in differ for rel in sources) else differ
+    spec_files = sources[:n_spec]
+    if env_changed or any(rel in differ for rel in sources[n_spec:]):
+        look.changed = None
+    else:
+        look.changed = differ.difference(spec_files) if not differ.isdisjoint(spec_files) else differ
     return look
 
 

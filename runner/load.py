@@ -10,6 +10,7 @@ from pathlib import Path
 from . import toml_read
 from .errors import Problem, SpecError, UsageError
 from .globs import GLOB_CHARS, matches
+from .keys import digest_bytes
 from .memory import FIELDS as MEMORY_FIELDS
 from .memory import too_big
 from .spec import (
@@ -115,6 +116,7 @@ class _Reader:
         self.problems: list[Problem] = []
         self.locators: dict[str, Locator] = {}
         self.sources: list[str] = []
+        self.read: dict[str, str] = {}  # path -> digest of the bytes read (Spec.read)
 
     def display(self, path: Path) -> str:
         try:
@@ -134,6 +136,7 @@ class _Reader:
         shown = self.display(path)
         self.sources.append(str(path))
         raw = path.read_bytes()
+        self.read[str(path)] = digest_bytes(raw)
         try:
             text = raw.decode("utf-8-sig")
         except UnicodeDecodeError as exc:
@@ -1010,4 +1013,5 @@ def load_spec(root: Path, spec_file: str = SPEC_FILE) -> Spec:
         file=spec_file,
         executor=ExecutorSettings(**data.get("executor", {})),
         cache=CacheSettings(**data.get("cache", {})),
+        read=tuple(reader.read.items()),
     )

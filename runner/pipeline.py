@@ -248,7 +248,13 @@ def make(
                 planner.env(name)
         replaced = compiled.previous  # the compilation an edit of the spec replaced in this run, if any
         look = first_look(
-            root, requested, compiled.token, sources, reuse=not lock.waited, previous=replaced and replaced[0]
+            root,
+            requested,
+            compiled.token,
+            sources,
+            reuse=not lock.waited,
+            previous=replaced and replaced[0],
+            n_spec=len(compiled.sources),
         )
         order = look.order if look.order is not None else selected_order(compiled.order, compiled.deps, resolved)
         edited: set[str] = set()

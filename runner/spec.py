@@ -270,3 +270,6 @@ class Spec(NamedTuple):
     file: str = "intents.toml"  # the intents file, relative to root (`-f FILE` names another)
     executor: ExecutorSettings = ExecutorSettings()
     cache: CacheSettings = CacheSettings()
+    # (path, sha256 of its bytes as read) for each file the loader read itself: a compiled spec whose files
+    # only had their stats moved (a touch, a checkout putting the same bytes back) is reused by content
+    read: tuple[tuple[str, str], ...] = ()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copyreg
+import hashlib
 import json
 import marshal
 import os
@@ -13,6 +14,7 @@ from pathlib import Path
 import pytest
 
 import runner
+from runner.freshness import RACY_NS, stat_of
 from runner.keys import IndexFile
 from runner.spec import MAX_TIMEOUT
 
@@ -330,19 +332,53 @@ def test_the_first_make_keeps_the_compiled_spec_for_the_next_full_run(chain):
     assert chain.exists(".runner/spec.pickle"), "the next edit would parse and compile the whole spec again"
 
 
-def _kept_stats(chain) -> list:
+def _fingerprint(chain) -> dict:
+    """The compiled spec file's fingerprint, (format, version, root, spec files, their stats, the digests of
+    their bytes as read), by spec file; and the compilation's token (each compile makes a new one)."""
     with open(chain.root / ".runner/spec.pickle", "rb") as f:
-        return pickle.load(f)[4]  # the fingerprint: (format, version, root, spec files, their stats)
+        fingerprint = pickle.load(f)
+        token = pickle.load(f)[4]
+    files = {path: (stats, read) for path, stats, read in zip(*fingerprint[3:6], strict=True)}
+    return {"token": token, "files": files, "spec": files[str(chain.root.resolve() / "intents.toml")]}
 
 
-def test_a_spec_compiled_within_a_second_of_its_edit_is_not_reused(chain):
-    """Within the racy window a second edit could leave every stat as it was: the spec is compiled again. The
-    file is written all the same, with stats no file has, to name that compilation to the next one."""
+UNUSABLE = (-1, -1, -1, -1)
+
+
+def test_a_spec_compiled_within_a_second_of_its_edit_is_reused_only_by_its_bytes(chain):
+    """Within the racy window a second edit could leave every stat as it was: intents.toml's stats are saved as
+    stats no file has, so the next run compares its bytes with those the compile read (their digest) before it
+    reuses the compilation, as git does with a racily clean file; the other spec files keep their stats."""
     assert chain.make().code == 0
-    assert _kept_stats(chain) and all(stat == (-1, -1, -1, -1) for stat in _kept_stats(chain))
+    first = _fingerprint(chain)
+    stats, read = first["spec"]
+    assert stats == UNUSABLE and read == hashlib.sha256(chain.read("intents.toml").encode()).hexdigest()
+    assert any(s not in (UNUSABLE, None) for s, _read in first["files"].values())  # the built-in adapters'
+    chain.age_all()
+    again = chain.make()
+    assert again.code == 0 and set(again.statuses().values()) == {"cached"}
+    after = _fingerprint(chain)
+    assert after["token"] == first["token"], "the same bytes were compiled again"
+    assert after["spec"][0] == stat_of(os.stat(chain.root / "intents.toml")), "saved with the stats that vouch now"
+
+
+def test_an_edit_of_the_spec_that_keeps_its_size_and_mtime_is_compiled(chain):
+    """Only the ctime tells this edit: the stats differ, the bytes are read, and they differ too."""
     chain.age_all()
     assert chain.make().code == 0
-    assert _kept_stats(chain) and all(stat != (-1, -1, -1, -1) for stat in _kept_stats(chain))
+    first = _fingerprint(chain)
+    spec = chain.root / "intents.toml"
+    before = os.stat(spec)
+    text = chain.read("intents.toml").replace("wc -c < src/y.txt", "wc -l < src/y.txt")
+    assert len(text) == before.st_size
+    spec.write_text(text)
+    os.utime(spec, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert stat_of(os.stat(spec))[:2] == stat_of(before)[:2]  # size and mtime as they were
+    time.sleep(RACY_NS / 1e9 + 0.05)  # the new ctime old enough to vouch
+    edited = chain.make()
+    assert edited.code == 0, edited.err
+    assert edited.statuses()["c"] == "ran" and chain.read("out/c.txt").strip() == "1"
+    assert _fingerprint(chain)["token"] != first["token"]
 
 
 class _CompiledOfTheFirstLayout:
