@@ -476,8 +476,9 @@ def _aligned(previous: tuple[str, list[str], bytes] | None, order: list[str]) ->
 
 def load_compiled(root: Path, use_cache: bool = True, spec_file: str = "intents.toml") -> Compiled:
     """The compiled spec: reused while every file it came from holds the stats it was compiled from, each
-    of them older than the compile by more than the racy window; else compiled again (and kept only if
-    its files are that old: a file edited within the window could change again without a stat moving)."""
+    of them older than the compile by more than the racy window, or, where a file's stats moved (or were too
+    fresh to keep), the bytes its loader read (_same_bytes); else compiled again, and saved with the stats of
+    files too fresh to vouch for what was read replaced by ones no file has (_UNUSABLE)."""
     layout = Layout(root)
     cache_file = layout.spec_cache_of(spec_file)
     previous = None

@@ -742,10 +742,10 @@ class FirstLook:
         missing = object()  # a path the last proof did not stat: differs
         differ = {rel for rel, now in zip(self.paths, self.stats, strict=True) if was.get(rel, missing) != now}
         differ.update(rel for rel, want in kept.items() if rel not in differ and content_digest(root, rel) != want)
-        if not differ.isdisjoint(sources[n_spec:]):
-            return None  # a worker's file: no path shows which steps read it
-        self.differ, self.kept = differ, kept
-        self.changed = differ.difference(sources[:n_spec])
+        changed = _step_paths(differ, sources, n_spec)
+        if changed is None:
+            return None
+        self.differ, self.kept, self.changed = differ, kept, changed
         old_order = set(_names(stored_order))
         return {name for name in order if name not in old_order}
 
@@ -809,12 +809,18 @@ def first_look(
     look.order, look.paths, look.stats, look.kept, look.differ = _names(stored_order), paths, stats, kept, differ
     look.aggregates, look.stored = aggregates, (stored_paths, stored_order)
     env_changed = bool(env[0]) and env_digest(env[0]) != env[1]  # no path shows which steps read a variable
-    spec_files = sources[:n_spec]
-    if env_changed or any(rel in differ for rel in sources[n_spec:]):
-        look.changed = None
-    else:
-        look.changed = differ.difference(spec_files) if not differ.isdisjoint(spec_files) else differ
+    look.changed = None if env_changed else _step_paths(differ, sources, n_spec)
     return look
+
+
+def _step_paths(differ: set[str], sources: list[str], n_spec: int) -> set[str] | None:
+    """The paths of `differ` that say which steps to decide: None when a worker's file (a source past the first
+    `n_spec`, the compiled spec's own) differs, since no path shows which steps read it; the spec files left out,
+    since what they changed for a step is in its fingerprint (after_edit), or nothing at all under the same
+    compilation (first_look)."""
+    if not differ.isdisjoint(sources[n_spec:]):
+        return None
+    return differ.difference(sources[:n_spec])
 
 
 def doubtful_steps(

@@ -844,15 +844,16 @@ def _checkpoints(reader: _Reader, shown: str, root: Path, policies: dict[str, Po
         return  # the usual case: checkpoint.py (and its subprocess) is not imported to load a spec
     from .checkpoint import git_dir_of
 
+    if git_dir_of(root) is not None:
+        return
     for policy in committing:
-        if git_dir_of(root) is None:
-            reader.problem(
-                shown,
-                f"{toml_path(['policy', policy.name])}.checkpoint",
-                f'checkpoint = "commit" needs a git repository, and {root} is not in one: run `git init` there, '
-                "or drop checkpoint",
-                "commit",
-            )
+        reader.problem(
+            shown,
+            f"{toml_path(['policy', policy.name])}.checkpoint",
+            f'checkpoint = "commit" needs a git repository, and {root} is not in one: run `git init` there, '
+            "or drop checkpoint",
+            "commit",
+        )
 
 
 def _worker(d: dict) -> WorkerSettings:
