@@ -113,22 +113,23 @@ class AgentHandoff:
         from .workers import get_worker
 
         try:
-            warm = getattr(get_worker(self.planner.worker_config), "warm", None)
+            config = self.planner.worker_config
+            warm = getattr(get_worker(config), "warm", None)
             if warm is not None:
-                warm(self._warm.set)
+                warm(config, self._warm.set)
         except Exception:  # only a head start: the first call loads the same things and reports what fails
             pass
         finally:
             self._warm.set()
 
-    def _attempts(self, name: str, decision: Decision) -> StepOutcome:
+    def _attempts(self, name: str, decision: Decision, handed: int) -> StepOutcome:
         """In a pool thread: the attempts; the scheduler thread then asks, applies and records."""
         self._warm.wait()
         ctx: StepContext = self.context(name)
-        ctx.extra["agent"] = self._agent_run(name, decision)
+        ctx.extra["agent"] = self._agent_run(name, decision, handed)
         return step_for(STEP_AGENT).run(ctx)
 
-    def _agent_run(self, name: str, decision: Decision) -> AgentRun:
+    def _agent_run(self, name: str, decision: Decision, handed: int) -> AgentRun:
         from .steps.agent import AgentRun
 
         assert decision.key is not None  # an agent step starts once its dependencies ran: its key is known

@@ -519,17 +519,43 @@ def _empty_folder(path: Path) -> bool:
 def remove_workspace(home: Path, project: Path) -> None:
     """Drop a candidate's workspace; a worktree is unregistered from the project's repository too (a prune
     only when the targeted remove did not do it: two git processes fewer per attempt)."""
+    _forget(home)
+    if (home / "wt").exists():
+        _removed(home, project, _git(project, "worktree", "remove", "--force", str(home / "wt")).returncode)
+    shutil.rmtree(home, ignore_errors=True)
+
+
+def remove_workspaces(spent: list[tuple[Path, Path]]) -> None:
+    """Drop the (home, project) workspaces kept until the run's end, their `git worktree remove`s at once: one
+    after another, sixteen took 0.12-0.13 s of the run's end (0.06 s at once, on 2 cores)."""
+    removing = []
+    for home, project in spent:
+        _forget(home)
+        if (home / "wt").exists():
+            argv = ["git", "worktree", "remove", "--force", str(home / "wt")]
+            quiet = subprocess.DEVNULL
+            removing.append((home, project, subprocess.Popen(argv, cwd=project, stdout=quiet, stderr=quiet)))
+        else:
+            shutil.rmtree(home, ignore_errors=True)
+    for home, project, proc in removing:
+        _removed(home, project, proc.wait(timeout=120))
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def _forget(home: Path) -> None:
+    """What this process remembers of a workspace that goes: kept for another attempt, its files' digests."""
     with _kept_lock:
         _kept.pop(str(home), None)
     for root in list(_digests):  # a copy: other attempts add theirs meanwhile
         if root == str(home) or root.startswith(str(home) + os.sep):
             _digests.pop(root, None)
-    if (home / "wt").exists():
-        removed = _git(project, "worktree", "remove", "--force", str(home / "wt")).returncode == 0
-        if not removed or (home / "wt").exists():
-            shutil.rmtree(home, ignore_errors=True)
-            _git(project, "worktree", "prune")
-    shutil.rmtree(home, ignore_errors=True)
+
+
+def _removed(home: Path, project: Path, code: int) -> None:
+    """After `git worktree remove`: when git could not remove it, the folder goes and the repository forgets it."""
+    if code != 0 or (home / "wt").exists():
+        shutil.rmtree(home, ignore_errors=True)
+        _git(project, "worktree", "prune")
 
 
 KEEP = 64  # spent worktrees kept for another attempt at most (a run at -j 16 has 16 in use)
@@ -568,8 +594,10 @@ class Workspaces(Background):
     def close(self) -> None:
         with self._free_lock:
             spent, self._free = self._free, []
-        for home, project in spent:
-            self.put(home, project)
+        try:
+            remove_workspaces(spent)
+        except (OSError, subprocess.SubprocessError):
+            pass  # outside the project, in the temp folder: harms no run (as a removal on the thread)
         super().close()
 
 
