@@ -47,6 +47,12 @@ class AgentHandoff:
         self._warm = threading.Event()  # set once the worker can send its first call
         self._retirer: Retirer | None = None  # made by the first apply
         self._workspaces: Workspaces | None = None  # made by the first agent step
+        # verified changes the scheduler was handed, and how many of them it has applied: it starts the next steps
+        # before it applies (execute.py, _handle), and a step's workspace waits for the changes verified before it
+        # started, so that it holds them (as a step started after their apply would)
+        self._applies = threading.Condition()
+        self._handed = 0
+        self._applied = 0
 
     def held(self, name: str, decision: Decision) -> str | None:
         """Why an agent step that must run does not start now (a change waiting for approval, a question
@@ -100,9 +106,21 @@ class AgentHandoff:
                 self._warming.start()
             else:  # on a cluster the worker is called in the Dask workers: nothing to load here first
                 self._warm.set()
-        future = self._pool.submit(self._attempts, name, decision)
+        with self._applies:
+            handed = self._handed
+        future = self._pool.submit(self._attempts, name, decision, handed)
         future.add_done_callback(on_done)
         return future
+
+    def handed(self) -> None:
+        """The scheduler took a verified change, to apply it once it has started the next steps (finish)."""
+        with self._applies:
+            self._handed += 1
+
+    def _settled(self, handed: int) -> None:
+        """Wait until the first `handed` verified changes are applied: a workspace made now holds them."""
+        with self._applies:
+            self._applies.wait_for(lambda: self._applied >= handed)
 
     def _warm_worker(self) -> None:
         """Let the worker load what its first call needs (the openai worker's HTTP client, its answer's regexes) at
@@ -152,6 +170,7 @@ class AgentHandoff:
             inputs=decision.inputs,
             home=workspaces.home,
             remove=workspaces.remove,
+            settled=lambda: self._settled(handed),
         )
 
     def _run_budget(self) -> RunBudget:
@@ -171,8 +190,13 @@ class AgentHandoff:
         """Apply a verified change as the step's policy says: (status, outputs, message)."""
         from .approve import finish
 
-        about = self._about(name, details or {})
-        return finish(self._apply_context(), self.spec.intents[name], decision, change, drift, about)
+        try:
+            about = self._about(name, details or {})
+            return finish(self._apply_context(), self.spec.intents[name], decision, change, drift, about)
+        finally:
+            with self._applies:
+                self._applied += 1
+                self._applies.notify_all()
 
     def _about(self, name: str, details: dict) -> dict:
         """What the change's version records beside its files: how it was made, what it cost, where the winning
@@ -206,6 +230,9 @@ class AgentHandoff:
         )
 
     def shutdown(self) -> None:
+        with self._applies:  # a change handed but never applied (the run failed on its way) holds no step back
+            self._applied = self._handed
+            self._applies.notify_all()
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
         if self._workspaces is not None:  # no attempt workspace outlives the run

@@ -271,7 +271,7 @@ class Executor:
                     self.ready.clear()
                 if self.active:
                     self._decide_ahead()
-                    self._wait(selector, wake_r)
+                    self._wait(selector, wake_r, wake_w)
                     if self.exited:
                         # a slot is free: start the next ready step first, then hash what the exited
                         # steps wrote (their dependants become ready only then)
@@ -306,7 +306,8 @@ class Executor:
     def _fill(self, selector, wake_w: int) -> None:
         """Decide ready steps in order; start those that must run while there are free slots."""
         summary = self.summary
-        while self.ready and not self.stop and len(self.active) < self.options.jobs:
+        # `noted`: a Ctrl-C that came while _handle fills the slots agent steps freed waits for the held section's end
+        while self.ready and not self.stop and len(self.active) < self.options.jobs and not self.interrupts.noted:
             name = heapq.heappop(self.ready)[1]
             if self._prefetched is not None and name not in self._prefetched:
                 self._prefetch(name)
@@ -392,7 +393,7 @@ class Executor:
         active.watching_output = True
         return None
 
-    def _wait(self, selector, wake_r: int) -> None:
+    def _wait(self, selector, wake_r: int, wake_w: int) -> None:
         """Block until a child exits, an agent step ends, or a step's deadline passes; finish what ended.
 
         Shell steps that exited with 0 move from `active` to `exited`, to be completed once the freed
@@ -407,10 +408,10 @@ class Executor:
         # what select() returned is handled whole: a signal between unregistering a step's descriptor and
         # noting it would have the interrupt's clean-up unregister (or close) it a second time
         with self.interrupts.held():
-            self._handle(selector, wake_r, events)
+            self._handle(selector, wake_r, wake_w, events)
         self.interrupts.take()
 
-    def _handle(self, selector, wake_r: int, events: list) -> None:
+    def _handle(self, selector, wake_r: int, wake_w: int, events: list) -> None:
         """Finish what select() said ended; then agent steps that ended and shell steps past their deadline."""
         for key, _mask in events:
             if key.data is None:
@@ -436,15 +437,36 @@ class Executor:
             else:
                 self._complete(active, outcome)  # at once: a failure may stop the run before the next start
         now = time.monotonic()
+        verified: list[tuple[_Active, StepOutcome]] = []  # agent steps whose verified change waits to be applied
         for active in list(self.active.values()):
             if active.future is not None and active.future.done():
-                outcome = active.future.result()
-                self._complete(active, outcome)
+                self._ended(active, verified)
             elif active.shell and active.shell.deadline and now >= active.shell.deadline:
                 self._unwatch(selector, active)
                 self._complete(active, active.shell.timed_out())
+        # the slots they freed are filled first, then each change is applied: an apply is ~10 ms of this thread,
+        # and at -j 16 sixteen steps end together (their model calls went out together), so the last one's slot
+        # would wait for fifteen applies before it started the next step. Agent steps ending meanwhile join in.
+        while verified:
+            self._fill(selector, wake_w)
+            self._complete(*verified.pop(0))
+            for active in list(self.active.values()):
+                if active.future is not None and active.future.done():
+                    self._ended(active, verified)
         if self.cluster is not None and self.cluster.lost:  # the cluster's scheduler went away: nothing more starts
             self.stop = True
+
+    def _ended(self, active: _Active, verified: list[tuple[_Active, StepOutcome]]) -> None:
+        """A step run as a future ended: a verified change joins `verified` (its slot is free now; applied after
+        the next start), anything else is completed at once (a failure may stop the run before the next start)."""
+        assert active.future is not None
+        outcome = active.future.result()
+        if outcome.ok and outcome.change is not None:
+            self.active.pop(active.name)
+            verified.append((active, outcome))
+            self.agents.handed()
+        else:
+            self._complete(active, outcome)
 
     def _complete_exited(self) -> None:
         while self.exited:

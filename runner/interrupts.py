@@ -41,6 +41,11 @@ class Interrupts:
         wait and at each store, so one object made once (a generator's context manager costs ~3x as much)."""
         return self._held
 
+    @property
+    def noted(self) -> bool:
+        """Did a signal arrive inside a held() section, not raised yet? (Nothing new should start meanwhile.)"""
+        return self._noted
+
     def take(self) -> None:
         """Raise the interrupt that arrived inside a held() section, now that it is safe."""
         if self._noted and not self._depth:

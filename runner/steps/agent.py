@@ -9,6 +9,7 @@ import os
 import subprocess
 import threading
 from collections.abc import Callable
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -70,6 +71,8 @@ class AgentRun:
     # where an attempt makes its workspace, and what is done with it once spent: the run's (attempt.Workspaces)
     home: Callable[[Path, str], Path] = new_home
     remove: Callable[[Path, Path], None] = remove_workspace
+    # waits until the changes verified before the step started are applied, so that its workspace holds them
+    settled: Callable[[], None] | None = None
 
 
 @dataclass
@@ -243,7 +246,7 @@ class AgentStep:
             home = run.home(run.root, intent.name) if workspace is None else workspace[0]
             attempt.workspace = home
             log = folder / "verify.log"
-            done, workspace = attempt_in(job, home, workspace, ctx.cancelled, ctx.journal, log, worker)
+            done, workspace = attempt_in(job, home, workspace, ctx.cancelled, ctx.journal, log, worker, run.settled)
         answer, change = done.answer, done.change
         attempt.ok, attempt.kind, attempt.error, attempt.retry = done.ok, done.kind, done.error, done.retry
         attempt.change = change if done.ok else None
@@ -351,18 +354,57 @@ class AttemptDone:
 # (attempt._bring_back) and is made anew (~15 ms of git's CPU, more at -j 16)
 IN_WORKSPACE = {"GIT_OPTIONAL_LOCKS": "0"}
 
-# the attempts' work on their workspaces' files (making one, finding the change, undoing a verify's side effects;
-# not the verify commands, which may run for minutes) goes two at a time: sixteen together hand the interpreter's
-# lock between them at every system call, and the scheduler's thread, which applies finished steps and starts
-# the next ones, waits its turn among them (64 openai steps at -j 16, six alternating runs each: 5.06-5.82 s
-# -> 4.98-5.34 s)
-_FILE_WORK = threading.BoundedSemaphore(2)
+
+class _FileWork:
+    """The attempts' work on their workspaces' files (making one, finding the change, undoing a verify's side
+    effects; not the verify commands, which may run for minutes) goes two at a time: sixteen together hand the
+    interpreter's lock between them at every system call, and the scheduler's thread, which applies finished
+    steps and starts the next ones, waits its turn among them (64 openai steps at -j 16, six alternating runs
+    each: 5.06-5.82 s -> 4.98-5.34 s). A finish goes first: it frees a slot for the next step, where a workspace
+    being made is for a step that has its slot (and, for the openai worker, its call out already)."""
+
+    def __init__(self, slots: int) -> None:
+        self._changed = threading.Condition()
+        self._slots = slots
+        self._busy = 0
+        self._finishes_waiting = 0
+
+    @contextmanager
+    def finishing(self):
+        with self._changed:
+            self._finishes_waiting += 1
+            self._changed.wait_for(lambda: self._busy < self._slots)
+            self._finishes_waiting -= 1
+            self._busy += 1
+        try:
+            yield
+        finally:
+            self._give()
+
+    @contextmanager
+    def making(self):
+        with self._changed:
+            self._changed.wait_for(lambda: self._busy < self._slots and not self._finishes_waiting)
+            self._busy += 1
+        try:
+            yield
+        finally:
+            self._give()
+
+    def _give(self) -> None:
+        with self._changed:
+            self._busy -= 1
+            self._changed.notify_all()
 
 
-def attempt_in(job: AttemptJob, home: Path, workspace, cancel, journal, log_path: Path, worker=None):
+_FILE_WORK = _FileWork(2)
+
+
+def attempt_in(job: AttemptJob, home: Path, workspace, cancel, journal, log_path: Path, worker=None, settled=None):
     """Make (or reuse) the attempt's workspace under `home`, call the worker, find the change, judge it
     against the policy and the verify commands: (AttemptDone, workspace). The one body of an attempt, called
-    by the step here and by the Dask task on a worker (runner/executors/dask.py, through `detached_attempt`)."""
+    by the step here and by the Dask task on a worker (runner/executors/dask.py, through `detached_attempt`).
+    `settled()`: returns once the project holds what a workspace made now must hold."""
     from ..workers import get_worker
 
     config = job.config()
@@ -370,7 +412,9 @@ def attempt_in(job: AttemptJob, home: Path, workspace, cancel, journal, log_path
     writable = tuple(job.intent.outputs) + tuple(job.policy.scope)
 
     def make() -> tuple:
-        with _FILE_WORK:
+        if settled is not None:
+            settled()
+        with _FILE_WORK.making():
             ws, before, linked = make_workspace(job.root, home, writable, plain=job.hermetic)
         if job.carried:  # after the digests: the change found is the candidate's whole change, as here
             _lay(ws, job.carried)
@@ -389,7 +433,7 @@ def attempt_in(job: AttemptJob, home: Path, workspace, cancel, journal, log_path
         answer = worker.run(request)
     _home, ws, before, linked = workspace
     done = AttemptDone(answer=answer, change=Change())
-    with _FILE_WORK:
+    with _FILE_WORK.finishing():
         if answer.ok and answer.files and config.kind == "openai":
             from ..workers.replay import apply_files
 
@@ -517,7 +561,7 @@ def _judge(
         done.kind, done.error = "logic", f"declared outputs not produced: {', '.join(missing)}"
         return
     failure = _verify(job, ws, cancel, journal, log_path)
-    with _FILE_WORK:
+    with _FILE_WORK.finishing():
         undo_side_effects(ws, found, job.root, change)  # the workspace is still as the change was found in it
     if failure:
         # a verify cut short by Ctrl-C says nothing about the change: not a retry with feedback

@@ -92,7 +92,8 @@ def test_an_openai_answer_beyond_its_outputs_is_refused_and_the_project_is_untou
 def test_one_after_another_the_steps_attempts_share_one_worktree_brought_back_each_time(agent, server):
     """In a git repository, a spent attempt's worktree is brought back for the next step (runner.attempt): the
     three verifications run in one folder, and each sees the outputs the steps before it applied (uncommitted
-    files of the project), as a new worktree would."""
+    files of the project), as a new worktree would. The slot a step frees starts the next one before its change
+    is applied (execute.py's _handle), and the next step's workspace waits for that apply."""
     import subprocess
 
     for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "start"]):
@@ -124,5 +125,38 @@ run = "echo $PWD@$(stat -c %w . | tr -d ' ') $(ls notes | tr '\\n' ,) >> \"$SEEN
     folders, listed = lines[0::2], lines[1::2]
     assert len(set(folders)) == 1, folders  # one workspace for the three attempts (the same folder, not remade)
     assert listed == ["n0.txt,", "n0.txt,n1.txt,", "n0.txt,n1.txt,n2.txt,"]
+    order = [(e["event"], e["intent"]) for e in result.events() if e["event"] in ("step_started", "step_finished")]
+    assert order.index(("step_started", "n1")) < order.index(("step_finished", "n0")), order
+    assert order.index(("step_started", "n2")) < order.index(("step_finished", "n1")), order
     worktrees = subprocess.run(["git", "worktree", "list"], cwd=agent.root, capture_output=True, text=True).stdout
     assert len(worktrees.strip().splitlines()) == 1, worktrees  # and it is gone with the run
+
+
+def test_an_attempt_finishing_takes_the_file_work_slot_before_a_workspace_being_made():
+    """At -j 16 sixteen answers come back together while the next steps make their workspaces: the finishes
+    (finding the change, undoing a verify's side effects) free slots for the next steps, so they go first."""
+    import threading
+    import time
+
+    from runner.steps.agent import _FileWork
+
+    gate = _FileWork(1)
+    order: list[str] = []
+
+    def take(kind: str) -> None:
+        with getattr(gate, kind)():
+            order.append(kind)
+
+    holding = gate.making()
+    holding.__enter__()  # the one slot busy
+    maker = threading.Thread(target=take, args=("making",))
+    maker.start()
+    finisher = threading.Thread(target=take, args=("finishing",))
+    finisher.start()
+    deadline = time.monotonic() + 10
+    while gate._finishes_waiting == 0 and time.monotonic() < deadline:
+        time.sleep(0.001)
+    holding.__exit__(None, None, None)
+    maker.join(30)
+    finisher.join(30)
+    assert order == ["finishing", "making"]
