@@ -30,18 +30,31 @@ _CACHED_BEFORE = '{"event": "step_finished", "intent": "'
 _CACHED_AFTER = '", "status": "cached", "reasons": ["up to date"]}'
 
 
-def cached_lines(names: list[str]) -> list[str]:
-    """The `step_finished` lines of steps reported up to date. Intent names are [A-Za-z0-9_.-] (the schema
-    says so), so the lines need no JSON encoder: a 10,000-step no-op or edit is mostly these."""
-    return [f"{_CACHED_BEFORE}{n}{_CACHED_AFTER}" for n in names]
-
-
 def cached_text(joined: str) -> str:
-    """cached_lines of the names `joined` by NULs (as a proof stores its order), joined by newlines: made by
-    one replace over the string, not a line per name (~2 ms for 100,000 names instead of ~20). No names: ""."""
+    """The `step_finished` lines of the steps reported up to date, the names `joined` by NULs (as a proof stores
+    its order), joined by newlines. Intent names are [A-Za-z0-9_.-] (the schema says so), so the lines need no JSON
+    encoder: a 10,000-step no-op or edit is mostly these. Made by one replace over the string, not a line per name
+    (~2 ms for 100,000 names instead of ~20). No names: ""."""
     if not joined:
         return ""
     return _CACHED_BEFORE + joined.replace("\0", _CACHED_AFTER + "\n" + _CACHED_BEFORE) + _CACHED_AFTER
+
+
+def _without(order: str, total: int, positions: tuple[int, ...]) -> str:
+    """`order` (`total` names joined by NULs) less the names at `positions` (ascending). The usual aggregate, the
+    target naming every step, comes last: cut off the end (a split and a join of 100,000 names is ~25 ms)."""
+    last = total - 1
+    rest = list(positions)
+    while rest and rest[-1] == last:
+        order = order.rpartition("\0")[0]
+        rest.pop()
+        last -= 1
+    if not rest:
+        return order
+    names = order.split("\0")
+    for position in reversed(rest):
+        del names[position]
+    return "\0".join(names)
 
 
 def parse_plain_make(argv: list[str]) -> dict | None:
@@ -173,13 +186,9 @@ def _report(root: str, order: str, aggregates: tuple[int, ...], parsed: dict, st
     run_id = new_run_id()
     targets = parsed["targets"]
     jobs = parsed.get("jobs") or os.cpu_count() or 1  # as make_command.run defaults it
-    count = (order.count("\0") + 1 if order else 0) - len(aggregates)
-    if aggregates:
-        steps = cached_lines(order.split("\0"))
-        for position in reversed(aggregates):
-            del steps[position]
-    else:
-        steps = [cached_text(order)] if order else []
+    total = order.count("\0") + 1 if order else 0
+    count = total - len(aggregates)
+    steps = [cached_text(_without(order, total, aggregates))] if count else []
     lines = [f'{{"event": "run_started", "run_id": "{run_id}", "steps": {count}, "jobs": {jobs}, "fast": true}}']
     lines += steps
     finished = {

@@ -1,7 +1,8 @@
 """A no-op proof records its paths' stats in pieces (runner.freshness._stats_bytes), and an edit decodes only the
 pieces whose bytes differ: the paths it finds changed are exactly those whose stats differ, at any piece size,
 and a record in another layout (an older runner's one piece of bytes) or cut short is no record at all. Its
-paths and order are stored NUL-joined, and the no-op's report is made from the joined order whole."""
+paths and order are stored NUL-joined, and the no-op's report is made from the joined order whole, the aggregates'
+names taken out of it."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from runner import freshness
-from runner.noop import cached_lines, cached_text
+from runner.noop import _without, cached_text
 
 STAT = st.one_of(
     st.none(),  # no such path
@@ -78,4 +79,15 @@ def test_names_stored_joined_read_back_as_they_were_and_report_as_line_by_line(n
     assert freshness._names(stored) == names
     assert freshness._names(names) == names  # the layout before: a list, taken as it is
     if names:
-        assert cached_text(stored) == "\n".join(cached_lines(names))
+        line = '{"event": "step_finished", "intent": "%s", "status": "cached", "reasons": ["up to date"]}'
+        assert cached_text(stored) == "\n".join(line % name for name in names)
+
+
+@settings(max_examples=300, deadline=None)
+@given(names=st.lists(NAME, min_size=1, max_size=20), data=st.data())
+def test_the_no_op_report_leaves_out_the_names_at_the_aggregates_positions(names, data):
+    positions = sorted(data.draw(st.sets(st.integers(0, len(names) - 1))))
+    if data.draw(st.booleans()):  # the usual aggregate: the last name (the target naming every step)
+        positions = sorted({*positions, len(names) - 1})
+    kept = "\0".join(name for i, name in enumerate(names) if i not in positions)
+    assert _without(freshness._joined(names), len(names), tuple(positions)) == kept
