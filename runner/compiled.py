@@ -126,6 +126,9 @@ class Compiled:
         # stats to vouch for the bytes read: what the target's proof records for them
         self.spec_stats: list = []
         self.spec_kept: dict[str, str | None] = {}
+        # spec file -> digest of the bytes its loader read (the files it read itself: not folders, prompts, regexes);
+        # the fast no-op's proof keeps them, so that a touch of intents.toml is proved by one hash
+        self.spec_read: dict[str, str] = {}
 
     def packed(self) -> tuple[tuple, Iterator[bytes]]:
         """(a picklable header, the pieces to write after it, in order): what `unpacked` reads back."""
@@ -255,6 +258,7 @@ def _reused(cache_file: str, f, fingerprint: tuple, now: list, began: int) -> Co
     paths, read = fingerprint[3], fingerprint[5]
     compiled.spec_stats = now
     compiled.spec_kept = {p: d for p, s, d in zip(paths, now, read, strict=True) if s and not vouches(s, began)}
+    compiled.spec_read = _read_by_path(paths, read)
     if not compiled.spec_kept:
         tmp = f"{cache_file}.{os.getpid()}.tmp"
         try:
@@ -270,6 +274,10 @@ def _reused(cache_file: str, f, fingerprint: tuple, now: list, began: int) -> Co
             except OSError:
                 pass
     return compiled
+
+
+def _read_by_path(paths: list[str], read: list[str | None]) -> dict[str, str]:
+    return {path: digest for path, digest in zip(paths, read, strict=True) if digest is not None}
 
 
 def _file_digest(path: str | None) -> str | None:
@@ -494,6 +502,7 @@ def load_compiled(root: Path, use_cache: bool = True, spec_file: str = "intents.
                     if stats == now:
                         compiled = _mapped(f)
                         compiled.spec_stats = stats
+                        compiled.spec_read = _read_by_path(paths, read)
                         return compiled
                     began = time.time_ns()
                     if _same_bytes(paths, stats, now, read):
@@ -511,6 +520,7 @@ def load_compiled(root: Path, use_cache: bool = True, spec_file: str = "intents.
     read = [read_digests.get(path) for path in compiled.sources]
     compiled.spec_stats = _stats(compiled.sources)
     compiled.spec_kept = _racy(compiled.sources, compiled.spec_stats, began, read)
+    compiled.spec_read = _read_by_path(compiled.sources, read)
     compiled.previous = _aligned(previous, compiled.order)
     # a file too fresh for its stats to vouch for what was read is saved with stats no file has: the compiled
     # spec is reused only once its bytes are found the same (_same_bytes), else it names itself to the next one
@@ -549,6 +559,7 @@ def _read_back(cache_file: str, fingerprint: tuple, compiled: Compiled) -> Compi
             if pickle.load(f) == fingerprint:
                 packed = _mapped(f)
                 packed.spec_stats, packed.spec_kept = compiled.spec_stats, compiled.spec_kept
+                packed.spec_read = compiled.spec_read
                 return packed
     except (OSError, EOFError, pickle.UnpicklingError, ValueError, TypeError, AttributeError, KeyError):
         pass

@@ -492,9 +492,9 @@ def _load(root: str) -> dict:
 def _entry(root: str, proofs: dict, target: str | None) -> tuple | None:
     """(paths, digest of their stats, order (both as _joined stores them), kept digests, token, number of spec
     files, stats as recorded (_stats_bytes), the variables `env` values read with the digest of their values, the
-    positions of the aggregates in order)."""
+    positions of the aggregates in order, the digests of the bytes the spec's loader read of its files)."""
     entry = proofs.get(_slot(root, target))
-    return entry if isinstance(entry, tuple) and len(entry) == 9 else None
+    return entry if isinstance(entry, tuple) and len(entry) == 10 else None
 
 
 def env_digest(names: tuple[str, ...]) -> str:
@@ -510,7 +510,7 @@ def prove_target(root: str, target: str | None) -> tuple[str, tuple[int, ...]] |
     entry = _entry(root, proofs, target)
     if entry is None:
         return None
-    stored_paths, digest, order, kept, token, n_sources, stats_bytes, env, aggregates = entry
+    stored_paths, digest, order, kept, token, n_sources, stats_bytes, env, aggregates, spec_read = entry
     if env[0] and env_digest(env[0]) != env[1]:  # a variable an `env` value reads changed: keys may differ
         _loaded[root] = proofs
         return None
@@ -525,7 +525,7 @@ def prove_target(root: str, target: str | None) -> tuple[str, tuple[int, ...]] |
         now_digest = _stats_digest(now_bytes)
     if now_digest != digest:
         changed = _changed(stats_bytes, now_bytes)
-        proved = None if changed is None else _touched(root, paths, taken, n_sources, changed, kept)
+        proved = None if changed is None else _touched(root, paths, taken, n_sources, changed, kept, spec_read)
         if proved is None:
             # the pipeline, next in this process, asks which paths changed
             _checked[root] = stored_paths, paths, taken.stats, taken_at, stats_bytes, changed
@@ -554,6 +554,7 @@ def prove_target(root: str, target: str | None) -> tuple[str, tuple[int, ...]] |
                 stats_bytes,
                 env,
                 aggregates,
+                spec_read,
             )
             _write(root, proofs)
             # what the dropped digests said goes to the stat cache, so a later touch of the file finds its bytes
@@ -612,15 +613,25 @@ def _changed(stats_bytes: list[bytes], now_bytes: list[bytes]) -> list | None:
 
 
 def _touched(
-    root: str, paths: list[str], stats: _Taken, n_sources: int, changed: list, kept: Mapping[str, str]
+    root: str,
+    paths: list[str],
+    stats: _Taken,
+    n_sources: int,
+    changed: list,
+    kept: Mapping[str, str],
+    spec_read: Mapping[str, str],
 ) -> dict[str, str] | None:
     """Shortcut 3's touch: the few declared files whose stats differ from the proof's but whose bytes are the
     ones the proof vouched for (a `touch`, a checkout that rewrote a file as it was). The new kept digests
     (`kept`, and each touched file's digest while its new stats are too fresh to vouch for it) if every
     changed path is such a file, else None. What the proof vouched for: a kept digest, or else the stat
-    cache's digest of a file with exactly the recorded stats, hashed when they vouched for it (shortcut 1)."""
-    if len(changed) > _TOUCHED_AT_MOST or any(i < n_sources for i, _was in changed):
-        return None  # a spec or worker file: the compiled spec and the keys rest on more than its bytes
+    cache's digest of a file with exactly the recorded stats, hashed when they vouched for it (shortcut 1); for a
+    spec file, the digest of the bytes its loader read (`spec_read`: the compiled spec is reused for those same
+    bytes, compiled.load_compiled), and none for a spec folder, prompt, regex or worker file, whose stats must hold."""
+    if len(changed) > _TOUCHED_AT_MOST:
+        return None  # an edit or a checkout, for the pipeline's cone to sort out
+    if any(i < n_sources and paths[i] not in spec_read for i, _was in changed):
+        return None  # a spec or worker file the loader did not read itself: the keys rest on more than its bytes
     if any(was is not None and (now := stats[i]) is not None and was[0] != now[0] for i, was in changed):
         return None  # a new size is new bytes: an edit, told without reading the stat cache
     index: IndexFile | None = None
@@ -630,7 +641,7 @@ def _touched(
         rel, now = paths[i], stats[i]
         if was is None or now is None or tuple(was) == NEVER:
             return None  # made, deleted, or seen in two states: the rule decides
-        want = kept.get(rel)
+        want = kept.get(rel) or (spec_read.get(rel) if i < n_sources else None)
         if want is None:
             index = index or _stat_cache(root)
             encoded = index.lookup(rel)
@@ -651,7 +662,8 @@ def _touched(
             return None  # an edit
         if vouches(now, hashed_at):
             new_kept.pop(rel, None)
-            vouched[rel] = (now, hashed_at, have)
+            if i >= n_sources:  # a spec file's bytes are the proof's to vouch for (spec_read), not the stat cache's
+                vouched[rel] = (now, hashed_at, have)
         else:
             new_kept[rel] = have  # too fresh for its stats to vouch for these bytes: checked by digest next time
     # the new stats stand for these bytes in the stat cache too: else the next touch of the file, finding there
@@ -778,7 +790,7 @@ def first_look(
     entry = _entry(root, look.proofs, target)
     if entry is None:
         return look
-    stored_paths, _digest, stored_order, kept, entry_token, n_sources, stats_bytes, env, aggregates = entry
+    stored_paths, _digest, stored_order, kept, entry_token, n_sources, stats_bytes, env, aggregates, _read = entry
     if entry_token != token:
         if entry_token == previous:
             look.edited = (stored_paths, stats_bytes, kept, env, stored_order)
@@ -854,6 +866,7 @@ def record_proof(
     n_sources: int,
     spec_stats: list,
     spec_kept: Mapping[str, str | None],
+    spec_read: Mapping[str, str],
     order: list[str],
     look: FirstLook,
     stat: StatCache,
@@ -865,7 +878,8 @@ def record_proof(
     """After a good run of the steps `order`, record the proof of `target` (see shortcut 3 above).
 
     `spec_stats`: the stats the compiled spec was made from, one per compiled spec file (the first paths),
-    `spec_kept` the digests of those whose stats could not vouch for the bytes read; `doubtful`: the steps
+    `spec_kept` the digests of those whose stats could not vouch for the bytes read, `spec_read` the digests of
+    the bytes the loader read of the files it read itself; `doubtful`: the steps
     the rule decided (None: all), the others were proved as the run began; `stat.views`: what the decided
     steps' verdicts saw; `aggregates`: the targets with only deps, which the no-op reports as a run does
     (not at all).
@@ -935,6 +949,7 @@ def record_proof(
         stats_bytes,
         env,
         positions,
+        dict(spec_read),
     )
     # another folder's proofs (a copy's, a checkout whose .runner a CI cache restored) and another version's are
     # never read here: dropped, or a .runner restored run after run grew by a proof (7 MB at 100,000 steps) each time

@@ -326,6 +326,7 @@ def make(
                 len(sources),
                 compiled.spec_stats,
                 compiled.spec_kept,
+                compiled.spec_read,
                 order,
                 look,
                 planner.stat,

@@ -4,12 +4,12 @@ the fast paths answer as the rule does, and the outputs equal what a clean build
 Each example is a generated project of 20-60 shell steps whose outputs are pure functions of their inputs (so a
 clean build can be computed here, in Python, without running anything), and a short sequence of operations:
 edit, touch, a same-size edit with the old mtime put back, an output deleted or edited by hand, an edit of
-intents.toml (a command, a dependency, an input glob), an input changed while the build runs, a step that
-rewrites its own input (a formatter), SIGKILL or Ctrl-C at a random moment, `-j 1/2/4`, `-k` with a failing
-step. After each operation the project is settled: `runner status` is asked what must run, `runner make -k`
-must do exactly that (no step status called up to date runs; every step it called out of date for its own
-reasons runs; every output it said to restore is restored), until nothing but the failing steps is left; then
-every output is compared with the clean build's bytes.
+intents.toml (a command, a dependency, an input glob) or a rewrite of it as it was, an input changed while the
+build runs, a step that rewrites its own input (a formatter), SIGKILL or Ctrl-C at a random moment, `-j 1/2/4`,
+`-k` with a failing step. After each operation the project is settled: `runner status` is asked what must
+run, `runner make -k` must do exactly that (no step status called up to date runs; every step it called out of
+date for its own reasons runs; every output it said to restore is restored), until nothing but the failing
+steps is left; then every output is compared with the clean build's bytes.
 
 Profiles (tests/conftest.py): `ci` (the default) runs 300 sequences from a fixed seed;
 `--hypothesis-profile=long` explores 5,000 with a random seed.
@@ -278,6 +278,7 @@ def operations(draw, world: World) -> tuple:
                 "spec-command",
                 "spec-dep",
                 "spec-input",
+                "spec-touch",
                 "edit-fmt",
                 "edit-while-running",
                 "kill",
@@ -351,6 +352,8 @@ def _apply(op: tuple, world: World, root: Path, history: list[str]) -> None:
         if step.variant != "fmt":
             step.sources = [SOURCES[0]] if step.sources == [GLOB] else [GLOB]
             (root / "intents.toml").write_text(world.toml())
+    elif kind == "spec-touch":  # its bytes as they were, new stats: a checkout and back, an editor's save
+        (root / "intents.toml").write_text(world.toml())
     elif kind == "edit-fmt":
         (root / FMT_SOURCE).write_text(arg)  # type: ignore[arg-type]
     if kind in ("edit-while-running", "kill", "ctrl-c"):

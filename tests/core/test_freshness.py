@@ -575,14 +575,22 @@ def _compiled_token(project) -> str:
 
 def test_a_touch_of_intents_toml_keeps_its_compilation_and_decides_nothing(chain):
     """The spec's bytes as they were under new stats (a checkout of another branch and back, an editor's save
-    of an unchanged file): its compilation is found by those bytes (compiled._same_bytes) rather than made
-    again (~1.5 s at 10,000 steps, ~20 s at 100,000), and the last proof stands for every step."""
+    of an unchanged file): the fast no-op proves it by one hash of the file, against the digest of the bytes its
+    loader read (freshness._touched), without loading the spec; and the full pipeline finds its compilation by
+    those bytes (compiled._same_bytes) rather than making it again (~1.5 s at 10,000 steps, ~20 s at 100,000),
+    and the last proof stands for every step."""
     chain.age_all()
     assert chain.make().code == 0
     token = _compiled_token(chain)
     _edit_spec(chain, chain.read("intents.toml"))
+    fast = chain.make()
+    assert fast.events()[0].get("fast") is True, fast.out
+    assert fast.code == 0 and set(fast.statuses().values()) == {"cached"}
+    assert chain.make().events()[0].get("fast") is True  # and the proof holds the new stats: stats only now
+    _edit_spec(chain, chain.read("intents.toml"))
     _hashed_next(chain)
-    touched = chain.make()
+    touched = chain.make("-v")  # no plain `runner make`: the full pipeline
+    assert "fast" not in touched.events()[0]
     assert touched.code == 0 and set(touched.statuses().values()) == {"cached"}
     assert _hashed(chain, "src/x.txt", "src/y.txt", "out/a.txt") == set(), "the rule decided proven steps"
     assert _compiled_token(chain) == token, "the same bytes were compiled again"
