@@ -214,6 +214,9 @@ def failure_text(event: dict) -> str:
     return render_failure(event)
 
 
+LEFT_SHOWN = 10  # the steps a summary names as not done; the rest it counts
+
+
 def summary_line(event: dict) -> str:
     parts = [
         f"{event.get(k, 0)} {k}" for k in ("ran", "cached", "restored", "failed", "blocked", "skipped") if event.get(k)
@@ -232,7 +235,11 @@ def summary_line(event: dict) -> str:
     if event.get("attempts"):
         line += f"\nagent steps spent {spent_text(event)}"
     if event.get("left"):
-        line += f"\nnot done: {', '.join(event['left'])}"
+        left = event["left"]
+        more = len(left) - LEFT_SHOWN
+        named = ", ".join(left[:LEFT_SHOWN])
+        # a stop early in a 100,000-step build left every step: one line of 700 KB said it (--json has them all)
+        line += f"\nnot done: {named}" + (f" and {more} more (`runner status` lists them)" if more > 0 else "")
     if event.get("drift"):
         line += f"\ndrift flagged: {', '.join(event['drift'])} (`runner log STEP` shows what)"
     if event.get("remote"):

@@ -210,3 +210,17 @@ def test_the_fast_no_op_imports_neither_typing_nor_rich(project):
     assert timed.stdout.startswith("runner: nothing to do: 3 cached in "), timed.stdout
     imported = {line.rsplit("|", 1)[-1].strip().split(".")[0] for line in timed.stderr.splitlines() if "|" in line}
     assert "runner" in imported and not imported & {"typing", "rich", "click"}
+
+
+def test_a_failure_early_in_a_big_build_names_ten_steps_not_done_and_counts_the_rest(project):
+    """A step that fails before 12 others could run: the summary names the first ten steps left and counts the
+    others (a stop early in a 100,000-step build printed one line of 700 KB); --json keeps every name."""
+    steps = "".join(f'\n[intent.d{i:02}]\nrun = "true"\ndeps = ["broken"]\n' for i in range(12))
+    project.spec('[intent.broken]\nrun = "false"\ninputs = ["x"]\n' + steps)
+    project.write("x", "1")
+    result = project.run("make")
+    assert result.code == 1
+    named = ", ".join(f"d{i:02}" for i in range(9))
+    assert f"\nnot done: broken, {named} and 3 more (`runner status` lists them)\n" in result.err + result.out
+    finished = project.run("make", "--json").events()[-1]
+    assert finished["left"] == ["broken", *(f"d{i:02}" for i in range(12))]
