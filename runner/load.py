@@ -973,7 +973,7 @@ def load_spec(root: Path, spec_file: str = SPEC_FILE) -> Spec:
     names = set(tables)
     intents = {}
     # each intent's parsed table goes as its Intent is made: held whole beside the Intents, they were the load's
-    # peak (~1 KB a step parsed, ~0.4 KB made: 318 MB at 100,000 steps)
+    # peak (~1 KB a step parsed, ~0.4 KB made: 318 MiB at 100,000 steps)
     for name in list(tables):
         d = tables.pop(name)
         if name not in broken["intent"] and isinstance(d, dict):
