@@ -48,13 +48,18 @@ def digest_value(value) -> str:
 def digest_file(path: str) -> str:
     """The file's digest, read through its descriptor: a Python file object adds an fstat, an ioctl and an
     lseek to each of a clean build's input files."""
-    h = hashlib.sha256()
     fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     try:
-        while chunk := os.read(fd, 1 << 20):
-            h.update(chunk)
+        return digest_descriptor(fd)
     finally:
         os.close(fd)
+
+
+def digest_descriptor(fd: int) -> str:
+    """The digest of what the open file `fd` holds from where it stands to its end."""
+    h = hashlib.sha256()
+    while chunk := os.read(fd, 1 << 20):
+        h.update(chunk)
     return h.hexdigest()
 
 
