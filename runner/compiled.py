@@ -29,7 +29,8 @@ from .memory import key_parts as memory_parts
 from .spec import BUILTIN_DIR, STEP_AGENT, STEP_AGGREGATE, Intent, Spec, env_refs, runs_always
 from .workspace import Layout
 
-_FORMAT = 21  # 21: the digests of the spec files as read (reused by content after a touch)
+_FORMAT = 22  # 22: the digests of the spec files' documents (a comment keeps the compilation)
+# 21: the digests of the spec files as read (reused by content after a touch)
 # 20: each step's fingerprint (edited_since); 15: an intent's memory and scope; 16: [executor] and
 # [cache] in the spec; 17: executor.hermetic; 18: the project's root in the fingerprint; 19: the tables' keys'
 # positions in sorted order
@@ -236,34 +237,70 @@ def _racy(paths: list[str], stats: list, taken_ns: int, read: list[str | None]) 
     }
 
 
-def _same_bytes(paths: list[str], stats: list, now: list, read: list[str | None]) -> bool:
-    """Whether every file whose stats moved since the compile (or that was saved too fresh to vouch for,
-    _UNUSABLE) still holds the bytes the loader read: a touch, a checkout that put the same bytes back, the
-    run after an edit saved within the racy window. git answers a racily clean entry the same way, by content.
-    A file the loader did not read itself (a folder of adapters, a prompt) must keep its stats."""
-    for path, was, is_, digest in zip(paths, stats, now, read, strict=True):
+def _unchanged(
+    paths: list[str], stats: list, now: list, read: list, parsed: list, documents: dict
+) -> list[str | None] | None:
+    """The digests of the spec files' bytes as they are now (`read` as it stands for the files that kept their
+    stats) if every file whose stats moved since the compile (or that was saved too fresh to vouch for,
+    _UNUSABLE) still reads as the loader read it, else None. The same bytes: a touch, a checkout that put the
+    same bytes back, the run after an edit saved within the racy window (git answers a racily clean entry the
+    same way, by content). Or, for a TOML file the loader read, other bytes that read as the same document
+    (`parsed`): a comment, a blank line, spacing; the loader makes the same spec of the same documents. A file
+    the loader did not read itself (a folder of adapters, a prompt) must keep its stats. A document found to
+    differ is left in `documents` (_same_document), for the compile that follows to read it from there."""
+    now_read = list(read)
+    for i, (path, was, is_, digest) in enumerate(zip(paths, stats, now, read, strict=True)):
         if was == is_:
             continue
-        if digest is None or is_ is None or content_digest("/", path) != digest:
-            return False
-    return True
+        if digest is None or is_ is None:
+            return None
+        if content_digest("/", path) == digest:
+            continue
+        now_read[i] = _same_document(path, parsed[i], documents)
+        if now_read[i] is None:
+            return None
+    return now_read
 
 
-def _reused(cache_file: str, f, fingerprint: tuple, now: list, began: int) -> Compiled:
-    """The compiled spec whose file `f` is open past its fingerprint, its files' bytes found unchanged although
-    their stats moved (_same_bytes). The file is saved again with the stats of now, once they vouch for those
-    bytes, so the next run compares stats only; until then the proof keeps their digests (spec_kept)."""
+def _same_document(path: str, parsed: str | None, documents: dict) -> str | None:
+    """The digest of the bytes of the TOML file at `path` if they read as the document whose digest is `parsed`;
+    None if they do not (the document is then left in `documents`, as load_spec takes it: the compile would
+    read it again, ~0.7 s at 100,000 steps) or cannot be read (the compile that follows says why)."""
+    if parsed is None:
+        return None
+    from .toml_read import document_digest, loads  # rtoml: only when a spec file's bytes changed
+
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+        document = loads(raw.decode("utf-8-sig"))
+    except (OSError, ValueError, RecursionError):  # UnicodeDecodeError and TOMLDecodeError are ValueErrors
+        return None
+    digest, now = digest_bytes(raw), document_digest(document)
+    if now == parsed:
+        return digest
+    documents[path] = (digest, document, now)
+    return None
+
+
+def _reused(cache_file: str, f, fingerprint: tuple, now: list, read: list, began: int) -> Compiled:
+    """The compiled spec whose file `f` is open past its fingerprint, its files found to read as they did
+    although their stats moved (_unchanged), `read` the digests of their bytes now. The file is saved again with
+    the stats of now once they vouch for those bytes, so the next run compares stats only; until then the proof
+    keeps their digests (spec_kept), and where the bytes are new ones (the same document), it is saved at once,
+    those stats as _UNUSABLE: the next run compares the new bytes, not the document."""
     start = f.tell()
     compiled = _mapped(f)
-    paths, read = fingerprint[3], fingerprint[5]
+    paths = fingerprint[3]
     compiled.spec_stats = now
-    compiled.spec_kept = {p: d for p, s, d in zip(paths, now, read, strict=True) if s and not vouches(s, began)}
+    kept = compiled.spec_kept = {p: d for p, s, d in zip(paths, now, read, strict=True) if s and not vouches(s, began)}
     compiled.spec_read = _read_by_path(paths, read)
-    if not compiled.spec_kept:
+    if not kept or read != fingerprint[5]:
+        stats = [_UNUSABLE if p in kept else s for p, s in zip(paths, now, strict=True)]
         tmp = f"{cache_file}.{os.getpid()}.tmp"
         try:
             with open(tmp, "wb") as out:
-                pickle.dump((*fingerprint[:4], now, read), out, protocol=pickle.HIGHEST_PROTOCOL)
+                pickle.dump((*fingerprint[:4], stats, read, *fingerprint[6:]), out, protocol=pickle.HIGHEST_PROTOCOL)
                 f.seek(start)
                 while chunk := f.read(1 << 22):
                     out.write(chunk)
@@ -443,7 +480,7 @@ def compile_spec(spec: Spec) -> tuple[Compiled, list[str]]:
     ), sources
 
 
-_UNUSABLE = (-1, -1, -1, -1)  # a stat no file has: that file is compared by its bytes (_same_bytes)
+_UNUSABLE = (-1, -1, -1, -1)  # a stat no file has: that file is compared by its bytes (_unchanged)
 FINGERPRINT = 16  # bytes of sha256: a step the edit changed is told from one it did not with 2**-128 odds
 
 
@@ -485,11 +522,13 @@ def _aligned(previous: tuple[str, list[str], bytes] | None, order: list[str]) ->
 def load_compiled(root: Path, use_cache: bool = True, spec_file: str = "intents.toml") -> Compiled:
     """The compiled spec: reused while every file it came from holds the stats it was compiled from, each
     of them older than the compile by more than the racy window, or, where a file's stats moved (or were too
-    fresh to keep), the bytes its loader read (_same_bytes); else compiled again, and saved with the stats of
-    files too fresh to vouch for what was read replaced by ones no file has (_UNUSABLE)."""
+    fresh to keep), the bytes its loader read or other bytes of the same document (_unchanged); else compiled
+    again, and saved with the stats of files too fresh to vouch for what was read replaced by ones no file has
+    (_UNUSABLE)."""
     layout = Layout(root)
     cache_file = layout.spec_cache_of(spec_file)
     previous = None
+    documents: dict = {}  # spec files parsed already (_same_document), for load_spec
     if use_cache:
         try:
             with open(cache_file, "rb") as f:
@@ -497,7 +536,7 @@ def load_compiled(root: Path, use_cache: bool = True, spec_file: str = "intents.
                 # its root too: a copied project (cp -a keeps every mtime) would otherwise find the original's
                 # spec files unchanged at their absolute paths and run against the original's root
                 if fingerprint[:3] == (_FORMAT, __version__, str(root)):
-                    _format, _version, _root, paths, stats, read = fingerprint
+                    _format, _version, _root, paths, stats, read, parsed = fingerprint
                     now = _stats(paths)
                     if stats == now:
                         compiled = _mapped(f)
@@ -505,28 +544,31 @@ def load_compiled(root: Path, use_cache: bool = True, spec_file: str = "intents.
                         compiled.spec_read = _read_by_path(paths, read)
                         return compiled
                     began = time.time_ns()
-                    if _same_bytes(paths, stats, now, read):
-                        return _reused(cache_file, f, fingerprint, now, began)
+                    now_read = _unchanged(paths, stats, now, read, parsed, documents)
+                    if now_read is not None:
+                        return _reused(cache_file, f, fingerprint, now, now_read, began)
                     previous = _previous(f)
         except (OSError, EOFError, pickle.UnpicklingError, ValueError, TypeError, AttributeError, KeyError, IndexError):
             pass  # an older runner's file (another layout) is made again
     from .load import load_spec  # the cold path only: a warm run unpickles what it made
 
     began = time.time_ns()  # before the first read: an edit while the spec is read is inside the window
-    spec = load_spec(root, spec_file)
+    spec = load_spec(root, spec_file, documents)
+    documents.clear()
     give_back_memory(len(spec.intents))  # the parsed document, gone now: ~35 MB at 100,000 steps
     compiled, _sources = compile_spec(spec)
-    read_digests = dict(spec.read)
+    read_digests, document_digests = dict(spec.read), dict(spec.parsed)
     read = [read_digests.get(path) for path in compiled.sources]
+    parsed = [document_digests.get(path) for path in compiled.sources]
     compiled.spec_stats = _stats(compiled.sources)
     compiled.spec_kept = _racy(compiled.sources, compiled.spec_stats, began, read)
     compiled.spec_read = _read_by_path(compiled.sources, read)
     compiled.previous = _aligned(previous, compiled.order)
     # a file too fresh for its stats to vouch for what was read is saved with stats no file has: the compiled
-    # spec is reused only once its bytes are found the same (_same_bytes), else it names itself to the next one
+    # spec is reused only once its bytes are found the same (_unchanged), else it names itself to the next one
     kept = compiled.spec_kept
     stats = [_UNUSABLE if p in kept else s for p, s in zip(compiled.sources, compiled.spec_stats, strict=True)]
-    fingerprint = (_FORMAT, __version__, str(root), compiled.sources, stats, read)
+    fingerprint = (_FORMAT, __version__, str(root), compiled.sources, stats, read, parsed)
     if not layout.state_dir.is_dir():  # a command that only reads leaves no .runner behind; `runner make`
         _unsaved[str(root)] = (cache_file, fingerprint, compiled)  # saves it once it made one
         return compiled

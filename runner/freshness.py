@@ -784,9 +784,9 @@ def first_look(
     other runner held the lock since). Without such a proof, `order` and `paths` stay None, for the caller
     to work out. `previous`: the token of the compilation this one replaced; a proof made from that one is kept
     in `edited`, for after_edit. The first `n_spec` sources are the compiled spec's own files: under the same
-    token, one that differs from the proof holds the bytes that compilation read (it was reused by content,
-    compiled._same_bytes, as after a touch), so it changes no step; any other source (a worker's file) that
-    differs leaves every step to decide."""
+    token, one that differs from the proof reads as that compilation read it (it was reused by content,
+    compiled._unchanged: the same bytes after a touch, the same document after a comment), so it changes no
+    step; any other source (a worker's file) that differs leaves every step to decide."""
     checked_stored, checked_paths, checked, checked_at, checked_bytes, checked_changed = _checked.pop(
         root, (None, None, None, 0, None, None)
     )

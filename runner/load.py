@@ -111,12 +111,15 @@ def _precise_validator(schema: dict):
 class _Reader:
     """Collects problems while reading files relative to the project root."""
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, documents: dict | None = None):
         self.root = root
+        # path -> (digest of its bytes, the document they read as, its digest): read already (load_spec)
+        self.documents = documents or {}
         self.problems: list[Problem] = []
         self.locators: dict[str, Locator] = {}
         self.sources: list[str] = []
         self.read: dict[str, str] = {}  # path -> digest of the bytes read (Spec.read)
+        self.parsed: dict[str, str | None] = {}  # path -> digest of the document read (Spec.parsed)
 
     def display(self, path: Path) -> str:
         try:
@@ -153,8 +156,15 @@ class _Reader:
             )
             return shown, None
         locator = self.locators[shown] = Locator(text)
+        known = self.documents.pop(str(path), None)
+        if known is not None and known[0] == self.read[str(path)]:  # the same bytes: not read twice
+            self.parsed[str(path)] = known[2]
+            return shown, known[1]
         try:
-            return shown, toml_read.loads(text)
+            doc = toml_read.loads(text)
+            # taken before the loader reads the document (it drops each intent's table as it goes)
+            self.parsed[str(path)] = toml_read.document_digest(doc)
+            return shown, doc
         except toml_read.TOMLDecodeError as exc:
             self.problems.append(_syntax_problem(shown, str(exc), locator))
             return shown, None
@@ -939,11 +949,12 @@ def load_project_adapters(root: Path) -> dict[str, Adapter]:
     return adapters
 
 
-def load_spec(root: Path, spec_file: str = SPEC_FILE) -> Spec:
+def load_spec(root: Path, spec_file: str = SPEC_FILE, documents: dict | None = None) -> Spec:
     """Load and validate a project from its intents file (`spec_file`, in `root`); raise SpecError with every
-    problem found."""
+    problem found. `documents`: files the caller parsed already, path -> (the digest of their bytes, the
+    document, its digest: toml_read.document_digest), each taken where the file still holds those bytes."""
     root = root.resolve()
-    reader = _Reader(root)
+    reader = _Reader(root, documents)
     spec_path = root / spec_file
     if not spec_path.is_file():
         message = (
@@ -1019,4 +1030,5 @@ def load_spec(root: Path, spec_file: str = SPEC_FILE) -> Spec:
         executor=ExecutorSettings(**data.get("executor", {})),
         cache=CacheSettings(**data.get("cache", {})),
         read=tuple(reader.read.items()),
+        parsed=tuple(reader.parsed.items()),
     )

@@ -279,6 +279,7 @@ def operations(draw, world: World) -> tuple:
                 "spec-dep",
                 "spec-input",
                 "spec-touch",
+                "spec-comment",
                 "edit-fmt",
                 "edit-while-running",
                 "kill",
@@ -300,6 +301,8 @@ def operations(draw, world: World) -> tuple:
         arg = draw(st.sampled_from([s.name for s in world.steps[:index]]))
     elif kind == "edit-fmt":
         arg = _text(draw).lower()
+    elif kind == "spec-comment":
+        arg = draw(st.integers(0, 9))
     elif kind in ("kill", "ctrl-c"):
         arg = draw(st.floats(0.0, 0.4))
     else:
@@ -354,6 +357,9 @@ def _apply(op: tuple, world: World, root: Path, history: list[str]) -> None:
             (root / "intents.toml").write_text(world.toml())
     elif kind == "spec-touch":  # its bytes as they were, new stats: a checkout and back, an editor's save
         (root / "intents.toml").write_text(world.toml())
+    elif kind == "spec-comment":  # other bytes, the same document: comments and blank lines
+        text = world.toml().replace("\n[", f"\n\n# note {arg}\n[")
+        (root / "intents.toml").write_text(f"# {name} {arg}\n{text}\n")
     elif kind == "edit-fmt":
         (root / FMT_SOURCE).write_text(arg)  # type: ignore[arg-type]
     if kind in ("edit-while-running", "kill", "ctrl-c"):

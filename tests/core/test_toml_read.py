@@ -116,3 +116,54 @@ def test_a_document_pieces_might_misread_is_read_whole(case):
     text = PIECES_READ_WHOLE[case]
     assert toml_read._in_pieces(text, 64) is None
     assert _parsed(lambda t: toml_read.loads(t, piece=64), text) == _parsed(tomllib.loads, text)
+
+
+SPEC = '[project]\nname = "p"\n\n[intent.a]\nrun = "echo a > out/a"\noutputs = ["out/a"]\n'
+
+
+@pytest.mark.parametrize(
+    "same",
+    [
+        "# a comment first\n" + SPEC + "# and one last\n",
+        SPEC.replace("\n\n", "\n\n\n\n"),  # blank lines
+        SPEC.replace(" = ", "   =   ").replace('"p"', "'p'"),  # spacing, a literal string
+        SPEC.replace('outputs = ["out/a"]', 'outputs = [\n  "out/a",  # where it goes\n]'),
+        '[project]\nname = "p"\n[intent]\na = { run = "echo a > out/a", outputs = ["out/a"] }\n',
+        '[project]\nname = "p"\n[intent.a]\nrun = "echo a > out/a"\noutputs = ["out/a"]\n',
+    ],
+)
+def test_a_comment_or_spacing_keeps_the_documents_digest(same):
+    """The compiled spec is kept for another text of the same document (compiled._unchanged)."""
+    assert toml_read.document_digest(toml_read.loads(same)) == toml_read.document_digest(toml_read.loads(SPEC))
+
+
+@pytest.mark.parametrize(
+    "other",
+    [
+        SPEC.replace("echo a", "echo b"),  # a value
+        SPEC.replace('name = "p"', 'name = "p"\ndescription = ""'),  # a key more
+        SPEC.replace('"out/a"]', '"out/a", "out/b"]'),  # an item more
+        SPEC.replace('outputs = ["out/a"]', 'outputs = "out/a"'),  # a list become a string
+        '[intent.a]\nrun = "echo a > out/a"\noutputs = ["out/a"]\n[project]\nname = "p"\n',  # the order of tables
+        '[project]\nname = "p"\n[intent.a]\noutputs = ["out/a"]\nrun = "echo a > out/a"\n',  # the order of keys
+        SPEC.replace("[intent.a]", "[intent.b]"),  # a name
+        SPEC + "timeout = 1\n",  # an integer, then a float and a boolean where it was
+        SPEC + "timeout = 1.0\n",
+        SPEC + "timeout = true\n",
+    ],
+)
+def test_another_document_has_another_digest(other):
+    digests = {toml_read.document_digest(toml_read.loads(text)) for text in (SPEC, other)}
+    assert len(digests) == 2
+
+
+def test_intent_as_a_value_is_not_read_as_a_table_of_intents():
+    """Each intent's table is hashed on its own after a count of them: `intent = 1` followed by a table named
+    like an intent must not hash as a table of one intent."""
+    tables = toml_read.loads('[intent.a]\nrun = "x"\n')
+    value = {"intent": 1, "a": {"run": "x"}}
+    assert toml_read.document_digest(tables) != toml_read.document_digest(value)
+
+
+def test_a_date_leaves_the_document_to_be_compared_by_its_bytes():
+    assert toml_read.document_digest(toml_read.loads("a = 1979-05-27\n")) is None
