@@ -13,7 +13,7 @@ import subprocess
 import sys
 import time
 
-from runner.freshness import RACY_NS, StatCache, stat_of
+from runner.freshness import RACY_NS, StatCache, _vouched, stat_of
 
 WAIT_FOR_GO = "touch started; while [ ! -e go ]; do sleep 0.01; done"
 
@@ -388,6 +388,25 @@ def test_a_touch_never_trusts_a_stat_cache_digest_its_stats_did_not_vouch_for(pr
     assert project.read("said.txt") == "two\n"
 
 
+def test_a_stat_cache_entry_made_from_stats_taken_before_a_write_never_stands_for_the_written_bytes(project):
+    """The first no-op after a build leaves the bytes it checked in the stat cache under the stats it took before
+    reading them, without taking them again (freshness._vouched, read_after): a write between those stats and the
+    read, even one that keeps the size and puts the mtime back, gave the file a later ctime, so the entry, of
+    whatever bytes the read saw, is never taken for the file's bytes."""
+    project.write("in.txt", "one\n", age=5)
+    (project.root / ".runner").mkdir(exist_ok=True)
+    time.sleep(RACY_NS / 1e9 + 0.05)
+    before = os.stat(project.root / "in.txt")
+    taken = time.time_ns()
+    project.write("in.txt", "owt\n")
+    os.utime(project.root / "in.txt", ns=(before.st_atime_ns, before.st_mtime_ns))
+    stale = hashlib.sha256(b"one\n").hexdigest()
+    _vouched(str(project.root), {"in.txt": (stat_of(before), taken, stale)}, read_after=True)
+    cache = StatCache(str(project.root / ".runner/stat"))
+    assert cache.entry("in.txt") is not None  # written: the stats vouched when they were taken
+    assert cache.digest(str(project.root), "in.txt") == hashlib.sha256(b"owt\n").hexdigest()
+
+
 TWO = """
 [intent.a]
 run = "cat in_a.txt > out_a.txt"
@@ -621,6 +640,23 @@ def test_a_comment_in_intents_toml_keeps_its_compilation_and_decides_nothing(cha
     assert edited.statuses() == {"a": "cached", "b": "cached", "c": "ran"}, edited.out
     assert chain.read("out/c.txt") == "1\n"
     assert _compiled_token(chain) != token
+
+
+def test_a_problem_in_an_edited_intents_toml_is_told_at_its_line(chain):
+    """An edited spec is parsed once, to compare its document with the compiled one's, and the loader checks that
+    document (load_spec's `documents`): its problems are placed by the edited text's lines."""
+    chain.age_all()
+    assert chain.make().code == 0
+    c_outputs = 'outputs = ["out/c.txt"]\n'
+    edited = chain.read("intents.toml").replace(c_outputs, c_outputs + 'exclude = ["x"]\n')
+    _edit_spec(chain, "# a comment\n# and another\n" + edited)
+    result = chain.make()
+    assert result.code == 2
+    assert result.err.strip() == (
+        "error: 1 problem in the spec\n"
+        "  intents.toml:23: intent.c.exclude: 'exclude' takes files out of what the input globs expand to, and "
+        "this intent has no input glob; remove it, or add a glob to 'inputs'"
+    )
 
 
 def test_an_edit_of_intents_toml_decides_only_the_steps_it_changed(chain):
