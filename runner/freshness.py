@@ -224,6 +224,9 @@ def input_digests(stat: StatCache, root: str, files: list[str], by: str) -> dict
 # ---- the rule ---------------------------------------------------------------------------------------------
 
 
+UP_TO_DATE = "up to date"  # the reason of a step whose last result stands
+
+
 class Decision:
     """RUN or SKIP for one step, with the reasons and what its key was made of."""
 
@@ -307,7 +310,7 @@ def decide(
     if runs_always(intent):
         return Decision(name, RUN, [ALWAYS], **made)
     if last and last[0] == key:
-        return _check_outputs(planner, name, last[1], made, ["up to date"])
+        return _check_outputs(planner, name, last[1], made, [UP_TO_DATE])
     record = planner.cache.get_record(key)
     remote = planner.cache.remote_why(key)  # the shared cache's word on a local miss (runner/stores)
     if record is None:
@@ -328,7 +331,7 @@ def _check_outputs(planner: Planner, name: str, outputs: Mapping, made: dict, wh
             return Decision(name, RUN, [f"output {path} {state} and its cached copy is gone"], **made)
         restore[path] = want
         reasons.append(f"output {path} {state}: restore from cache")
-    if reasons and why[0] == "up to date":
+    if reasons and why[0] == UP_TO_DATE:
         why = []
     return Decision(name, SKIP, why + reasons, outputs=dict(outputs), restore=restore, **made)
 

@@ -86,10 +86,16 @@ def plan(
     --worker KIND` checks the worker that run would use. `remote`: a shared cache, only read (runner/stores)."""
     from .spec import STEP_AGENT
 
-    target, order = select(project, targets)
+    resolved = resolve_targets(project.spec, targets)
+    target = None if resolved is None else named(resolved)
     planner = planner_for(project, force, worker_kind, remote=remote)
     try:
-        decisions = make_plan(planner, order)
+        # the last good run's proof says which steps the rule must decide, as it does for `runner make`: at
+        # 100,000 steps with nothing to do, deciding every one was 6 s and 400 MB
+        _sources, order, doubtful = _proved(
+            project, planner, proof_name(targets, project.spec_file), resolved, force or bool(worker_kind)
+        )
+        decisions = make_plan(planner, order, doubtful)
         warnings = unmatched_warnings(project.spec, planner.input_files.unmatched, project.compiled.produced)
         agents = [d for d in decisions if d.action == "run" and project.spec.intents[d.intent].kind == STEP_AGENT]
         if not agents:
@@ -101,6 +107,48 @@ def plan(
     finally:
         planner.stat.save()
         planner.cache.close()
+
+
+def _proved(
+    project: Project,
+    planner: Planner,
+    requested: str | None,
+    resolved: list[str] | None,
+    decide_all: bool,
+    reuse: bool = False,
+    look_out: list | None = None,
+) -> tuple[list[str], list[str], set[str] | None]:
+    """What the last good run's proof of the target `requested` (proof_name) says now: (the files the proof
+    stats before the declared ones: the compiled spec's and the worker's; the target's steps in order; the steps
+    the rule must decide, None for every one: freshness.doubtful_steps). `decide_all`: -B, or another worker's
+    keys. `reuse`: the stats a failed no-op proof took in this process stand (no other runner held the lock).
+    `look_out`: a list given by a run that records the next proof, which gets the first look it is made from
+    (the stats of its files are then taken even where no proof says which steps to decide)."""
+    compiled = project.compiled
+    root = str(project.layout.root)
+    sources = compiled.sources + (_worker_files(planner) if compiled.agents else [])
+    replaced = compiled.previous  # the compilation an edit of the spec replaced in this run, if any
+    look = first_look(
+        root,
+        requested,
+        compiled.token,
+        sources,
+        reuse=reuse,
+        previous=replaced and replaced[0],
+        n_spec=len(compiled.sources),
+    )
+    order = look.order if look.order is not None else selected_order(compiled.order, compiled.deps, resolved)
+    edited: set[str] = set()
+    if look.paths is None and (look_out is not None or look.edited is not None):
+        look.stat_paths(root, snapshot_paths(sources, order, compiled.declared, compiled.unprovable))
+        if look.edited is not None:  # a proof of the compilation an edit of the spec replaced
+            new = look.after_edit(root, sources, len(compiled.sources), order)
+            edited = set() if new is None else new.union(edited_since(compiled, order))
+    if look_out is not None:
+        look_out.append(look)
+    if decide_all:
+        return sources, order, None
+    return sources, order, doubtful_steps(compiled, order, look.changed, planner.state.intents(), edited)
 
 
 def _worker_files(planner: Planner) -> list[str]:
@@ -241,34 +289,22 @@ def make(
         planner.forced = frozenset(options.improve)
         record = RunRecord(layout.runs_dir)
         root = str(layout.root)
-        sources = compiled.sources + (_worker_files(planner) if compiled.agents else [])
-        # what a no-op proof read before the lock stands only if no other runner held it meanwhile
         if compiled.env_names:  # a variable an `env` value reads is not set: said before anything runs
             for name in selected_order(compiled.order, compiled.deps, resolved):
                 planner.env(name)
-        replaced = compiled.previous  # the compilation an edit of the spec replaced in this run, if any
-        look = first_look(
-            root,
+        looked: list = []
+        # what a no-op proof read before the lock stands only if no other runner held it meanwhile
+        sources, order, doubtful = _proved(
+            project,
+            planner,
             requested,
-            compiled.token,
-            sources,
+            resolved,
+            bool(options.force or options.worker),
             reuse=not lock.waited,
-            previous=replaced and replaced[0],
-            n_spec=len(compiled.sources),
+            look_out=looked,
         )
-        order = look.order if look.order is not None else selected_order(compiled.order, compiled.deps, resolved)
-        edited: set[str] = set()
-        if look.paths is None:
-            look.stat_paths(root, snapshot_paths(sources, order, compiled.declared, compiled.unprovable))
-            if look.edited is not None:  # a proof of the compilation an edit of the spec replaced
-                new = look.after_edit(root, sources, len(compiled.sources), order)
-                edited = set() if new is None else new.union(edited_since(compiled, order))
+        look = looked[0]
         agent_steps = not compiled.agents.isdisjoint(order)
-        doubtful = (
-            None
-            if options.force or options.worker
-            else doubtful_steps(compiled, order, look.changed, planner.state.intents(), edited)
-        )
 
         sink = _Sink(record, emit, mask)
         for line in recovered:  # reported once the run has a record, which keeps them too

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from .cache import Cache, State, StepRecord
 from .compiled import Compiled
-from .freshness import ALWAYS, RUN, SKIP, Decision, StatCache, decide
+from .freshness import ALWAYS, RUN, SKIP, UP_TO_DATE, Decision, StatCache, decide, produced_by_proven
 from .globs import GLOB_CHARS, expand, may_overlap
 from .keys import digest_value, outputs_digest, step_key
 from .memory import FIELDS, PART_PREFIX
@@ -203,12 +203,25 @@ def unmatched_warnings(
     return [f"warning: {problem.render()}" for problem in problems]
 
 
-def make_plan(planner: Planner, order: list[str]) -> list[Decision]:
-    """Decide every selected step in order, assuming a step that must run changes its outputs."""
+def make_plan(planner: Planner, order: list[str], doubtful: set[str] | None = None) -> list[Decision]:
+    """Decide every selected step in order, assuming a step that must run changes its outputs. `doubtful`: the
+    steps to decide (freshness.doubtful_steps, None for all); the others are up to date by the target's proof,
+    as `runner make` reports them, and their dependants see what they last produced."""
     produced: dict[str, str | None] = {}
     pending: set[str] = set()
     decisions: dict[str, Decision] = {}
-    for wave in _waves(planner, order) if planner.cache.reads_remote else [order]:
+    todo = order
+    if doubtful is not None:
+        todo = [name for name in order if name in doubtful]
+        deps = planner.compiled.deps
+        for name in order:
+            if name not in doubtful:
+                decisions[name] = Decision(name, SKIP, [UP_TO_DATE])
+        for name in todo:
+            for dep in deps[name]:
+                if dep not in doubtful and dep not in produced:
+                    produced[dep] = produced_by_proven(planner.state, dep)
+    for wave in _waves(planner, todo) if planner.cache.reads_remote else [todo]:
         if len(wave) > 1:  # what the wave's decisions ask the shared cache, asked at once (as make does)
             planner.cache.prefetch(partial(decide_each, planner, wave, produced, pending))
         for name in wave:
