@@ -13,7 +13,16 @@ from pathlib import Path
 from .cache import Cache, State
 from .compiled import Compiled, edited_since, load_compiled, save_unsaved
 from .execute import Executor, RunOptions, Summary
-from .freshness import StatCache, doubtful_steps, drop_proof, first_look, proof_name, record_proof, snapshot_paths
+from .freshness import (
+    FirstLook,
+    StatCache,
+    doubtful_steps,
+    drop_proof,
+    first_look,
+    proof_name,
+    record_proof,
+    snapshot_paths,
+)
 from .graph import resolve_targets, selected_order
 from .keys import give_back_memory
 from .plan import Planner, make_plan, unmatched_warnings
@@ -92,7 +101,7 @@ def plan(
     try:
         # the last good run's proof says which steps the rule must decide, as it does for `runner make`: at
         # 100,000 steps with nothing to do, deciding every one was 6 s and 400 MB
-        _sources, order, doubtful = _proved(
+        _sources, _look, order, doubtful = _proved(
             project, planner, proof_name(targets, project.spec_file), resolved, force or bool(worker_kind)
         )
         decisions = make_plan(planner, order, doubtful)
@@ -116,14 +125,14 @@ def _proved(
     resolved: list[str] | None,
     decide_all: bool,
     reuse: bool = False,
-    look_out: list | None = None,
-) -> tuple[list[str], list[str], set[str] | None]:
+    recording: bool = False,
+) -> tuple[list[str], FirstLook, list[str], set[str] | None]:
     """What the last good run's proof of the target `requested` (proof_name) says now: (the files the proof
-    stats before the declared ones: the compiled spec's and the worker's; the target's steps in order; the steps
-    the rule must decide, None for every one: freshness.doubtful_steps). `decide_all`: -B, or another worker's
-    keys. `reuse`: the stats a failed no-op proof took in this process stand (no other runner held the lock).
-    `look_out`: a list given by a run that records the next proof, which gets the first look it is made from
-    (the stats of its files are then taken even where no proof says which steps to decide)."""
+    stats before the declared ones: the compiled spec's and the worker's; the first look at the target's files;
+    its steps in order; the steps the rule must decide, None for every one: freshness.doubtful_steps).
+    `decide_all`: -B, or another worker's keys. `reuse`: the stats a failed no-op proof took in this process
+    stand (no other runner held the lock). `recording`: the run records the next proof, from the first look,
+    whose stats are then taken even where no proof says which steps to decide."""
     compiled = project.compiled
     root = str(project.layout.root)
     sources = compiled.sources + (_worker_files(planner) if compiled.agents else [])
@@ -139,16 +148,14 @@ def _proved(
     )
     order = look.order if look.order is not None else selected_order(compiled.order, compiled.deps, resolved)
     edited: set[str] = set()
-    if look.paths is None and (look_out is not None or look.edited is not None):
+    if look.paths is None and (recording or look.edited is not None):
         look.stat_paths(root, snapshot_paths(sources, order, compiled.declared, compiled.unprovable))
         if look.edited is not None:  # a proof of the compilation an edit of the spec replaced
             new = look.after_edit(root, sources, len(compiled.sources), order)
             edited = set() if new is None else new.union(edited_since(compiled, order))
-    if look_out is not None:
-        look_out.append(look)
     if decide_all:
-        return sources, order, None
-    return sources, order, doubtful_steps(compiled, order, look.changed, planner.state.intents(), edited)
+        return sources, look, order, None
+    return sources, look, order, doubtful_steps(compiled, order, look.changed, planner.state.intents(), edited)
 
 
 def _worker_files(planner: Planner) -> list[str]:
@@ -292,18 +299,16 @@ def make(
         if compiled.env_names:  # a variable an `env` value reads is not set: said before anything runs
             for name in selected_order(compiled.order, compiled.deps, resolved):
                 planner.env(name)
-        looked: list = []
         # what a no-op proof read before the lock stands only if no other runner held it meanwhile
-        sources, order, doubtful = _proved(
+        sources, look, order, doubtful = _proved(
             project,
             planner,
             requested,
             resolved,
             bool(options.force or options.worker),
             reuse=not lock.waited,
-            look_out=looked,
+            recording=True,
         )
-        look = looked[0]
         agent_steps = not compiled.agents.isdisjoint(order)
 
         sink = _Sink(record, emit, mask)
