@@ -701,17 +701,13 @@ def stat_is_file(st: os.stat_result) -> bool:
     return st.st_mode & 0o170000 == 0o100000  # stat.S_ISREG without importing stat on the no-op path
 
 
-def snapshot_paths(
-    sources: list[str], order: list[str], declared: Mapping[str, tuple[str, ...]], unprovable: frozenset[str]
-) -> list[str] | None:
-    """The files a proof of the steps `order` stats, spec files first; None when no proof can hold (a step
-    runs every time, or a glob could match a new file without any stat changing)."""
-    if not unprovable.isdisjoint(order):
+def snapshot_paths(sources: list[str], order: list[str], compiled) -> list[str] | None:
+    """The files a proof of the steps `order` stats, spec files first, then what each step declares, each once (a
+    dependency's output is usually a declared input too); None when no proof can hold (a step runs every time,
+    or a glob could match a new file without any stat changing)."""
+    if not compiled.unprovable.isdisjoint(order):
         return None
-    paths = list(sources)
-    for name in order:
-        paths += declared[name]
-    return list(dict.fromkeys(paths))  # a dependency's output is usually also a declared input
+    return list(dict.fromkeys([*sources, *compiled.declared_paths(order)]))
 
 
 # ---- shortcut 4: the edit's cone ------------------------------------------------------------------------

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
+from itertools import compress
 
 from .errors import Problem, SpecError, UsageError
 from .globs import GLOB_CHARS, matches
@@ -132,19 +133,29 @@ def _resolve_one(spec: Spec, name: str) -> str:
     )
 
 
-def selected_order(
-    order: list[str], deps: Mapping[str, tuple[str, ...]], target: str | Sequence[str] | None
-) -> list[str]:
-    """The targets (one, several, or None: every step) and everything they depend on, in `order`
-    (topological). Walked backwards from the targets, so each step is looked at once: on the warm path of a
-    10,000-step graph this is a few milliseconds."""
+def selected_order(compiled, target: str | Sequence[str] | None) -> list[str]:
+    """The targets (one, several, or None: every step) and everything they depend on, in the compiled spec's
+    order (topological). Walked backwards from the targets over the positions of each step's dependencies
+    (Compiled.graph), so each step is looked at once and no step's record is decoded (that took 0.7 s at
+    100,000 steps)."""
+    order = compiled.order
     if target is None:
         return list(order)
-    keep = {target} if isinstance(target, str) else set(target)
-    for name in reversed(order):
-        if name in keep:
-            keep.update(deps[name])
-    return [name for name in order if name in keep]
+    wanted = [target] if isinstance(target, str) else target
+    deps, ends, _declared, _declared_ends = compiled.arrays()
+    keep = bytearray(len(order))
+    if len(wanted) < 8:
+        for name in wanted:
+            keep[order.index(name)] = 1
+    else:
+        where = {name: i for i, name in enumerate(order)}
+        for name in wanted:
+            keep[where[name]] = 1
+    for i in range(len(order) - 1, -1, -1):
+        if keep[i]:
+            for j in deps[ends[i - 1] if i else 0 : ends[i]]:
+                keep[j] = 1
+    return list(compress(order, keep))
 
 
 # ---- renderings ------------------------------------------------------------------------------

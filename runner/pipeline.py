@@ -59,7 +59,7 @@ def named(targets: Sequence[str]) -> str | list[str] | None:
 def select(project: Project, targets: Sequence[str] = ()) -> tuple[str | list[str] | None, list[str]]:
     """(the targets resolved to intents, as `named` shows them; the steps they select, in order)."""
     resolved = resolve_targets(project.spec, targets)
-    order = selected_order(project.compiled.order, project.compiled.deps, resolved)
+    order = selected_order(project.compiled, resolved)
     return (None if resolved is None else named(resolved)), order
 
 
@@ -146,10 +146,10 @@ def _proved(
         previous=replaced and replaced[0],
         n_spec=len(compiled.sources),
     )
-    order = look.order if look.order is not None else selected_order(compiled.order, compiled.deps, resolved)
+    order = look.order if look.order is not None else selected_order(compiled, resolved)
     edited: set[str] = set()
     if look.paths is None and (recording or look.edited is not None):
-        look.stat_paths(root, snapshot_paths(sources, order, compiled.declared, compiled.unprovable))
+        look.stat_paths(root, snapshot_paths(sources, order, compiled))
         if look.edited is not None:  # a proof of the compilation an edit of the spec replaced
             new = look.after_edit(root, sources, len(compiled.sources), order)
             edited = set() if new is None else new.union(edited_since(compiled, order))
@@ -183,7 +183,7 @@ def _env_secrets(spec, compiled: Compiled, targets: list[str] | None) -> dict[st
 
     listed = set(secret_names(spec))
     found = {}
-    for name in selected_order(compiled.order, compiled.deps, targets):
+    for name in selected_order(compiled, targets):
         for key, value in spec.intents[name].env:
             if "$" in value and (key in listed or looks_secret(key)):
                 try:
@@ -297,7 +297,7 @@ def make(
         record = RunRecord(layout.runs_dir)
         root = str(layout.root)
         if compiled.env_names:  # a variable an `env` value reads is not set: said before anything runs
-            for name in selected_order(compiled.order, compiled.deps, resolved):
+            for name in selected_order(compiled, resolved):
                 planner.env(name)
         # what a no-op proof read before the lock stands only if no other runner held it meanwhile
         sources, look, order, doubtful = _proved(

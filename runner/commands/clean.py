@@ -87,7 +87,7 @@ def run(inv: Invocation, targets: tuple[str, ...], spec_file: str | None, dry_ru
 
     project = load_project(inv.directory, spec_file=spec_file)
     chosen = resolve_targets(project.spec, targets) if targets else None  # none named: every intent's outputs
-    order = selected_order(project.compiled.order, project.compiled.deps, chosen)
+    order = selected_order(project.compiled, chosen)
     lock = None
     if not dry_run:  # not while a `runner make` writes them
         lock = ProjectLock(project.layout, "runner clean")

@@ -17,7 +17,7 @@ def explain_intent(project, name: str, remote: str | None = None) -> dict:
     from ..stores import mirror_named
 
     name = resolve_target(project.spec, name) or name  # an output path names its intent; unknown: did-you-mean
-    order = selected_order(project.compiled.order, project.compiled.deps, name)
+    order = selected_order(project.compiled, name)
     mirror = mirror_named(project.spec, remote, "read")
     planner = planner_for(project, remote=mirror)
     try:

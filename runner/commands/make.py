@@ -105,7 +105,7 @@ def _selected(project, targets) -> list[str]:
     from ..graph import resolve_targets, selected_order
 
     compiled = project.compiled
-    return selected_order(compiled.order, compiled.deps, resolve_targets(project.spec, list(targets)))
+    return selected_order(compiled, resolve_targets(project.spec, list(targets)))
 
 
 def _sync_roadmap(project, targets, summary, as_json: bool) -> None:
@@ -114,7 +114,7 @@ def _sync_roadmap(project, targets, summary, as_json: bool) -> None:
     from ..plans.sync import completed, sync
 
     compiled, spec = project.compiled, project.spec
-    order = selected_order(compiled.order, compiled.deps, resolve_targets(spec, list(targets)))
+    order = selected_order(compiled, resolve_targets(spec, list(targets)))
     unfinished = set(summary.failed) | set(summary.blocked) | set(summary.left)
     done = completed(order, compiled.deps, compiled.aggregates, unfinished)
     result = sync(Path(spec.root), Path(spec.root) / spec.file, done)

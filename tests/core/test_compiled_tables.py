@@ -38,3 +38,60 @@ def test_a_packed_table_answers_as_the_dict_it_was_packed_from(table, asked, ind
             with pytest.raises(KeyError):
                 packed[key]
     assert list(packed) == keys and len(packed) == len(table)
+
+
+@st.composite
+def _graphs(draw) -> list[tuple[str, list[str], list[str], list[str]]]:
+    """Steps (name, deps among the earlier ones, inputs, outputs), paths shared between steps."""
+    steps = []
+    paths = st.sampled_from([f"f{i}.txt" for i in range(12)])
+    for i in range(draw(st.integers(1, 14))):
+        earlier = [name for name, *_ in steps]
+        deps = draw(st.lists(st.sampled_from(earlier), unique=True, max_size=3)) if earlier else []
+        inputs = draw(st.lists(paths, unique=True, max_size=3))
+        steps.append((f"s{i:02d}", deps, inputs, [f"out/s{i:02d}.txt"]))
+    return steps
+
+
+def _reference_order(compiled, targets) -> list[str]:
+    """A target's closure as the records say, walked over every step's record."""
+    keep = set(targets)
+    for name in reversed(compiled.order):
+        if name in keep:
+            keep.update(compiled.deps[name])
+    return [name for name in compiled.order if name in keep]
+
+
+@settings(max_examples=60, deadline=None)
+@given(steps=_graphs(), data=st.data())
+def test_the_graphs_positions_walk_as_the_records_do(tmp_path_factory, steps, data):
+    """Compiled.graph (the positions of each step's dependencies and declared paths) answers a target's closure
+    and its declared paths as the steps' records do, in the compiled spec as made and as read back from its file."""
+    import json
+
+    from runner.compiled import load_compiled
+    from runner.graph import selected_order
+
+    root = tmp_path_factory.mktemp("graph")
+    (root / ".runner").mkdir()
+    text = "".join(
+        f'[intent.{name}]\nrun = "true"\ninputs = {json.dumps(inputs)}\noutputs = {json.dumps(outputs)}\n'
+        f"deps = {json.dumps(deps)}\n\n"
+        for name, deps, inputs, outputs in steps
+    )
+    (root / "intents.toml").write_text(text)
+    names = [name for name, *_ in steps]
+    targets = data.draw(st.lists(st.sampled_from(names), unique=True, min_size=1, max_size=9))
+    made = load_compiled(root, use_cache=False)
+    again = load_compiled(root)  # read back from .runner/spec.pickle
+    for compiled in (made, again):
+        for wanted in (targets, targets[0], None):
+            want = (
+                list(compiled.order)
+                if wanted is None
+                else _reference_order(compiled, [wanted] if isinstance(wanted, str) else wanted)
+            )
+            assert selected_order(compiled, wanted) == want
+        for order in (compiled.order, _reference_order(compiled, targets)):
+            declared = [path for name in order for path in compiled.declared[name]]
+            assert compiled.declared_paths(order) == list(dict.fromkeys(declared))
