@@ -5,7 +5,8 @@ project is neither re-parsed nor re-validated (and jsonschema and networkx stay 
 of runner.freshness, whose docstring states the rule it keeps. Each step's
 record (its intent, dependencies, dependants, declared files, static digests) is marshal bytes in one blob
 after the pickled header, and the file is mapped: a run decodes the records of the steps it looks at, so
-an edit in a 10,000-step project reads its few hundred steps, not the whole table.
+an edit in a 10,000-step project reads its few hundred steps, not the whole table. An edit of a few intents'
+tables that leaves the graph as it was makes only their records again (_recompiled).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import os
 import pickle
 import time
 from array import array
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from itertools import accumulate, chain
 from pathlib import Path
 
@@ -29,7 +30,8 @@ from .memory import key_parts as memory_parts
 from .spec import BUILTIN_DIR, STEP_AGENT, STEP_AGGREGATE, Intent, Spec, env_refs, runs_always
 from .workspace import Layout
 
-_FORMAT = 23  # 23: the positions of each step's dependencies and declared paths (Compiled.graph)
+_FORMAT = 24  # 24: a document's digest made of its intents' tables' digests (toml_read.document_digests)
+# 23: the positions of each step's dependencies and declared paths (Compiled.graph)
 # 22: the digests of the spec files' documents (a comment keeps the compilation)
 # 21: the digests of the spec files as read (reused by content after a touch)
 # 20: each step's fingerprint (edited_since); 15: an intent's memory and scope; 16: [executor] and
@@ -143,13 +145,24 @@ class Compiled:
         intents = self.spec.intents
         columns = [getattr(self, name) for name in _COLUMNS]
         keys = list(self.order)
+        records_pieces: Iterable
+        paths_pieces: Iterable
+        table = _records_table(intents, columns)
+        if table is not None:  # read from a file (or spliced, _recompiled): its bytes are written as they are
+            blob, records_ends = table.raw()
+            records_pieces = [blob]
+        else:
 
-        def records():  # each step's record made as it is encoded: every step's at once was ~40 MB at 100,000
-            return ((tuple(intents[name]), *(column[name] for column in columns)) for name in keys)
+            def records():  # each step's record made as it is encoded: every step's at once was ~40 MB at 100,000
+                return ((tuple(intents[name]), *(column[name] for column in columns)) for name in keys)
 
-        records_pieces, records_ends = PackedTable.pack(records)
+            records_pieces, records_ends = PackedTable.pack(records)
         paths = list(self.declared_by)
-        paths_pieces, paths_ends = PackedTable.pack(lambda: map(self.declared_by.__getitem__, paths))
+        if isinstance(self.declared_by, PackedTable):
+            blob, paths_ends = self.declared_by.raw()
+            paths_pieces = [blob]
+        else:
+            paths_pieces, paths_ends = PackedTable.pack(lambda: map(self.declared_by.__getitem__, paths))
         header = (
             self.spec._replace(intents={}),
             self.sources,
@@ -240,6 +253,16 @@ class Compiled:
         return [paths[j] for j in dict.fromkeys(positions)]
 
 
+def _records_table(intents: Mapping, columns: list) -> PackedTable | None:
+    """The one table of packed records that the intents and every column read, if they do (Compiled.unpacked)."""
+    if not isinstance(intents, _Column):
+        return None
+    table = intents._records
+    if all(isinstance(column, _Column) and column._records is table for column in columns):
+        return table
+    return None
+
+
 def _graph(order: list[str], deps: Mapping, declared: Mapping, paths: Mapping[str, int]) -> tuple:
     """Compiled.graph, from the dicts compile_spec made (`paths`: path -> its position in declared_by)."""
     position = {name: i for i, name in enumerate(order)}
@@ -308,7 +331,7 @@ def _same_document(path: str, parsed: str | None, documents: dict) -> str | None
     read it again, ~0.7 s at 100,000 steps) or cannot be read (the compile that follows says why)."""
     if parsed is None:
         return None
-    from .toml_read import document_digest, loads  # rtoml: only when a spec file's bytes changed
+    from .toml_read import document_digests, loads  # rtoml: only when a spec file's bytes changed
 
     try:
         with open(path, "rb") as f:
@@ -316,8 +339,8 @@ def _same_document(path: str, parsed: str | None, documents: dict) -> str | None
         document = loads(raw.decode("utf-8-sig"))
     except (OSError, ValueError, RecursionError):  # UnicodeDecodeError and TOMLDecodeError are ValueErrors
         return None
-    digest, now = digest_bytes(raw), document_digest(document)
-    if now == parsed:
+    digest, now = digest_bytes(raw), document_digests(document)
+    if now is not None and now[0] == parsed:
         return digest
     documents[path] = (digest, document, now)
     return None
@@ -460,6 +483,13 @@ def _static_parts(spec: Spec, name: str, gated: list, loaded: dict) -> tuple[dic
     return parts, extra_sources
 
 
+def _static_digests(parts: dict[str, str]) -> tuple[str, str]:
+    """(static, static_replay) of a step's static parts: the second without the worker part, which only agent
+    steps have to leave out."""
+    static = digest_value(parts)
+    return static, digest_value({k: v for k, v in parts.items() if k != "worker"}) if "worker" in parts else static
+
+
 def compile_spec(spec: Spec) -> tuple[Compiled, list[str]]:
     from .graph import spec_order
 
@@ -473,11 +503,7 @@ def compile_spec(spec: Spec) -> tuple[Compiled, list[str]]:
         if gated:
             gates[name] = tuple(gated)
         parts[name] = p
-        static[name] = digest_value(p)
-        # the same digest without the worker part: only agent steps have one to leave out
-        static_replay[name] = (
-            digest_value({k: v for k, v in p.items() if k != "worker"}) if "worker" in p else static[name]
-        )
+        static[name], static_replay[name] = _static_digests(p)
         sources += extra
     intents = spec.intents
     deps = {name: intents[name].deps for name in order}
@@ -555,6 +581,8 @@ def _aligned(previous: tuple[str, list[str], bytes] | None, order: list[str]) ->
     token, old_order, fingerprints = previous
     if len(fingerprints) != FINGERPRINT * len(old_order):
         return None
+    if old_order == order:  # an edit that kept every step (_recompiled)
+        return token, fingerprints
     step = FINGERPRINT
     by_name = {name: fingerprints[i * step : i * step + step] for i, name in enumerate(old_order)}
     none = bytes(step)
@@ -571,6 +599,8 @@ def load_compiled(root: Path, use_cache: bool = True, spec_file: str = "intents.
     cache_file = layout.spec_cache_of(spec_file)
     previous = None
     documents: dict = {}  # spec files parsed already (_same_document), for load_spec
+    stale: tuple[Compiled, tuple, list, int] | None = None  # the compilation replaced, its fingerprint, stats
+    # now, when the check began
     if use_cache:
         try:
             with open(cache_file, "rb") as f:
@@ -589,17 +619,40 @@ def load_compiled(root: Path, use_cache: bool = True, spec_file: str = "intents.
                     now_read = _unchanged(paths, stats, now, read, parsed, documents)
                     if now_read is not None:
                         return _reused(cache_file, f, fingerprint, now, now_read, began)
-                    previous = _previous(f)
+                    stale = (_mapped(f), fingerprint, now, began)
+                    previous = (stale[0].token, stale[0].order, stale[0].fingerprints)
         except (OSError, EOFError, pickle.UnpicklingError, ValueError, TypeError, AttributeError, KeyError, IndexError):
             pass  # an older runner's file (another layout) is made again
+    if stale is not None:
+        spliced = _recompiled(root, cache_file, *stale, documents)
+        if spliced is not None:
+            return spliced
+        del stale
     from .load import load_spec  # the cold path only: a warm run unpickles what it made
 
     began = time.time_ns()  # before the first read: an edit while the spec is read is inside the window
-    spec = load_spec(root, spec_file, documents)
+    digests: dict = {}
+    spec = load_spec(root, spec_file, documents, digests)
     documents.clear()
     give_back_memory(len(spec.intents))  # the parsed document, gone now: ~35 MB at 100,000 steps
     compiled, _sources = compile_spec(spec)
-    read_digests, document_digests = dict(spec.read), dict(spec.parsed)
+    fingerprint = _fingerprinted(root, compiled, began, previous)
+    made_from = digests.get(str(Path(spec.root) / spec.file))
+    tables = made_from[1:] if made_from is not None else None
+    if not layout.state_dir.is_dir():  # a command that only reads leaves no .runner behind; `runner make`
+        _unsaved[str(root)] = (cache_file, fingerprint, compiled, tables)  # saves it once it made one
+        return compiled
+    _save(cache_file, fingerprint, compiled, tables)
+    del spec  # the compiled spec holds it too: once that is read back, neither is held any longer
+    compiled = _read_back(cache_file, fingerprint, compiled)
+    give_back_memory(len(compiled.order))
+    return compiled
+
+
+def _fingerprinted(root: Path, compiled: Compiled, began: int, previous: tuple | None) -> tuple:
+    """What a compilation is saved under (and its spec_stats, spec_kept, spec_read and previous, set): the stats
+    and digests of the files it came from, as read since `began`."""
+    read_digests, document_digests = dict(compiled.spec.read), dict(compiled.spec.parsed)
     read = [read_digests.get(path) for path in compiled.sources]
     parsed = [document_digests.get(path) for path in compiled.sources]
     compiled.spec_stats = _stats(compiled.sources)
@@ -610,15 +663,108 @@ def load_compiled(root: Path, use_cache: bool = True, spec_file: str = "intents.
     # spec is reused only once its bytes are found the same (_unchanged), else it names itself to the next one
     kept = compiled.spec_kept
     stats = [_UNUSABLE if p in kept else s for p, s in zip(compiled.sources, compiled.spec_stats, strict=True)]
-    fingerprint = (_FORMAT, __version__, str(root), compiled.sources, stats, read, parsed)
-    if not layout.state_dir.is_dir():  # a command that only reads leaves no .runner behind; `runner make`
-        _unsaved[str(root)] = (cache_file, fingerprint, compiled)  # saves it once it made one
-        return compiled
-    _save(cache_file, fingerprint, compiled)
-    del spec  # the compiled spec holds it too: once that is read back, neither is held any longer
-    compiled = _read_back(cache_file, fingerprint, compiled)
-    give_back_memory(len(compiled.order))
-    return compiled
+    return (_FORMAT, __version__, str(root), compiled.sources, stats, read, parsed)
+
+
+def _recompiled(
+    root: Path, cache_file: str, old: Compiled, fingerprint: tuple, now: list, began: int, documents: dict
+) -> Compiled | None:
+    """The compilation after an edit of some intents' tables in the intents file that leaves what every other
+    intent and the graph read of them as it was (load.edited_intents), every other file as it was: `old`, the
+    compilation it replaces, with those steps' records made again and every other record's bytes copied. None
+    for any other edit, for the full compile to follow. Its result is the full compile's but for the token
+    (a property test says so: tests/core/test_recompile.py)."""
+    from .toml_read import TABLE_DIGEST  # rtoml: the spec file was read again already
+
+    spec = old.spec
+    spec_path = str(Path(spec.root) / spec.file)
+    paths, stats, read, parsed = fingerprint[3:7]
+    if list(documents) != [spec_path] or documents[spec_path][2] is None or spec_path not in paths:
+        return None
+    digest, document, digests = documents[spec_path]
+    others = [i for i, path in enumerate(paths) if path != spec_path]
+
+    def of_others(column: list) -> list:
+        return [column[i] for i in others]
+
+    others_read = _unchanged(of_others(paths), of_others(stats), of_others(now), of_others(read), of_others(parsed), {})
+    if others_read is None:
+        return None  # another file changed too: an adapter, a prompt, a regex family
+    was = _tables_of(cache_file, old.token)
+    if was is None or was[0] != digests[1] or len(was[1]) != len(digests[2]):
+        return None  # not the same intents in the same order, or something else in the file changed
+    size, now_tables, was_tables = TABLE_DIGEST, digests[2], was[1]
+    names = [
+        name
+        for k, name in enumerate(document["intent"])
+        if now_tables[k * size : k * size + size] != was_tables[k * size : k * size + size]
+    ]
+    from .load import edited_intents
+
+    intents = edited_intents(spec, document, names) if names else None
+    if intents is None:
+        return None
+    del document
+    documents.clear()  # the parsed document, not needed any longer: ~100 MB at 100,000 steps
+    edited = spec._replace(intents=intents)  # what _static_parts reads of the spec, with these steps as edited
+    records: PackedTable = spec.intents._records  # type: ignore[attr-defined]
+    position = {name: i for i, name in enumerate(old.order)}
+    gates, fingerprints = dict(old.gates), bytearray(old.fingerprints)
+    values: dict[str, tuple] = {}
+    loaded: dict = {}
+    for name, intent in intents.items():
+        gated: list = []
+        parts, _extra = _static_parts(edited, name, gated, loaded)  # the same files: kind, prompt, adapter kept
+        static, static_replay = _static_digests(parts)
+        _was, deps, dependants, declared, *_rest = records[name]
+        values[name] = (tuple(intent), deps, dependants, declared, static, static_replay, parts)
+        gates.pop(name, None)
+        if gated:
+            gates[name] = tuple(gated)
+        at = position[name] * FINGERPRINT
+        fingerprints[at : at + FINGERPRINT] = _fingerprint(static, deps)
+    if gates.keys() != old.gates.keys():  # in `order`, as compile_spec makes them
+        gates = {name: gates[name] for name in old.order if name in gates}
+    table = records.replaced(values)
+    # the bytes each file holds now (another TOML file may hold other bytes of the same document: _unchanged)
+    read_now = {path: d for path, d in zip(of_others(paths), others_read, strict=True) if d is not None}
+    read_now[spec_path] = digest
+    compiled = Compiled(
+        spec._replace(
+            intents=_Column(table, 0),
+            read=tuple((path, read_now.get(path, d)) for path, d in spec.read),
+            parsed=tuple((path, digests[0] if path == spec_path else d) for path, d in spec.parsed),
+        ),
+        old.order,
+        old.sources,
+        **{name: _Column(table, index) for index, name in enumerate(_COLUMNS, start=1)},  # type: ignore[arg-type]
+        declared_by=old.declared_by,
+        agents=old.agents,
+        unprovable=old.unprovable,
+        token=os.urandom(8).hex(),
+        produced=old.produced,
+        env_names=old.env_names,
+        gates=gates,
+        aggregates=old.aggregates,
+        fingerprints=bytes(fingerprints),
+        graph=old.graph,
+    )
+    fingerprint = _fingerprinted(root, compiled, began, (old.token, old.order, old.fingerprints))
+    _save(cache_file, fingerprint, compiled, digests[1:])
+    return _read_back(cache_file, fingerprint, compiled)
+
+
+def _tables_of(cache_file: str, token: str) -> tuple[str, bytes] | None:
+    """(digest of all but the intents' tables, each table's digest) of the intents file the compilation named
+    `token` was made from, kept beside it (_save); None if there is none for that compilation."""
+    try:
+        with open(f"{cache_file}.tables", "rb") as f:
+            kept = marshal.load(f)  # plain values: a damaged file reads as an error or as other values, no more
+    except (OSError, EOFError, ValueError, TypeError):
+        return None
+    if isinstance(kept, tuple) and len(kept) == 3 and kept[0] == token:
+        return kept[1], kept[2]
+    return None
 
 
 _unsaved: dict[str, tuple] = {}
@@ -631,7 +777,7 @@ def save_unsaved(root: Path) -> Compiled | None:
     if pending is None:
         return None
     _save(*pending)
-    return _read_back(*pending)
+    return _read_back(*pending[:3])
 
 
 def _read_back(cache_file: str, fingerprint: tuple, compiled: Compiled) -> Compiled:
@@ -650,15 +796,6 @@ def _read_back(cache_file: str, fingerprint: tuple, compiled: Compiled) -> Compi
     return compiled
 
 
-def _previous(f) -> tuple[str, list[str], bytes] | None:
-    """(token, order, fingerprints) of the stale compiled spec whose file `f` is open at its header."""
-    header = pickle.load(f)
-    token, fingerprints, order = header[4], header[9], header[12]
-    if isinstance(token, str) and isinstance(fingerprints, bytes) and isinstance(order, list):
-        return token, order, fingerprints
-    return None
-
-
 def _mapped(f) -> Compiled:
     """The compiled spec whose file `f` is open at its header (past the fingerprint), its records mapped."""
     header = pickle.load(f)
@@ -670,8 +807,17 @@ def _mapped(f) -> Compiled:
     return Compiled.unpacked(header, memoryview(mapped)[start:], release)
 
 
-def _save(cache_file: str, fingerprint: tuple, compiled: Compiled) -> None:
+def _save(cache_file: str, fingerprint: tuple, compiled: Compiled, tables: tuple | None = None) -> None:
+    """The compiled spec's file, written whole and then put in place; beside it, `tables` (the intents file's
+    document_digests but the first), for the next edit of some intents (_recompiled)."""
     tmp = f"{cache_file}.{os.getpid()}.tmp"
+    if tables is not None:
+        try:
+            with open(tmp, "wb") as f:
+                marshal.dump((compiled.token, *tables), f)
+            os.replace(tmp, f"{cache_file}.tables")
+        except OSError:
+            pass  # the next edit compiles in full
     try:
         with open(tmp, "wb") as f:
             header, blobs = compiled.packed()

@@ -11,6 +11,7 @@ from array import array
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping, Sequence
 from itertools import accumulate
+from typing import Any
 
 
 def _unencodable(value):
@@ -344,6 +345,29 @@ class PackedTable(Mapping):
         their joined copy, were 45 MB each at the peak of a clean build."""
         ends = array("Q", accumulate(len(marshal.dumps(value)) for value in values())).tobytes()
         return (marshal.dumps(value) for value in values()), ends
+
+    def raw(self) -> tuple[object, bytes]:
+        """(the blob, ends): what `pack` made of these values, for writing them out again as they are."""
+        return self._blob, self._ends.tobytes()
+
+    def replaced(self, values: Mapping[str, Any]) -> PackedTable:
+        """This table with the values of some keys replaced (`values`, each key in the table), every other
+        value's bytes copied as they are, not decoded and encoded again."""
+        blob, old_ends = self._blob, self._ends
+        at = sorted((self._position(key), marshal.dumps(value)) for key, value in values.items())
+        if at and at[0][0] < 0:
+            raise KeyError("a replaced value's key is not in the table")
+        pieces: list = []
+        lengths, start = array("Q", old_ends), 0
+        for i in range(len(lengths) - 1, 0, -1):
+            lengths[i] -= lengths[i - 1]
+        for i, encoded in at:
+            pieces += (blob[start : old_ends[i - 1] if i else 0], encoded)
+            lengths[i] = len(encoded)
+            start = old_ends[i]
+        pieces.append(blob[start : old_ends[-1] if old_ends else 0])
+        ends = array("Q", accumulate(lengths)).tobytes()
+        return PackedTable(self._keys, b"".join(pieces), ends, self._decode, self._by_key.tobytes(), self._sorted)
 
     def _position(self, key: str) -> int:
         """Where key's value is, or -1."""

@@ -28,6 +28,7 @@ from .spec import (
     Spec,
     WorkerSettings,
     env_problem,
+    env_refs,
 )
 from .toml_locate import Locator
 
@@ -111,15 +112,17 @@ def _precise_validator(schema: dict):
 class _Reader:
     """Collects problems while reading files relative to the project root."""
 
-    def __init__(self, root: Path, documents: dict | None = None):
+    def __init__(self, root: Path, documents: dict | None = None, digests: dict | None = None):
         self.root = root
-        # path -> (digest of its bytes, the document they read as, its digest): read already (load_spec)
+        # path -> (digest of its bytes, the document they read as, toml_read.document_digests): read already
         self.documents = documents or {}
         self.problems: list[Problem] = []
         self.locators: dict[str, Locator] = {}
         self.sources: list[str] = []
         self.read: dict[str, str] = {}  # path -> digest of the bytes read (Spec.read)
         self.parsed: dict[str, str | None] = {}  # path -> digest of the document read (Spec.parsed)
+        # path -> toml_read.document_digests of the document read (the caller's dict, if it gave one)
+        self.digests: dict[str, tuple | None] = digests if digests is not None else {}
 
     def display(self, path: Path) -> str:
         try:
@@ -158,12 +161,12 @@ class _Reader:
         locator = self.locators[shown] = Locator(text)
         known = self.documents.pop(str(path), None)
         if known is not None and known[0] == self.read[str(path)]:  # the same bytes: not read twice
-            self.parsed[str(path)] = known[2]
+            self._digested(str(path), known[2])
             return shown, known[1]
         try:
             doc = toml_read.loads(text)
             # taken before the loader reads the document (it drops each intent's table as it goes)
-            self.parsed[str(path)] = toml_read.document_digest(doc)
+            self._digested(str(path), toml_read.document_digests(doc))
             return shown, doc
         except toml_read.TOMLDecodeError as exc:
             self.problems.append(_syntax_problem(shown, str(exc), locator))
@@ -171,6 +174,10 @@ class _Reader:
         except RecursionError as exc:  # tomli's limits on nesting and on a key's parts (a hostile file)
             self.problems.append(_too_deep(shown, str(exc), text, locator))
             return shown, None
+
+    def _digested(self, path: str, digests: tuple | None) -> None:
+        self.parsed[path] = digests[0] if digests is not None else None
+        self.digests[path] = digests
 
     def validate(self, shown: str, data: dict, schema_name: str) -> list[list]:
         """Check `data` against a schema; report each violation; return the key paths (as lists) that failed."""
@@ -949,12 +956,16 @@ def load_project_adapters(root: Path) -> dict[str, Adapter]:
     return adapters
 
 
-def load_spec(root: Path, spec_file: str = SPEC_FILE, documents: dict | None = None) -> Spec:
+def load_spec(
+    root: Path, spec_file: str = SPEC_FILE, documents: dict | None = None, digests: dict | None = None
+) -> Spec:
     """Load and validate a project from its intents file (`spec_file`, in `root`); raise SpecError with every
     problem found. `documents`: files the caller parsed already, path -> (the digest of their bytes, the
-    document, its digest: toml_read.document_digest), each taken where the file still holds those bytes."""
+    document, its toml_read.document_digests), each taken where the file still holds those bytes. `digests`,
+    if given, gets path -> toml_read.document_digests of each TOML file read (compiled._save keeps the
+    intents file's)."""
     root = root.resolve()
-    reader = _Reader(root, documents)
+    reader = _Reader(root, documents, digests)
     spec_path = root / spec_file
     if not spec_path.is_file():
         message = (
@@ -1032,3 +1043,41 @@ def load_spec(root: Path, spec_file: str = SPEC_FILE, documents: dict | None = N
         read=tuple(reader.read.items()),
         parsed=tuple(reader.parsed.items()),
     )
+
+
+# what other intents' checks and the compiled graph read of an intent (_cross_check, _cycles, compile_spec): an
+# edit that keeps these leaves every other intent's checks and record as they were
+_GRAPH_FIELDS = ("kind", "deps", "inputs", "outputs", "prompt", "adapter", "policy", "verify")
+
+
+def edited_intents(spec: Spec, document: dict, names: list[str]) -> dict[str, Intent] | None:
+    """The Intents of `names` as `document` now defines them, where the spec file was read again and nothing
+    but these intents' tables changed since `spec` was loaded from it (compiled._recompiled): each table passes every
+    check a full load makes of it, and keeps what other intents' checks and the graph read of it
+    (_GRAPH_FIELDS and the variables its env reads). None otherwise, and for any problem: the full load then
+    runs and tells every problem as it always does."""
+    tables = document.get("intent")
+    if not isinstance(tables, dict):
+        return None
+    # the schema's rules for an intent hold table by table: the rest of the document with only these tables
+    part = {key: value for key, value in document.items() if key != "intent"}
+    part["intent"] = {name: tables[name] for name in names}
+    if not _fast_validator("intents.json")(part):
+        return None
+    reader = _Reader(Path(spec.root))
+    _not_a_number(reader, spec.file, part)
+    _nul_characters(reader, spec.file, part)
+    made = {name: _intent(reader, spec.file, name, tables[name]) for name in names}
+    if reader.problems:
+        return None
+    for name, intent in made.items():
+        was = spec.intents[name]
+        if any(getattr(intent, field) != getattr(was, field) for field in _GRAPH_FIELDS):
+            return None
+        if _env_names(intent) != _env_names(was):
+            return None
+    return made
+
+
+def _env_names(intent: Intent) -> set[str]:
+    return {ref for _key, value in intent.env for ref in env_refs(value)}

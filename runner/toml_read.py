@@ -98,26 +98,41 @@ def _in_pieces(text: str, piece: int) -> dict | None:
     return doc
 
 
+TABLE_DIGEST = 16  # bytes of sha256 a table: an edited intent is told from one left alone with 2**-128 odds
+
+
 def document_digest(doc: dict) -> str | None:
     """A digest of a parsed document: the same for two texts that read as the same document (a comment, blank
     lines, spacing or quoting changed), another where a key, a value or their order differs. None where a value
-    has no marshal form (a date or a time): such a file is then compared by its bytes alone.
+    has no marshal form (a date or a time): such a file is then compared by its bytes alone."""
+    digests = document_digests(doc)
+    return digests[0] if digests is not None else None
+
+
+def document_digests(doc: dict) -> tuple[str, str, bytes] | None:
+    """(document_digest, the digest of everything but the intents' tables' contents (their names and order
+    included), each intent table's digest in the document's order (TABLE_DIGEST bytes each)): two documents
+    with the same second digest differ only inside the tables whose digests differ (compiled._recompiled). None where a
+    value has no marshal form.
 
     Marshal's version 2 writes neither back-references nor which strings are interned (version 3 writes both,
     which follow from the objects, not their values), so the bytes follow from the values alone; and they read
     back as the values they were made from, so two documents with the same bytes are the same document. Each
     intent's table is encoded on its own, so no copy of the whole document is made (~22 MB at 100,000 steps)."""
-    h = hashlib.sha256()
+    rest, tables = hashlib.sha256(), []
+    sha256, dumps = hashlib.sha256, marshal.dumps
     try:
         for key, value in doc.items():
             if key == "intent" and isinstance(value, dict):
                 # three fields, where every other entry has two: no document whose `intent` is not a table of
-                # tables hashes the same (its count then says where the tables end)
-                h.update(marshal.dumps(("intent", None, len(value)), 2))
+                # tables hashes the same (its count then says where the names end)
+                rest.update(dumps(("intent", None, len(value)), 2))
                 for name, table in value.items():
-                    h.update(marshal.dumps((name, table), 2))
+                    rest.update(dumps(name, 2))
+                    tables.append(sha256(dumps((name, table), 2)).digest()[:TABLE_DIGEST])
             else:
-                h.update(marshal.dumps((key, value), 2))
+                rest.update(dumps((key, value), 2))
     except ValueError:  # "unmarshallable object": a TOML date, time or datetime
         return None
-    return h.hexdigest()
+    rest_digest, joined = rest.hexdigest(), b"".join(tables)
+    return sha256(rest_digest.encode() + joined).hexdigest(), rest_digest, joined

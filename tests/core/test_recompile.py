@@ -1,0 +1,253 @@
+"""An edit of some intents' tables is compiled by making only those steps' records again (compiled._recompiled):
+on random projects and random sequences of edits, what it gives is what a full compile of the same files gives,
+record by record and field by field; and edits that change the graph, or that a full load refuses, are left to
+the full compile, which says what it always says."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from runner import load
+from runner.compiled import _COLUMNS, compile_spec, load_compiled
+from runner.errors import SpecError
+
+# edits that keep what other intents and the graph read of a step: compiled by the splice
+SPLICED = ("run", "description", "env-literal", "timeout", "goal", "facts", "comment")
+# edits that change the graph, a field other steps' checks read, or the variables a step reads; or are refused
+FULL = ("deps", "inputs", "outputs", "env-variable", "policy", "verify", "invalid")
+
+
+@st.composite
+def _projects(draw) -> dict[str, dict]:
+    """Intent tables by name: shell steps with deps among the earlier ones, then an agent step over them."""
+    steps: dict[str, dict] = {}
+    for i in range(draw(st.integers(1, 8))):
+        name = f"s{i:02d}"
+        deps = draw(st.lists(st.sampled_from(sorted(steps)), unique=True, max_size=2)) if steps else []
+        steps[name] = {
+            "run": f"echo {i} > out/{name}.txt",
+            "inputs": [f"src/f{draw(st.integers(0, 4))}.txt"],
+            "outputs": [f"out/{name}.txt"],
+            "deps": deps,
+        }
+    steps["agent"] = {
+        "goal": "write the tests",
+        "facts": ["stdlib only"],
+        "inputs": ["src/f0.txt"],
+        "outputs": ["tests/test_f.py"],
+        "prompt": "write-tests",
+        "adapter": "python",
+        "verify": ["test"],
+        "deps": [draw(st.sampled_from(sorted(steps)))],
+    }
+    return steps
+
+
+def _text(steps: dict[str, dict], comments: int) -> str:
+    head = '[project]\nname = "p"\n\n[policy.default]\nscope = ["tests/**"]\n\n[policy.strict]\nscope = []\n\n'
+    tables = []
+    for k, (name, table) in enumerate(steps.items()):
+        lines = [f"[intent.{name}]"] + [f"{key} = {json.dumps(value)}" for key, value in table.items()]
+        if k < comments:
+            lines.insert(1, f"# a comment, {comments}")
+        tables.append("\n".join(lines) + "\n")
+    return head + "\n".join(tables)
+
+
+def _edit(steps: dict[str, dict], kind: str, name: str, n: int) -> None:
+    table = steps[name]
+    agent = "goal" in table
+    if kind == "run":
+        table["goal" if agent else "run"] = f"echo edited {n}"
+    elif kind == "description":
+        table["description"] = f"edited {n}"
+    elif kind == "env-literal":
+        table["env"] = {"X": f"value {n}"}
+    elif kind == "env-variable":
+        table["env"] = {"X": "$HOME" if table.get("env", {}).get("X") != "$HOME" else "$PATH"}
+    elif kind == "timeout":
+        table["timeout"] = n + 1
+    elif kind == "goal":
+        if agent:
+            table["goal"] = f"write the tests, take {n}"
+    elif kind == "facts":
+        if agent:
+            table["facts"] = [f"fact {n}"]
+    elif kind == "deps":
+        earlier = [other for other in steps if other < name and other not in table["deps"]]
+        table["deps"] = table["deps"][1:] if table["deps"] else earlier[:1]
+    elif kind == "inputs":
+        table["inputs"] = table["inputs"] + [f"src/extra{n}.txt"]
+    elif kind == "outputs":
+        table["outputs"] = table["outputs"] + [f"out/extra{n}.txt"]
+    elif kind == "policy":
+        if agent:
+            table["policy"] = "strict" if table.get("policy") != "strict" else "default"
+    elif kind == "verify":
+        if agent:
+            table["verify"] = [] if table["verify"] == ["test"] else ["test"]
+    elif kind == "invalid":
+        table["timeout"] = "soon"
+
+
+def _as_full_compile_made_it(compiled, root) -> None:
+    """Every field of `compiled` (as load_compiled gave it) is what a full compile of the files now makes."""
+    reference, _sources = compile_spec(load.load_spec(root))
+    assert compiled.order == reference.order
+    assert compiled.sources == reference.sources
+    for name in reference.order:
+        assert tuple(compiled.spec.intents[name]) == tuple(reference.spec.intents[name]), name
+        for column in _COLUMNS:
+            assert getattr(compiled, column)[name] == getattr(reference, column)[name], (column, name)
+    assert list(compiled.declared_by) == list(reference.declared_by)
+    assert {p: tuple(n) for p, n in compiled.declared_by.items()} == dict(reference.declared_by)
+    for field in ("agents", "aggregates", "unprovable", "produced", "env_names", "fingerprints", "graph"):
+        assert getattr(compiled, field) == getattr(reference, field), field
+    assert list(compiled.gates.items()) == list(reference.gates.items())
+    # the bytes each spec file holds now (where a comment kept the compilation, its header keeps the bytes it
+    # was compiled from: compiled._reused)
+    assert compiled.spec_read == dict(reference.spec.read)
+    assert compiled.spec._replace(intents={}, read=(), parsed=()) == reference.spec._replace(
+        intents={}, read=(), parsed=()
+    )
+
+
+@pytest.fixture
+def loads(monkeypatch) -> list[int]:
+    """How many full loads of the spec have run (load_spec, watched as it runs)."""
+    calls = [0]
+    real = load.load_spec
+
+    def counted(*args, **kwargs):
+        calls[0] += 1
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(load, "load_spec", counted)
+    return calls
+
+
+@pytest.fixture(scope="module")
+def aged_root(tmp_path_factory):
+    """A project folder older than the racy window: an adapter step's compile watches the folder itself (what
+    detection looked at), and a folder changed within the window is too fresh to vouch for (compiled._racy), so
+    the edit after it would be compiled in full. Every example reuses it (a file rewritten in place leaves it)."""
+    import time
+
+    root = tmp_path_factory.mktemp("recompile")
+    (root / ".runner").mkdir()
+    (root / "intents.toml").write_text("")
+    time.sleep(1.1)  # freshness.RACY_NS
+    return root
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    steps=_projects(),
+    edits=st.lists(
+        st.tuples(
+            # half the edits of kinds all spliced, so that sequences of splices are met too
+            st.lists(st.sampled_from(SPLICED), min_size=1, max_size=3)
+            | st.lists(st.sampled_from(SPLICED + FULL), min_size=1, max_size=3),
+            st.integers(0, 100),
+        ),
+        min_size=1,
+        max_size=6,
+    ),
+)
+def test_an_edit_compiles_to_what_a_full_compile_makes(aged_root, steps, edits):
+    root = aged_root
+    for kept in (root / ".runner").iterdir():  # another example's
+        kept.unlink()
+    spec_file = root / "intents.toml"
+    spec_file.write_text(_text(steps, 0))
+    load_compiled(root)
+    for n, (kinds, pick) in enumerate(edits, start=1):
+        names = sorted(steps)
+        before = json.dumps(steps)
+        for k, kind in enumerate(kinds):
+            _edit(steps, kind, names[(pick + k) % len(names)], n)
+        spec_file.write_text(_text(steps, n % 3 if "comment" in kinds else 0))
+        try:
+            compiled = load_compiled(root)
+        except SpecError:
+            with pytest.raises(SpecError):
+                load.load_spec(root)
+            steps.clear()
+            steps.update(json.loads(before))  # the project as it was, for the next edit
+            spec_file.write_text(_text(steps, 0))
+            load_compiled(root)
+            continue
+        _as_full_compile_made_it(compiled, root)
+        # and as the next run reads it back from its file
+        _as_full_compile_made_it(load_compiled(root), root)
+
+
+def _project(root, steps) -> None:
+    (root / ".runner").mkdir()
+    (root / "intents.toml").write_text(_text(steps, 0))
+
+
+STEPS = {
+    "a": {"run": "echo a > out/a.txt", "inputs": ["src/a.txt"], "outputs": ["out/a.txt"], "deps": []},
+    "b": {"run": "echo b > out/b.txt", "inputs": ["out/a.txt"], "outputs": ["out/b.txt"], "deps": ["a"]},
+}
+
+
+def test_a_commands_edit_is_not_a_full_load(tmp_path, loads):
+    steps = json.loads(json.dumps(STEPS))
+    _project(tmp_path, steps)
+    first = load_compiled(tmp_path)
+    assert loads[0] == 1
+    steps["b"]["run"] = "echo B > out/b.txt"
+    (tmp_path / "intents.toml").write_text(_text(steps, 0))
+    edited = load_compiled(tmp_path)
+    assert loads[0] == 1  # spliced: no full load
+    assert edited.spec.intents["b"].run == "echo B > out/b.txt"
+    assert edited.static["b"] != first.static["b"] and edited.static["a"] == first.static["a"]
+    assert edited.previous == (first.token, first.fingerprints)
+    _as_full_compile_made_it(edited, tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("deps", []), ("inputs", ["src/a.txt"]), ("outputs", ["out/b.txt", "out/c.txt"])],
+)
+def test_an_edit_of_the_graph_is_a_full_compile(tmp_path, loads, field, value):
+    steps = json.loads(json.dumps(STEPS))
+    _project(tmp_path, steps)
+    load_compiled(tmp_path)
+    steps["b"][field] = value
+    (tmp_path / "intents.toml").write_text(_text(steps, 0))
+    edited = load_compiled(tmp_path)
+    assert loads[0] == 2
+    _as_full_compile_made_it(edited, tmp_path)
+
+
+def test_a_refused_edit_is_told_as_a_full_load_tells_it(tmp_path, loads):
+    steps = json.loads(json.dumps(STEPS))
+    _project(tmp_path, steps)
+    load_compiled(tmp_path)
+    steps["b"]["timeout"] = "soon"
+    (tmp_path / "intents.toml").write_text(_text(steps, 0))
+    with pytest.raises(SpecError) as refused:
+        load_compiled(tmp_path)
+    assert loads[0] == 2
+    assert [str(p) for p in refused.value.problems] == [
+        str(p) for p in pytest.raises(SpecError, load.load_spec, tmp_path).value.problems
+    ]
+
+
+def test_another_files_edit_beside_it_is_a_full_compile(tmp_path, loads):
+    steps = json.loads(json.dumps(STEPS))
+    _project(tmp_path, steps)
+    (tmp_path / "prompts").mkdir()
+    load_compiled(tmp_path)
+    (tmp_path / "prompts" / "new.md").write_text("a prompt\n")  # the prompts folder changed too
+    steps["b"]["run"] = "echo B > out/b.txt"
+    (tmp_path / "intents.toml").write_text(_text(steps, 0))
+    load_compiled(tmp_path)
+    assert loads[0] == 2
