@@ -39,6 +39,7 @@ SCENARIOS = [
     "edit",
     "noop_after_edit",
     "spec_edit",
+    "command_edit",
 ]
 ALL_TOOLS = ["runner", "make", "ninja", "doit", "snakemake"]
 
@@ -305,11 +306,15 @@ class Bench:
         # no-op (the steady state); "noop_after_edit" is the first no-op after the build that followed an edit;
         # "spec_edit" follows a comment appended to the build file (intents.toml, the Makefile, ...): what the
         # tool pays to read its changed description when no step's command changed (the next rep's "noop"
-        # follows it, so the comment stays and the file grows by a line a repetition)
+        # follows it, so the comment stays and the file grows by a line a repetition); "command_edit" follows
+        # the edit leaf's command respelled in the build file (an extra space, then back), in the tools whose build
+        # file spells each step's command (runner, make; make does not notice a changed recipe and runs nothing)
         for rep in range(a.reps):
-            for scenario in ("noop", "touch", "edit", "noop_after_edit", "spec_edit"):
+            for scenario in ("noop", "touch", "edit", "noop_after_edit", "spec_edit", "command_edit"):
                 for t in rotated(rep):
                     if rep >= reps_for(t, a.reps, a.slow_reps):
+                        continue
+                    if scenario == "command_edit" and not _respelled(dirs[t] / TOOLS[t].build_file, dag.edit_source):
                         continue
                     d, src = dirs[t], dirs[t] / dag.edit_source
                     if scenario == "touch":
@@ -336,6 +341,21 @@ class Bench:
             "slow_tools_limited": sorted(set(a.slow_tools) & set(tools)) if slow else [],
             "reused_work": reuse,
         }
+
+
+def _respelled(build_file: Path, source: str) -> bool:
+    """The command that reads `source` spelled with an extra space, or back without it; False where the build
+    file does not spell that command (ninja's rule, doit's and Snakemake's templates)."""
+    text = build_file.read_text()
+    one, two = f"md5sum {source} ", f"md5sum  {source} "
+    if two in text:
+        text = text.replace(two, one, 1)
+    elif one in text:
+        text = text.replace(one, two, 1)
+    else:
+        return False
+    build_file.write_text(text)
+    return True
 
 
 def _tree_digest(d: Path) -> str:
@@ -458,6 +478,7 @@ def _label(scenario: str) -> str:
         "edit": "edit",
         "noop_after_edit": "first no-op after edit",
         "spec_edit": "a comment in the build file",
+        "command_edit": "a step's command respelled",
     }[scenario]
 
 
