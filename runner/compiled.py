@@ -599,8 +599,8 @@ def load_compiled(root: Path, use_cache: bool = True, spec_file: str = "intents.
     cache_file = layout.spec_cache_of(spec_file)
     previous = None
     documents: dict = {}  # spec files parsed already (_same_document), for load_spec
-    stale: tuple[Compiled, tuple, list, int] | None = None  # the compilation replaced, its fingerprint, stats
-    # now, when the check began
+    # the compilation an edit replaces, its fingerprint, the stats now and when their check began (_recompiled)
+    stale: tuple[Compiled, tuple, list, int] | None = None
     if use_cache:
         try:
             with open(cache_file, "rb") as f:
