@@ -40,6 +40,27 @@ def test_a_packed_table_answers_as_the_dict_it_was_packed_from(table, asked, ind
     assert list(packed) == keys and len(packed) == len(table)
 
 
+@settings(max_examples=200, deadline=None)
+@given(
+    table=st.dictionaries(NAMES, st.integers() | st.text(max_size=40), min_size=1, max_size=30),
+    data=st.data(),
+    sorted_keys=st.booleans(),
+)
+def test_a_packed_table_with_values_replaced_answers_as_the_dict_with_them(table, data, sorted_keys):
+    """PackedTable.replaced (an edit of some intents, compiled._recompiled): the others' bytes copied, the new
+    values encoded, each key answering with its value, whatever the lengths of the old and new bytes."""
+    keys = sorted(table) if sorted_keys else list(table)
+    pieces, ends = PackedTable.pack(lambda: map(table.__getitem__, keys))
+    by_key = b"" if sorted_keys else PackedTable.sorted_positions(keys)
+    packed = PackedTable(keys, b"".join(pieces), ends, by_key=by_key, sorted_keys=sorted_keys)
+    new = data.draw(st.dictionaries(st.sampled_from(keys), st.integers() | st.text(max_size=40)))
+    replaced = packed.replaced(new)
+    assert {key: replaced[key] for key in keys} == table | new
+    assert list(replaced) == keys
+    blob, ends = replaced.raw()
+    assert blob == b"".join(PackedTable.pack(lambda: map((table | new).__getitem__, keys))[0])
+
+
 @st.composite
 def _graphs(draw) -> list[tuple[str, list[str], list[str], list[str]]]:
     """Steps (name, deps among the earlier ones, inputs, outputs), paths shared between steps."""
