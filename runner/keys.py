@@ -11,7 +11,6 @@ from array import array
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping, Sequence
 from itertools import accumulate
-from typing import Any
 
 
 def _unencodable(value):
@@ -350,7 +349,7 @@ class PackedTable(Mapping):
         """(the blob, ends): what `pack` made of these values, for writing them out again as they are."""
         return self._blob, self._ends.tobytes()
 
-    def replaced(self, values: Mapping[str, Any]) -> PackedTable:
+    def replaced(self, values: Mapping[str, tuple]) -> PackedTable:
         """This table with the values of some keys replaced (`values`, each key in the table), every other
         value's bytes copied as they are, not decoded and encoded again."""
         blob, old_ends = self._blob, self._ends
