@@ -273,6 +273,6 @@ class Spec(NamedTuple):
     # (path, sha256 of its bytes as read) for each file the loader read itself: a compiled spec whose files
     # only had their stats moved (a touch, a checkout putting the same bytes back) is reused by content
     read: tuple[tuple[str, str], ...] = ()
-    # (path, digest of the document read, toml_read.document_digest) for the same files: one whose bytes changed
+    # (path, digest of the document read, toml_read.document_digests) for the same files: one whose bytes changed
     # but that reads as the same document (a comment, a blank line) keeps the compiled spec too
     parsed: tuple[tuple[str, str | None], ...] = ()

@@ -101,19 +101,13 @@ def _in_pieces(text: str, piece: int) -> dict | None:
 TABLE_DIGEST = 16  # bytes of sha256 a table: an edited intent is told from one left alone with 2**-128 odds
 
 
-def document_digest(doc: dict) -> str | None:
-    """A digest of a parsed document: the same for two texts that read as the same document (a comment, blank
-    lines, spacing or quoting changed), another where a key, a value or their order differs. None where a value
-    has no marshal form (a date or a time): such a file is then compared by its bytes alone."""
-    digests = document_digests(doc)
-    return digests[0] if digests is not None else None
-
-
 def document_digests(doc: dict) -> tuple[str, str, bytes] | None:
-    """(document_digest, the digest of everything but the intents' tables' contents (their names and order
-    included), each intent table's digest in the document's order (TABLE_DIGEST bytes each)): two documents
-    with the same second digest differ only inside the tables whose digests differ (compiled._recompiled). None where a
-    value has no marshal form.
+    """(the document's digest, the digest of everything but the intents' tables' contents (their names and order
+    included), each intent table's digest in the document's order (TABLE_DIGEST bytes each)). The first is the
+    same for two texts that read as the same document (a comment, blank lines, spacing or quoting changed), another
+    where a key, a value or their order differs; two documents with the same second digest differ only inside the
+    tables whose digests differ (compiled._recompiled). None where a value has no marshal form (a date or a time):
+    such a file is then compared by its bytes alone.
 
     Marshal's version 2 writes neither back-references nor which strings are interned (version 3 writes both,
     which follow from the objects, not their values), so the bytes follow from the values alone; and they read

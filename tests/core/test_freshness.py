@@ -617,7 +617,7 @@ def test_a_touch_of_intents_toml_keeps_its_compilation_and_decides_nothing(chain
 
 def test_a_comment_in_intents_toml_keeps_its_compilation_and_decides_nothing(chain):
     """Other bytes that read as the same document (a comment, blank lines): the full pipeline finds the compilation
-    by the document's digest (compiled._unchanged, toml_read.document_digest) instead of making it again (~8 s
+    by the document's digest (compiled._unchanged, toml_read.document_digests) instead of making it again (~8 s
     at 100,000 steps), the last proof stands for every step, and the next run's fast no-op proves the new bytes.
     A value edited among the comments is compiled, and its step runs."""
     spec = chain.read("intents.toml")

@@ -17,8 +17,9 @@ from runner.errors import SpecError
 
 # edits that keep what other intents and the graph read of a step: compiled by the splice
 SPLICED = ("run", "description", "env-literal", "timeout", "goal", "facts", "comment")
-# edits that change the graph, a field other steps' checks read, or the variables a step reads; or are refused
-FULL = ("deps", "inputs", "outputs", "env-variable", "policy", "verify", "invalid")
+# edits that change the graph, a field other steps' checks read, the variables a step reads, an intent's name or
+# a table that is no intent's (a policy's scope); or are refused
+FULL = ("deps", "inputs", "outputs", "env-variable", "policy", "verify", "rename", "scope", "invalid")
 
 
 @st.composite
@@ -47,8 +48,8 @@ def _projects(draw) -> dict[str, dict]:
     return steps
 
 
-def _text(steps: dict[str, dict], comments: int) -> str:
-    head = '[project]\nname = "p"\n\n[policy.default]\nscope = ["tests/**"]\n\n[policy.strict]\nscope = []\n\n'
+def _text(steps: dict[str, dict], comments: int, scope: int = 0) -> str:
+    head = f'[project]\nname = "p"\n\n[policy.default]\nscope = ["tests{scope}/**"]\n\n[policy.strict]\nscope = []\n\n'
     tables = []
     for k, (name, table) in enumerate(steps.items()):
         lines = [f"[intent.{name}]"] + [f"{key} = {json.dumps(value)}" for key, value in table.items()]
@@ -59,7 +60,9 @@ def _text(steps: dict[str, dict], comments: int) -> str:
 
 
 def _edit(steps: dict[str, dict], kind: str, name: str, n: int) -> None:
-    table = steps[name]
+    table = steps.get(name)
+    if table is None:  # renamed by an earlier edit of the same round
+        return
     agent = "goal" in table
     if kind == "run":
         table["goal" if agent else "run"] = f"echo edited {n}"
@@ -90,6 +93,10 @@ def _edit(steps: dict[str, dict], kind: str, name: str, n: int) -> None:
     elif kind == "verify":
         if agent:
             table["verify"] = [] if table["verify"] == ["test"] else ["test"]
+    elif kind == "rename":  # in its place: the same count of intents, in the same order but for its name
+        renamed = {(f"{other}r" if other == name else other): value for other, value in steps.items()}
+        steps.clear()
+        steps.update(renamed)
     elif kind == "invalid":
         table["timeout"] = "soon"
 
@@ -165,12 +172,14 @@ def test_an_edit_compiles_to_what_a_full_compile_makes(aged_root, steps, edits):
     spec_file = root / "intents.toml"
     spec_file.write_text(_text(steps, 0))
     load_compiled(root)
+    scope = 0  # the edits of [policy.default]'s scope so far
     for n, (kinds, pick) in enumerate(edits, start=1):
         names = sorted(steps)
         before = json.dumps(steps)
         for k, kind in enumerate(kinds):
             _edit(steps, kind, names[(pick + k) % len(names)], n)
-        spec_file.write_text(_text(steps, n % 3 if "comment" in kinds else 0))
+        scope += kinds.count("scope")
+        spec_file.write_text(_text(steps, n % 3 if "comment" in kinds else 0, scope))
         try:
             compiled = load_compiled(root)
         except SpecError:
@@ -178,7 +187,7 @@ def test_an_edit_compiles_to_what_a_full_compile_makes(aged_root, steps, edits):
                 load.load_spec(root)
             steps.clear()
             steps.update(json.loads(before))  # the project as it was, for the next edit
-            spec_file.write_text(_text(steps, 0))
+            spec_file.write_text(_text(steps, 0, scope))
             load_compiled(root)
             continue
         _as_full_compile_made_it(compiled, root)
