@@ -1,6 +1,8 @@
 """Session-wide: a dummy API key in the environment of every test, and a check at the end that nothing the tests
 wrote (run records, recordings, logs, Codex homes, temp projects) contains it; moto's S3 server, one real
-process on 127.0.0.1 for the session, a fresh bucket per test (the shared cache's and the hermetic executor's)."""
+process on 127.0.0.1 for the session, a fresh bucket per test (the shared cache's and the hermetic executor's);
+the racy window shortened for this process and every runner it starts (tests/racy.py), `real_racy_window` for
+a test about the rule itself."""
 
 from __future__ import annotations
 
@@ -19,6 +21,10 @@ from hypothesis import HealthCheck, settings
 # tests/ on sys.path whatever pytest's import mode
 if str(Path(__file__).parent) not in sys.path:
     sys.path.insert(0, str(Path(__file__).parent))
+
+import racy  # noqa: E402 - after the path above
+
+from runner import freshness  # noqa: E402
 
 # The differential test (tests/core/test_differential.py) and other explorations: a fixed seed and a bounded
 # count in CI; `--hypothesis-profile=long` explores further. No examples database in the repository.
@@ -39,6 +45,15 @@ def pytest_configure(config: pytest.Config) -> None:
     # set before any test: every runner, worker and fake started by a test inherits it
     os.environ["OPENAI_API_KEY"] = SESSION_KEY
     os.environ["CODEX_API_KEY"] = SESSION_KEY
+    racy.shorten()
+
+
+@pytest.fixture
+def real_racy_window(monkeypatch) -> None:
+    """The racy window a user's runner has (git's second), for this test's runners and its in-process ones: for a
+    test about the racy rule itself, which needs a change to stay inside the window while a runner starts."""
+    monkeypatch.delenv(racy.RACY_WINDOW, raising=False)
+    monkeypatch.setattr(freshness, "RACY_NS", racy.DEFAULT_NS)
 
 
 def _files_with(root: Path, needle: bytes) -> list[str]:

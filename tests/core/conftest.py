@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import racy
 from click.testing import CliRunner
 
 from runner.cli import cli
-from runner.freshness import RACY_NS
 
 
 @dataclass
@@ -60,12 +60,13 @@ class Project:
     def age_all(self, seconds: float = 5.0) -> None:
         """Push every project file's mtime into the past, as if edited long ago. Setting an mtime moves the
         file's ctime to now, and the racy rule (runner.freshness.vouches) trusts no stat of a file changed
-        within a second: wait that second out, so the stats vouch for the bytes."""
+        within the racy window: wait it out (the tests' shortened window, tests/racy.py), so the stats vouch for
+        the bytes."""
         t = time.time() - seconds
         for path in self.root.rglob("*"):
             if ".runner" not in path.parts and path.is_file():
                 os.utime(path, (t, t))
-        time.sleep(RACY_NS / 1e9 + 0.05)
+        racy.wait_out()
 
     def run(self, *args: str, timeout: float = 120, env: dict | None = None) -> Result:
         """The real thing: `python -m runner ARGS` in the project folder."""
