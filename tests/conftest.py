@@ -23,6 +23,7 @@ if str(Path(__file__).parent) not in sys.path:
     sys.path.insert(0, str(Path(__file__).parent))
 
 import racy  # noqa: E402 - after the path above
+import runner_cli  # noqa: E402 - after the path above
 
 from runner import freshness  # noqa: E402
 
@@ -46,6 +47,8 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ["OPENAI_API_KEY"] = SESSION_KEY
     os.environ["CODEX_API_KEY"] = SESSION_KEY
     racy.shorten()
+    if hasattr(config, "workerinput") or config.getoption("dist", "no") == "no":  # not xdist's controller
+        runner_cli.start()  # before any test: the runners the helpers start are copies of a process no test touched
 
 
 @pytest.fixture

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import textwrap
 import time
 from dataclasses import dataclass
@@ -13,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import racy
+import runner_cli
 from click.testing import CliRunner
 
 from runner.cli import cli
@@ -69,16 +68,8 @@ class Project:
         racy.wait_out()
 
     def run(self, *args: str, timeout: float = 120, env: dict | None = None) -> Result:
-        """The real thing: `python -m runner ARGS` in the project folder."""
-        full_env = dict(os.environ, **(env or {}))
-        proc = subprocess.run(
-            [sys.executable, "-m", "runner", *args],
-            cwd=self.root,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            env=full_env,
-        )
+        """`python -m runner ARGS` in the project folder (tests/runner_cli.py: a forked copy of this process)."""
+        proc = runner_cli.run(args, self.root, dict(os.environ, **(env or {})), timeout)
         return Result(proc.returncode, proc.stdout, proc.stderr)
 
     def cli(self, *args: str) -> Result:
