@@ -47,8 +47,23 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ["OPENAI_API_KEY"] = SESSION_KEY
     os.environ["CODEX_API_KEY"] = SESSION_KEY
     racy.shorten()
-    if hasattr(config, "workerinput") or config.getoption("dist", "no") == "no":  # not xdist's controller
-        runner_cli.start()  # before any test: the runners the helpers start are copies of a process no test touched
+    if hasattr(config, "workerinput") or config.getoption("dist", "no") == "no":  # a process that runs tests
+        # a project's own pytest (an agent step's verify, an adapter's test command) runs without this suite's
+        # plugins (xdist, hypothesis, syrupy, timeout): loading them was ~1 s of each such run's ~1.3 s. Not set in
+        # xdist's controller, whose workers must load them
+        os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+        if not config.option.collectonly:
+            runner_cli.start()  # before any test: the runners the helpers start are copies of a process no test touched
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The `slow` tests (the interrupt and kill tortures, the differential test, the killed Dask workers) run in a
+    lane of their own: one xdist worker runs them one at a time (the suite's addopts: `--dist loadgroup`), from the
+    start (they come first), while the other workers share the rest. No two of them time signals at once."""
+    slow = [item for item in items if item.get_closest_marker("slow")]
+    for item in slow:
+        item.add_marker(pytest.mark.xdist_group("slow"))
+    items[:] = slow + [item for item in items if not item.get_closest_marker("slow")]
 
 
 @pytest.fixture
@@ -71,6 +86,8 @@ def _files_with(root: Path, needle: bytes) -> list[str]:
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if hasattr(session.config, "workerinput"):
+        return  # an xdist worker: its temp folder is inside the controller's, which looks at them all once
     factory = getattr(session.config, "_tmp_path_factory", None)
     roots = [Path(__file__).resolve().parents[1] / "examples"]
     if factory is not None and getattr(factory, "_basetemp", None) is not None:

@@ -4,19 +4,20 @@ from a copy of the test process made before any test ran, with the argv, folder,
 streams a fresh process would have.
 
 The copy (the "zygote", as Android starts its apps) is forked once per test process (`start`, from
-tests/conftest.py's pytest_configure); it forgets every runner module and imports them anew, closes every file
-the test process had open, takes the signal handlers, warning filters and hooks an interpreter starts with, and
-then only forks, one process a call. So each runner starts from runner's state as imported, whatever the tests
-did in-process before (module caches, the proof a failed no-op hands the pipeline, the run's mask, handlers, the
-folder it changed to), in a process with one thread and no file but its standard streams, as a fresh one. It is
-a real process: its own pid, children and process-group membership, pipes at the file-descriptor level for stdout
-and stderr (what steps and `os.write` print is captured too), /dev/null or the given bytes on stdin, its exit code
-from `waitpid`, SIGKILL on a timeout or when the test is interrupted.
+tests/conftest.py's pytest_configure). It closes every file the test process had open and takes the signal
+handlers, warning filters and hooks an interpreter starts with; at its first call it forgets every runner module
+and imports them anew; then it only forks, one process a call. So each runner starts from runner's state as
+imported, whatever the tests did in-process (module caches, the proof a failed no-op hands the pipeline, the
+run's mask, handlers, the folder it changed to), in a process with one thread and no file but its standard
+streams, as a fresh one. It is a real process: its own pid, children and process-group membership, pipes at the
+file-descriptor level for stdout and stderr (what steps and `os.write` print is captured too), /dev/null or the
+given bytes on stdin, its exit code from `waitpid`, SIGKILL on a timeout or when the test is interrupted.
 
 What it cannot give is a fresh interpreter: the tests that fence the no-op's imports, time the start or run
 `python -X ...` start real processes, and a call whose environment would start an interpreter otherwise (a
-PYTHON*, LANG or LC_* variable unlike this process's) gets one here. `RUNNER_TESTS_SUBPROCESS=1` gives every call
-a real `python -m runner` (to check the suite's results without this helper).
+PYTHON*, LANG or LC_* variable unlike this process's, but for PYTHONUNBUFFERED and PYTHONDONTWRITEBYTECODE, which
+the forked runner takes as an interpreter would) gets one here. `RUNNER_TESTS_SUBPROCESS=1` gives every call a
+real `python -m runner` (to check the suite's results without this helper).
 """
 
 from __future__ import annotations
@@ -43,8 +44,10 @@ from pathlib import Path
 
 RUNNER_MAIN = str(Path(__file__).resolve().parents[1] / "runner" / "__main__.py")
 SUBPROCESS = os.environ.get("RUNNER_TESTS_SUBPROCESS", "") not in ("", "0")
-# the variables that change how an interpreter starts: a call that sets them otherwise gets a real one
+# the variables that change how an interpreter starts: a call that sets them otherwise gets a real one, but for
+# the two the forked runner takes as an interpreter would (its streams unbuffered, no bytecode written)
 _STARTUP = ("PYTHON", "LANG", "LC_")
+_TAKEN = ("PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE")
 ENCODING = locale.getpreferredencoding(False)  # what a fresh interpreter's standard streams and subprocess's text use
 _DEFAULT_FILTERS = [  # CPython's, for a release build without -W or -X dev (lowest priority first)
     ("ignore", ResourceWarning),
@@ -146,7 +149,7 @@ def _subprocess(argv, cwd, env, timeout, input) -> subprocess.CompletedProcess:
 
 
 def _starts_differently(env: Mapping[str, str]) -> bool:
-    names = {k for k in (*env, *os.environ) if k.startswith(_STARTUP)}
+    names = {k for k in (*env, *os.environ) if k.startswith(_STARTUP) and k not in _TAKEN}
     return any(env.get(k) != os.environ.get(k) for k in names)
 
 
@@ -229,15 +232,7 @@ def _zygote(control: socket.socket, fresh_path: list[str]) -> None:
     os.closerange(control.fileno() + 1, os.sysconf("SC_OPEN_MAX"))
     _fresh_interpreter()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C is the test process's to act on; runners get theirs
-    for name in [n for n in sys.modules if n == "runner" or n.startswith("runner.")]:
-        del sys.modules[name]  # runner's state as imported, whatever the test process did with it
-    import runner
-
-    for module in pkgutil.walk_packages(runner.__path__, "runner."):
-        try:
-            importlib.import_module(module.name)
-        except Exception:  # noqa: BLE001 - a runner that imports it fails the same way, and says so
-            pass
+    imported = False
     waiting: dict[int, tuple[int, socket.socket]] = {}  # pidfd -> (pid, the caller's line)
     with selectors.DefaultSelector() as selector:
         selector.register(control, selectors.EVENT_READ)
@@ -247,6 +242,9 @@ def _zygote(control: socket.socket, fresh_path: list[str]) -> None:
                     message, fds, _, _ = socket.recv_fds(control, 16, 4)
                     if not message:
                         return  # the test process is gone
+                    if not imported:  # at the first call: a test process that starts no runner pays nothing
+                        _import_runner()
+                        imported = True
                     pidfd, pid, line = _fork_runner(control, selector, fds, fresh_path)
                     if pidfd is not None:
                         waiting[pidfd] = (pid, line)
@@ -261,6 +259,20 @@ def _zygote(control: socket.socket, fresh_path: list[str]) -> None:
                     except OSError:
                         pass  # the caller gave up on it (a timeout, an interrupted test)
                     line.close()
+
+
+def _import_runner() -> None:
+    """Every runner module imported anew (~1 s, once): runner's state as imported, whatever the test process did
+    with it before the zygote was made, and nothing for a runner to import again."""
+    for name in [n for n in sys.modules if n == "runner" or n.startswith("runner.")]:
+        del sys.modules[name]
+    import runner
+
+    for module in pkgutil.walk_packages(runner.__path__, "runner."):
+        try:
+            importlib.import_module(module.name)
+        except Exception:  # noqa: BLE001 - a runner that imports it fails the same way, and says so
+            pass
 
 
 def _fork_runner(control, selector, fds, fresh_path):
@@ -301,11 +313,10 @@ def _runner(args: list[str], cwd: str, env: dict[str, str], stdio: list[int], fr
         os.environ.update(env)
         sys.path[:] = [os.getcwd(), *fresh_path]
         sys.argv = [RUNNER_MAIN, *args]
+        sys.dont_write_bytecode = bool(env.get("PYTHONDONTWRITEBYTECODE"))
         sys.stdin = io.TextIOWrapper(io.BufferedReader(io.FileIO(0, "r", closefd=False)), ENCODING)
-        sys.stdout = io.TextIOWrapper(io.BufferedWriter(io.FileIO(1, "w", closefd=False)), ENCODING)
-        sys.stderr = io.TextIOWrapper(
-            io.BufferedWriter(io.FileIO(2, "w", closefd=False)), ENCODING, "backslashreplace", line_buffering=True
-        )
+        sys.stdout = _writer(1, "strict", unbuffered=bool(env.get("PYTHONUNBUFFERED")))
+        sys.stderr = _writer(2, "backslashreplace", unbuffered=bool(env.get("PYTHONUNBUFFERED")))
         from runner.entry import console
 
         console()
@@ -317,6 +328,15 @@ def _runner(args: list[str], cwd: str, env: dict[str, str], stdio: list[int], fr
             code = 1
     finally:
         os._exit(code)
+
+
+def _writer(fd: int, errors: str, unbuffered: bool) -> io.TextIOWrapper:
+    """sys.stdout or sys.stderr on a pipe, as an interpreter makes it: block-buffered (stderr by line), or with
+    PYTHONUNBUFFERED each write goes straight to the pipe (a runner killed mid-run has printed what it printed)."""
+    raw = io.FileIO(fd, "w", closefd=False)
+    if unbuffered:
+        return io.TextIOWrapper(raw, ENCODING, errors, line_buffering=fd == 2, write_through=True)  # type: ignore[type-var]
+    return io.TextIOWrapper(io.BufferedWriter(raw), ENCODING, errors, line_buffering=fd == 2)
 
 
 def _fresh_interpreter() -> None:

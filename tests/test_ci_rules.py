@@ -51,11 +51,25 @@ NEEDS_A_TOOL = {
 
 
 def _pytest(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    full_env = {k: v for k, v in os.environ.items() if k not in ("PYTEST_ADDOPTS", "CI")}
+    full_env = {
+        k: v for k, v in os.environ.items() if k not in ("PYTEST_ADDOPTS", "CI", "PYTEST_DISABLE_PLUGIN_AUTOLOAD")
+    }
     full_env.update(env or {})
     return subprocess.run(
         # its own basetemp: pytest prunes old temp folders, and must not prune this run's
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--basetemp", str(tmp_path / "basetemp"), *args],
+        # one process: the few tests it runs are not worth xdist's workers (the suite's addopts start them)
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "-n",
+            "0",
+            "--basetemp",
+            str(tmp_path / "basetemp"),
+            *args,
+        ],
         cwd=ROOT,
         env=full_env,
         capture_output=True,

@@ -14,6 +14,7 @@ import sys
 import time
 
 import racy
+import runner_cli
 
 from runner.freshness import StatCache, _vouched, stat_of
 
@@ -553,13 +554,7 @@ def test_a_no_op_named_from_another_folder_is_proved_from_the_project(project):
     assert project.make().code == 0
 
     def make_from_parent() -> list[dict]:
-        proc = subprocess.run(
-            [sys.executable, "-m", "runner", "make", "--json", "-C", project.root.name],
-            cwd=project.root.parent,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        proc = runner_cli.run(["make", "--json", "-C", project.root.name], project.root.parent, timeout=120)
         assert proc.returncode == 0, proc.stderr
         return [json.loads(line) for line in proc.stdout.splitlines()]
 
