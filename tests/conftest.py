@@ -39,16 +39,16 @@ settings.register_profile(  # a first look, e.g. while checking that a mutation 
 )
 settings.load_profile("ci")
 
-# one key for the whole session: xdist's workers inherit the controller's environment and take its key, so the
-# controller's look at every worker's files (pytest_sessionfinish) searches for the key they all used
-SESSION_KEY = os.environ.get("RUNNER_TESTS_SESSION_KEY") or "sk-test-session-" + uuid.uuid4().hex
+SESSION_KEY = "sk-test-session-" + uuid.uuid4().hex
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    # set before any test: every runner, worker and fake started by a test inherits it
-    os.environ["OPENAI_API_KEY"] = SESSION_KEY
-    os.environ["CODEX_API_KEY"] = SESSION_KEY
-    os.environ["RUNNER_TESTS_SESSION_KEY"] = SESSION_KEY
+    # set before any test: every runner, worker and fake started by a test inherits it. xdist's workers inherited
+    # the controller's and keep it: the controller's look at every worker's files (pytest_sessionfinish) searches
+    # for the one key they all used
+    if not hasattr(config, "workerinput"):
+        os.environ["OPENAI_API_KEY"] = SESSION_KEY
+        os.environ["CODEX_API_KEY"] = SESSION_KEY
     racy.shorten()
     if hasattr(config, "workerinput") or config.getoption("dist", "no") == "no":  # a process that runs tests
         # a project's own pytest (an agent step's verify, an adapter's test command) runs without this suite's

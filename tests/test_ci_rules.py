@@ -149,7 +149,7 @@ def test_a_test_that_writes_the_session_key_fails_the_session_in_one_process_or_
     session fails, with its workers too (each takes the key of the controller that looks at their files)."""
     (tmp_path / "test_leak.py").write_text(LEAKS)
     env = {k: v for k, v in os.environ.items() if k not in ("PYTEST_ADDOPTS", "PYTEST_DISABLE_PLUGIN_AUTOLOAD")}
-    env = {k: v for k, v in env.items() if k != "RUNNER_TESTS_SESSION_KEY"} | {"PYTHONPATH": str(TESTS)}
+    env |= {"PYTHONPATH": str(TESTS)}
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "conftest", "-n", workers]
         + ["--basetemp", str(tmp_path / "basetemp"), "test_leak.py"],
