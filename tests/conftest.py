@@ -59,14 +59,33 @@ def pytest_configure(config: pytest.Config) -> None:
             runner_cli.start()  # before any test: the runners the helpers start are copies of a process no test touched
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """The `slow` tests (the interrupt and kill tortures, the differential test, the killed Dask workers) run in a
-    lane of their own: one xdist worker runs them one at a time (the suite's addopts: `--dist loadgroup`), from the
-    start (they come first), while the other workers share the rest. No two of them time signals at once."""
-    slow = [item for item in items if item.get_closest_marker("slow")]
-    for item in slow:
-        item.add_marker(pytest.mark.xdist_group("slow"))
-    items[:] = slow + [item for item in items if not item.get_closest_marker("slow")]
+    lane of their own: one xdist worker runs them one at a time (the suite's addopts: `--dist loadgroup`; xdist
+    sends the biggest group first, so they start at once) while the other workers share the rest. No two of them
+    time signals at once, and none waits behind the rest of the suite."""
+    for item in items:
+        if item.get_closest_marker("slow"):
+            item.add_marker(pytest.mark.xdist_group("slow"))
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's, which sends the ids to the controller
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """xdist's workers tell the controller each test's group by a suffix of its id (`...@slow`), which xdist 3.8
+    writes where pytest 9.2 no longer reads it (pytest-dev/pytest-xdist#1386): every group was spread over the
+    workers. Written here where pytest reads it, as xdist's fix does (#1388), until xdist does it itself."""
+    if not (hasattr(session.config, "workerinput") and session.config.getvalue("loadgroup")):
+        return
+    for item in session.items:
+        groups = sorted(
+            {str(m.args[0] if m.args else m.kwargs.get("name", "default")) for m in item.iter_markers("xdist_group")}
+        )
+        suffix = "@" + "_".join(groups)
+        if groups and not item.nodeid.endswith(suffix) and hasattr(item, "_id"):
+            from _pytest.nodeid import NodeId
+
+            item._id = NodeId.parse(item.nodeid + suffix)
 
 
 @pytest.fixture
