@@ -2,7 +2,8 @@
 wrote (run records, recordings, logs, Codex homes, temp projects) contains it; moto's S3 server, one real
 process on 127.0.0.1 for the session, a fresh bucket per test (the shared cache's and the hermetic executor's);
 the racy window shortened for this process and every runner it starts (tests/racy.py), `real_racy_window` for
-a test about the rule itself."""
+a test about the rule itself; the zygote the helpers' runners are forked from (tests/runner_cli.py); the xdist
+lanes (CONTRIBUTING.md, "The tests")."""
 
 from __future__ import annotations
 
