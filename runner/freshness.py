@@ -9,9 +9,9 @@ The rule (`decide`)
     had before the step ran, for as long as it holds what the step produced: a step never chases its own
     tail. A recorded success is the step's last good result (the state index) or any cache record of the
     key. An output that lost its bytes is restored from the blob store; the step runs only if the blob is
-    gone. But an agent step's output a person edited is never written over: it is kept as the step's result
-    (runner/edits.py). An aggregate is up to date when its dependencies are; a step that declares nothing to key on
-    runs every time, like a phony make rule; `-B` runs everything.
+    gone; an agent step's output a person edited is never written over, but kept as its result (edits.py).
+    An aggregate is up to date when its dependencies are; a step that declares nothing to key on runs every
+    time, like a phony make rule; `-B` runs everything.
 
 The shortcuts, each answering as the rule does, and the invariant each rests on
     1. Digests from stats (`StatCache`, as git's index). A file's digest is reused while its stats (size,

@@ -161,6 +161,28 @@ def test_an_edit_while_no_version_exists_is_kept_as_version_1(tmp_path):
     assert qs.run("history", "tests").stdout.splitlines()[1].split()[3] == "edit"
 
 
+def test_an_edit_of_outputs_the_shared_cache_gave_is_kept_as_version_1(tmp_path):
+    """A second clone's agent outputs came from the shared cache (no version here), then were edited: kept, and
+    only here: the shared cache still gives the agent's bytes for the key."""
+    remote = {"RUNNER_REMOTE_CACHE": (tmp_path / "shared").as_uri()}
+    first = Quickstart(tmp_path / "first")
+    assert first.make(**remote)[0].returncode == 0
+    agents = (first.root / "tests/test_calc.py").read_bytes()
+    clone = Quickstart(tmp_path / "clone")
+    result, steps = clone.make(**remote)
+    assert steps["tests"]["status"] == "restored" and steps["tests"]["remote"] is True, result.stdout
+    assert clone.history() == []
+    (clone.root / "tests/test_calc.py").write_bytes(agents + MINE.encode())
+    result, steps = clone.make(**remote)
+    assert (steps["tests"]["status"], steps["tests"]["version"]) == ("kept", 1), result.stdout
+    (one,) = clone.history()
+    assert one["kind"] == "edit" and "edits" not in one
+    third = Quickstart(tmp_path / "third")
+    result, steps = third.make(**remote)
+    assert steps["tests"]["status"] == "restored", result.stdout
+    assert (third.root / "tests/test_calc.py").read_bytes() == agents
+
+
 def test_a_make_killed_while_keeping_an_edit_completes_or_undoes_it_at_the_next_start(tmp_path):
     qs, agents = _built(tmp_path)
     edited = agents + MINE.encode()
