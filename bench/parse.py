@@ -30,7 +30,7 @@ import excerpt as excerpt_bench  # noqa: E402 - bench/excerpt.py: the excerpt's 
 
 from runner.adapters import resolve  # noqa: E402 - after bench/excerpt.py put the repository on the path
 from runner.excerpt import GENERIC_FAMILIES, MAX_LINES, excerpt  # noqa: E402
-from runner.parse import BASE_COUNTS, decode_log, parse_findings  # noqa: E402
+from runner.findings import BASE_COUNTS, decode_log, parse_findings  # noqa: E402
 
 CORPUS = excerpt_bench.ROOT / "tests" / "parse" / "real"
 LIB = excerpt_bench.LIB

@@ -134,7 +134,7 @@ def strip_colour(line: str) -> str:
     """A line without terminal escapes (most lines have none: they skip the regex)."""
     if "\x1b" not in line:
         return line
-    from .parse import strip_ansi
+    from .findings import strip_ansi
 
     return strip_ansi(line)
 
@@ -435,7 +435,7 @@ def render_excerpt(text: str, ranges: Sequence[Sequence[int]], indent: str = "")
 
 def explain(text: str, families: Sequence[Family], baseline: str | None = None, skip: int = 0) -> dict:
     """Findings (when families apply) and the excerpt of a failed step's log, as event fields."""
-    from .parse import parse_findings
+    from .findings import parse_findings
 
     found = parse_findings(text, list(families)).to_json() if families else None
     out: dict = {"excerpt": excerpt(text, families, baseline, skip=skip)}
@@ -499,7 +499,7 @@ def render_failure(event: dict, text: str | None = None) -> str:
 
 def read_text(path: str | Path) -> str:
     """A log file's text as the excerpt's line numbers count it ('' when it cannot be read)."""
-    from .parse import decode_log
+    from .findings import decode_log
 
     try:
         return decode_log(Path(path).read_bytes())

@@ -12,8 +12,8 @@ from . import Command, Invocation, argument, echo, option, print_json
 
 
 def read_log(source: str | Path) -> str:
-    """A saved log, or stdin for '-': UTF-8 or UTF-16 (parse.decode_log); undecodable bytes become U+FFFD."""
-    from ..parse import decode_log
+    """A saved log, or stdin for '-': UTF-8 or UTF-16 (findings.decode_log); undecodable bytes become U+FFFD."""
+    from ..findings import decode_log
 
     if str(source) == "-":
         return decode_log(sys.stdin.buffer.read())
@@ -81,7 +81,7 @@ def parse_report(
     stdin would block.
     """
     from ..excerpt import excerpt, render_excerpt
-    from ..parse import parse_findings, render_findings
+    from ..findings import parse_findings, render_findings
 
     names, origin = families_for(root, adapter, command, families, variants)
     passing = read_log(baseline) if baseline is not None else None

@@ -627,7 +627,8 @@ def _findings_text(job: AttemptJob, families: tuple[str, ...], output: str) -> s
     found: dict = {}
     if families:
         try:
-            from ..parse import builtin_dir, load_library, parse_findings
+            from ..findings import parse_findings
+            from ..parse import builtin_dir, load_library
 
             library = load_library([builtin_dir(), job.regexes or job.root / "regexes"])
             chosen = [library.family(f) for f in families]

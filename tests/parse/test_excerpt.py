@@ -13,8 +13,9 @@ import pytest
 
 from runner.adapters import resolve
 from runner.excerpt import GENERIC_FAMILIES, MAX_LINES, excerpt, render_excerpt
+from runner.findings import decode_log
 from runner.load import load_project_adapters
-from runner.parse import builtin_dir, decode_log, load_library
+from runner.parse import builtin_dir, load_library
 
 CORPUS = Path(__file__).parent / "failing"
 LIB = load_library([builtin_dir()])

@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from runner.parse import builtin_dir, decode_log, load_library, parse_findings
+from runner.findings import decode_log, parse_findings
+from runner.parse import builtin_dir, load_library
 
 LOGS = Path(__file__).parent / "logs"
 LIB = load_library([builtin_dir()])
