@@ -22,11 +22,13 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .identify import GENERIC
+
 if TYPE_CHECKING:
     from .parse import Family, Library, LineSet
 
 MAX_LINES = 60
-GENERIC_FAMILIES = ("diagnostics", "causes")  # what a step that runs no adapter command is read with
+GENERIC_FAMILIES = GENERIC  # what a step that runs no adapter command is read with (and any log)
 MAX_SCAN = 200_000  # lines of a log read at most: the last ones
 FALLBACK_LINES = 10  # no evidence at all: the end of the log, where most tools say why they stopped
 _LINE_CAP = 2000  # characters of a line that the generic patterns read (a minified bundle must not cost seconds)
@@ -602,6 +604,18 @@ def explain_step(spec, intent, log: str | Path, runs_dir: Path, run_id: str) -> 
         return {}
     passing = last_passing_log(runs_dir, intent.name, before=run_id)
     # the log opens with the runner's own "$ command" (steps/shell.py), not with what the command printed
-    line, _names = step_command(spec, intent)
+    line, names = step_command(spec, intent)
     skip = len(f"$ {line}".splitlines()) if text.startswith("$ ") else 0
-    return explain(text, step_families(spec, intent), read_text(passing) if passing else None, skip=skip)
+    return explain(text, log_families(spec, names, text), read_text(passing) if passing else None, skip=skip)
+
+
+def log_families(spec, names: tuple[str, ...], text: str) -> list[Family]:
+    """The families a failed step's log is read with: its command's, and the test runners whose identifying lines
+    the log holds (`npm test`, `make test`, a plain run line name none); none when the library cannot be loaded."""
+    from .errors import RunnerError
+    from .identify import families
+
+    try:
+        return families(library_of(spec), names, text)
+    except RunnerError:
+        return []

@@ -40,9 +40,19 @@ def decode_log(data: bytes) -> str:
     return data.decode("utf-8", errors="replace")
 
 
+# a CI service's own stamp before each line (GitHub Actions' raw job logs): not the tool's output
+_CI_STAMP = re.compile(r"(?m)^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z ")
+
+
+def strip_stamps(text: str) -> str:
+    """The text without the timestamp a CI service puts before each line (2022-05-09T15:19:16.0346915Z)."""
+    return _CI_STAMP.sub("", text) if "Z " in text[:4096] else text
+
+
 def clean_log(text: str) -> str:
-    """What a terminal would show: no colour codes, CRLF as LF, a \\r-rewritten line as its final text."""
-    text = _ANSI.sub("", text).replace("\r\n", "\n")
+    """What a terminal would show: no colour codes, CRLF as LF, a \\r-rewritten line as its final text, and no CI
+    timestamps before the lines."""
+    text = strip_stamps(_ANSI.sub("", text).replace("\r\n", "\n"))
     if "\r" not in text:
         return text
     out = []
@@ -92,13 +102,12 @@ def parse_findings(
     text = clean_log(text)
     stages = tuple(stages)
     found = Findings()
-    explicit: dict[str, int | str] = {}
-    counted: dict[str, int] = {}
+    tally = _Tally()
     cause_rank: tuple[int, int] | None = None
     diag_at: set[tuple[int, int]] = set()
     incomplete = False  # a kill or interrupt line: the closing summary of an earlier part proves nothing
     zero: set[str] = set()  # counts a matched line shows the tool omits when they are zero
-    partial = False  # a test binary died (a panic, its own timeout): the results it printed are not all
+    partial = False  # a test binary died (a panic, its own timeout) while tests ran: not every result printed
     for fi, fam in enumerate(families):
         order = {p.name: k for k, p in enumerate(fam.patterns)}
         patterns = {p.name: p for p in fam.patterns}
@@ -106,44 +115,22 @@ def parse_findings(
             hits = fam.finditer_patterns(text, choose(fam))
         else:
             hits = fam.finditer_naive(text, stages) if naive else fam.finditer(text, stages)
+        heading: dict[str, str] = {}  # the file or test that the lines below a heading line belong to
+        ended = False  # the test binary printed its verdict: a crash after it cut off no test
         for m in hits:
             found.matches.append(m)
             p = patterns[m.pattern]
             zero.update(p.zero)
             if m.kind == "summary":
-                if p.count:
-                    counted[p.count] = counted.get(p.count, 0) + 1
-                for key, raw in m.fields.items():
-                    if raw is None:
-                        continue
-                    value = _number(raw.strip())
-                    if p.aggregate == "partial":  # per-class lines: what a run cut off before its totals tells
-                        if isinstance(value, int):
-                            counted[key] = counted.get(key, 0) + value
-                        continue
-                    before = explicit.get(key)
-                    if p.aggregate == "sum" and isinstance(value, int) and isinstance(before, int):
-                        explicit[key] = before + value
-                    else:
-                        explicit[key] = value
+                tally.add(p, m.fields)
+            elif m.kind == "heading":
+                heading = {k: v.strip() for k, v in m.fields.items() if v}
             elif m.kind == "failed_test":
-                name = (m.fields.get("name") or "").strip()
+                name = (m.fields.get("name") or heading.get("name") or "").strip()
                 if name and name not in found.failed_tests:
                     found.failed_tests.append(name)
             elif m.kind == "diagnostic":
-                message = m.fields.get("message")
-                d: dict[str, str | int | None] = {
-                    "file": m.fields.get("file"),
-                    "line": None,
-                    "column": None,
-                    "message": message.strip() if message is not None else None,
-                }
-                for key in ("line", "column"):
-                    v = m.fields.get(key)
-                    d[key] = int(v) if v and v.isdigit() else v
-                for key, v in m.fields.items():
-                    if key not in d and v is not None:
-                        d[key] = v
+                d = _diagnostic(m.fields, heading)
                 # at one position the first pattern wins (ruff's line is also gcc-shaped); repeats are dropped
                 if (fi, m.start) not in diag_at and d not in found.diagnostics:
                     found.diagnostics.append(d)
@@ -157,19 +144,97 @@ def parse_findings(
                 found.complete = True
             elif m.kind == "incomplete":
                 incomplete = True
+            elif m.kind == "verdict":
+                ended = True
+            elif m.kind == "started":
+                ended = False
             elif m.kind == "partial":
-                partial = True
-    for key, value in counted.items():
-        explicit.setdefault(key, value)  # a count the tool printed beats counting its lines
-    found.summary.update(explicit)
+                partial = partial or not ended
+        tally.close_family()
+    found.summary.update(tally.result())
     found.complete = found.complete and not incomplete
+    summary = found.summary
     if found.complete and not partial:
         # a finished run's summary leaves out what is zero (pytest prints only non-zero counts; a finished
         # `go test -v` has printed a line for every result): 0, not "unknown". A cut-off log keeps null.
         for key in zero:
-            if found.summary.get(key) is None:
-                found.summary[key] = 0
+            if summary.get(key) is None:
+                summary[key] = 0
+        if summary.get("failed") == 0 and summary.get("errors") in (0, None):
+            found.failed_tests = []  # the tool's own summary says nothing failed: no line read otherwise counts
+    total, parts = summary.get("total"), [summary.get(k) for k in ("failed", "errors", "skipped")]
+    if summary.get("passed") is None and isinstance(total, int) and all(isinstance(v, int) for v in parts):
+        # Surefire, unittest, minitest print the total and every other count, never the passed
+        summary["passed"] = total - sum(v for v in parts if isinstance(v, int))
     return found
+
+
+def _diagnostic(fields: dict[str, str | None], heading: dict[str, str]) -> dict[str, str | int | None]:
+    """A diagnostic's fields; its file from the heading it sits under (eslint's stylish output names the file once,
+    above its findings) when its own line names none."""
+    message = fields.get("message")
+    d: dict[str, str | int | None] = {
+        "file": fields.get("file") or heading.get("file"),
+        "line": None,
+        "column": None,
+        "message": message.strip() if message is not None else None,
+    }
+    for key in ("line", "column"):
+        v = fields.get(key)
+        d[key] = int(v) if v and v.isdigit() else v
+    for key, v in fields.items():
+        if key not in d and v is not None:
+            d[key] = v
+    return d
+
+
+class _Tally:
+    """The counts: what the tool printed (its summary lines, summed), and what counting its result lines gives. A
+    count the tool printed beats counting; result lines printed after the last summary that gives their count (a
+    test binary that crashed before its summary, a module cut off before Surefire's totals) are added to it."""
+
+    def __init__(self):
+        self.printed: dict[str, int | str] = {}
+        self.counted: dict[str, int] = {}  # every result line, for a count no summary gives
+        self.pending: dict[str, int] = {}  # this family's result lines since the last summary that gave the count
+        self.after: dict[str, int] = {}  # result lines no summary covered, over every family
+
+    def add(self, p: Pattern, fields: dict[str, str | None]) -> None:
+        if p.count:
+            self._count(p.count, 1)
+        for key, raw in fields.items():
+            if raw is None:
+                continue
+            value = _number(raw.strip())
+            if p.aggregate == "partial":  # per-class lines: counted as result lines are
+                if isinstance(value, int):
+                    self._count(key, value)
+                continue
+            before = self.printed.get(key)
+            if p.aggregate == "sum" and isinstance(value, int) and isinstance(before, int):
+                self.printed[key] = before + value
+            else:
+                self.printed[key] = value
+            self.pending[key] = 0  # this summary covers the result lines above it
+
+    def _count(self, key: str, n: int) -> None:
+        self.counted[key] = self.counted.get(key, 0) + n
+        self.pending[key] = self.pending.get(key, 0) + n
+
+    def close_family(self) -> None:
+        for key, n in self.pending.items():
+            self.after[key] = self.after.get(key, 0) + n
+        self.pending = {}
+
+    def result(self) -> dict[str, int | str]:
+        out = dict(self.printed)
+        for key, n in self.counted.items():
+            value = out.get(key)
+            if value is None:
+                out[key] = n
+            elif isinstance(value, int) and self.after.get(key):
+                out[key] = value + self.after[key]
+        return out
 
 
 def render_findings(findings: Findings) -> str:

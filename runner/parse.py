@@ -17,6 +17,7 @@ import re2
 from runner import toml_read
 from runner.errors import Problem, SpecError, UserError
 from runner.keys import canary_slot
+from runner.redos import check_redos
 
 STAGES = ("shadow", "canary", "active", "retired")
 DEFAULT_STAGES = ("active",)
@@ -146,6 +147,7 @@ class Family:
         self.description = description
         self.file = file
         self.replace = False  # set from the file's `replace = true`: drop the earlier family of this name
+        self.identify: tuple[str, ...] = ()  # regexes of lines that say a log is this tool's (identify.py)
         self._plans: dict[tuple[str, ...], _Plan] = {}
 
     def __repr__(self) -> str:
@@ -346,78 +348,6 @@ class Library:
 # Loading and validation
 
 
-def check_redos(regex: str) -> str | None:
-    """Why a regex backtracks catastrophically (an unbounded repeat of a group holding another), or None.
-
-    Conservative and static: it refuses every nested unbounded repetition, even unambiguous ones like
-    (?:\\w+\\.)+, because the rewrite ([\\w.]+ and a check in code) is always possible and cheap.
-    """
-    stack: list[list] = [[0, False]]  # per open group: [start offset, holds an unbounded repeat]
-    i, n = 0, len(regex)
-    last: tuple[int, bool] | None = None  # the previous atom: (start offset, holds an unbounded repeat)
-    while i < n:
-        c = regex[i]
-        if c == "\\":
-            j = i + 2
-            if i + 1 < n and regex[i + 1] in "pPx" and j < n and regex[j] == "{":
-                j = regex.find("}", j) + 1 or n
-            elif i + 1 < n and regex[i + 1] in "pP":
-                j = i + 3
-            last, i = (i, False), j
-        elif c == "[":
-            j = i + 1
-            if j < n and regex[j] == "^":
-                j += 1
-            if j < n and regex[j] == "]":
-                j += 1
-            while j < n and regex[j] != "]":
-                if regex[j] == "\\":
-                    j += 1
-                elif regex.startswith("[:", j):
-                    j = regex.find(":]", j) + 1 or n
-                j += 1
-            last, i = (i, False), j + 1
-        elif c == "(":
-            stack.append([i, False])
-            last, i = None, i + 1
-            if regex.startswith("?", i):  # (?:  (?P<name>  (?<name>  (?i)  (?i:
-                j = i + 1
-                while j < n and regex[j] not in ":)":
-                    if regex[j] == "<":
-                        j = regex.find(">", j)
-                    j += 1
-                if j < n and regex[j] == ")":  # a bare flag group is an empty atom, not a group
-                    stack.pop()
-                i = j + 1
-        elif c == ")":
-            start, inner = stack.pop() if len(stack) > 1 else (0, False)
-            last, i = (start, inner), i + 1
-            if inner:
-                stack[-1][1] = True
-        elif c in "*+?{":
-            j, unbounded = i + 1, c in "*+"
-            if c == "{":
-                close = regex.find("}", i)
-                body = regex[i + 1 : close] if close > 0 else ""
-                if not re.fullmatch(r"\d+(,\d*)?", body):
-                    last, i = (i, False), i + 1  # a literal brace
-                    continue
-                j, unbounded = close + 1, body.endswith(",")
-            if j < n and regex[j] == "?":
-                j += 1
-            if unbounded and last is not None:
-                if last[1]:
-                    return (
-                        f"the group {regex[last[0] : j]!r} repeats without bound a part that itself repeats "
-                        "without bound (star height 2)"
-                    )
-                stack[-1][1] = True
-            last, i = None, j
-        else:
-            last, i = (i, False), i + 1
-    return None
-
-
 def re2_error(regex: str) -> str | None:
     """Why RE2 refuses `regex` (its own message and a hint), or None when it compiles: for code outside this module
     that makes regexes (the learning loop's induction) and must not import re2 itself."""
@@ -607,6 +537,11 @@ def _load_file(path: Path, shown: str, problems: list[Problem]) -> Family | None
             )
     fam = Family(name, patterns, doc.get("description", ""), shown)
     fam.replace = bool(doc.get("replace", False))
+    fam.identify = tuple(doc.get("identify", ()))
+    for k, regex in enumerate(fam.identify):
+        why = check_redos(regex) or re2_error(regex)
+        if why:
+            problem(f"identify[{k}] {regex!r} is refused: {why}", f"identify[{k}]", where.get(("identify",)))
     return fam
 
 
@@ -615,7 +550,9 @@ def _merge(base: Family, over: Family) -> Family:
     overriding = {p.name: p for p in over.patterns}
     kept = [overriding.pop(p.name, p) for p in base.patterns]
     fresh = [p for p in over.patterns if p.name in overriding]
-    return Family(base.name, fresh + kept, over.description or base.description, over.file)
+    merged = Family(base.name, fresh + kept, over.description or base.description, over.file)
+    merged.identify = over.identify or base.identify
+    return merged
 
 
 def load_library(dirs: list[Path]) -> Library:

@@ -92,6 +92,11 @@ def parse_report(
         chosen = [library.family(n) for n in names]
     except UserError as exc:  # an unknown family is a usage mistake here, with parse.py's did-you-mean
         raise UsageError(str(exc)) from None
+    if origin != "--family":  # the families named are the user's whole choice; else what the log shows adds
+        from ..identify import read_with
+
+        names = read_with(library, names, text)
+        chosen = [library.family(n) for n in names]
     findings = parse_findings(text, chosen)
     ranges = excerpt(text, chosen, passing)
     head = f"parsed with {', '.join(names)} ({origin})"

@@ -5,6 +5,7 @@ of the step's event. The excerpt weighs the lines that are new since the same st
 from __future__ import annotations
 
 import json
+import sys
 
 NOISE = "".join(f"echo 'unit {i} compiled'; " for i in range(30))
 
@@ -89,3 +90,21 @@ def test_without_a_passing_run_the_same_failure_falls_back_to_the_end_of_the_log
     failed = next(e for e in project.make("report").events() if e.get("status") == "failed")
     assert failed["excerpt"] == [[33, 42]]  # the last ten lines (the log's first line is the command)
     assert json.dumps(failed)  # and the event stays plain JSON
+
+
+def test_a_plain_run_line_is_read_by_the_test_runner_its_log_shows(project):
+    # adapter = "python" with a run line of its own (not one of the adapter's commands): no family is named, and
+    # pytest's banner and closing line say whose output it is
+    project.spec(f"""
+        [intent.tests]
+        adapter = "python"
+        run = "{sys.executable} -m pytest -q -p no:cacheprovider test_calc.py"
+        inputs = ["test_calc.py"]
+    """)
+    project.write("test_calc.py", "def test_adds():\n    assert 1 + 1 == 3\n\n\ndef test_subtracts():\n    pass\n")
+    shown = project.run("make", "tests")
+    assert shown.code == 1, shown.err
+    assert "  failing tests (1):\n    test_calc.py::test_adds\n" in shown.err
+    failed = next(e for e in project.make("tests").events() if e.get("status") == "failed")
+    assert failed["findings"]["summary"] == {"passed": 1, "failed": 1, "skipped": 0, "errors": 0}
+    assert failed["findings"]["failed_tests"] == ["test_calc.py::test_adds"]
