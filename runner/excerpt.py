@@ -454,7 +454,7 @@ def findings_lines(found: dict | None, indent: str = "  ", most: int = 10) -> li
     tests = found.get("failed_tests") or []
     if tests:
         out.append(f"{indent}failing tests ({len(tests)}):")
-        out += [f"{indent}  {t}" for t in tests[:most]]
+        out += [f"{indent}  {t}{_detail(found, t)}" for t in tests[:most]]
         if len(tests) > most:
             out.append(f"{indent}  ... and {len(tests) - most} more")
     # the errors, when the tool says which are errors: a compiler's warnings often come before the error that
@@ -473,7 +473,29 @@ def findings_lines(found: dict | None, indent: str = "  ", most: int = 10) -> li
             out.append(f"{indent}  (and {len(diags) - len(errors)} warnings and notes)")
     if found.get("cause"):
         out.append(f"{indent}cause: {found['cause']}")
+    return out + _report_lines(found.get("reports"), indent)
+
+
+def _report_lines(read: dict | None, indent: str) -> list[str]:
+    """Where the counts came from (the JUnit reports read), and each report that could not be read."""
+    if not read:
+        return []
+    out = []
+    files = read.get("files") or []
+    if files:
+        more = f" and {len(files) - 1} more" if len(files) > 1 else ""
+        out.append(f"{indent}counts and failing tests from {len(files)} JUnit report(s): {files[0]}{more}")
+    out += [f"{indent}report {why}" for why in read.get("problems") or []]
     return out
+
+
+def _detail(found: dict, test: str) -> str:
+    """A failing test's location and message, as its JUnit report gives them ('' without a report)."""
+    for f in (found.get("reports") or {}).get("failures") or ():
+        if f["test"] == test:
+            where = ":".join(str(f[k]) for k in ("file", "line") if f.get(k) is not None)
+            return (f" ({where})" if where else "") + (f": {f['message']}" if f.get("message") else "")
+    return ""
 
 
 def render_failure(event: dict, text: str | None = None) -> str:
@@ -606,7 +628,34 @@ def explain_step(spec, intent, log: str | Path, runs_dir: Path, run_id: str) -> 
     # the log opens with the runner's own "$ command" (steps/shell.py), not with what the command printed
     line, names = step_command(spec, intent)
     skip = len(f"$ {line}".splitlines()) if text.startswith("$ ") else 0
-    return explain(text, log_families(spec, names, text), read_text(passing) if passing else None, skip=skip)
+    out = explain(text, log_families(spec, names, text), read_text(passing) if passing else None, skip=skip)
+    patterns = intent.reports or _command_reports(spec, intent)
+    if patterns:
+        from . import reports
+
+        read = reports.read(spec.root, intent.cwd, patterns, since=reports.run_started(run_id))
+        if read is not None:
+            found = out.setdefault("findings", {})
+            if "summary" in read:  # the tool's own record of each test, ahead of what its log's text shows
+                found["summary"] = {**(found.get("summary") or {}), **read.pop("summary")}
+                found["failed_tests"] = read.pop("failed_tests")
+            found["reports"] = read
+    return out
+
+
+def _command_reports(spec, intent) -> tuple[str, ...]:
+    """The reports the adapter command a step runs writes by default (its `reports`), or none."""
+    from .errors import RunnerError
+
+    if not (intent.adapter and intent.run):
+        return ()
+    from .adapters import resolve
+
+    try:
+        cmd = resolve(intent.adapter, Path(spec.root), spec.adapters).commands.get(intent.run)
+    except RunnerError:
+        return ()
+    return cmd.reports if cmd is not None else ()
 
 
 def log_families(spec, names: tuple[str, ...], text: str) -> list[Family]:
