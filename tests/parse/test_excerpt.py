@@ -117,7 +117,9 @@ def test_lines_are_counted_as_splitlines_cuts_them_through_colour_and_carriage_r
 
 def test_a_log_with_no_evidence_shows_its_end():
     log = "".join(f"line {i}\n" for i in range(1, 31))
-    assert excerpt(log) == [[21, 30]]
+    assert excerpt(log) == [[1, 30]]  # the window at the end: all of a short log, as the last 60 lines show it
+    log = "".join(f"line {i}\n" for i in range(1, 101)) + "\n\n"
+    assert excerpt(log) == [[41, 100]]
 
 
 def _parse(*args: str) -> subprocess.CompletedProcess:
