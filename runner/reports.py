@@ -117,3 +117,16 @@ def _read_one(path: Path, counts: dict[str, int], failed: list[str], failures: l
     failed += [n for n in bad if n not in failed]
     failures += cases
     return None
+
+
+def into(out: dict, read: dict | None) -> dict:
+    """A failed step's event fields (excerpt.explain) with its reports' reading: their counts and failing tests in
+    place of the log's, and `reports` (the files read, each failure's location and message, the problems)."""
+    if read is None:
+        return out
+    found = out.setdefault("findings", {})
+    if "summary" in read:  # the tool's own record of each test, ahead of what its log's text shows
+        found["summary"] = {**(found.get("summary") or {}), **read.pop("summary")}
+        found["failed_tests"] = read.pop("failed_tests")
+    found["reports"] = read
+    return out
