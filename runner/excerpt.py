@@ -137,7 +137,7 @@ _CI_STAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z ")
 _GO_PACKAGE = re.compile(r"^# [\w./-]+(?: \[[\w./-]+\])?$")
 # a failing test's message ends where its stack begins (jest, vitest, mocha), or with the line its source frame
 # points at ("> 85 |     throw new Error(...)")
-_MESSAGE_END = re.compile(r"^\s*(?:at \S|❯ )")
+_MESSAGE_END = re.compile(r"^\s*(?:at \S|❯ |stack: )")
 _FRAME_POINTED = re.compile(r"^\s*>\s*\d+\s*[|│]")
 _MESSAGE_LINES = 12  # lines of text a failing test's message shows at most
 
@@ -261,7 +261,7 @@ def _pattern_evidence(log: _Log, families: Sequence[Family], score: list[float])
                 heading = log.line_at(m.start)
                 continue
             weight = _KIND_WEIGHT.get(m.kind, 0.0)
-            if weight and heading is not None:
+            if heading is not None and m.kind in ("diagnostic", "failed_test", "location"):
                 above.setdefault(log.line_at(m.start), heading)
             if m.kind == "failed_test":
                 tests.add(log.line_at(m.start))

@@ -21,7 +21,9 @@ def findings_lines(found: dict | None, indent: str = "  ", most: int = 10) -> li
     # failed the build, and outnumber it
     diags = found.get("diagnostics") or []
     errors = [d for d in diags if (d.get("severity") or "").lower() in ("error", "fatal error", "e")]
-    shown = errors or diags
+    warned = [d for d in diags if (d.get("severity") or "").lower() in ("warning", "w", "note")]
+    # a linter's warnings before a failing test run (npm's pretest) say nothing of why the tests failed
+    shown = errors or ([] if tests and len(warned) == len(diags) else diags)
     if shown:
         out.append(f"{indent}{'errors' if errors else 'locations'} ({len(shown)}):")
         for d in shown[:most]:
@@ -31,6 +33,8 @@ def findings_lines(found: dict | None, indent: str = "  ", most: int = 10) -> li
             out.append(f"{indent}  ... and {len(shown) - most} more")
         if errors and len(diags) > len(errors):
             out.append(f"{indent}  (and {len(diags) - len(errors)} warnings and notes)")
+    elif diags:
+        out.append(f"{indent}({len(diags)} warning{'s' if len(diags) > 1 else ''} besides)")
     if found.get("cause"):
         out.append(f"{indent}cause: {found['cause']}")
     return out + _report_lines(found.get("reports"), indent)

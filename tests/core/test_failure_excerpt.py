@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 NOISE = "".join(f"echo 'unit {i} compiled'; " for i in range(30))
 
@@ -109,3 +110,19 @@ def test_a_plain_run_line_is_read_by_the_test_runner_its_log_shows(project):
     failed = next(e for e in project.make("tests").events() if e.get("status") == "failed")
     assert failed["findings"]["summary"] == {"passed": 1, "failed": 1, "skipped": 0, "errors": 0}
     assert failed["findings"]["failed_tests"] == ["test_calc.py::test_adds"]
+
+
+def test_a_linters_warnings_before_failing_tests_are_counted_not_listed(project, tmp_path):
+    # npm test runs the project's lint first (pretest): its warnings say nothing of why the tests failed
+    stylish = Path(__file__).parents[1] / "parse" / "real" / "eslint" / "rec__minimist_eslint_stylish.log"
+    warnings = "".join(line for line in stylish.read_text().splitlines(keepends=True) if "error" not in line)
+    project.write("lint.log", warnings)
+    project.spec("""
+        [intent.tests]
+        run = "cat lint.log; echo 'FAILED tests/test_a.py::test_one - assert 1 == 2'; echo '1 failed in 0.10s'; exit 1"
+        inputs = ["lint.log"]
+    """)
+    shown = project.run("make", "tests")
+    assert shown.code == 1, shown.err
+    block = shown.err[shown.err.index("FAILED tests") :].splitlines()
+    assert block[1:4] == ["  failing tests (1):", "    tests/test_a.py::test_one", "  (53 warnings besides)"]
