@@ -4,7 +4,8 @@ Every log in tests/parse/real/INDEX.json has NAME.truth.json beside it: for a te
 and the ids of the tests that failed; for a failing log, the lines a person points at (read by hand, never copied
 from runner). Each log is read the way a user would get it by default: the adapter command its index entry names
 (`reader`), with the variants detection would pick in the project the log came from, else the generic families a
-plain `run` line gets. The split is by source: the held part is the headline, the tuning part is what rules may be
+plain `run` line gets; and, as runner does, every test runner's family whose identifying lines the log holds. The
+split is by source: the held part is the headline, the tuning part is what rules may be
 fitted to. Printed for each part apart (held first):
 
 - test logs read exactly: passed, failed, errors and skipped equal to the truth, and the same failing test ids;
@@ -28,9 +29,10 @@ sys.path.insert(0, str(BENCH))
 
 import excerpt as excerpt_bench  # noqa: E402 - bench/excerpt.py: the excerpt's scoring, reused
 
-from runner.adapters import resolve  # noqa: E402 - after bench/excerpt.py put the repository on the path
+from runner import identify  # noqa: E402 - after bench/excerpt.py put the repository on the path
+from runner.adapters import resolve  # noqa: E402
 from runner.excerpt import GENERIC_FAMILIES, MAX_LINES, excerpt  # noqa: E402
-from runner.parse import BASE_COUNTS, decode_log, parse_findings  # noqa: E402
+from runner.findings import BASE_COUNTS, decode_log, parse_findings  # noqa: E402
 
 CORPUS = excerpt_bench.ROOT / "tests" / "parse" / "real"
 LIB = excerpt_bench.LIB
@@ -65,7 +67,7 @@ def grep_errors(text: str, limit: int = MAX_LINES) -> list[list[int]]:
 
 def read(case: dict) -> dict:
     """What runner makes of one log, scored against its truth."""
-    families = [LIB.family(name) for name in family_names(case["reader"])]
+    families = identify.families(LIB, family_names(case["reader"]), case["text"])
     found = parse_findings(case["text"], families)
     truth = case["truth"]
     got_counts = {k: found.summary.get(k) for k in BASE_COUNTS}

@@ -218,8 +218,7 @@ def _fast_validator(schema_name: str):
     """A compiled validator (fastjsonschema) that says only yes or no, 50x faster than jsonschema.
 
     Thousands of intents validate in milliseconds; on a no, jsonschema re-validates to report every
-    problem by its path. Both read the same schema file, so they cannot disagree on what is valid.
-    """
+    problem by its path. Both read the same schema file, so they cannot disagree on what is valid."""
     if schema_name not in _FAST:
         import fastjsonschema
 
@@ -595,7 +594,7 @@ def _intent(reader: _Reader, shown: str, name: str, d: dict) -> Intent:
                 reader.problem(
                     shown, f"{where}.{field}", f"'{field}' only applies to agent steps (with 'goal'); remove it"
                 )
-    for field in ("inputs", "outputs", "exclude", "scope"):
+    for field in ("inputs", "outputs", "exclude", "scope", "reports"):
         for i, pattern in enumerate(d.get(field, ())):
             why = check_glob(pattern)
             if why:
@@ -649,6 +648,7 @@ def _intent(reader: _Reader, shown: str, name: str, d: dict) -> Intent:
         inputs=_interned(d.get("inputs", ())),
         exclude=tuple(d.get("exclude", ())),
         outputs=_interned(d.get("outputs", ())),
+        reports=tuple(d.get("reports", ())),
         description=d.get("description", ""),
         run=d.get("run"),
         goal=d.get("goal"),

@@ -209,7 +209,7 @@ class LiveReporter(PlainReporter):
 
 
 def failure_text(event: dict) -> str:
-    from .excerpt import render_failure  # what the runner understood, the excerpt, the log's path
+    from .failure import render_failure  # what the runner understood, the excerpt, the log's path
 
     return render_failure(event)
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from runner.adapters import resolve
+from runner.findings import decode_log
 from runner.load import load_project_adapters
-from runner.parse import decode_log
 
 REAL = Path(__file__).parent / "real"
 INDEX = json.loads((REAL / "INDEX.json").read_text("utf-8"))["logs"]
