@@ -66,6 +66,8 @@ class Remote(Protocol):
 
     def fetch_blobs(self, digests: list[str]) -> dict[str, bytes | None]: ...
 
+    def refuse(self, key: str, why: str) -> None: ...
+
 
 class State:
     """intent -> (key, outputs, pre-run digests of in-place inputs): the last good result of each intent.
@@ -185,6 +187,7 @@ class Cache:
         self._started_empty: bool | None = None
         self._written = _Written()
         self._unreadable = False  # damaged, and not ours to set aside: read as empty
+        self.refused: dict[str, tuple[str, str]] = {}  # key -> (intent, why its record may not be restored)
 
     @property
     def db(self):
@@ -261,6 +264,18 @@ class Cache:
             return None
         self._asked.add(key)
         return self._keep_record(key, self.remote.fetch_record(key))
+
+    def refuse(self, key: str, intent: str, why: str) -> None:
+        """The record under `key` names what its step, `intent`, may not write (runner/confine.py): counted once,
+        and one from the remote is counted there too and never kept here."""
+        if key in self.refused:
+            return
+        self.refused[key] = (intent, why)
+        if key in self._from_remote:
+            self._from_remote.discard(key)
+            self._pulled_records.pop(key, None)
+            if self.remote is not None:
+                self.remote.refuse(key, why)
 
     def _keep_record(self, key: str, record: StepRecord | None) -> StepRecord | None:
         if record is not None:
@@ -406,12 +421,15 @@ class Cache:
             self._written.add(key)
         return stored
 
-    def restore(self, digest: str, dest: str) -> bool:
-        """Write blob `digest` to dest atomically (temp file + rename); False if the blob is gone or damaged."""
+    def restore(self, digest: str, root: str, rel: str) -> bool:
+        """Write blob `digest` to project path `rel` atomically (temp file + rename), through folders opened without
+        following a link out of the project (confine.write raises Refused); False if the blob is gone or damaged."""
         data = self.get_blob(digest)
         if data is None:
             return False
-        atomic_write(dest, data)
+        from .confine import write  # a restore's alone: the no-op path never loads it
+
+        write(root, rel, data)
         return True
 
     # maintenance
