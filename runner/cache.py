@@ -267,15 +267,12 @@ class Cache:
 
     def refuse(self, key: str, intent: str, why: str) -> None:
         """The record under `key` names what its step, `intent`, may not write (runner/confine.py): counted once,
-        and one from the remote is counted there too and never kept here."""
+        and one from the remote is counted there too and never kept here (_keep_pulled)."""
         if key in self.refused:
             return
         self.refused[key] = (intent, why)
-        if key in self._from_remote:
-            self._from_remote.discard(key)
-            self._pulled_records.pop(key, None)
-            if self.remote is not None:
-                self.remote.refuse(key, why)
+        if key in self._from_remote and self.remote is not None:
+            self.remote.refuse(key, why)  # (held on to, so that each decision says the same: _keep_pulled drops it)
 
     def _keep_record(self, key: str, record: StepRecord | None) -> StepRecord | None:
         if record is not None:
@@ -318,7 +315,8 @@ class Cache:
     def _keep_pulled(self) -> None:
         """Write what the remote gave into the local cache (the holder of the lock only), and let it go: a
         second clone restoring gigabytes never holds them all in memory."""
-        blobs, records = self._pulled_blobs, list(self._pulled_records.values())
+        blobs = self._pulled_blobs
+        records = [record for key, record in self._pulled_records.items() if key not in self.refused]
         self._pulled_blobs, self._pulled_records, self._pulled_size = {}, {}, 0
         self._asked.difference_update(r.key for r in records)  # asked again if wanted and not written here
         if self.owner and (blobs or records):

@@ -239,9 +239,7 @@ outputs = ["many/**"]
     ],
     ids=["spec-file", "another-steps-input", "undeclared", "no-outputs", "root", "folder", "nested-git"],
 )
-def test_a_record_in_the_local_database_naming_what_its_step_does_not_declare_is_refused(
-    project, intent, outputs, why
-):
+def test_a_record_in_the_local_database_naming_what_its_step_does_not_declare_is_refused(project, intent, outputs, why):
     project.spec(LOCAL)
     project.write("src/a.txt", "a\n")
     project.write("src/b.txt", "b\n")
