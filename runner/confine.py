@@ -197,17 +197,18 @@ class Folders:
     def output(self, pattern: str) -> str | None:
         """Why an output pattern leads out (or into .git/ or .runner/): the folder it names up to its first
         wildcard, or, for a literal path, the file itself when it is a link; None."""
-        parts = pattern.split("/")
-        end = len(parts) - 1
-        for i, part in enumerate(parts):
-            if not GLOB_CHARS.isdisjoint(part):
-                end = i
-                break
-        why = self.folder("/".join(parts[:end])) if end else None
-        if why is None and end == len(parts) - 1 and GLOB_CHARS.isdisjoint(parts[-1]) and "\0" not in pattern:
-            path = os.path.join(self.root, pattern)
-            if os.path.islink(path):
-                why = _outside(self.real, os.path.realpath(path))
+        if not GLOB_CHARS.isdisjoint(pattern):
+            parts = pattern.split("/")
+            end = next(i for i, part in enumerate(parts) if not GLOB_CHARS.isdisjoint(part))
+            return self.folder("/".join(parts[:end])) if end else None
+        folder = pattern.rpartition("/")[0]  # a literal path: its folder, then the file itself if it is a link
+        why = self.folder(folder) if folder else None
+        if why is None and "\0" not in pattern:
+            try:
+                if stat.S_ISLNK(os.lstat(os.path.join(self.root, pattern)).st_mode):
+                    why = _outside(self.real, os.path.realpath(os.path.join(self.root, pattern)))
+            except OSError:
+                pass  # not there yet: nothing to lead anywhere
         return why
 
     def before_start(self, intent: Intent) -> str | None:

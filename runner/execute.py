@@ -167,6 +167,7 @@ class Executor:
         ahead = options.jobs < (os.cpu_count() or 1) and self.cluster is None  # a remote step makes its own
         self.created_ahead = shell.CreatedAhead() if ahead else None
         self.folders = Folders(self.spec.root)  # where its folders lead, links followed: worked out once a run
+        self._escapes: dict[str, str | None] = {}  # a step decided ahead: its check before the start, made then
         self._deferred: list[tuple] = []  # shell steps finished, their records not yet stored
         self._deferred_names: set[str] = set()
         self._deferred_since = time.monotonic()
@@ -350,11 +351,11 @@ class Executor:
                 if self._prefetched is not None and name not in self._prefetched:
                     self._prefetch(name)
                 decision = self._decided[name] = self.planner.decide(name, self.produced)
-                ahead = self.created_ahead
-                runs = decision.action == RUN and intent.kind != STEP_AGGREGATE
-                # never a file made through a link out of the project: the check its start makes, made first
-                if runs and ahead is not None and self.folders.before_start(intent) is None:
-                    shell.create_ahead(self.spec, intent, self.environ, ahead)
+                if decision.action == RUN and intent.kind != STEP_AGGREGATE and self.created_ahead is not None:
+                    # never a file made through a link out of the project: the check its start makes, made now
+                    escape = self._escapes[name] = self.folders.before_start(intent)
+                    if escape is None:
+                        shell.create_ahead(self.spec, intent, self.environ, self.created_ahead)
 
     def _start(self, active: _Active, selector, wake_w: int) -> StepOutcome | None:
         """Start the step and put it where an interrupt finds it (`active`), or say why it could not start."""
@@ -364,7 +365,8 @@ class Executor:
             self.active[name] = active
             return None
         intent = self.spec.intents[name]
-        if (escape := self.folders.before_start(intent)) is not None:  # a link made since the spec was checked
+        escape = self._escapes.pop(name) if name in self._escapes else self.folders.before_start(intent)
+        if escape is not None:  # an output or the cwd leads out through a link made since the spec was checked
             return StepOutcome(ok=False, error=escape)
         if self.cluster is not None:  # on the cluster: a future, as an agent step's; no pid here to journal
             self.journals[name] = self.inflight.start(name, 0, list(intent.outputs))
