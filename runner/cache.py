@@ -379,11 +379,11 @@ class Cache:
     def put_blob(self, digest: str, data: bytes) -> None:
         self.put_many({digest: data}, [])
 
-    def put_many(self, blobs: dict[str, bytes], records: list[StepRecord]) -> None:
+    def put_many(self, blobs: dict[str, bytes], records: list[StepRecord], share: bool = True) -> None:
         """Blobs and step records in one transaction (a commit per step costs more than the step's own
-        process). On a damaged database, set aside, they go into a fresh one."""
+        process). On a damaged database, set aside, they go into a fresh one. `share`: given to the remote too."""
         stored = self._put_many_local(blobs, records)
-        if self.remote is not None:
+        if self.remote is not None and share:
             self.remote.upload(blobs, stored)
 
     def _put_many_local(self, blobs: dict[str, bytes], records: list[StepRecord]) -> list[StepRecord]:

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from concurrent.futures import Future
 
 RAN, CACHED, RESTORED, FAILED, SKIPPED, BLOCKED = "ran", "cached", "restored", "failed", "skipped", "blocked"
+KEPT = "kept"  # an agent step whose output a person edited: the edit kept as its next version (runner/edits.py)
 _EXITED, _PRINTED = "exited", "printed"  # what a shell step's file descriptor in the selector says
 PREFETCH = 63  # ready steps whose shared-cache reads are made together with the next one's (_prefetch)
 _UNREAD = "unread"  # stands for a proven step's outputs where only an aggregate no step reads would see them
@@ -91,7 +92,7 @@ class Summary:
 
     def __init__(self, run_id: str):
         self.run_id = run_id
-        self.counts = {RAN: 0, CACHED: 0, RESTORED: 0, FAILED: 0, SKIPPED: 0, BLOCKED: 0}
+        self.counts = {RAN: 0, CACHED: 0, RESTORED: 0, KEPT: 0, FAILED: 0, SKIPPED: 0, BLOCKED: 0}
         self.failed: list[str] = []
         self.blocked: list[str] = []
         self.left: list[str] = []  # selected steps that did not finish
@@ -299,6 +300,9 @@ class Executor:
             if self._deferred and not self._deferred_names.isdisjoint(self.planner.compiled.deps[name]):
                 self._store_deferred()  # a step's report never comes before its dependencies' reports
             decision = self._decided.pop(name, None) or self.planner.decide(name, self.produced)
+            if decision.kept is not None:  # never written over: the intent's next version before anything else
+                with self.interrupts.held():
+                    self.agents.keep_edit(name, decision)
             if decision.action != RUN:
                 status = self._finish_skip(name, decision)
                 if isinstance(status, str):
@@ -700,11 +704,15 @@ class Executor:
                     return self._damaged_copy(decision, f"output {rel} not restored: it {exc}")
                 self.planner.stat.written(self.spec.root, rel, name)
             status = RESTORED
+        if decision.kept is not None:
+            status = KEPT
         if self.spec.intents[name].kind == STEP_AGGREGATE:
             return _AGGREGATE
         if decision.key:
             self.planner.state.set(name, decision.key, decision.outputs, decision.inplace)
         event: dict = {"event": "step_finished", "intent": name, "status": status, "reasons": decision.reasons}
+        if decision.kept is not None:
+            event["version"] = decision.kept.number
         if decision.key and self.planner.cache.from_remote(decision.key):
             event["remote"] = True  # the shared cache served it: the step line says so
         self.emit(event)

@@ -133,7 +133,12 @@ class Planner:
         return step_key(self.compiled.static_replay[name], decision.inputs, decision.dep_digests)
 
     def decide(self, name: str, dep_outputs: Mapping[str, str | None], pending: Set[str] = frozenset()) -> Decision:
-        """RUN or SKIP by the one rule (runner.freshness.decide)."""
+        """RUN or SKIP by the one rule (runner.freshness.decide); an agent step's output a person edited is kept
+        first (runner.edits.decide_agent)."""
+        if name in self.compiled.agents:
+            from .edits import decide_agent
+
+            return decide_agent(self, name, dep_outputs, pending)
         return decide(self, name, dep_outputs, pending)
 
     def why_missed(self, name: str, last, inputs: dict, deps: dict) -> list[str]:

@@ -219,7 +219,9 @@ LEFT_SHOWN = 10  # the steps a summary names as not done; the rest it counts
 
 def summary_line(event: dict) -> str:
     parts = [
-        f"{event.get(k, 0)} {k}" for k in ("ran", "cached", "restored", "failed", "blocked", "skipped") if event.get(k)
+        f"{event.get(k, 0)} {k}"
+        for k in ("ran", "cached", "restored", "kept", "failed", "blocked", "skipped")
+        if event.get(k)
     ]
     what = ", ".join(parts) or "nothing selected"
     status = event.get("status", "")
@@ -229,7 +231,7 @@ def summary_line(event: dict) -> str:
         "interrupted": "runner: interrupted:",
         "blocked": "runner: BLOCKED:",
     }.get(status, "runner:")
-    if status == "ok" and not event.get("ran") and not event.get("restored"):
+    if status == "ok" and not event.get("ran") and not event.get("restored") and not event.get("kept"):
         head = "runner: nothing to do:"
     line = f"{head} {what} in {event.get('duration', 0):.2f}s (run {event.get('run_id')})"
     if event.get("attempts"):
