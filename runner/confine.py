@@ -17,10 +17,7 @@ import time
 from collections.abc import Mapping
 
 from .globs import GLOB_CHARS, matches
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from .spec import Intent
+from .spec import STEP_SHELL, Intent
 
 # .git anywhere (a nested checkout's too: its hooks run code), .runner at the project's top
 PROTECTED = {".git": "git's own folder", ".runner": "the runner's own folder"}
@@ -92,8 +89,6 @@ def record_refusal(root: str, intent: Intent, outputs: object) -> str | None:
     a run that left one out failed, so no record of it lacks one (an agent's change may leave one unwritten)."""
     if not isinstance(outputs, Mapping):
         return "its outputs are not a map of paths to digests"
-    from .spec import STEP_SHELL  # at the call: the spec's module is loaded by then
-
     shell = intent.kind == STEP_SHELL
     declared = intent.outputs
     for rel, digest in outputs.items():
