@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from .agent_handoff import AgentHandoff
 from .cache import StepRecord
+from .confine import Folders, Refused, record_refusal, remove
 from .freshness import produced_by_proven
 from .globs import expand
 from .interrupts import Interrupts
@@ -49,24 +50,6 @@ def _json_list(items: list[str]) -> str:
         if len(_encoded_lists) < 256:
             _encoded_lists[key] = line
     return line
-
-
-def _read_file(path: str) -> tuple[os.stat_result, bytes]:
-    """A file's stat and bytes, both from one open: its size tells how much to read, so a small output costs
-    open, fstat, read and close (a Python file object adds an ioctl, two lseeks and a second fstat), and the
-    stat is the opened file's own, never that of a file put in its place in between."""
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    try:
-        st = os.fstat(fd)
-        data = os.read(fd, st.st_size + 1)  # a directory raises IsADirectoryError here
-        if len(data) > st.st_size or len(data) >= 0x7FFFF000:  # grown since, or one read's cap (2 GiB): the rest
-            parts = [data]
-            while chunk := os.read(fd, 1 << 24):
-                parts.append(chunk)
-            data = b"".join(parts)
-        return st, data
-    finally:
-        os.close(fd)
 
 
 class RunOptions:
@@ -184,6 +167,8 @@ class Executor:
         # every core busy that only moves the work (measured: 10k clean -j2 on 2 cores, 12.6 s -> 13.1 s)
         ahead = options.jobs < (os.cpu_count() or 1) and self.cluster is None  # a remote step makes its own
         self.created_ahead = shell.CreatedAhead() if ahead else None
+        self.folders = Folders(self.spec.root)  # where its folders lead, links followed: worked out once a run
+        self._escapes: dict[str, str | None] = {}  # a step decided ahead: its check before the start, made then
         self._deferred: list[tuple] = []  # shell steps finished, their records not yet stored
         self._deferred_names: set[str] = set()
         self._deferred_since = time.monotonic()
@@ -320,13 +305,13 @@ class Executor:
                     self.agents.keep_edit(name, decision)
             if decision.action != RUN:
                 status = self._finish_skip(name, decision)
-                if status is not None:
+                if isinstance(status, str):
                     if status is not _AGGREGATE:
                         summary.counts[status] += 1
                     self.produced[name] = outputs_digest(decision.outputs)
                     self._release(name)
                     continue
-                decision = self._damaged_copy(decision)  # so it runs, an agent step through its gate
+                decision = status  # its cached copy could not be restored: it runs, an agent step through its gate
             held = self.agents.held(name, decision) if self.spec.intents[name].kind == STEP_AGENT else None
             if held:
                 status = FAILED if held.startswith("you declined") else BLOCKED
@@ -371,7 +356,10 @@ class Executor:
                     self._prefetch(name)
                 decision = self._decided[name] = self.planner.decide(name, self.produced)
                 if decision.action == RUN and intent.kind != STEP_AGGREGATE and self.created_ahead is not None:
-                    shell.create_ahead(self.spec, intent, self.environ, self.created_ahead)
+                    # never a file made through a link out of the project: the check its start makes, made now
+                    escape = self._escapes[name] = self.folders.before_start(intent)
+                    if escape is None:
+                        shell.create_ahead(self.spec, intent, self.environ, self.created_ahead)
 
     def _start(self, active: _Active, selector, wake_w: int) -> StepOutcome | None:
         """Start the step and put it where an interrupt finds it (`active`), or say why it could not start."""
@@ -380,8 +368,11 @@ class Executor:
             active.future = self.agents.submit(name, active.decision, lambda _f: os.write(wake_w, b"."))
             self.active[name] = active
             return None
+        intent = self.spec.intents[name]
+        escape = self._escapes.pop(name) if name in self._escapes else self.folders.before_start(intent)
+        if escape is not None:  # an output or the cwd leads out through a link made since the spec was checked
+            return StepOutcome(ok=False, error=escape)
         if self.cluster is not None:  # on the cluster: a future, as an agent step's; no pid here to journal
-            intent = self.spec.intents[name]
             self.journals[name] = self.inflight.start(name, 0, list(intent.outputs))
             active.future = self.cluster.submit(self._context(name), active.decision, lambda: os.write(wake_w, b"."))
             self.active[name] = active
@@ -494,11 +485,11 @@ class Executor:
         datas: dict = {}
         if outcome.ok and outcome.change is None:
             if outcome.produced is None:
-                outputs, datas, missing = self._hash_outputs(name)
+                outputs, datas, problem = self._hash_outputs(name)
             else:  # a hermetic step: its outputs are in the remote cache, not yet here
-                outputs, datas, missing = self._restore_produced(name, outcome.produced)
-            if missing:
-                outcome = StepOutcome(ok=False, exit_code=0, error=f"declared output {missing} was not produced")
+                outputs, datas, problem = self._restore_produced(name, outcome.produced)
+            if problem:
+                outcome = StepOutcome(ok=False, exit_code=0, error=problem)
         journal = self.journals.pop(name, None)
         if not outcome.ok and journal:
             self._remove_outputs(self.spec.intents[name].outputs)  # never leave a half-written output behind
@@ -661,15 +652,16 @@ class Executor:
         return explain_step(self.spec, self.spec.intents[name], log, self.record.dir.parent, self.record.run_id)
 
     def _hash_outputs(self, name: str) -> tuple[dict[str, str], dict[str, bytes], str | None]:
-        """(path -> digest, digest -> bytes, first missing output): each output is read once."""
-        root = self.spec.root
+        """(path -> digest, digest -> bytes, what is wrong with the first output not produced or leading out of the
+        project): each output is read once, never through a link out (confine.Folders.read)."""
         outputs, datas = {}, {}
-        for rel in expand(root, self.spec.intents[name].outputs):
-            full = os.path.join(root, rel)
+        for rel in expand(self.spec.root, self.spec.intents[name].outputs):
             try:
-                st, data = _read_file(full)
+                st, data = self.folders.read(rel)
             except (FileNotFoundError, IsADirectoryError):
-                return {}, {}, rel
+                return {}, {}, f"declared output {rel} was not produced"
+            except Refused as exc:
+                return {}, {}, f"declared output {rel} {exc}"
             digest = digest_bytes(data)
             self.planner.stat.remember(rel, st, digest, name)
             outputs[rel] = digest
@@ -680,11 +672,15 @@ class Executor:
         """A hermetic step's outputs written into the project from the cache (which reads through to the remote,
         checking each digest), atomically: as _hash_outputs, with the blobs already stored."""
         root = self.spec.root
+        if refused := record_refusal(root, self.spec.intents[name], produced):  # as any record: runner/confine.py
+            return {}, {}, f"the worker's outputs refused: {refused}"
         for rel, digest in produced.items():
-            full = os.path.join(root, rel)
-            if not self.planner.cache.restore(digest, full):
-                return {}, {}, rel
-            self.planner.stat.remember(rel, os.stat(full), digest, name)  # the bytes just checked: no re-read
+            try:
+                if not self.planner.cache.restore(digest, root, rel):
+                    return {}, {}, f"declared output {rel} was not produced"
+            except Refused as exc:
+                return {}, {}, f"declared output {rel} not restored: it {exc}"
+            self.planner.stat.remember(rel, os.stat(os.path.join(root, rel)), digest, name)  # the bytes just checked
         return dict(produced), {}, None
 
     def _report_proven(self, names: list[str]) -> None:
@@ -695,14 +691,17 @@ class Executor:
         with self._emit_lock:
             self._emit.cached(names, cached_text("\0".join(names)))
 
-    def _finish_skip(self, name: str, decision: Decision) -> str | None:
-        """Report a step that need not run, restoring its outputs first; None if a cached copy turned out
-        gone or damaged (its digest does not match), in which case the step must run after all."""
+    def _finish_skip(self, name: str, decision: Decision) -> str | Decision:
+        """Report a step that need not run, restoring its outputs first; or, when a cached copy turned out gone or
+        damaged (its digest does not match) or its way leads out of the project, the decision to run it after all."""
         status = CACHED
         if decision.restore:
             for rel, digest in decision.restore.items():
-                if not self.planner.cache.restore(digest, os.path.join(self.spec.root, rel)):
-                    return None
+                try:
+                    if not self.planner.cache.restore(digest, self.spec.root, rel):
+                        return self._damaged_copy(decision)
+                except Refused as exc:  # a link met on the way: nothing written through it
+                    return self._damaged_copy(decision, f"output {rel} not restored: it {exc}")
                 self.planner.stat.written(self.spec.root, rel, name)
             status = RESTORED
         if decision.kept is not None:
@@ -720,13 +719,13 @@ class Executor:
         return status
 
     @staticmethod
-    def _damaged_copy(decision: Decision) -> Decision:
+    def _damaged_copy(decision: Decision, why: str | None = None) -> Decision:
         """The RUN decision for a step whose cached outputs could not be restored."""
         paths = ", ".join(decision.restore)
         return Decision(
             decision.intent,
             RUN,
-            [f"the cached copy of {paths} is gone or damaged"],
+            [why or f"the cached copy of {paths} is gone or damaged"],
             key=decision.key,
             inputs=decision.inputs,
             dep_digests=decision.dep_digests,
@@ -752,10 +751,7 @@ class Executor:
 
     def _remove_outputs(self, patterns) -> None:
         for rel in expand(self.spec.root, tuple(patterns)):
-            try:
-                os.unlink(os.path.join(self.spec.root, rel))
-            except (FileNotFoundError, IsADirectoryError):
-                pass
+            remove(self.spec.root, rel)  # never through a link out of the project, nor a folder
 
     def _interrupt(self, selector) -> None:
         """Stop every child group and agent step, wait for them, drop their partial outputs."""

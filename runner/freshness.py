@@ -319,7 +319,9 @@ def decide(
         return Decision(name, RUN, [ALWAYS], **made)
     if last and last[0] == key:
         return _check_outputs(planner, name, last[1], made, [UP_TO_DATE])
-    record = planner.cache.get_record(key)
+    record, refused = planner.record(name, key)  # refused: it names what the step may not write (runner/confine.py)
+    if refused:
+        return Decision(name, RUN, [refused], **made)
     remote = planner.cache.remote_why(key)  # the shared cache's word on a local miss (runner/stores)
     if record is None:
         why = planner.why_missed(name, last, inputs, deps)

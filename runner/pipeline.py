@@ -352,6 +352,8 @@ def make(
             finished["left"] = summary.left
         if summary.drift:
             finished["drift"] = summary.drift
+        if planner.cache.refused:  # records naming what their steps may not write (runner/confine.py)
+            finished["refused"] = sorted({intent for intent, _why in planner.cache.refused.values()})
         if remote is not None:  # the uploads are waited for (bounded) so the account is whole
             summary.remote = finished["remote"] = remote.finish()
         sink(finished)

@@ -102,6 +102,17 @@ class Planner:
                 raise unset_variable(self.spec, name, key, unset.args[0]) from None
         return tuple(out)
 
+    def record(self, name: str, key: str) -> tuple[StepRecord | None, str | None]:
+        """The cache's record under `key` (the database's, or the shared cache's), and why it must not be restored
+        for step `name`, or None: a record names only what its step declares (runner/confine.py). The state
+        index's last result is not asked for here: this runner wrote it, from a record it had checked."""
+        record = self.cache.get_record(key)
+        if record is None:
+            return None, None
+        from .confine import refused_record  # a cache hit's alone: never loaded by a no-op or a build from scratch
+
+        return record, refused_record(self, name, key, record.outputs)
+
     def static_digest(self, name: str) -> str:
         """An agent step's key also holds the worker's version (a Codex upgrade re-runs it), asked once; a step
         whose `env` reads variables, their values (the expanded env is what the key holds)."""

@@ -244,6 +244,8 @@ def summary_line(event: dict) -> str:
         line += f"\nnot done: {named}" + (f" and {more} more (`runner status` lists them)" if more > 0 else "")
     if event.get("drift"):
         line += f"\ndrift flagged: {', '.join(event['drift'])} (`runner log STEP` shows what)"
+    if event.get("refused"):  # each step's own line says which path, and why
+        line += f"\ncached records refused, naming what their steps may not write: {', '.join(event['refused'])}"
     if event.get("remote"):
         line += "\n" + remote_text(event["remote"])
     return line
@@ -253,7 +255,7 @@ def remote_text(remote: dict) -> str:
     """The shared cache's part of a run (run_finished's `remote`): hits, uploads, what failed or was refused."""
     parts = [f"{remote['hits']} hit{'s' if remote['hits'] != 1 else ''}", f"{remote['uploaded']} uploaded"]
     if remote.get("refused"):
-        parts.append(f"{remote['refused']} refused (damaged or unsigned)")
+        parts.append(f"{remote['refused']} refused (damaged, unsigned or naming what a step may not write)")
     if remote.get("upload_failed"):
         parts.append(f"{remote['upload_failed']} upload{'s' if remote['upload_failed'] != 1 else ''} FAILED")
     line = f"remote cache {remote['url']} ({remote['mode']}): {', '.join(parts)}"
