@@ -274,14 +274,15 @@ def test_a_worker_killed_mid_step_is_survived_and_the_step_recorded_once(process
     root = project(
         tmp_path / "p",
         # the worker process that started the command: the line's parent, or that one's (a shell that waits for
-        # it); then a child of the line's own that would write after the worker's death, were it left running
-        "[intent.long]\nrun = \"echo $PPID $(awk '{print $4}' /proc/$PPID/stat) >> pids.txt; "
-        "sh -c 'sleep 2; echo late >> late.txt'; echo done > out.txt\"\n"
+        # it); the line's process group; then a child of the line's own that would write after the worker's
+        # death, were it left running
+        "[intent.long]\nrun = \"echo $PPID $(awk '{print $4}' /proc/$PPID/stat) $(awk '{print $5}' /proc/$$/stat) "
+        ">> pids.txt; sh -c 'sleep 2; echo late >> late.txt'; echo done > out.txt\"\n"
         'inputs = ["intents.toml"]\noutputs = ["out.txt"]\n',
     )
     proc = start_runner(root, "make", "--json", "--executor", address)
     wait_for(root / "pids.txt")
-    first = {int(pid) for pid in (root / "pids.txt").read_text().splitlines()[0].split()}
+    *first, group = (int(n) for n in (root / "pids.txt").read_text().splitlines()[0].split())
     victim = next(name for name, p in workers.items() if p.pid in first)
     workers[victim].send_signal(signal.SIGKILL)
     out, err = proc.communicate(timeout=60)
@@ -292,10 +293,52 @@ def test_a_worker_killed_mid_step_is_survived_and_the_step_recorded_once(process
     assert f'"worker": "{survivor}"' in finished[0]
     assert len((root / "pids.txt").read_text().splitlines()) == 2  # run again, on the other worker
     assert (root / "out.txt").read_text() == "done\n"
-    time.sleep(2.5)  # the killed worker's line would have written by now
+    _wait_gone(group)  # killed with its worker, or (were it left running) done writing
     assert (root / "late.txt").read_text() == "late\n", "the killed worker's step went on writing"
     again = runner(root, "make", "--json", "--executor", "local")
     assert again.events()[-1]["ran"] == 0
+
+
+@pytest.mark.slow  # three processes of its own
+def test_a_killed_workers_step_leaves_no_process_behind_and_writes_nothing_after(processes, tmp_path: Path):
+    _scheduler, address = processes.scheduler()
+    workers = {"w1": processes.worker(address, "w1"), "w2": processes.worker(address, "w2")}
+    processes.wait_for_workers(address, 2)
+    root = project(
+        tmp_path / "p",
+        # the first run leaves a grandchild in the background that would write late.txt, says which worker
+        # started it and its process group, and waits; the run again on the other worker finishes at once
+        '[intent.long]\nrun = "if [ -e group.txt ]; then echo done > out.txt; exit; fi; '
+        "sh -c 'sleep 600; echo late > late.txt' & "
+        "echo $PPID $(awk '{print $4}' /proc/$PPID/stat) $(awk '{print $5}' /proc/$$/stat) > group.tmp; "
+        'mv group.tmp group.txt; sleep 600"\n'
+        'inputs = ["intents.toml"]\noutputs = ["out.txt"]\n',
+    )
+    proc = start_runner(root, "make", "--json", "--executor", address)
+    wait_for(root / "group.txt")
+    *first, group = (int(n) for n in (root / "group.txt").read_text().split())
+    try:
+        assert len(_group_alive(group)) >= 3, "the step, its grandchild and their sleeps run"
+        victim = next(name for name, p in workers.items() if p.pid in first)
+        workers[victim].send_signal(signal.SIGKILL)
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 0, err
+        [finished] = Result(proc.returncode, out, err).finished()
+        assert (finished["status"], finished["worker"]) == ("ran", ({"w1", "w2"} - {victim}).pop())
+        _wait_gone(group)  # its sleeps had 600 s to go: gone means killed
+        assert not (root / "late.txt").exists()
+        assert (root / "out.txt").read_text() == "done\n"
+    finally:
+        for pid in _group_alive(group):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _wait_gone(pgid: int, seconds: float = 60) -> None:
+    """Until group `pgid` has no live process; `seconds` bounds a wait for what should already be so."""
+    deadline = time.monotonic() + seconds
+    while left := _group_alive(pgid):
+        assert time.monotonic() < deadline, f"processes {left} of the step's group are still running"
+        time.sleep(0.05)
 
 
 @pytest.mark.slow  # two processes of its own, a killed scheduler's client gives up
