@@ -205,7 +205,7 @@ def test_the_next_start_says_once_that_the_killed_runs_scheduler_is_gone_and_goe
         assert (root / "out.txt").read_text() == "full\n"
         again = runner(root, "make")
         assert again.code == 0 and again.err == ""  # said once: recovered, the journal is empty
-    finally:  # the worker's parent-death signal kills the step's shell, not the `sleep` the shell waits for
+    finally:  # the worker's death takes the step's group with it (process.TETHER): left over only if a check failed
         for pid in _group_alive(group):
             os.kill(pid, signal.SIGKILL)
 
