@@ -97,6 +97,16 @@ def test_a_failing_step_fails_as_it_does_here(cluster, tmp_path: Path):
     assert [e["intent"] for e in remote.finished("skipped")] == ["after"]
 
 
+def test_a_step_a_signal_killed_fails_as_it_does_here(cluster, tmp_path: Path):
+    address, _workers = cluster
+    spec = '[intent.bad]\nrun = "echo broken; kill -KILL $$"\n'  # the shell of the line itself, as the OOM killer would
+    local = runner(project(tmp_path / "here", spec), "make", "--json")
+    remote = runner(project(tmp_path / "there", spec), "make", "--json", "--executor", address)
+    [here], [there] = local.finished("failed"), remote.finished("failed")
+    assert here["error"] == there["error"] == "command killed by signal 9"
+    assert here["exit_code"] == there["exit_code"] == -9 and here["log_tail"] == there["log_tail"]
+
+
 def test_a_step_past_its_timeout_is_killed_on_the_worker(cluster, tmp_path: Path):
     address, _workers = cluster
     root = project(tmp_path / "p", '[intent.slow]\nrun = "sleep 30; touch late.txt"\ntimeout = 0.5\n')
