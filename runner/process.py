@@ -230,13 +230,13 @@ class Group:
         if self._pidfd is not None:
             os.close(self._pidfd)
             self._pidfd = None
-        self.untether()
+        self._untether()
         if self._key is not None and self._journal is not None:
             self._journal.end(self._key)
             self._key = None
         return code
 
-    def untether(self) -> None:
+    def _untether(self) -> None:
         """Let go of the tether (reap does, once the leader is gone): a watcher still reading it kills the group."""
         if self._tether is not None:
             os.close(self._tether)
