@@ -204,6 +204,7 @@ class Cache:
                 cull_limit=0,
                 sqlite_mmap_size=0,
                 sqlite_cache_size=_DB_CACHE_PAGES,
+                disk=_disk_class(diskcache.Disk),
             )
         return self._db
 
@@ -513,12 +514,38 @@ def _set_many(db, items: Mapping[str, object], present: list[str]) -> list[str]:
         if old:
             sql(f"DELETE FROM Cache WHERE rowid IN ({','.join('?' * len(old))})", [rowid for rowid, _f in old])
             replaced.extend(filename for _rowid, filename in old if filename)
-    rows = []
-    for key, value in items.items():
-        size, mode, filename, db_value = disk.store(value, False, key=key)
-        rows.append((key, now, now, size, mode, filename, db_value))
-    db._con.executemany(_INSERT_ROW, rows)
+    rows, files = [], []
+    try:
+        for key, value in items.items():
+            size, mode, filename, db_value = disk.store(value, False, key=key)
+            rows.append((key, now, now, size, mode, filename, db_value))
+            if filename:
+                files.append(filename)
+        db._con.executemany(_INSERT_ROW, rows)
+    except BaseException:  # the transaction rolls back: no row names the files written for it (diskcache's set too)
+        for filename in files:
+            disk.remove(filename)
+        raise
     return replaced
+
+
+def _disk_class(base: type) -> type:
+    """diskcache's Disk (`base`), but a value's file that a full disk cut short is removed, not left unnamed."""
+
+    class Disk(base):
+        def _write(self, full_path, iterator, mode, encoding=None):
+            try:
+                return super()._write(full_path, iterator, mode, encoding)
+            except FileExistsError:  # another value's file: not ours to remove
+                raise
+            except BaseException:
+                try:
+                    os.unlink(full_path)
+                except OSError:
+                    pass
+                raise
+
+    return Disk
 
 
 def _damage(exc: Exception, directory: str) -> bool:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from .errors import LockHeldError
+from .nospace import is_no_space
 from .process import boot_time, groups_holding, kill_groups, same_process
 
 if TYPE_CHECKING:
@@ -201,17 +202,26 @@ class InflightJournal:
         # when the child was started: recovery kills the group only if the process now holding that pid
         # started then (process.same_process). The line is json.dumps' of {"start", "pgid", "started",
         # "outputs"}, made without its encoder's general path: a clean build writes one a step.
-        os.write(
-            self.fd,
+        self._append(
             f'{{"start": {_json_text(key)}, "pgid": {pid}, "started": {boot_time()!r}, '
-            f'"outputs": [{", ".join(map(_json_text, outputs))}]}}\n'.encode(),
+            f'"outputs": [{", ".join(map(_json_text, outputs))}]}}\n'.encode()
         )
         return key
 
     def end(self, *keys: str) -> None:
         """The steps' children were reaped and their ends settled: one write for all of them."""
         if keys:
-            os.write(self.fd, "".join(f'{{"end": {_json_text(key)}}}\n' for key in keys).encode())
+            self._append("".join(f'{{"end": {_json_text(key)}}}\n' for key in keys).encode())
+
+    def _append(self, line: bytes) -> None:
+        """A line the disk has no room for is left out: a start line missing, the run's token still finds the
+        child; an end line missing, the next start removes outputs the cache holds (or that their step makes
+        again). A full disk is then said by the write that cannot do without its bytes."""
+        try:
+            os.write(self.fd, line)
+        except OSError as exc:
+            if not is_no_space(exc):
+                raise
 
     def close(self, settled: bool) -> None:
         """`settled`: every child the run started was waited for and its step ended, so nothing here is
