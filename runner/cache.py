@@ -196,16 +196,19 @@ class Cache:
 
             # no memory-mapped reads and a small page cache: both count in the process's resident memory, which
             # at 100,000 steps grew by ~90 MB for lookups that the OS's page cache serves as well
-            self._db = diskcache.Cache(
-                self.directory,
-                size_limit=2**34,
-                eviction_policy="none",
-                # nothing expires and nothing is evicted (`runner cache gc` trims): no culling query per write
-                cull_limit=0,
-                sqlite_mmap_size=0,
-                sqlite_cache_size=_DB_CACHE_PAGES,
-                disk=_disk_class(diskcache.Disk),
-            )
+            try:
+                self._db = diskcache.Cache(
+                    self.directory,
+                    size_limit=2**34,
+                    eviction_policy="none",
+                    # nothing expires and nothing is evicted (`runner cache gc` trims): no culling query per write
+                    cull_limit=0,
+                    sqlite_mmap_size=0,
+                    sqlite_cache_size=_DB_CACHE_PAGES,
+                    disk=_disk_class(diskcache.Disk),
+                )
+            except OSError as exc:  # the folder could not be made: named, so the error can say what stands there
+                raise OSError(exc.errno, os.strerror(exc.errno or 0), self.directory) from None
         return self._db
 
     def close(self) -> None:
@@ -229,16 +232,17 @@ class Cache:
         self.close()
         self._started_empty, self._written = True, _Written()
         dot_runner, cache = _shown(self.directory)
+        what = "is another user's" if _not_ours(self.directory) else "is damaged"
         if self.owner:
             self.set_aside = _aside(self.directory)
             _say(
-                f"runner: the cache database {dot_runner}/{cache}/cache.db is damaged ({exc}); moved it to "
+                f"runner: the cache database {dot_runner}/{cache}/cache.db {what} ({exc}); moved it to "
                 f"{dot_runner}/{os.path.basename(self.set_aside)} and going on without it"
             )
         else:
             self._unreadable = True
             _say(
-                f"runner: the cache database {dot_runner}/{cache}/cache.db is damaged ({exc}); "
+                f"runner: the cache database {dot_runner}/{cache}/cache.db {what} ({exc}); "
                 "read as empty until `runner make` sets it aside"
             )
         return True
@@ -488,7 +492,7 @@ class Cache:
 
 # sqlite's result codes for a file that is not a sound database (an extended code keeps its primary code in
 # its low byte); SQLITE_CANTOPEN counts only when something other than a folder and a file stands there
-_CORRUPT, _CANTOPEN, _NOTADB = 11, 14, 26
+_READONLY, _CORRUPT, _CANTOPEN, _NOTADB = 8, 11, 14, 26
 
 
 _SET_MANY_CHUNK = 500  # keys a statement names (sqlite allows 32,766 parameters; older builds 999)
@@ -559,9 +563,20 @@ def _damage(exc: Exception, directory: str) -> bool:
     if not isinstance(exc, sqlite3.Error):
         return False
     code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
+    if code in (_CANTOPEN, _READONLY) and _not_ours(directory):
+        return True
     if code == _CANTOPEN:
         return not os.path.isdir(directory) or os.path.isdir(os.path.join(directory, "cache.db"))
     return code in (_CORRUPT, _NOTADB)
+
+
+def _not_ours(directory: str) -> bool:
+    """The cache folder or its database is another user's that this one may not read or write (a `sudo runner
+    make` made it): a cache this user cannot use, set aside as a damaged one is."""
+    db = os.path.join(directory, "cache.db")
+    return not os.access(directory, os.R_OK | os.W_OK | os.X_OK) or (
+        os.path.exists(db) and not os.access(db, os.R_OK | os.W_OK)
+    )
 
 
 def _shown(directory: str) -> tuple[str, str]:

@@ -160,12 +160,12 @@ def main(argv: list[str] | None = None) -> None:
 def exit_for(exc: BaseException, directory: Path | None = None, as_json: bool = False) -> int:
     """Say what went wrong on stderr (with `as_json` on stdout too) and return the exit code (called inside the
     except block: an internal error's traceback is saved from there). `directory`: -C, when click did not read it."""
-    from .nospace import as_users_error
+    from .damaged import as_users_error
     from .redact import current_mask
     from .workspace import find_root
 
     root = find_root(directory or _directory[0])
-    exc = as_users_error(exc, str(root))  # a full disk is the user's to fix, never a bug of ours
+    exc = as_users_error(exc, str(root))  # a full disk, damaged state: the user's to fix, never a bug of ours
     mask = current_mask()  # a message may quote a value from the environment, a log or a worker's answer
     if isinstance(exc, RunnerError):
         message = mask.text(exc.render())

@@ -195,10 +195,9 @@ class IndexFile:
         except OSError:
             self._snapshot = None
         self._log_size = 0
-        try:
-            os.unlink(self.log_path)  # after the new snapshot: a crash between leaves a log it ignores
-        except FileNotFoundError:
-            pass
+        from .damaged import clear  # after the new snapshot: a crash between leaves a log it ignores
+
+        clear(self.log_path)
 
     def _appendable(self) -> bool:
         """The log extends the snapshot as it stands now."""
@@ -547,7 +546,13 @@ def replacing(path: str, durable: bool = False) -> Iterator[BinaryIO]:
             if durable:
                 f.flush()
                 os.fsync(f.fileno())
-        os.replace(tmp, path)
+        try:
+            os.replace(tmp, path)
+        except IsADirectoryError:  # a folder stands where the runner's file goes (a bad copy): it is no file of ours
+            from .damaged import clear
+
+            clear(path)
+            os.replace(tmp, path)
     except BaseException:
         try:
             os.unlink(tmp)

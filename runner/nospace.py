@@ -67,11 +67,6 @@ def no_space_error(exc: BaseException, root: str, started: bool = True) -> NoSpa
     return NoSpaceError(shown(os.fsdecode(path), root), EXIT_STEP_FAILED if started else EXIT_USER_ERROR)
 
 
-def as_users_error(exc: BaseException, root: str) -> BaseException:
-    """`exc` as the user's error when it says no space was left (in the project at `root`), else itself."""
-    return no_space_error(exc, root) or exc
-
-
 @contextmanager
 def nothing_started(root: str) -> Iterator[None]:
     """A full disk inside is said as the user's error, exit 2: nothing could start."""

@@ -90,7 +90,7 @@ def list_runs(runs_dir: Path) -> list[str]:
     for p in runs_dir.iterdir():
         try:
             found.append((p.name[:15], os.stat(p / "events.jsonl").st_mtime_ns, p.name))
-        except (FileNotFoundError, NotADirectoryError):
+        except OSError:  # not a run's folder, or one this user may not read: no run to list
             continue
     return [name for _second, _written, name in sorted(found)]
 
@@ -108,7 +108,7 @@ def runs_after(runs_dir: Path, since: str | None) -> list[str]:
 
 def read_events(runs_dir: Path, run_id: str) -> list[dict]:
     events = []
-    with open(runs_dir / run_id / "events.jsonl", encoding="utf-8") as f:
+    with open(runs_dir / run_id / "events.jsonl", encoding="utf-8", errors="replace") as f:  # damage: not JSON
         for line in f:
             line = line.strip()
             if not line:
@@ -146,7 +146,7 @@ def step_runs(runs_dir: Path, run_id: str, intent: str) -> list[dict]:
     record is mostly other steps)."""
     needle = f'"intent": {json.dumps(intent)}'
     found = []
-    with open(runs_dir / run_id / "events.jsonl", encoding="utf-8") as f:
+    with open(runs_dir / run_id / "events.jsonl", encoding="utf-8", errors="replace") as f:
         for line in f:
             if needle in line:
                 try:

@@ -90,7 +90,7 @@ class ProjectLock:
 
     def acquire(self, wait: bool, on_wait=None, timeout: float | None = None) -> None:
         self.layout.ensure()
-        fd = os.open(self.layout.lock_file, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = self._open()
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:
@@ -131,6 +131,24 @@ class ProjectLock:
         )
         self.fd = fd
 
+    def _open(self) -> int:
+        """The lock file, opened; one a disk or a person damaged is made again while nobody holds it: a folder
+        in its place (runner locks a file, so no runner holds it), another user's that this one may not open
+        (a `sudo runner make`'s) when no process holds a lock on it (/proc/locks). One held is left alone: the
+        error says whose folder it is."""
+        path = self.layout.lock_file
+        try:
+            return os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        except IsADirectoryError:
+            pass
+        except PermissionError:
+            if _locked(path):
+                raise
+        from .damaged import clear
+
+        clear(path)
+        return os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+
     def __enter__(self) -> ProjectLock:
         self.acquire(wait=True)
         return self
@@ -144,6 +162,18 @@ class ProjectLock:
             fcntl.flock(self.fd, fcntl.LOCK_UN)
             os.close(self.fd)
             self.fd = None
+
+
+def _locked(path: str) -> bool:
+    """Whether any process holds a lock on the file at `path`, which this user may not open (/proc/locks lists
+    every lock with its file's device and inode)."""
+    try:
+        st = os.stat(path)
+        with open("/proc/locks") as f:
+            held = f.read()
+    except OSError:
+        return True  # cannot tell: held, as far as anyone may assume
+    return f" {os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino} " in held
 
 
 def find_root(start: Path, spec_file: str | None = None) -> Path:
