@@ -150,8 +150,8 @@ def main(argv: list[str] | None = None) -> None:
         exc.show()
         error_line(exc.exit_code, exc.format_message(), when=as_json)
         sys.exit(exc.exit_code)  # 2 for usage errors, as the user's mistake
-    except click.exceptions.Abort:
-        sys.exit(EXIT_INTERRUPTED)
+    except click.exceptions.Abort:  # click's word for a Ctrl-C it caught: said as the boundary says one
+        sys.exit(exit_for(KeyboardInterrupt(), as_json=as_json))
     except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 - the boundary: a message and an exit code
         sys.exit(exit_for(exc, as_json=as_json))
     sys.exit(EXIT_OK)
