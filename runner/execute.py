@@ -128,7 +128,7 @@ class Executor:
         self._deferred: list[tuple] = []  # shell steps finished, their records not yet stored
         self._deferred_names: set[str] = set()
         self._deferred_since = time.monotonic()
-        self._unrecorded: list[tuple[str, str]] = []  # (step, journal key) whose records a full disk refused
+        self._unrecorded: list[tuple[str, str | None]] = []  # (step, journal key) whose records a full disk refused
 
     def emit(self, event: dict, line: str | None = None) -> None:
         """Report an event; `line` is its JSON when the caller already has it. The scheduler's own events
@@ -237,7 +237,8 @@ class Executor:
             self._store_deferred()
             for name, journal in self._unrecorded:  # no output is kept without its record
                 self._remove_outputs(self.spec.intents[name].outputs)
-                self.inflight.end(journal)
+                if journal:
+                    self.inflight.end(journal)
             if self.created_ahead is not None:  # before anyone looks at the outputs: none for a step that did not start
                 self.created_ahead.close()
             self.agents.shutdown()
