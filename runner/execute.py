@@ -14,7 +14,7 @@ from .cache import StepRecord
 from .confine import Folders, Refused, record_refusal, remove
 from .freshness import produced_by_proven
 from .globs import expand
-from .intent_env import KEPT, brought_back
+from .intent_env import SECRET_STAND_IN, brought_back
 from .interrupts import Interrupts
 from .keys import digest_bytes, outputs_digest
 from .noop import cached_text
@@ -560,7 +560,7 @@ class Executor:
         def on_process(pid: int) -> None:
             self.journals[name] = self.inflight.start(name, pid, list(intent.outputs))
 
-        if any("$" in value or value.startswith(KEPT) for _key, value in intent.env):
+        if any("$" in value or value.startswith(SECRET_STAND_IN) for _key, value in intent.env):
             # $NAME and $$ expanded, as the key holds them; a kept-out secret read back, hidden from now on
             intent = intent._replace(env=brought_back(self.spec, name, self.planner.env(name), self.mask))
         return StepContext(

@@ -16,7 +16,7 @@ from .redact import Mask, Secret, looks_secret
 from .spec import env_refs, expand_env
 
 # no value read from a TOML file holds a NUL (load refuses one in any string), so no value is mistaken for it
-KEPT = "\0secret:"
+SECRET_STAND_IN = "\0secret:"
 
 
 def kept_out(env: Mapping[str, str], secret: Collection[str] = ()) -> tuple[tuple[str, str], ...]:
@@ -36,16 +36,16 @@ def env_names(intent) -> set[str]:
 
 
 def stand_in(value: str) -> str:
-    return KEPT + hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()
+    return SECRET_STAND_IN + hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def holds_kept(env: Iterable[tuple[str, str]]) -> bool:
-    return any(value.startswith(KEPT) for _key, value in env)
+    return any(value.startswith(SECRET_STAND_IN) for _key, value in env)
 
 
 def shown(key: str, value: str) -> str:
     """What `runner explain` shows of a declared value: never a kept-out one."""
-    return f"[REDACTED:{key}]" if value.startswith(KEPT) else value
+    return f"[REDACTED:{key}]" if value.startswith(SECRET_STAND_IN) else value
 
 
 def brought_back(spec, name: str, env: tuple[tuple[str, str], ...], mask: Mask) -> tuple[tuple[str, str], ...]:
@@ -59,7 +59,7 @@ def brought_back(spec, name: str, env: tuple[tuple[str, str], ...], mask: Mask) 
     table = _env_table(str(Path(spec.root) / spec.file), name)
     out = []
     for key, value in env:
-        if value.startswith(KEPT):
+        if value.startswith(SECRET_STAND_IN):
             declared = table.get(key)
             if not isinstance(declared, str) or stand_in(declared) != value:
                 raise UsageError(
