@@ -248,7 +248,8 @@ class Executor:
             summary.duration = time.monotonic() - started
             self.inflight.close(settled and not self._deferred)
             self.interrupts.restore()
-        summary.left = [n for n in todo if n not in self.produced and n not in aggregates]
+        unrecorded = {name for name, _journal in self._unrecorded}  # in `produced`: dependants decided on them
+        summary.left = [n for n in todo if (n not in self.produced or n in unrecorded) and n not in aggregates]
         return summary
 
     def _release(self, name: str) -> None:
@@ -520,7 +521,6 @@ class Executor:
             self.summary.counts[RAN] -= 1
             self.summary.counts[FAILED] += 1
             self.summary.failed.append(name)
-            self.produced.pop(name, None)
             self._deferred_names.discard(name)
         del self._deferred[: len(batch)]
 

@@ -117,19 +117,14 @@ class ProjectLock:
                         os.close(fd)
                         raise LockHeldError(f"error: gave up waiting for the lock held by {holder}") from None
                     time.sleep(0.05)
-        os.ftruncate(fd, 0)
-        os.write(
-            fd,
-            json.dumps(
-                {
-                    "pid": os.getpid(),
-                    "host": os.uname().nodename,
-                    "command": self.command,
-                    "since": time.strftime("%Y-%m-%d %H:%M:%S"),
-                }
-            ).encode(),
-        )
         self.fd = fd
+        os.ftruncate(fd, 0)
+        about = {"pid": os.getpid(), "host": os.uname().nodename, "command": self.command}
+        try:
+            os.write(fd, json.dumps({**about, "since": time.strftime("%Y-%m-%d %H:%M:%S")}).encode())
+        except OSError as exc:  # who holds it is only for the message a second runner prints: the lock holds
+            if not is_no_space(exc):
+                raise
 
     def _open(self) -> int:
         """The lock file, opened; one a disk or a person damaged is made again while nobody holds it: a folder
@@ -222,7 +217,11 @@ class InflightJournal:
         self.path = layout.state_dir / "inflight"
         self.token = os.urandom(16).hex()  # the run's: RUN_VAR in every child's environment (process.with_token)
         self.fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_TRUNC, 0o644)
-        os.write(self.fd, (json.dumps({"run": self.token}) + "\n").encode())
+        try:  # before any child starts: without it, a kill's orphans could not be found by their token
+            os.write(self.fd, (json.dumps({"run": self.token}) + "\n").encode())
+        except OSError as exc:
+            os.close(self.fd)
+            raise OSError(exc.errno, exc.strerror, str(self.path)) from None  # the error names the journal
 
     def cluster(self, address: str, token: str) -> None:
         """The run's steps go to the Dask scheduler at `address`, their commands named on the workers by `token`."""

@@ -149,8 +149,9 @@ def test_a_cache_write_that_finds_the_disk_full_fails_the_step_and_keeps_nothing
         "b": "no space left on the device (writing out/b.bin)",
     }
     assert not project.exists("out/a.bin") and not project.exists("out/b.bin")
-    # no value file the rolled-back transaction would never name
+    # no value file the rolled-back transaction would never name, no half-written index beside its file
     assert sorted(p.name for p in (project.root / ".runner/cache").rglob("*") if p.is_file()) == ["cache.db"]
+    assert _half_written(project) == []
 
     (disk / "fill").unlink()
     (disk / "filler").unlink()
@@ -210,3 +211,54 @@ def test_a_disk_full_before_anything_starts_is_exit_2(small_disk):
     assert json.loads(result.out.splitlines()[-1])["code"] == 2
     (disk / "filler").unlink()
     assert project.make().code == 0
+
+
+def test_the_run_record_keeps_every_event_a_full_disk_held_back(small_disk):
+    """One step fills the disk and holds it full for a while, as the others start and end beside it: the run's
+    events that the disk refused wait for the next write (the filling step fails, its output goes, the room comes
+    back), and the run's record ends up holding every event, whole and in order, as --json printed them."""
+    many = "".join(f'\n[intent.c{i:03d}]\nrun = "true"\ndeps = ["first"]\n' for i in range(60))
+    project = _project(
+        small_disk(2 * MB),
+        f"""
+[intent.first]
+run = "true"
+inputs = ["in.txt"]
+
+[intent.fill]
+run = "head -c {4 * MB} /dev/zero > out/fill.bin; sleep 2; exit 1"
+inputs = ["in.txt"]
+outputs = ["out/fill.bin"]
+{many}
+""",
+    )
+    result = project.make("-j", "2", "-k")
+    _clean(result)
+    assert result.code == 1, result.err
+    assert not project.exists("out/fill.bin")
+    run_id = result.events()[0]["run_id"]
+    recorded = (project.root / ".runner/runs" / run_id / "events.jsonl").read_text()
+    assert recorded == result.out  # every line --json printed, none torn, none lost, in the same order
+
+
+def test_no_file_of_the_runners_is_left_half_written_when_the_disk_is_full(small_disk):
+    """The spec edited on a disk already full: the compiled spec (.runner/spec.pickle), written beside its file to be
+    put in place whole, finds no room, and leaves no piece of it; then the journal of running steps cannot take its
+    first line (the run's token, by which the next start finds what a kill left running), so nothing starts: exit 2.
+    Once there is room, the next run compiles and builds."""
+    disk = small_disk(1 * MB)
+    project = _project(disk, FILLS_WITH_ITS_OUTPUT)
+    project.write("size.txt", "10")
+    assert project.make().code == 0
+    project.spec(FILLS_WITH_ITS_OUTPUT.replace("/dev/zero", "/dev/urandom"))
+    subprocess.run(["sh", "-c", f"head -c {2 * MB} /dev/zero > {disk}/filler"], check=False)
+    result = project.make()
+    _clean(result)
+    assert (result.code, result.err) == (
+        2,
+        "error: no space left on the device (writing .runner/inflight): free some space and run again\n",
+    )
+    assert _half_written(project) == []
+    (disk / "filler").unlink()
+    again = project.make()
+    assert again.code == 0 and again.statuses() == {"big": "ran"}, again.err
