@@ -88,10 +88,16 @@ EXIT_INTERRUPTED = 130  # errors.EXIT_INTERRUPTED, without importing errors.py (
 
 def _unraisable(unraisable, default=sys.unraisablehook) -> None:
     """A Ctrl-C that came while Python ran a callback it cannot raise from (a module lock's weakref callback in
-    an import, a __del__) would be printed as "Exception ignored in" with its traceback, and lost: it is
-    signalled again instead, to be raised at the next line of ordinary code, as any other Ctrl-C."""
+    an import, a __del__) would be printed as "Exception ignored in" with its traceback, and lost: it is sent
+    again instead, a moment later, so that it lands once this callback is over (a signal raised here would be
+    handled here, inside the same callback) and is raised in ordinary code as any other Ctrl-C. Should it land
+    in a callback again, it comes here again."""
     if unraisable.exc_type is not None and issubclass(unraisable.exc_type, KeyboardInterrupt):
-        signal.raise_signal(signal.SIGINT)
+        import threading
+
+        again = threading.Timer(0.01, os.kill, (os.getpid(), signal.SIGINT))
+        again.daemon = True
+        again.start()
         return
     default(unraisable)
 

@@ -384,7 +384,9 @@ def test_ctrl_c_at_any_moment_of_start_up_ends_without_a_traceback(project, comm
         _out, err = proc.communicate(timeout=60)
         where = f"SIGINT after {attempt * 0.004:.3f}s: exit {proc.returncode}\n{err[-3000:]}"
         assert _runners_frames(err) == [], where
-        if "Traceback" in err:  # "Exception ignored in" an import's lock callback among them: before runner's hook
+        # the interpreter's own: a traceback out of site or runpy ("Exception ignored in" an import's lock callback
+        # among them, before runner's hook), or "Fatal Python error" while it makes sys.stdout
+        if "Traceback" in err or "Fatal Python error" in err:
             seen["the interpreter's start-up"] += 1
             continue
         assert proc.returncode in (0, 130, -signal.SIGINT), where  # -SIGINT: before Python had its handler
@@ -393,3 +395,69 @@ def test_ctrl_c_at_any_moment_of_start_up_ends_without_a_traceback(project, comm
         seen[proc.returncode] += 1
     assert seen[130] >= 5, seen  # tries did land in runner's own start-up
     assert project.make().code == 0  # and none left the project in a state the next run trips on
+
+
+# a KeyboardInterrupt raised in a weakref callback while click is imported, as runner's (or Python's) signal
+# handler raises one when a Ctrl-C lands while such a callback runs (importlib's module locks have them): Python
+# cannot raise it there, so it prints it as "Exception ignored in" and drops it
+_LANDS_IN_A_CALLBACK = """
+import importlib.abc, sys, weakref
+
+def ctrl_c(_ref):
+    raise KeyboardInterrupt
+
+class Lands(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name == "click":
+            class Dies:
+                pass
+            weakref.ref(Dies(), ctrl_c)  # dies at once: its callback runs here, inside the import
+        return None
+
+sys.meta_path.insert(0, Lands())
+sys.argv = ["runner", *sys.argv[1:]]
+from runner.entry import console
+console()
+"""
+
+
+def test_a_ctrl_c_that_lands_in_a_callback_is_not_lost(project):
+    project.spec('[intent.a]\nrun = "true"\ninputs = ["x"]\n')
+    project.write("x", "1")
+    proc = subprocess.run(
+        [sys.executable, "-c", _LANDS_IN_A_CALLBACK, "status"],
+        cwd=project.root,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (proc.returncode, proc.stderr) == (130, "runner: interrupted\n")
+
+
+# a Ctrl-C as `python -m runner` loads its entry point (runner/__main__.py importing runner/entry.py)
+_LANDS_AS_THE_ENTRY_LOADS = """
+import importlib.abc, runpy, sys
+
+class Lands(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name == "runner.entry":
+            raise KeyboardInterrupt
+        return None
+
+sys.meta_path.insert(0, Lands())
+sys.argv = ["runner", *sys.argv[1:]]
+runpy.run_module("runner", run_name="__main__", alter_sys=True)
+"""
+
+
+def test_a_ctrl_c_as_the_entry_point_loads_ends_without_a_traceback(project):
+    project.spec('[intent.a]\nrun = "true"\ninputs = ["x"]\n')
+    project.write("x", "1")
+    proc = subprocess.run(
+        [sys.executable, "-c", _LANDS_AS_THE_ENTRY_LOADS, "status"],
+        cwd=project.root,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (proc.returncode, proc.stderr) == (130, "runner: interrupted\n")
