@@ -7,17 +7,18 @@ traceback, and the run after is a no-op."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from ci import need, need_tools
-from conftest import Project
 
 GARBAGE = bytes((i * 151 + 7) % 256 for i in range(512))
 SPEC = """
@@ -93,18 +94,40 @@ SET_ASIDE = re.compile(
 )
 
 
+@dataclass
+class Ran:
+    code: int
+    out: str
+    err: str
+
+    def events(self) -> list[dict]:
+        return [json.loads(line) for line in self.out.splitlines() if line.strip()]
+
+    def statuses(self) -> dict[str, str]:
+        return {e["intent"]: e["status"] for e in self.events() if e["event"] == "step_finished"}
+
+
+def _run(root: Path, *args: str, as_nobody: bool = False) -> Ran:
+    """`python -m runner ARGS` in `root`; as `nobody` (who owns the copy then) when `as_nobody`."""
+    command = [sys.executable, "-m", "runner", *args]
+    if as_nobody:
+        command = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", *command]
+    proc = subprocess.run(command, cwd=root, capture_output=True, text=True, timeout=120)
+    return Ran(proc.returncode, proc.stdout, proc.stderr)
+
+
 @pytest.fixture(scope="module")
 def built(tmp_path_factory) -> Path:
     """The project after two runs (the second after an edit), each step's output made, its log written."""
-    project = Project(tmp_path_factory.mktemp("built") / "proj")
-    project.spec(SPEC)
-    project.write("src/x.txt", "hello\n")
-    (project.root / "out").mkdir()
-    assert project.make().code == 0
-    project.write("src/x.txt", "edited\n")
-    project.age_all()
-    assert project.make().code == 0
-    return project.root
+    root = tmp_path_factory.mktemp("built") / "proj"
+    (root / "src").mkdir(parents=True)
+    (root / "out").mkdir()
+    (root / "intents.toml").write_text(SPEC)
+    (root / "src/x.txt").write_text("hello\n")
+    assert _run(root, "make", "--json").code == 0
+    (root / "src/x.txt").write_text("edited\n")
+    assert _run(root, "make", "--json").code == 0
+    return root
 
 
 @pytest.fixture
@@ -152,63 +175,46 @@ def _damage(path: Path, form: str) -> None:
         path.write_bytes(b"")
 
 
-class Copy(Project):
-    """The project copied, run as `nobody` when `as_nobody` (which owns the copy then)."""
-
-    as_nobody = False
-
-    def run(self, *args: str, timeout: float = 120, env: dict | None = None):
-        from conftest import Result
-
-        command = [sys.executable, "-m", "runner", *args]
-        if self.as_nobody:
-            command = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", *command]
-        proc = subprocess.run(command, cwd=self.root, capture_output=True, text=True, timeout=timeout)
-        return Result(proc.returncode, proc.stdout, proc.stderr)
-
-
-def _copy(built: Path, shared: Path, rel: str, form: str) -> tuple[Copy, Path]:
-    """The built project copied into `shared`, `rel` under its .runner/ damaged in `form`."""
+def _copy(built: Path, shared: Path, rel: str, form: str) -> tuple[Path, bool]:
+    """The built project copied into `shared`, `rel` under its .runner/ damaged in `form`; whether to run as
+    nobody."""
     root = shared / "proj"
     shutil.copytree(built, root, symlinks=True)
-    project = Copy(root)
     runs = _runs(root / ".runner")
     target = root / ".runner" / rel.replace("FIRST", runs["FIRST"]).replace("LAST", runs["LAST"])
-    if form == "unreadable":  # another user's that no one else may read: root's, mode 000; the CLI runs as nobody
-        need_tools("setpriv", how="install util-linux")
-        need("root, to make a file another user's", os.geteuid() == 0, "run the tests as root (CI does)")
-        subprocess.run(["chown", "-R", "nobody:nogroup", str(root)], check=True)
-        project.as_nobody = True
-        os.chown(target, 0, 0)
-        os.chmod(target, 0)
-    else:
+    if form != "unreadable":
         _damage(target, form)
-    return project, target
+        return root, False
+    # another user's that no one else may read: root's, mode 000; the CLI runs as nobody, who owns the rest
+    need_tools("setpriv", how="install util-linux")
+    need("root, to make a file another user's", os.geteuid() == 0, "run the tests as root (CI does)")
+    subprocess.run(["chown", "-R", "nobody:nogroup", str(root)], check=True)
+    os.chown(target, 0, 0)
+    os.chmod(target, 0)
+    return root, True
 
 
-def _no_bug(result, what: str) -> None:
+def _no_bug(result: Ran, what: object) -> None:
     assert result.code != 4 and "Traceback" not in result.err and "internal error" not in result.err, (what, result)
 
 
 @pytest.mark.parametrize(("rel", "form"), CASES, ids=[f"{rel}-{form}" for rel, form in CASES])
 def test_damaged_state_is_rebuilt_or_named_with_the_command_that_mends_it(built, shared, rel, form):
-    project, _target = _copy(built, shared, rel, form)
+    root, as_nobody = _copy(built, shared, rel, form)
     for reader in (("status",), ("log",), ("cache", "stats")):  # the commands that only read: never a bug either
-        _no_bug(project.run(*reader), reader)
-    project.write("src/x.txt", f"{rel} {form}\n")
-    if project.as_nobody:
-        os.chown(project.root / "src/x.txt", 65534, 65534)
-    result = project.make()
+        _no_bug(_run(root, *reader, as_nobody=as_nobody), reader)
+    (root / "src/x.txt").write_text(f"{rel} {form}\n")  # so the build has work to do, not only a proof to check
+    result = _run(root, "make", "--json", as_nobody=as_nobody)
     _no_bug(result, "make")
     refused = REFUSED.get((rel, form))
     if refused is not None:
         assert (result.code, result.err) == (2, refused)
         mend = re.search(r"\(`(.*)`\)", refused)[1].replace("sudo ", "")
-        subprocess.run(["sh", "-c", mend], cwd=project.root, check=True)  # as the user (or root, for sudo) would
-        result = project.make()
+        subprocess.run(["sh", "-c", mend], cwd=root, check=True)  # as the user (or root, for sudo) would
+        result = _run(root, "make", "--json", as_nobody=as_nobody)
     assert result.code == 0, (rel, form, result.err)
     assert result.err == "" or SET_ASIDE.match(result.err), result.err
     assert result.statuses() == {"a": "ran", "b": "ran"}
-    assert project.read("out/b.txt") == f"{rel} {form}\n".upper()
-    again = project.make()
-    assert again.code == 0 and again.finished()["ran"] == 0, again.err
+    assert (root / "out/b.txt").read_text() == f"{rel} {form}\n".upper()
+    again = _run(root, "make", "--json", as_nobody=as_nobody)
+    assert again.code == 0 and again.events()[-1]["ran"] == 0, again.err

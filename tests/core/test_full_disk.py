@@ -1,5 +1,5 @@
 """A full disk, for real: a small tmpfs mounted for each test holds the project, and a step fills it (with its
-output, with what it prints, or with a file beside the project, so that the runner's own writes meet the full
+output, with what it prints, or with a file it does not declare, so that the runner's own writes meet the full
 disk). Each time the run says `no space left on the device (writing PATH)`, exits 1 (2 when nothing could start)
 without a traceback, leaves no half-written output, and the next run, once there is room, does the right thing."""
 
@@ -11,33 +11,31 @@ from pathlib import Path
 
 import pytest
 from ci import need
-from conftest import Project
 
 MB = 1 << 20
 
 
 @pytest.fixture
-def small_disk(tmp_path: Path):
-    """mount(size, inodes): a tmpfs of that size at tmp_path/disk; unmounted after the test. Root mounts it (this
-    machine and CI run the tests as root); elsewhere the test skips, and fails in CI."""
+def small_disk(project):
+    """mount(size, inodes): the project's folder made a tmpfs of that size, and the project in it; unmounted after
+    the test. Root mounts it (this machine and CI run the tests as root); elsewhere the test skips, and fails in
+    CI."""
     mounted: list[Path] = []
 
-    def mount(size: int, inodes: int | None = None) -> Path:
-        where = tmp_path / "disk"
-        where.mkdir()
+    def mount(size: int, inodes: int | None = None):
+        project.root.mkdir(parents=True)
         options = f"size={size}" + (f",nr_inodes={inodes}" if inodes else "")
-        done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(where)], capture_output=True)
+        done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(project.root)], capture_output=True)
         need("a tmpfs mounted for the test", done.returncode == 0, f"run as root (mount said {done.stderr!r})")
-        mounted.append(where)
-        return where
+        mounted.append(project.root)
+        return project
 
     yield mount
     for where in mounted:
         subprocess.run(["umount", "-l", str(where)], check=True)
 
 
-def _project(disk: Path, spec: str) -> Project:
-    project = Project(disk / "proj")
+def _project(project, spec: str):
     project.spec(spec)
     project.write("in.txt", "1\n")
     (project.root / "out").mkdir()
@@ -53,7 +51,7 @@ def _clean(result) -> None:
     assert "Traceback" not in result.err and "internal error" not in result.err, result.err
 
 
-def _half_written(project: Project) -> list[str]:
+def _half_written(project) -> list[str]:
     """Temporary files a write left beside the file it was to replace, anywhere in the project."""
     return [str(p) for p in project.root.rglob("*.tmp")]
 
@@ -116,9 +114,9 @@ def test_a_step_whose_log_fills_the_disk_fails_and_its_log_gives_the_space_back(
     assert again.statuses() == {"loud": "ran"} and project.read("out/loud.txt") == "done\n"
 
 
-FILLS_THE_DISK_BESIDE = """
+FILLS_THE_DISK_UNSEEN = """
 [intent.a]
-run = "head -c 100000 /dev/urandom > out/a.bin; [ ! -f ../fill ] || head -c 9000000 /dev/zero >../filler 2>&-; true"
+run = "head -c 100000 /dev/urandom > out/a.bin; [ ! -f fill ] || head -c 9000000 /dev/zero >filler 2>&-; true"
 inputs = ["in.txt"]
 outputs = ["out/a.bin"]
 
@@ -131,11 +129,10 @@ deps = ["a"]
 
 
 def test_a_cache_write_that_finds_the_disk_full_fails_the_step_and_keeps_nothing_unrecorded(small_disk):
-    """The step succeeds, then fills the disk beside the project: storing its 100 KB output in the cache (a file
-    of its own under .runner/cache) finds no room."""
-    disk = small_disk(4 * MB)
-    project = _project(disk, FILLS_THE_DISK_BESIDE)
-    (disk / "fill").write_text("")
+    """The step succeeds, then fills the disk with a file it does not declare: storing its 100 KB output in the
+    cache (a file of its own under .runner/cache) finds no room."""
+    project = _project(small_disk(4 * MB), FILLS_THE_DISK_UNSEEN)
+    project.write("fill", "")
     result = project.make()
     assert result.code == 1, result.err
     _clean(result)
@@ -153,8 +150,8 @@ def test_a_cache_write_that_finds_the_disk_full_fails_the_step_and_keeps_nothing
     assert sorted(p.name for p in (project.root / ".runner/cache").rglob("*") if p.is_file()) == ["cache.db"]
     assert _half_written(project) == []
 
-    (disk / "fill").unlink()
-    (disk / "filler").unlink()
+    (project.root / "fill").unlink()
+    (project.root / "filler").unlink()
     again = project.make()
     assert again.code == 0, again.err
     assert again.statuses() == {"a": "ran", "b": "ran"}
@@ -166,7 +163,7 @@ def test_a_cache_write_that_finds_the_disk_full_fails_the_step_and_keeps_nothing
 
 USES_THE_LAST_INODES = """
 [intent.a]
-run = "echo made > out/a.txt; mkdir -p ../fill; i=0; while touch ../fill/$i 2>/dev/null; do i=$((i+1)); done"
+run = "echo made > out/a.txt; mkdir -p fill; i=0; while touch fill/$i 2>/dev/null; do i=$((i+1)); done"
 inputs = ["in.txt"]
 outputs = ["out/a.txt"]
 """
@@ -175,8 +172,7 @@ outputs = ["out/a.txt"]
 def test_the_state_file_written_at_the_end_of_a_run_on_a_full_disk(small_disk):
     """The step takes every inode left: its record goes into the cache database (no new file), and the state
     index, written whole into a new file at the end of the run, finds the disk full."""
-    disk = small_disk(8 * MB, inodes=64)
-    project = _project(disk, USES_THE_LAST_INODES)
+    project = _project(small_disk(8 * MB, inodes=64), USES_THE_LAST_INODES)
     result = project.make()
     _clean(result)
     assert result.code == 1, result.err
@@ -191,7 +187,7 @@ def test_the_state_file_written_at_the_end_of_a_run_on_a_full_disk(small_disk):
     }
     assert _half_written(project) == []
 
-    subprocess.run(["rm", "-rf", str(disk / "fill")], check=True)
+    subprocess.run(["rm", "-rf", str(project.root / "fill")], check=True)
     again = project.make()
     assert again.code == 0, again.err
     assert again.statuses() == {"a": "cached"}  # its record was stored: the output stands, nothing runs again
@@ -200,16 +196,15 @@ def test_the_state_file_written_at_the_end_of_a_run_on_a_full_disk(small_disk):
 
 
 def test_a_disk_full_before_anything_starts_is_exit_2(small_disk):
-    disk = small_disk(1 * MB)
-    project = _project(disk, FILLS_WITH_ITS_OUTPUT)
+    project = _project(small_disk(1 * MB), FILLS_WITH_ITS_OUTPUT)
     project.write("size.txt", "10")
-    subprocess.run(["sh", "-c", f"head -c {2 * MB} /dev/zero > {disk}/filler"], check=False)
+    subprocess.run(["sh", "-c", f"head -c {2 * MB} /dev/zero > {project.root}/filler"], check=False)
     result = project.make()
     _clean(result)
     assert result.code == 2, result.err
     assert result.err == ("error: no space left on the device (writing .runner): free some space and run again\n")
     assert json.loads(result.out.splitlines()[-1])["code"] == 2
-    (disk / "filler").unlink()
+    (project.root / "filler").unlink()
     assert project.make().code == 0
 
 
@@ -246,12 +241,11 @@ def test_no_file_of_the_runners_is_left_half_written_when_the_disk_is_full(small
     put in place whole, finds no room, and leaves no piece of it; then the journal of running steps cannot take its
     first line (the run's token, by which the next start finds what a kill left running), so nothing starts: exit 2.
     Once there is room, the next run compiles and builds."""
-    disk = small_disk(1 * MB)
-    project = _project(disk, FILLS_WITH_ITS_OUTPUT)
+    project = _project(small_disk(1 * MB), FILLS_WITH_ITS_OUTPUT)
     project.write("size.txt", "10")
     assert project.make().code == 0
     project.spec(FILLS_WITH_ITS_OUTPUT.replace("/dev/zero", "/dev/urandom"))
-    subprocess.run(["sh", "-c", f"head -c {2 * MB} /dev/zero > {disk}/filler"], check=False)
+    subprocess.run(["sh", "-c", f"head -c {2 * MB} /dev/zero > {project.root}/filler"], check=False)
     result = project.make()
     _clean(result)
     assert (result.code, result.err) == (
@@ -259,6 +253,6 @@ def test_no_file_of_the_runners_is_left_half_written_when_the_disk_is_full(small
         "error: no space left on the device (writing .runner/inflight): free some space and run again\n",
     )
     assert _half_written(project) == []
-    (disk / "filler").unlink()
+    (project.root / "filler").unlink()
     again = project.make()
     assert again.code == 0 and again.statuses() == {"big": "ran"}, again.err
