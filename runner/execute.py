@@ -40,8 +40,6 @@ _UNREAD = "unread"  # stands for a proven step's outputs where only an aggregate
 _AGGREGATE = "aggregate"  # what _finish_skip says of an aggregate: its dependencies are done, nothing to report
 
 
-
-
 class Summary:
     """What a run did, step by step counted."""
 
