@@ -342,6 +342,13 @@ def _runners_frames(err: str) -> list[str]:
     return [f for f in re.findall(r'File "([^"]+)"', err) if f.startswith(_RUNNER + os.sep)]
 
 
+def _timed_run(project, command) -> float:
+    """Seconds one uninterrupted `runner <command>` takes, from the process's start to its end."""
+    start = time.monotonic()
+    subprocess.run([sys.executable, "-m", "runner", *command], cwd=project.root, capture_output=True, check=False)
+    return time.monotonic() - start
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "command",
@@ -374,8 +381,12 @@ def test_ctrl_c_at_any_moment_of_start_up_ends_without_a_traceback(project, comm
     )
     project.write("in.txt", "1\n")
     assert project.make().code == 0
+    # the delays spread over the command's own whole run, timed here: a fixed step missed most of a fast no-op's
+    # run on one machine (4 of 60 tries landed in it) and would miss the end of a slow one on a busy machine
+    whole_run = min(_timed_run(project, command) for _ in range(3))
     seen = collections.Counter()
     for attempt in range(60):
+        delay = whole_run * attempt / 50  # the last tenth past its end: those finish (exit 0)
         proc = subprocess.Popen(
             [sys.executable, "-m", "runner", *command],
             cwd=project.root,
@@ -383,10 +394,10 @@ def test_ctrl_c_at_any_moment_of_start_up_ends_without_a_traceback(project, comm
             stderr=subprocess.PIPE,
             text=True,
         )
-        time.sleep(attempt * 0.004)  # 0 to 0.24 s: a no-op's whole run takes ~0.15 s here, longer on a busy machine
+        time.sleep(delay)
         proc.send_signal(signal.SIGINT)
         _out, err = proc.communicate(timeout=60)
-        where = f"SIGINT after {attempt * 0.004:.3f}s: exit {proc.returncode}\n{err[-3000:]}"
+        where = f"SIGINT after {delay:.3f}s of a {whole_run:.3f}s run: exit {proc.returncode}\n{err[-3000:]}"
         assert _runners_frames(err) == [], where
         # the interpreter's own: a traceback out of site or runpy ("Exception ignored in" an import's lock callback
         # among them, before runner's hook), or "Fatal Python error" while it makes sys.stdout
