@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import heapq
-import json
 import os
 import selectors
 import threading
@@ -12,15 +11,20 @@ from typing import TYPE_CHECKING
 
 from .agent_handoff import AgentHandoff
 from .cache import StepRecord
+from .confine import Folders, Refused, record_refusal, remove
 from .freshness import produced_by_proven
 from .globs import expand
+from .intent_env import SECRET_STAND_IN, brought_back
 from .interrupts import Interrupts
 from .keys import digest_bytes, outputs_digest
 from .noop import cached_text
+from .nospace import is_no_space, words
 from .plan import RUN, Decision, Planner, decide_each
 from .process import RUN_VAR, kill_groups
 from .record import RunRecord, tail
 from .redact import Mask
+from .report import json_list as _json_list
+from .run_options import RunOptions
 from .spec import STEP_AGENT, STEP_AGGREGATE, STEP_SHELL
 from .steps import StepContext, StepOutcome, shell
 from .workspace import InflightJournal, Layout
@@ -29,78 +33,11 @@ if TYPE_CHECKING:
     from concurrent.futures import Future
 
 RAN, CACHED, RESTORED, FAILED, SKIPPED, BLOCKED = "ran", "cached", "restored", "failed", "skipped", "blocked"
+KEPT = "kept"  # an agent step whose output a person edited: the edit kept as its next version (runner/edits.py)
 _EXITED, _PRINTED = "exited", "printed"  # what a shell step's file descriptor in the selector says
 PREFETCH = 63  # ready steps whose shared-cache reads are made together with the next one's (_prefetch)
 _UNREAD = "unread"  # stands for a proven step's outputs where only an aggregate no step reads would see them
 _AGGREGATE = "aggregate"  # what _finish_skip says of an aggregate: its dependencies are done, nothing to report
-
-
-_encoded_lists: dict[tuple[str, ...], str] = {}  # a step's reasons as JSON: a clean build's are mostly one list
-
-
-def _json_list(items: list[str]) -> str:
-    """json.dumps(items), kept for the few lists that repeat over thousands of events. Intent names need no
-    escaping in an event line ([A-Za-z0-9_.-], the schema says so), so only the reasons are encoded."""
-    key = tuple(items)
-    line = _encoded_lists.get(key)
-    if line is None:
-        line = json.dumps(items)
-        if len(_encoded_lists) < 256:
-            _encoded_lists[key] = line
-    return line
-
-
-def _read_file(path: str) -> tuple[os.stat_result, bytes]:
-    """A file's stat and bytes, both from one open: its size tells how much to read, so a small output costs
-    open, fstat, read and close (a Python file object adds an ioctl, two lseeks and a second fstat), and the
-    stat is the opened file's own, never that of a file put in its place in between."""
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    try:
-        st = os.fstat(fd)
-        data = os.read(fd, st.st_size + 1)  # a directory raises IsADirectoryError here
-        if len(data) > st.st_size or len(data) >= 0x7FFFF000:  # grown since, or one read's cap (2 GiB): the rest
-            parts = [data]
-            while chunk := os.read(fd, 1 << 24):
-                parts.append(chunk)
-            data = b"".join(parts)
-        return st, data
-    finally:
-        os.close(fd)
-
-
-class RunOptions:
-    """How `runner make` was asked to run."""
-
-    def __init__(
-        self,
-        jobs: int = 1,
-        keep_going: bool = False,
-        force: bool = False,
-        timeout: float | None = None,
-        record: bool = False,
-        halt_on: frozenset = frozenset(),
-        ask=None,
-        worker: str | None = None,
-        on_output=None,
-        improve: dict[str, dict] | None = None,
-        executor=None,
-    ):
-        self.jobs = jobs
-        self.keep_going = keep_going
-        self.force = force
-        self.timeout = timeout  # default per-step timeout
-        self.record = record  # write every worker exchange to replays/
-        self.halt_on = halt_on  # boundaries that need a human this run (write_files, run_shell)
-        self.ask = ask  # callable(question, detail) -> bool when a human is at a terminal
-        self.worker = worker  # override [worker] kind for this run (e.g. replay)
-        # callable(intent, lines): what shell steps print, line by line as they print it (-v); None: only logged
-        self.on_output = on_output
-        # `runner improve`: intent -> {"version", "feedback", "prompt"}: run again with the reviewer's feedback and
-        # the previous version in its prompt (plans/versions.py), its result recorded as the next version
-        self.improve = improve or {}
-        # where shell steps run (runner/executors/, built by commands/make.py): one whose `on_cluster` is true takes
-        # each shell step as a future (submit, cancel_all, lost); None or local: this scheduler's own children
-        self.executor = executor
 
 
 class Summary:
@@ -108,7 +45,7 @@ class Summary:
 
     def __init__(self, run_id: str):
         self.run_id = run_id
-        self.counts = {RAN: 0, CACHED: 0, RESTORED: 0, FAILED: 0, SKIPPED: 0, BLOCKED: 0}
+        self.counts = {RAN: 0, CACHED: 0, RESTORED: 0, KEPT: 0, FAILED: 0, SKIPPED: 0, BLOCKED: 0}
         self.failed: list[str] = []
         self.blocked: list[str] = []
         self.left: list[str] = []  # selected steps that did not finish
@@ -123,6 +60,7 @@ class Summary:
         self.setup_error: str | None = None  # an agent step could not reach its model: the run stopped (exit 2)
         self.drift: list[str] = []  # agent steps whose change drifted beyond their intent (runner/drift.py)
         self.remote: dict | None = None  # what the shared cache did in this run (runner/stores/mirror.py)
+        self.no_space: str | None = None  # a file the run could not write for a full disk: the run failed there
 
     def spent(self, details: dict) -> None:
         """Count what one agent step spent (its outcome's details)."""
@@ -183,9 +121,12 @@ class Executor:
         # every core busy that only moves the work (measured: 10k clean -j2 on 2 cores, 12.6 s -> 13.1 s)
         ahead = options.jobs < (os.cpu_count() or 1) and self.cluster is None  # a remote step makes its own
         self.created_ahead = shell.CreatedAhead() if ahead else None
+        self.folders = Folders(self.spec.root)  # where its folders lead, links followed: worked out once a run
+        self._escapes: dict[str, str | None] = {}  # a step decided ahead: its check before the start, made then
         self._deferred: list[tuple] = []  # shell steps finished, their records not yet stored
         self._deferred_names: set[str] = set()
         self._deferred_since = time.monotonic()
+        self._unrecorded: list[tuple[str, str | None]] = []  # (step, journal key) whose records a full disk refused
 
     def emit(self, event: dict, line: str | None = None) -> None:
         """Report an event; `line` is its JSON when the caller already has it. The scheduler's own events
@@ -283,8 +224,19 @@ class Executor:
             self.interrupts.ignore()
             self._interrupt(selector)
             settled = not self.active
+        except Exception as exc:
+            if not is_no_space(exc):
+                raise
+            # a write of the runner's own (a restore, the journal) found the disk full: stopped as by an interrupt
+            summary.no_space = getattr(exc, "filename", None) or str(self.layout.state_dir)
+            self._interrupt(selector)
+            settled = not self.active
         finally:
             self._store_deferred()
+            for name, journal in self._unrecorded:  # no output is kept without its record
+                self._remove_outputs(self.spec.intents[name].outputs)
+                if journal:
+                    self.inflight.end(journal)
             if self.created_ahead is not None:  # before anyone looks at the outputs: none for a step that did not start
                 self.created_ahead.close()
             self.agents.shutdown()
@@ -294,7 +246,8 @@ class Executor:
             summary.duration = time.monotonic() - started
             self.inflight.close(settled and not self._deferred)
             self.interrupts.restore()
-        summary.left = [n for n in todo if n not in self.produced and n not in aggregates]
+        unrecorded = {name for name, _journal in self._unrecorded}  # in `produced`: dependants decided on them
+        summary.left = [n for n in todo if (n not in self.produced or n in unrecorded) and n not in aggregates]
         return summary
 
     def _release(self, name: str) -> None:
@@ -314,15 +267,18 @@ class Executor:
             if self._deferred and not self._deferred_names.isdisjoint(self.planner.compiled.deps[name]):
                 self._store_deferred()  # a step's report never comes before its dependencies' reports
             decision = self._decided.pop(name, None) or self.planner.decide(name, self.produced)
+            if decision.kept is not None:  # never written over: the intent's next version before anything else
+                with self.interrupts.held():
+                    self.agents.keep_edit(name, decision)
             if decision.action != RUN:
                 status = self._finish_skip(name, decision)
-                if status is not None:
+                if isinstance(status, str):
                     if status is not _AGGREGATE:
                         summary.counts[status] += 1
                     self.produced[name] = outputs_digest(decision.outputs)
                     self._release(name)
                     continue
-                decision = self._damaged_copy(decision)  # so it runs, an agent step through its gate
+                decision = status  # its cached copy could not be restored: it runs, an agent step through its gate
             held = self.agents.held(name, decision) if self.spec.intents[name].kind == STEP_AGENT else None
             if held:
                 status = FAILED if held.startswith("you declined") else BLOCKED
@@ -367,7 +323,10 @@ class Executor:
                     self._prefetch(name)
                 decision = self._decided[name] = self.planner.decide(name, self.produced)
                 if decision.action == RUN and intent.kind != STEP_AGGREGATE and self.created_ahead is not None:
-                    shell.create_ahead(self.spec, intent, self.environ, self.created_ahead)
+                    # never a file made through a link out of the project: the check its start makes, made now
+                    escape = self._escapes[name] = self.folders.before_start(intent)
+                    if escape is None:
+                        shell.create_ahead(self.spec, intent, self.environ, self.created_ahead)
 
     def _start(self, active: _Active, selector, wake_w: int) -> StepOutcome | None:
         """Start the step and put it where an interrupt finds it (`active`), or say why it could not start."""
@@ -376,8 +335,11 @@ class Executor:
             active.future = self.agents.submit(name, active.decision, lambda _f: os.write(wake_w, b"."))
             self.active[name] = active
             return None
+        intent = self.spec.intents[name]
+        escape = self._escapes.pop(name) if name in self._escapes else self.folders.before_start(intent)
+        if escape is not None:  # an output or the cwd leads out through a link made since the spec was checked
+            return StepOutcome(ok=False, error=escape)
         if self.cluster is not None:  # on the cluster: a future, as an agent step's; no pid here to journal
-            intent = self.spec.intents[name]
             self.journals[name] = self.inflight.start(name, 0, list(intent.outputs))
             active.future = self.cluster.submit(self._context(name), active.decision, lambda: os.write(wake_w, b"."))
             self.active[name] = active
@@ -490,11 +452,11 @@ class Executor:
         datas: dict = {}
         if outcome.ok and outcome.change is None:
             if outcome.produced is None:
-                outputs, datas, missing = self._hash_outputs(name)
+                outputs, datas, problem = self._hash_outputs(name)
             else:  # a hermetic step: its outputs are in the remote cache, not yet here
-                outputs, datas, missing = self._restore_produced(name, outcome.produced)
-            if missing:
-                outcome = StepOutcome(ok=False, exit_code=0, error=f"declared output {missing} was not produced")
+                outputs, datas, problem = self._restore_produced(name, outcome.produced)
+            if problem:
+                outcome = StepOutcome(ok=False, exit_code=0, error=problem)
         journal = self.journals.pop(name, None)
         if not outcome.ok and journal:
             self._remove_outputs(self.spec.intents[name].outputs)  # never leave a half-written output behind
@@ -540,7 +502,25 @@ class Executor:
             return
         batch = list(self._deferred)
         with self.interrupts.held():  # sqlite left inside a cut transaction refuses the next one
-            self._store_batch(batch)
+            try:
+                self._store_batch(batch)
+            except Exception as exc:
+                if not is_no_space(exc):
+                    raise
+                self._unstored(batch)
+
+    def _unstored(self, batch: list[tuple]) -> None:
+        """A full disk refused the batch's records: each step fails as if its command had (its outputs go, once
+        no step that started on them runs), and nothing more starts: every write would meet the same disk."""
+        error, self.stop = words(os.path.join(self.planner.cache.directory, "cache.db"), self.spec.root), True
+        for name, decision, _outcome, _outputs, _datas, duration, journal in batch:
+            self._unrecorded.append((name, journal))
+            self._report_run(name, decision, StepOutcome(ok=False, error=error), duration, {})
+            self.summary.counts[RAN] -= 1
+            self.summary.counts[FAILED] += 1
+            self.summary.failed.append(name)
+            self._deferred_names.discard(name)
+        del self._deferred[: len(batch)]
 
     def _store_batch(self, batch: list[tuple]) -> None:
         blobs: dict[str, bytes] = {}
@@ -578,8 +558,9 @@ class Executor:
         def on_process(pid: int) -> None:
             self.journals[name] = self.inflight.start(name, pid, list(intent.outputs))
 
-        if any("$" in value for _key, value in intent.env):
-            intent = intent._replace(env=self.planner.env(name))  # $NAME and $$ expanded, as the key holds them
+        if any("$" in value or value.startswith(SECRET_STAND_IN) for _key, value in intent.env):
+            # $NAME and $$ expanded, as the key holds them; a kept-out secret read back, hidden from now on
+            intent = intent._replace(env=brought_back(self.spec, name, self.planner.env(name), self.mask))
         return StepContext(
             spec=self.spec,
             intent=intent,
@@ -657,15 +638,16 @@ class Executor:
         return explain_step(self.spec, self.spec.intents[name], log, self.record.dir.parent, self.record.run_id)
 
     def _hash_outputs(self, name: str) -> tuple[dict[str, str], dict[str, bytes], str | None]:
-        """(path -> digest, digest -> bytes, first missing output): each output is read once."""
-        root = self.spec.root
+        """(path -> digest, digest -> bytes, what is wrong with the first output not produced or leading out of the
+        project): each output is read once, never through a link out (confine.Folders.read)."""
         outputs, datas = {}, {}
-        for rel in expand(root, self.spec.intents[name].outputs):
-            full = os.path.join(root, rel)
+        for rel in expand(self.spec.root, self.spec.intents[name].outputs):
             try:
-                st, data = _read_file(full)
+                st, data = self.folders.read(rel)
             except (FileNotFoundError, IsADirectoryError):
-                return {}, {}, rel
+                return {}, {}, f"declared output {rel} was not produced"
+            except Refused as exc:
+                return {}, {}, f"declared output {rel} {exc}"
             digest = digest_bytes(data)
             self.planner.stat.remember(rel, st, digest, name)
             outputs[rel] = digest
@@ -676,11 +658,15 @@ class Executor:
         """A hermetic step's outputs written into the project from the cache (which reads through to the remote,
         checking each digest), atomically: as _hash_outputs, with the blobs already stored."""
         root = self.spec.root
+        if refused := record_refusal(root, self.spec.intents[name], produced):  # as any record: runner/confine.py
+            return {}, {}, f"the worker's outputs refused: {refused}"
         for rel, digest in produced.items():
-            full = os.path.join(root, rel)
-            if not self.planner.cache.restore(digest, full):
-                return {}, {}, rel
-            self.planner.stat.remember(rel, os.stat(full), digest, name)  # the bytes just checked: no re-read
+            try:
+                if not self.planner.cache.restore(digest, root, rel):
+                    return {}, {}, f"declared output {rel} was not produced"
+            except Refused as exc:
+                return {}, {}, f"declared output {rel} not restored: it {exc}"
+            self.planner.stat.remember(rel, os.stat(os.path.join(root, rel)), digest, name)  # the bytes just checked
         return dict(produced), {}, None
 
     def _report_proven(self, names: list[str]) -> None:
@@ -691,34 +677,41 @@ class Executor:
         with self._emit_lock:
             self._emit.cached(names, cached_text("\0".join(names)))
 
-    def _finish_skip(self, name: str, decision: Decision) -> str | None:
-        """Report a step that need not run, restoring its outputs first; None if a cached copy turned out
-        gone or damaged (its digest does not match), in which case the step must run after all."""
+    def _finish_skip(self, name: str, decision: Decision) -> str | Decision:
+        """Report a step that need not run, restoring its outputs first; or, when a cached copy turned out gone or
+        damaged (its digest does not match) or its way leads out of the project, the decision to run it after all."""
         status = CACHED
         if decision.restore:
             for rel, digest in decision.restore.items():
-                if not self.planner.cache.restore(digest, os.path.join(self.spec.root, rel)):
-                    return None
+                try:
+                    if not self.planner.cache.restore(digest, self.spec.root, rel):
+                        return self._damaged_copy(decision)
+                except Refused as exc:  # a link met on the way: nothing written through it
+                    return self._damaged_copy(decision, f"output {rel} not restored: it {exc}")
                 self.planner.stat.written(self.spec.root, rel, name)
             status = RESTORED
+        if decision.kept is not None:
+            status = KEPT
         if self.spec.intents[name].kind == STEP_AGGREGATE:
             return _AGGREGATE
         if decision.key:
             self.planner.state.set(name, decision.key, decision.outputs, decision.inplace)
         event: dict = {"event": "step_finished", "intent": name, "status": status, "reasons": decision.reasons}
+        if decision.kept is not None:
+            event["version"] = decision.kept.number
         if decision.key and self.planner.cache.from_remote(decision.key):
             event["remote"] = True  # the shared cache served it: the step line says so
         self.emit(event)
         return status
 
     @staticmethod
-    def _damaged_copy(decision: Decision) -> Decision:
+    def _damaged_copy(decision: Decision, why: str | None = None) -> Decision:
         """The RUN decision for a step whose cached outputs could not be restored."""
         paths = ", ".join(decision.restore)
         return Decision(
             decision.intent,
             RUN,
-            [f"the cached copy of {paths} is gone or damaged"],
+            [why or f"the cached copy of {paths} is gone or damaged"],
             key=decision.key,
             inputs=decision.inputs,
             dep_digests=decision.dep_digests,
@@ -744,10 +737,7 @@ class Executor:
 
     def _remove_outputs(self, patterns) -> None:
         for rel in expand(self.spec.root, tuple(patterns)):
-            try:
-                os.unlink(os.path.join(self.spec.root, rel))
-            except (FileNotFoundError, IsADirectoryError):
-                pass
+            remove(self.spec.root, rel)  # never through a link out of the project, nor a folder
 
     def _interrupt(self, selector) -> None:
         """Stop every child group and agent step, wait for them, drop their partial outputs."""

@@ -8,8 +8,10 @@ import sys
 from pathlib import Path
 
 from . import toml_read
+from .confine import Folders, check_glob, output_problem
 from .errors import Problem, SpecError, UsageError
 from .globs import GLOB_CHARS, matches
+from .intent_env import env_names, kept_out
 from .keys import digest_bytes
 from .memory import FIELDS as MEMORY_FIELDS
 from .memory import too_big
@@ -28,7 +30,6 @@ from .spec import (
     Spec,
     WorkerSettings,
     env_problem,
-    env_refs,
 )
 from .toml_locate import Locator
 
@@ -112,8 +113,9 @@ def _precise_validator(schema: dict):
 class _Reader:
     """Collects problems while reading files relative to the project root."""
 
-    def __init__(self, root: Path, documents: dict | None = None, digests: dict | None = None):
+    def __init__(self, root: Path, documents: dict | None = None, digests: dict | None = None, secret=frozenset()):
         self.root = root
+        self.secret_names = secret  # the names policies list in `secrets`: what env_secrets.kept_out keeps out
         # path -> (digest of its bytes, the document they read as, toml_read.document_digests): read already
         self.documents = documents or {}
         self.problems: list[Problem] = []
@@ -123,6 +125,7 @@ class _Reader:
         self.parsed: dict[str, str | None] = {}  # path -> digest of the document read (Spec.parsed)
         # path -> toml_read.document_digests of the document read (the caller's dict, if it gave one)
         self.digests: dict[str, tuple | None] = digests if digests is not None else {}
+        self.folders = Folders(str(root))  # where the spec's folders lead, links followed
 
     def display(self, path: Path) -> str:
         try:
@@ -218,8 +221,7 @@ def _fast_validator(schema_name: str):
     """A compiled validator (fastjsonschema) that says only yes or no, 50x faster than jsonschema.
 
     Thousands of intents validate in milliseconds; on a no, jsonschema re-validates to report every
-    problem by its path. Both read the same schema file, so they cannot disagree on what is valid.
-    """
+    problem by its path. Both read the same schema file, so they cannot disagree on what is valid."""
     if schema_name not in _FAST:
         import fastjsonschema
 
@@ -522,40 +524,6 @@ def _find_prompts(dirs: list[Path]) -> dict[str, str]:
 
 # ---- intents ---------------------------------------------------------------------------------
 
-# what any of the checks below looks for, besides a leading /: \, :, .., ** or [ (one search, not five)
-_GLOB_SUSPECTS = re.compile(r"\\|:|\.\.|\*\*|\[")
-NAME_MAX = 255  # bytes in one file name (Linux, macOS)
-PATH_MAX = 4096  # bytes in a path (Linux)
-
-
-def check_glob(pattern: str) -> str | None:
-    """Why a path pattern is unusable, or None."""
-    short = len(pattern) <= NAME_MAX // 4 or (len(pattern) <= NAME_MAX and pattern.isascii())  # <= NAME_MAX bytes
-    if short and not pattern.startswith("/") and _GLOB_SUSPECTS.search(pattern) is None:
-        return None  # the common case, decided without splitting: a spec may hold 30,000 patterns
-    if pattern.startswith("/") or re.match(r"^[A-Za-z]:[\\/]", pattern):
-        return "must be relative to the project root, not absolute"
-    parts = pattern.replace("\\", "/").split("/")
-    if ".." in parts:
-        return "must not leave the project root ('..')"
-    if len(pattern.encode()) > PATH_MAX:
-        return f"is {len(pattern.encode())} bytes long; a path holds at most {PATH_MAX}"
-    longest = max(parts, key=lambda part: len(part.encode()))
-    if len(longest.encode()) > NAME_MAX:
-        return f"has a name of {len(longest.encode())} bytes; a file name holds at most {NAME_MAX}"
-    for part in parts:
-        if "**" in part and part != "**":
-            return "puts '**' inside a name: '**' must stand alone between slashes, as in src/**/*.py"
-    depth = 0
-    for ch in pattern:
-        if ch == "[":
-            depth += 1
-        elif ch == "]" and depth:
-            depth -= 1
-    if depth:
-        return "has an unclosed '[' (write [[] to match a literal '[')"
-    return None
-
 
 def _same_file(output: str, inputs) -> str | None:
     """The input pattern naming a file the output pattern names too: the same pattern, or a glob matching
@@ -595,9 +563,11 @@ def _intent(reader: _Reader, shown: str, name: str, d: dict) -> Intent:
                 reader.problem(
                     shown, f"{where}.{field}", f"'{field}' only applies to agent steps (with 'goal'); remove it"
                 )
-    for field in ("inputs", "outputs", "exclude", "scope"):
+    for field in ("inputs", "outputs", "exclude", "scope", "reports"):
         for i, pattern in enumerate(d.get(field, ())):
             why = check_glob(pattern)
+            if why is None and field == "outputs":  # where a step may write (runner/confine.py), links followed
+                why = output_problem(pattern) or reader.folders.output(pattern)
             if why:
                 reader.problem(shown, f"{where}.{field}[{i}]", f"path {_quoted(pattern)} {why}", pattern)
     if d.get("exclude") and all(GLOB_CHARS.isdisjoint(p) for p in d.get("inputs", ()) if isinstance(p, str)):
@@ -614,7 +584,7 @@ def _intent(reader: _Reader, shown: str, name: str, d: dict) -> Intent:
             reader.problem(shown, toml_path(["intent", name, "env", key]), why, value)
     cwd = d.get("cwd")
     if cwd is not None and cwd != ".":
-        why = check_glob(cwd)
+        why = check_glob(cwd) or reader.folders.folder(cwd)
         if why:
             reader.problem(shown, f"{where}.cwd", f"folder {_quoted(cwd)} {why}", cwd)
     if kind == STEP_AGGREGATE and d.get("outputs"):
@@ -649,6 +619,7 @@ def _intent(reader: _Reader, shown: str, name: str, d: dict) -> Intent:
         inputs=_interned(d.get("inputs", ())),
         exclude=tuple(d.get("exclude", ())),
         outputs=_interned(d.get("outputs", ())),
+        reports=tuple(d.get("reports", ())),
         description=d.get("description", ""),
         run=d.get("run"),
         goal=d.get("goal"),
@@ -660,7 +631,7 @@ def _intent(reader: _Reader, shown: str, name: str, d: dict) -> Intent:
         candidates=d.get("candidates", 1),
         max_attempts=d.get("max_attempts", 3),
         timeout=d.get("timeout"),
-        env=tuple(sorted(d.get("env", {}).items())),
+        env=kept_out(d.get("env", {}), reader.secret_names),
         cwd=d.get("cwd", "."),
         anchor=d.get("anchor", ""),
         facts=tuple(d.get("facts", ())),
@@ -994,14 +965,15 @@ def load_spec(
     tables: dict = data["intent"]
     names = set(tables)
     intents = {}
+    declared: dict = data["policy"] if isinstance(data.get("policy"), dict) else {}
+    policies = _policies(declared, broken["policy"])
+    reader.secret_names = frozenset(name for policy in policies.values() for name in policy.secrets)
     # each intent's parsed table goes as its Intent is made: held whole beside the Intents, they were the load's
     # peak (~1 KB a step parsed, ~0.4 KB made: 318 MiB at 100,000 steps)
     for name in list(tables):
         d = tables.pop(name)
         if name not in broken["intent"] and isinstance(d, dict):
             intents[name] = _intent(reader, shown, name, d)
-    declared: dict = data["policy"] if isinstance(data.get("policy"), dict) else {}
-    policies = _policies(declared, broken["policy"])
     for policy in policies.values():  # a scope is a glob as inputs and outputs are (runner/globs.py)
         for i, pattern in enumerate(policy.scope):
             why = check_glob(pattern)
@@ -1064,7 +1036,7 @@ def edited_intents(spec: Spec, document: dict, names: list[str]) -> dict[str, In
     part["intent"] = {name: tables[name] for name in names}
     if not _fast_validator("intents.json")(part):
         return None
-    reader = _Reader(Path(spec.root))
+    reader = _Reader(Path(spec.root), secret=frozenset(name for p in spec.policies.values() for name in p.secrets))
     _not_a_number(reader, spec.file, part)
     _nul_characters(reader, spec.file, part)
     made = {name: _intent(reader, spec.file, name, tables[name]) for name in names}
@@ -1074,10 +1046,6 @@ def edited_intents(spec: Spec, document: dict, names: list[str]) -> dict[str, In
         was = spec.intents[name]
         if any(getattr(intent, field) != getattr(was, field) for field in _GRAPH_FIELDS):
             return None
-        if _env_names(intent) != _env_names(was):
+        if env_names(intent) != env_names(was):
             return None
     return made
-
-
-def _env_names(intent: Intent) -> set[str]:
-    return {ref for _key, value in intent.env for ref in env_refs(value)}

@@ -11,6 +11,21 @@ if TYPE_CHECKING:
     from rich.live import Live
 
 
+_encoded_lists: dict[tuple[str, ...], str] = {}  # a step's reasons as JSON: a clean build's are mostly one list
+
+
+def json_list(items: list[str]) -> str:
+    """json.dumps(items), kept for the few lists that repeat over thousands of events. Intent names need no
+    escaping in an event line ([A-Za-z0-9_.-], the schema says so), so only the reasons are encoded."""
+    key = tuple(items)
+    line = _encoded_lists.get(key)
+    if line is None:
+        line = json.dumps(items)
+        if len(_encoded_lists) < 256:
+            _encoded_lists[key] = line
+    return line
+
+
 def _out(text: str, err: bool = False) -> None:
     stream = sys.stderr if err else sys.stdout
     try:
@@ -209,7 +224,7 @@ class LiveReporter(PlainReporter):
 
 
 def failure_text(event: dict) -> str:
-    from .excerpt import render_failure  # what the runner understood, the excerpt, the log's path
+    from .failure import render_failure  # what the runner understood, the excerpt, the log's path
 
     return render_failure(event)
 
@@ -219,7 +234,9 @@ LEFT_SHOWN = 10  # the steps a summary names as not done; the rest it counts
 
 def summary_line(event: dict) -> str:
     parts = [
-        f"{event.get(k, 0)} {k}" for k in ("ran", "cached", "restored", "failed", "blocked", "skipped") if event.get(k)
+        f"{event.get(k, 0)} {k}"
+        for k in ("ran", "cached", "restored", "kept", "failed", "blocked", "skipped")
+        if event.get(k)
     ]
     what = ", ".join(parts) or "nothing selected"
     status = event.get("status", "")
@@ -229,7 +246,7 @@ def summary_line(event: dict) -> str:
         "interrupted": "runner: interrupted:",
         "blocked": "runner: BLOCKED:",
     }.get(status, "runner:")
-    if status == "ok" and not event.get("ran") and not event.get("restored"):
+    if status == "ok" and not event.get("ran") and not event.get("restored") and not event.get("kept"):
         head = "runner: nothing to do:"
     line = f"{head} {what} in {event.get('duration', 0):.2f}s (run {event.get('run_id')})"
     if event.get("attempts"):
@@ -242,6 +259,8 @@ def summary_line(event: dict) -> str:
         line += f"\nnot done: {named}" + (f" and {more} more (`runner status` lists them)" if more > 0 else "")
     if event.get("drift"):
         line += f"\ndrift flagged: {', '.join(event['drift'])} (`runner log STEP` shows what)"
+    if event.get("refused"):  # each step's own line says which path, and why
+        line += f"\ncached records refused, naming what their steps may not write: {', '.join(event['refused'])}"
     if event.get("remote"):
         line += "\n" + remote_text(event["remote"])
     return line
@@ -251,7 +270,7 @@ def remote_text(remote: dict) -> str:
     """The shared cache's part of a run (run_finished's `remote`): hits, uploads, what failed or was refused."""
     parts = [f"{remote['hits']} hit{'s' if remote['hits'] != 1 else ''}", f"{remote['uploaded']} uploaded"]
     if remote.get("refused"):
-        parts.append(f"{remote['refused']} refused (damaged or unsigned)")
+        parts.append(f"{remote['refused']} refused (damaged, unsigned or naming what a step may not write)")
     if remote.get("upload_failed"):
         parts.append(f"{remote['upload_failed']} upload{'s' if remote['upload_failed'] != 1 else ''} FAILED")
     line = f"remote cache {remote['url']} ({remote['mode']}): {', '.join(parts)}"
