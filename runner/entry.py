@@ -8,6 +8,8 @@ import os
 import signal
 import sys
 
+RACY_WINDOW = "RUNNER_RACY_WINDOW_MS"  # a test setting (CONTRIBUTING.md, "The tests"): unset, git's second
+
 
 def main() -> None:
     """The whole command; ends with SystemExit like any click program (tests call it in-process)."""
@@ -20,6 +22,9 @@ def main() -> None:
     argv = sys.argv[1:]
     from .noop import try_noop
 
+    racy = os.environ.get(RACY_WINDOW)
+    if racy:  # set and not empty: a test's runner
+        set_racy_window(racy)
     code = try_noop(argv)
     if code is not None:
         sys.exit(code)
@@ -37,6 +42,27 @@ def main() -> None:
     from .cli import main as cli_main
 
     cli_main(argv)
+
+
+def set_racy_window(value: str) -> None:
+    """RUNNER_RACY_WINDOW_MS: the racy window (freshness.RACY_NS, git's "racily clean" rule) in milliseconds, so
+    that the tests wait a tenth of a second past a file's change where a user's runner waits its second. Never
+    shorter than a filesystem clock's tick (a jiffy, at most 10 ms): two writes within one tick may leave every
+    stat alike, and the window is there to refuse to vouch for that tick. Any other value stops the runner
+    (exit 2) rather than run with a window nobody asked for."""
+    from . import freshness
+
+    if value.isascii() and value.isdigit() and int(value) >= 10:
+        freshness.RACY_NS = int(value) * 1_000_000
+        return
+    from .errors import EXIT_USER_ERROR
+
+    print(
+        f"error: {RACY_WINDOW}={value!r}: expected a whole number of milliseconds, 10 or more (a setting for "
+        f"runner's own tests: unset it for the racy window of 1000 ms)",
+        file=sys.stderr,
+    )
+    sys.exit(EXIT_USER_ERROR)
 
 
 def unsupported_platform() -> None:

@@ -1,6 +1,9 @@
 """Session-wide: a dummy API key in the environment of every test, and a check at the end that nothing the tests
 wrote (run records, recordings, logs, Codex homes, temp projects) contains it; moto's S3 server, one real
-process on 127.0.0.1 for the session, a fresh bucket per test (the shared cache's and the hermetic executor's)."""
+process on 127.0.0.1 for the session, a fresh bucket per test (the shared cache's and the hermetic executor's);
+the racy window shortened for this process and every runner it starts (tests/racy.py), `real_racy_window` for
+a test about the rule itself; the zygote the helpers' runners are forked from (tests/runner_cli.py); the xdist
+lanes (CONTRIBUTING.md, "The tests")."""
 
 from __future__ import annotations
 
@@ -20,6 +23,11 @@ from hypothesis import HealthCheck, settings
 if str(Path(__file__).parent) not in sys.path:
     sys.path.insert(0, str(Path(__file__).parent))
 
+import racy  # noqa: E402 - after the path above
+import runner_cli  # noqa: E402 - after the path above
+
+from runner import freshness  # noqa: E402
+
 # The differential test (tests/core/test_differential.py) and other explorations: a fixed seed and a bounded
 # count in CI; `--hypothesis-profile=long` explores further. No examples database in the repository.
 _SLOW_EXAMPLES = [HealthCheck.too_slow, HealthCheck.data_too_large]
@@ -36,9 +44,57 @@ SESSION_KEY = "sk-test-session-" + uuid.uuid4().hex
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    # set before any test: every runner, worker and fake started by a test inherits it
-    os.environ["OPENAI_API_KEY"] = SESSION_KEY
-    os.environ["CODEX_API_KEY"] = SESSION_KEY
+    # set before any test: every runner, worker and fake started by a test inherits it. xdist's workers inherited
+    # the controller's and keep it: the controller's look at every worker's files (pytest_sessionfinish) searches
+    # for the one key they all used
+    if not hasattr(config, "workerinput"):
+        os.environ["OPENAI_API_KEY"] = SESSION_KEY
+        os.environ["CODEX_API_KEY"] = SESSION_KEY
+    racy.shorten()
+    if hasattr(config, "workerinput") or config.getoption("dist", "no") == "no":  # a process that runs tests
+        # a project's own pytest (an agent step's verify, an adapter's test command) runs without this suite's
+        # plugins (xdist, hypothesis, syrupy, timeout): loading them was ~1 s of each such run's ~1.3 s. Not set in
+        # xdist's controller, whose workers must load them
+        os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+        if not config.option.collectonly:
+            runner_cli.start()  # before any test: the runners the helpers start are copies of a process no test touched
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The `slow` tests (the interrupt and kill tortures, the differential test, the killed Dask workers) run in a
+    lane of their own: one xdist worker runs them one at a time (the suite's addopts: `--dist loadgroup`; xdist
+    sends the biggest group first, so they start at once) while the other workers share the rest. No two of them
+    time signals at once, and none waits behind the rest of the suite."""
+    for item in items:
+        if item.get_closest_marker("slow"):
+            item.add_marker(pytest.mark.xdist_group("slow"))
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's, which sends the ids to the controller
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """xdist's workers tell the controller each test's group by a suffix of its id (`...@slow`), which xdist 3.8
+    writes where pytest 9.2 no longer reads it (pytest-dev/pytest-xdist#1386): every group was spread over the
+    workers. Written here where pytest reads it, as xdist's fix does (#1388), until xdist does it itself."""
+    if not (hasattr(session.config, "workerinput") and session.config.getvalue("loadgroup")):
+        return
+    for item in session.items:
+        groups = sorted(
+            {str(m.args[0] if m.args else m.kwargs.get("name", "default")) for m in item.iter_markers("xdist_group")}
+        )
+        suffix = "@" + "_".join(groups)
+        if groups and not item.nodeid.endswith(suffix) and hasattr(item, "_id"):
+            from _pytest.nodeid import NodeId
+
+            item._id = NodeId.parse(item.nodeid + suffix)
+
+
+@pytest.fixture
+def real_racy_window(monkeypatch) -> None:
+    """The racy window a user's runner has (git's second), for this test's runners and its in-process ones: for a
+    test about the racy rule itself, which needs a change to stay inside the window while a runner starts."""
+    monkeypatch.delenv(racy.RACY_WINDOW, raising=False)
+    monkeypatch.setattr(freshness, "RACY_NS", racy.DEFAULT_NS)
 
 
 def _files_with(root: Path, needle: bytes) -> list[str]:
@@ -53,6 +109,8 @@ def _files_with(root: Path, needle: bytes) -> list[str]:
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if hasattr(session.config, "workerinput"):
+        return  # an xdist worker: its temp folder is inside the controller's, which looks at them all once
     factory = getattr(session.config, "_tmp_path_factory", None)
     roots = [Path(__file__).resolve().parents[1] / "examples"]
     if factory is not None and getattr(factory, "_basetemp", None) is not None:

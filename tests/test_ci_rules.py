@@ -51,11 +51,25 @@ NEEDS_A_TOOL = {
 
 
 def _pytest(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    full_env = {k: v for k, v in os.environ.items() if k not in ("PYTEST_ADDOPTS", "CI")}
+    full_env = {
+        k: v for k, v in os.environ.items() if k not in ("PYTEST_ADDOPTS", "CI", "PYTEST_DISABLE_PLUGIN_AUTOLOAD")
+    }
     full_env.update(env or {})
     return subprocess.run(
         # its own basetemp: pytest prunes old temp folders, and must not prune this run's
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--basetemp", str(tmp_path / "basetemp"), *args],
+        # one process: the few tests it runs are not worth xdist's workers (the suite's addopts start them)
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "-n",
+            "0",
+            "--basetemp",
+            str(tmp_path / "basetemp"),
+            *args,
+        ],
         cwd=ROOT,
         env=full_env,
         capture_output=True,
@@ -118,3 +132,33 @@ def test_no_test_imports_a_conftest_by_name():
         and re.search(r"^\s*(from conftest import|import conftest)", path.read_text(encoding="utf-8"), re.M)
     )
     assert importers == []
+
+
+LEAKS = """\
+import os
+
+
+def test_writes_the_key(tmp_path):
+    (tmp_path / "note.txt").write_text(os.environ["OPENAI_API_KEY"])
+"""
+
+
+@pytest.mark.parametrize("workers", ["0", "2"])
+def test_a_test_that_writes_the_session_key_fails_the_session_in_one_process_or_on_xdist_workers(tmp_path, workers):
+    """tests/conftest.py as the plugin of a session of one test that writes the key into its temp folder: the
+    session fails, with its workers too (each takes the key of the controller that looks at their files)."""
+    (tmp_path / "test_leak.py").write_text(LEAKS)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTEST_ADDOPTS", "PYTEST_DISABLE_PLUGIN_AUTOLOAD")}
+    env |= {"PYTHONPATH": str(TESTS)}
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "conftest", "-n", workers]
+        + ["--basetemp", str(tmp_path / "basetemp"), "test_leak.py"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 1, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "SECRET LEAK: the session's API key was written to 1 file(s): [" in result.stdout
+    assert "1 passed" in result.stdout

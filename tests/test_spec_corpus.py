@@ -25,6 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+import runner_cli
 
 from runner.errors import EXIT_USER_ERROR, Problem
 from runner.load import BUILTIN_DIR
@@ -76,17 +77,9 @@ def _env() -> dict[str, str]:
 
 
 def _subprocess(project: Path, *args: str) -> subprocess.CompletedProcess:
+    """`python -m runner ARGS` in its own process (tests/runner_cli.py: forked from a copy of this one)."""
     started = time.monotonic()
-    result = subprocess.run(
-        [sys.executable, "-m", "runner", *args],
-        cwd=project,
-        env=_env(),
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        timeout=60,
-        check=False,
-    )
+    result = runner_cli.run(args, project, _env(), timeout=60)
     result.seconds = time.monotonic() - started  # type: ignore[attr-defined]
     return result
 
@@ -121,6 +114,7 @@ def validated(tmp_path_factory) -> dict[str, tuple[Path, dict, subprocess.Comple
     return {case: (projects[case], before[case], results[case]) for case in CASES}
 
 
+@pytest.mark.xdist_group("spec-corpus-validated")  # one worker: the module's fixture validates the corpus once
 @pytest.mark.parametrize("case", CASES)
 def test_validate_reports_exactly(case: str, validated):
     project, before, result = validated[case]

@@ -97,6 +97,11 @@ def _npm_installed(factory, name: str, adapters, library):
     return project
 
 
+# the node tests on one xdist worker: each npm-installed project (a module's fixture) is installed once, not on
+# every worker that runs one of its tests
+ONE_INSTALL = pytest.mark.xdist_group("npm-installed")
+
+
 @pytest.fixture(scope="module")
 def jest_project(tmp_path_factory, adapters, library):
     return _npm_installed(tmp_path_factory, "node-jest", adapters, library)
@@ -107,6 +112,7 @@ def vitest_project(tmp_path_factory, adapters, library):
     return _npm_installed(tmp_path_factory, "node-vitest", adapters, library)
 
 
+@ONE_INSTALL
 def test_node_jest_test_reads_counts_and_failing_tests(jest_project, adapters, library):
     # npm install wrote package-lock.json: the npm variant (npm ci) is now detected as well; no scripts.test, but
     # jest among the dependencies runs it; eslint.config.js says how the project lints
@@ -120,6 +126,7 @@ def test_node_jest_test_reads_counts_and_failing_tests(jest_project, adapters, l
     assert f.complete is True
 
 
+@ONE_INSTALL
 def test_node_eslint_lint_locates_the_unused_variable(jest_project, adapters, library):
     ran = run_adapter_command(jest_project, adapters["node"], "lint", library)
     assert ran.code == 1, ran
@@ -128,6 +135,7 @@ def test_node_eslint_lint_locates_the_unused_variable(jest_project, adapters, li
     ], ran
 
 
+@ONE_INSTALL
 def test_node_vitest_variant_is_detected_and_parsed(vitest_project, adapters, library):
     _detected(vitest_project, adapters, "node", ("npm", "vitest"))
     ran = run_adapter_command(vitest_project, adapters["node"], "test", library)
@@ -139,6 +147,7 @@ def test_node_vitest_variant_is_detected_and_parsed(vitest_project, adapters, li
     assert f.complete is True
 
 
+@ONE_INSTALL
 def test_node_tsc_typecheck_locates_the_type_error(vitest_project, adapters, library):
     ran = run_adapter_command(vitest_project, adapters["node"], "typecheck", library)
     assert ran.code != 0, ran
@@ -147,6 +156,7 @@ def test_node_tsc_typecheck_locates_the_type_error(vitest_project, adapters, lib
     ], ran
 
 
+@ONE_INSTALL
 def test_node_smoke_lists_the_installed_packages(jest_project, adapters, library):
     ran = run_adapter_command(jest_project, adapters["node"], "smoke", library)
     assert ran.code == 0, ran

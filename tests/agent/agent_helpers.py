@@ -15,6 +15,8 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+import runner_cli
+
 FAKES = Path(__file__).resolve().parents[1] / "fakes"
 FAKE_CODEX = FAKES / "fake_codex.py"
 FAKE_SERVER = FAKES / "fake_responses_server.py"
@@ -119,15 +121,7 @@ class AgentProject:
         return [c["argv"][-1] for c in self.calls() if "--version" not in c["argv"]]
 
     def run(self, *args: str, env: dict | None = None, timeout: float = 180) -> Run:
-        proc = subprocess.run(
-            [sys.executable, "-m", "runner", *args],
-            cwd=self.root,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            env=env or self.env(),
-            stdin=subprocess.DEVNULL,
-        )
+        proc = runner_cli.run(args, self.root, env or self.env(), timeout)
         return Run(proc.returncode, proc.stdout, proc.stderr)
 
     def make(self, *args: str, **kw) -> Run:

@@ -4,18 +4,17 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import textwrap
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import racy
+import runner_cli
 from click.testing import CliRunner
 
 from runner.cli import cli
-from runner.freshness import RACY_NS
 
 
 @dataclass
@@ -60,24 +59,17 @@ class Project:
     def age_all(self, seconds: float = 5.0) -> None:
         """Push every project file's mtime into the past, as if edited long ago. Setting an mtime moves the
         file's ctime to now, and the racy rule (runner.freshness.vouches) trusts no stat of a file changed
-        within a second: wait that second out, so the stats vouch for the bytes."""
+        within the racy window: wait it out (the tests' shortened window, tests/racy.py), so the stats vouch for
+        the bytes."""
         t = time.time() - seconds
         for path in self.root.rglob("*"):
             if ".runner" not in path.parts and path.is_file():
                 os.utime(path, (t, t))
-        time.sleep(RACY_NS / 1e9 + 0.05)
+        racy.wait_out()
 
     def run(self, *args: str, timeout: float = 120, env: dict | None = None) -> Result:
-        """The real thing: `python -m runner ARGS` in the project folder."""
-        full_env = dict(os.environ, **(env or {}))
-        proc = subprocess.run(
-            [sys.executable, "-m", "runner", *args],
-            cwd=self.root,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            env=full_env,
-        )
+        """`python -m runner ARGS` in the project folder (tests/runner_cli.py: a forked copy of this process)."""
+        proc = runner_cli.run(args, self.root, dict(os.environ, **(env or {})), timeout)
         return Result(proc.returncode, proc.stdout, proc.stderr)
 
     def cli(self, *args: str) -> Result:

@@ -8,8 +8,9 @@ import json
 import re
 import subprocess
 import sys
-import time
 import uuid
+
+import racy
 
 WAITS = """
 [intent.slow]
@@ -176,7 +177,7 @@ def test_step_numbers_count_the_steps_shown_and_an_aggregate_is_never_cached(pro
     verbose = project.run("make", "-j", "1", "-v")  # shown with -v, so counted
     _counted(verbose.out, "cached", {"a", "b", "c"})
     assert verbose.out.splitlines()[-1].startswith("runner: nothing to do: 3 cached in ")
-    time.sleep(1.1)  # past the racy window: the next plain make proves the no-op from stats alone
+    racy.wait_out()  # past the racy window: the next plain make proves the no-op from stats alone
     project.run("make")
     fast = project.run("make", "--json")
     events = [json.loads(line) for line in fast.out.splitlines()]
@@ -202,7 +203,7 @@ def test_the_fast_no_op_imports_neither_typing_nor_rich(project):
     no-op's other modules (typing alone costs it ~2 ms of its ~60 ms at 10,000 steps)."""
     _chain(project)
     project.run("make")
-    time.sleep(1.1)  # past the racy window
+    racy.wait_out()  # past the racy window
     project.run("make")
     timed = subprocess.run(
         [sys.executable, "-X", "importtime", "-m", "runner", "make"], cwd=project.root, capture_output=True, text=True

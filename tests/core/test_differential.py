@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+import runner_cli
 from click.testing import CliRunner
 from hypothesis import given
 from hypothesis import strategies as st
@@ -149,9 +150,9 @@ def _text(draw) -> str:
 
 
 def _runner(root: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "runner", *args], cwd=root, capture_output=True, text=True, timeout=120
-    )
+    """`python -m runner ARGS` as a forked copy of this process (tests/runner_cli.py); the runs killed or
+    interrupted (`_background`) are real `python -m runner` processes, from their start."""
+    return runner_cli.run(args, root, timeout=120)
 
 
 def _events(out: str) -> list[dict]:

@@ -13,7 +13,10 @@ import subprocess
 import sys
 import time
 
-from runner.freshness import RACY_NS, StatCache, _vouched, stat_of
+import racy
+import runner_cli
+
+from runner.freshness import StatCache, _vouched, stat_of
 
 WAIT_FOR_GO = "touch started; while [ ! -e go ]; do sleep 0.01; done"
 
@@ -247,7 +250,7 @@ def test_a_digest_taken_in_the_clock_tick_of_a_write_is_not_trusted(project):
     assert StatCache(stat_file).entry("in.txt")[5] != "0" * 64
 
 
-def test_the_no_op_proof_checks_the_bytes_its_stats_could_not_vouch_for(project):
+def test_the_no_op_proof_checks_the_bytes_its_stats_could_not_vouch_for(project, real_racy_window):
     """A proof made right after a build keeps the digests of the fresh outputs; bytes other than those
     (a write in the tick the run hashed them, here put in the proof's place) make it fail."""
     project.spec(SPEC.format(word="aaa").replace("echo aaa", "cat in.txt"))
@@ -338,7 +341,7 @@ def test_a_touch_after_an_edit_settled_is_a_no_op_too(project):
     assert project.make().code == 0
     project.write("in.txt", "two\n")
     assert project.make().statuses() == {"say": "ran"}
-    time.sleep(RACY_NS / 1e9 + 0.05)
+    racy.wait_out()
     assert project.make().events()[0].get("fast") is True  # the kept digests are dropped here
     _touch(project.root / "in.txt")
     result = project.make()
@@ -359,7 +362,7 @@ def test_touches_each_run_after_the_racy_window_are_all_no_ops(project):
     assert project.make().events()[0].get("fast") is True
     for touch in range(3):
         os.utime(project.root / "in.txt")  # now: a real `touch`
-        time.sleep(RACY_NS / 1e9 + 0.05)
+        racy.wait_out()
         result = project.make()
         assert result.events()[0].get("fast") is True, touch
         assert result.statuses() == {"say": "cached"}
@@ -395,7 +398,7 @@ def test_a_stat_cache_entry_made_from_stats_taken_before_a_write_never_stands_fo
     whatever bytes the read saw, is never taken for the file's bytes."""
     project.write("in.txt", "one\n", age=5)
     (project.root / ".runner").mkdir(exist_ok=True)
-    time.sleep(RACY_NS / 1e9 + 0.05)
+    racy.wait_out()
     before = os.stat(project.root / "in.txt")
     taken = time.time_ns()
     project.write("in.txt", "owt\n")
@@ -551,13 +554,7 @@ def test_a_no_op_named_from_another_folder_is_proved_from_the_project(project):
     assert project.make().code == 0
 
     def make_from_parent() -> list[dict]:
-        proc = subprocess.run(
-            [sys.executable, "-m", "runner", "make", "--json", "-C", project.root.name],
-            cwd=project.root.parent,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        proc = runner_cli.run(["make", "--json", "-C", project.root.name], project.root.parent, timeout=120)
         assert proc.returncode == 0, proc.stderr
         return [json.loads(line) for line in proc.stdout.splitlines()]
 
@@ -577,7 +574,7 @@ def _hashed_next(project) -> None:
 def _edit_spec(project, text: str) -> None:
     """Edit intents.toml alone, outside the racy window (age_all would move the outputs' stats too)."""
     project.write("intents.toml", text, age=5)
-    time.sleep(RACY_NS / 1e9 + 0.05)
+    racy.wait_out()
 
 
 def _hashed(project, *paths: str) -> set[str]:

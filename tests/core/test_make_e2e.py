@@ -12,9 +12,10 @@ import time
 from pathlib import Path
 
 import pytest
+import racy
 
 import runner
-from runner.freshness import RACY_NS, stat_of
+from runner.freshness import stat_of
 from runner.keys import IndexFile
 from runner.spec import MAX_TIMEOUT
 
@@ -345,7 +346,7 @@ def _fingerprint(chain) -> dict:
 UNUSABLE = (-1, -1, -1, -1)
 
 
-def test_a_spec_compiled_within_a_second_of_its_edit_is_reused_only_by_its_bytes(chain):
+def test_a_spec_compiled_within_a_second_of_its_edit_is_reused_only_by_its_bytes(chain, real_racy_window):
     """Within the racy window a second edit could leave every stat as it was: intents.toml's stats are saved as
     stats no file has, so the next run compares its bytes with those the compile read (their digest) before it
     reuses the compilation, as git does with a racily clean file; the other spec files keep their stats. (The
@@ -378,7 +379,7 @@ def test_an_edit_of_the_spec_that_keeps_its_size_and_mtime_is_compiled(chain):
     spec.write_text(text)
     os.utime(spec, ns=(before.st_atime_ns, before.st_mtime_ns))
     assert stat_of(os.stat(spec))[:2] == stat_of(before)[:2]  # size and mtime as they were
-    time.sleep(RACY_NS / 1e9 + 0.05)  # the new ctime old enough to vouch
+    racy.wait_out()  # the new ctime old enough to vouch
     edited = chain.make()
     assert edited.code == 0, edited.err
     assert edited.statuses()["c"] == "ran" and chain.read("out/c.txt").strip() == "1"

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 
 import pytest
+import racy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -142,12 +143,10 @@ def aged_root(tmp_path_factory):
     """A project folder older than the racy window: an adapter step's compile watches the folder itself (what
     detection looked at), and a folder changed within the window is too fresh to vouch for (compiled._racy), so
     the edit after it would be compiled in full. Every example reuses it (a file rewritten in place leaves it)."""
-    import time
-
     root = tmp_path_factory.mktemp("recompile")
     (root / ".runner").mkdir()
     (root / "intents.toml").write_text("")
-    time.sleep(1.1)  # freshness.RACY_NS
+    racy.wait_out()
     return root
 
 

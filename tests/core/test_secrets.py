@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import uuid
 from pathlib import Path
 
 import pytest
+import runner_cli
 
 LINES = 3000  # ~200 KB through the pipe: the scheduler reads it in chunks, and some cut a secret in two
 
@@ -142,14 +141,7 @@ def test_an_internal_error_masks_the_secret_in_its_message_and_last_error_log(tm
     (folder / ".runner").mkdir(parents=True)
     (folder / "intents.toml").write_text('[intent.a]\nrun = "true"\n')
     (folder / ".runner/runs").symlink_to("runs")
-    result = subprocess.run(
-        [sys.executable, "-m", "runner", "make", "--json"],
-        cwd=folder,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=dict(os.environ, MY_SERVICE_TOKEN=secret),
-    )
+    result = runner_cli.run(["make", "--json"], folder, dict(os.environ, MY_SERVICE_TOKEN=secret), timeout=120)
     assert result.returncode == 4, result.stderr
     assert "[REDACTED:MY_SERVICE_TOKEN]" in result.stderr and secret not in result.stderr
     log = (folder / ".runner/last-error.log").read_text()

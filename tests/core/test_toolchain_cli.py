@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
+
+import runner_cli
 
 
 def test_adapters_init_parse(project):
@@ -25,12 +25,8 @@ def test_adapters_init_parse(project):
     )
 
     log = "tests/test_a.py::test_a FAILED\n==== 1 failed, 2 passed in 0.10s ====\n"
-    parsed = subprocess.run(
-        [sys.executable, "-m", "runner", "parse", "--adapter", "python", "--command", "test", "--json", "-"],
-        input=log,
-        cwd=project.root,
-        capture_output=True,
-        text=True,
+    parsed = runner_cli.run(
+        ["parse", "--adapter", "python", "--command", "test", "--json", "-"], project.root, input=log
     )
     assert parsed.returncode == 0, parsed.stderr
     found = json.loads(parsed.stdout)

@@ -1,9 +1,10 @@
-"""Helpers of the executor tests: the CLI in a subprocess, a project in a folder, `dask scheduler` and
-`dask worker` as real processes that a test may kill."""
+"""Helpers of the executor tests: the CLI (tests/runner_cli.py, or a subprocess a test may signal), a project in
+a folder, `dask scheduler` and `dask worker` as real processes that a test may kill."""
 
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -11,6 +12,8 @@ import textwrap
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+import runner_cli
 
 DASK = str(Path(sys.executable).parent / "dask")
 
@@ -29,13 +32,8 @@ class Result:
 
 
 def runner(root: Path, *args: str, timeout: float = 120) -> Result:
-    proc = subprocess.run(
-        [sys.executable, "-m", "runner", *args, "-C", str(root)],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        stdin=subprocess.DEVNULL,
-    )
+    """`python -m runner ARGS -C ROOT` (tests/runner_cli.py: a process forked from a copy of the test process)."""
+    proc = runner_cli.run([*args, "-C", str(root)], os.getcwd(), timeout=timeout)
     return Result(proc.returncode, proc.stdout, proc.stderr)
 
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
+
+import runner_cli
 
 TALLY = '''\
 """tally: an in-house test tool whose output no built-in family knows."""
@@ -75,9 +76,7 @@ class Tally:
         (root / "intents.toml").write_text(INTENTS)
 
     def run(self, *args: str) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            [sys.executable, "-m", "runner", *args], cwd=self.root, capture_output=True, text=True, timeout=120
-        )
+        return runner_cli.run(args, self.root, timeout=120)
 
     def checks(self, *results: str) -> None:
         """A new src/checks.txt (so the test step runs again): one check per result, plus a fresh passing one."""

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+import runner_cli
 
 from runner.adapters import resolve
 from runner.excerpt import GENERIC_FAMILIES, MAX_LINES, excerpt, render_excerpt
@@ -123,9 +123,7 @@ def test_a_log_with_no_evidence_shows_its_end():
 
 
 def _parse(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "runner", "parse", *args], capture_output=True, text=True, cwd=CORPUS, timeout=60
-    )
+    return runner_cli.run(["parse", *args], CORPUS, timeout=60)
 
 
 def test_runner_parse_with_a_baseline_adds_the_excerpt_to_its_json():

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import NamedTuple
 
 import pytest
+import runner_cli
 
 # the fake Responses server's fixture (`runner new`'s tests), shared with tests/agent as tests/learn shares it
 for _path in (Path(__file__).resolve().parents[1], Path(__file__).resolve().parents[1] / "agent"):
@@ -49,14 +49,7 @@ class Project:
 
     def run(self, *args: str, unset: tuple[str, ...] = ()) -> Result:
         """`python -m runner ARGS` in the project; `unset`: variables taken out of its environment."""
-        proc = subprocess.run(
-            [sys.executable, "-m", "runner", *args],
-            cwd=self.root,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            env={k: v for k, v in os.environ.items() if k not in unset},
-        )
+        proc = runner_cli.run(args, self.root, {k: v for k, v in os.environ.items() if k not in unset}, 120)
         return Result(proc.returncode, proc.stdout, proc.stderr)
 
 

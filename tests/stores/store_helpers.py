@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
+
+import runner_cli
 
 
 @dataclass
@@ -71,15 +71,7 @@ class Clone:
         return Clone(root, self.env)
 
     def run(self, *args: str, env: dict | None = None, timeout: float = 120) -> Run:
-        proc = subprocess.run(
-            [sys.executable, "-m", "runner", *args],
-            cwd=self.root,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            env=dict(self.env, **(env or {})),
-            stdin=subprocess.DEVNULL,
-        )
+        proc = runner_cli.run(args, self.root, dict(self.env, **(env or {})), timeout)
         return Run(proc.returncode, proc.stdout, proc.stderr)
 
     def make(self, *args: str, **kw) -> Run:
