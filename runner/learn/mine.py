@@ -4,8 +4,8 @@ Every log is read again with today's library (the built-in families and the proj
 judged against the patterns as they are now, not as they were when the run happened. Which families read a log is
 the adapter command's `parse` list: a shell step that runs an adapter command, each verify command of an agent
 step, a command an agent ran in a recording when it is one of its step's adapter commands, and the `codex` family
-for a Codex transcript. A step that runs a plain shell line has no family: its misses are found, but no pattern
-could be made for them (`lines_for_induction` leaves them out).
+for a Codex transcript; a plain shell line is read by the generic families and by its tool's own family (named
+from the command: `identify.tool_name`), which is where patterns for its misses go.
 
 What "looks like" a summary or a diagnostic is generic, so that it finds what no family knows (SUMMARY and
 DIAGNOSTIC below, documented in the README's "Learning" section). A line inside any pattern's match is read, never
@@ -101,6 +101,7 @@ class Miss:
     lines: tuple[Line, ...]
     part: str | None = None  # c1-a2: an agent step's candidate and attempt; a recording's item id
     error: str | None = None  # an attempt's error, for the kinds about attempts
+    own: str | None = None  # the family named after the tool its command runs (identify.tool_name)
 
     def to_json(self) -> dict:
         return {
@@ -114,18 +115,22 @@ class Miss:
             "log": self.log,
             "part": self.part,
             "error": self.error,
+            "own": self.own,
             "lines": [line.to_json() for line in self.lines],
         }
 
 
 @dataclass(frozen=True)
 class InductionGroup:
-    """The missed lines of one adapter command, deduplicated, for `induce(lines, family)`."""
+    """The missed lines of one command (an adapter's, or a plain run line's tool), deduplicated, for
+    `induce(lines, family)`."""
 
     adapter: str | None
     command: str | None
-    families: tuple[str, ...]  # where a pattern for these lines would go
+    families: tuple[str, ...]  # the families that read its output, in the command's order
     lines: tuple[str, ...]
+    own: str | None = None  # the family named after its tool: where patterns go when it names only generic ones
+    steps: tuple[str, ...] = ()  # the steps whose logs showed them
 
 
 @dataclass(frozen=True)
@@ -138,22 +143,25 @@ class Mined:
         return [m for m in self.misses if m.kind == kind]
 
     def lines_for_induction(self) -> tuple[InductionGroup, ...]:
-        """The lines no pattern read, per (adapter, command), each once, in the order first seen. Logs that no
-        family reads (a plain shell line) are left out: a pattern made from them would never be applied."""
-        groups: dict[tuple[str, str], tuple[set[str], list[str], set[str]]] = {}
+        """The lines no pattern read, per command (an adapter command, or the tool a plain run line runs), each
+        once, in the order first seen; the families in the command's order (never sorted: the first is where a
+        pattern goes). A command that names no family but the generic ones has its tool's own (`own`)."""
+        groups: dict[tuple[str, str, str], tuple[list[str], list[str], set[str], list[str]]] = {}
         for miss in self.misses:
-            if miss.kind not in UNREAD_KINDS or not miss.families:
+            if miss.kind not in UNREAD_KINDS or not (miss.families or miss.own):
                 continue
-            key = (miss.adapter or "", miss.command or "")
-            fams, lines, seen = groups.setdefault(key, (set(), [], set()))
-            fams.update(miss.families)
+            key = (miss.adapter or "", miss.command or "", miss.own or "")
+            fams, lines, seen, steps = groups.setdefault(key, ([], [], set(), []))
+            fams += [f for f in miss.families if f not in fams]
+            if miss.step not in steps:
+                steps.append(miss.step)
             for line in miss.lines:
                 if line.text not in seen:
                     seen.add(line.text)
                     lines.append(line.text)
         return tuple(
-            InductionGroup(a or None, c or None, tuple(sorted(f)), tuple(lines))
-            for (a, c), (f, lines, _) in sorted(groups.items())
+            InductionGroup(a or None, c or None, tuple(f), tuple(lines), o or None, tuple(steps))
+            for (a, c, o), (f, lines, _, steps) in sorted(groups.items())
         )
 
     def to_json(self) -> dict:
@@ -210,6 +218,7 @@ class Section:
     lines: list[str]
     failed: bool
     part: str | None = None
+    own: str | None = None  # the family named after the tool its command runs
     findings: Findings | None = None
     kinds: list[set[str]] = field(default_factory=list)  # per line: the kinds of the matches covering it
 
@@ -302,8 +311,10 @@ class Reader:
     def section(self, lines: list[str], first: int, families: tuple[str, ...], **where) -> Section:
         """A command's output read by its families: the findings and, per line, the kinds that matched it."""
         from runner.findings import parse_findings
+        from runner.identify import read_with
 
         text = "\n".join(lines)
+        families = tuple(read_with(self.library, families, text))  # and the test runners the log shows
         found = parse_findings(text, [self.library.family(f) for f in families])
         starts, pos = [], 0
         for line in lines:
@@ -320,8 +331,11 @@ class Reader:
         return Section(families=families, first=first, lines=lines, findings=found, kinds=kinds, **where)
 
     def shell_log(self, run_id: str, event: dict) -> Section | None:
-        """A shell step's log in a run, read by its adapter command's families (none for a plain shell line)."""
+        """A shell step's log in a run, read by its command's families (an adapter command's, or the generic
+        ones and its tool's own for a plain shell line), and by the test runners the log shows."""
+        from runner.excerpt import step_command
         from runner.findings import clean_log
+        from runner.identify import tool_name
 
         step = event["intent"]
         path = self.runs_dir / run_id / "logs" / f"{step}.log"
@@ -333,10 +347,11 @@ class Reader:
         adapter, commands = self.adapter_commands(step)
         intent = self.spec.intents.get(step)
         cmd = commands.get(intent.run) if intent is not None and intent.run else None
+        line, names = step_command(self.spec, intent) if intent is not None else (run_line or "", ())
         return self.section(
             body,
             2 if run_line is not None else 1,
-            self.families(cmd.parse) if cmd else (),
+            self.families(names),
             run_id=run_id,
             step=step,
             adapter=adapter if cmd else None,
@@ -344,12 +359,14 @@ class Reader:
             run=run_line,
             log=self.rel(path),
             failed=command_failed(event),
+            own=tool_name(line) if line else None,
         )
 
     def verify_log(self, run_id: str, step: str, candidate: int, attempt: int, failed: bool) -> list[Section]:
         """One attempt's verify log cut at its `$ command` lines, each part read by its verify command's
         families; `failed`: the last part is the command that failed."""
         from runner.findings import clean_log
+        from runner.identify import tool_name
 
         path = self.runs_dir / run_id / "attempts" / step / f"c{candidate}-a{attempt}" / "verify.log"
         lines = _read_lines(path, clean_log)
@@ -386,6 +403,7 @@ class Reader:
                     log=self.rel(path),
                     failed=failed and n == len(heads) - 1,
                     part=f"c{candidate}-a{attempt}",
+                    own=tool_name(head[2:]) if has_head else None,
                 )
             )
         return sections
@@ -487,6 +505,7 @@ def _section_misses(s: Section, error: str | None = None) -> list[Miss]:
             log=s.log,
             lines=s.numbered(indexes),
             part=s.part,
+            own=s.own,
             **extra,
         )
 

@@ -104,7 +104,8 @@ def test_what_induction_cannot_read_is_asked_of_the_model_and_scored_like_the_re
     lines = done.stdout
     assert "weird-ahead" in lines and "RE2 refuses it" in lines
     assert "weird-nested" in lines and "backtrack catastrophically" in lines
-    assert "weird-total" in lines and "which an active summary pattern reads already" in lines
+    # the same regex as the active summary pattern: one regex lives in one pattern, so it is not even scored
+    assert "not proposed again: tally/tally-weird-total is tally/summary's regex (active)" in lines
     assert "weird-any" in lines and "precision 0.50 < 0.95 (it also reads 'weird: 1 broke')" in lines
 
 
