@@ -15,9 +15,7 @@ a miss; blank lines and the `$ command` lines the runner writes above a command'
 from __future__ import annotations
 
 import bisect
-import json
 import re
-import shlex
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -57,10 +55,14 @@ SUMMARY = re.compile(
 )
 # A diagnostic: a file with a line number (path/x.ext:12, x.ext(12,3), File "x.py", line 12, x.ext line 12), or an
 # error word: error, failed, failure, fatal, panic, FAIL, a SomethingError or SomethingException, a traceback.
-_LOCATION = re.compile(r"[\w.~/\\-]*\w\.[A-Za-z][\w]{0,9}(?::\d+|\(\d+(?:,\d+)?\)|\"?,? line \d+)")
+_LOCATION = re.compile(
+    r"[\w.~/\\-]*\w\.[A-Za-z][\w]{0,9}(?::\d+|\(\d+(?:,\d+)?\)|\"?,? line \d+)"
+    r"|(?:^|\s)(?:[\w.~-]+/)+[\w.~-]*\w:\d+"  # a file with a folder and no extension: docker/Dockerfile:3
+)
 _ERROR_WORD = re.compile(
     r"\b(?:error|errors|failed|failure|fatal|panic|panicked)\b|\bFAIL(?:ED|URE)?\b|[A-Z]\w*(?:Error|Exception)\b"
-    r"|Traceback \(most recent call last\)",
+    r"|Traceback \(most recent call last\)"
+    r"|^\s*(?:[✖✗✘×✕]|not ok \d+)\s",  # a failure marker at a line's start: `✖ name`, TAP's `not ok 2 - name`
     re.IGNORECASE,
 )
 
@@ -492,7 +494,7 @@ def _read_lines(path: Path, clean) -> list[str] | None:
 # Misses
 
 
-def _section_misses(s: Section, error: str | None = None) -> list[Miss]:
+def section_misses(s: Section, error: str | None = None) -> list[Miss]:
     def miss(kind: str, indexes: list[int], **extra) -> Miss:
         return Miss(
             kind=kind,
@@ -510,6 +512,9 @@ def _section_misses(s: Section, error: str | None = None) -> list[Miss]:
         )
 
     out = []
+    headed = _unheaded(s)
+    if headed:  # findings read without the file a line above them names: that line and theirs
+        out.append(miss(DIAGNOSTIC_UNEXTRACTED, headed))
     if s.failed and not s.explained:
         flagged = [i for i, line in enumerate(s.lines) if not s.kinds[i] and looks_like(line)]
         if not flagged:
@@ -520,6 +525,27 @@ def _section_misses(s: Section, error: str | None = None) -> list[Miss]:
         if indexes:
             out.append(miss(kind, indexes))
     return out
+
+
+def _unheaded(s: Section) -> list[int]:
+    """Findings a family read with no file, under a line that is a path alone (eslint's stylish and yamllint's
+    standard output name a file once, above its findings) that no pattern reads: that line, and the findings
+    under it. What a heading pattern (kind = "heading") and a finding pattern of the tool's family would read."""
+    from runner.learn.propose import HEADING
+
+    f = s.findings
+    if f is None or not any(d.get("file") is None for d in f.diagnostics):
+        return []
+    found: list[int] = []
+    heading: int | None = None
+    for i, line in enumerate(s.lines):
+        if not s.kinds[i] and HEADING.match(line):
+            heading = i
+        elif "diagnostic" in s.kinds[i] and heading is not None and "heading" not in s.kinds[heading]:
+            found += [heading, i] if heading not in found else [i]
+        elif line.strip() and "diagnostic" not in s.kinds[i]:
+            heading = None
+    return sorted(set(found))
 
 
 def _attempt_miss(kind: str, view: RunView, a: dict, sections: list[Section]) -> Miss:
@@ -550,10 +576,10 @@ def _attempt_miss(kind: str, view: RunView, a: dict, sections: list[Section]) ->
 def _run_misses(view: RunView) -> list[Miss]:
     out: list[Miss] = []
     for e, section in view.shell_sections():
-        out += _section_misses(section, e.get("error"))
+        out += section_misses(section, e.get("error"))
     for a, sections in view.attempt_sections():
         for section in sections:
-            out += _section_misses(section, a.get("error") if section.failed else None)
+            out += section_misses(section, a.get("error") if section.failed else None)
         if a["attempt"] == 1 and view.failed_at_verify(a):
             out.append(_attempt_miss(VERIFY_FAILED_FIRST, view, a, sections))
     for (_step, _candidate), tries in sorted(view.attempts.items()):
@@ -561,110 +587,6 @@ def _run_misses(view: RunView) -> list[Miss]:
         if len(tries) > 1 and not last["ok"] and last.get("kind") != "interrupted":
             out.append(_attempt_miss(RETRY_NOT_CONVERGED, view, last, view.verify_sections(last)))
     return out
-
-
-# ---- replays/ ------------------------------------------------------------------------------------------------
-
-_SHELL_WRAP = re.compile(r"^(?:\S*/)?(?:ba|z|da)?sh\s+-l?c\s+(.+)$", re.DOTALL)
-WORKER_FAMILIES = {"codex": "codex"}  # the family that reads a worker's transcript
-
-
-def _unwrap(command: str) -> str:
-    """`/bin/bash -lc 'pytest -q'` as the line the shell ran: `pytest -q`."""
-    m = _SHELL_WRAP.match(command.strip())
-    if not m:
-        return command.strip()
-    try:
-        parts = shlex.split(m.group(1))
-    except ValueError:
-        return m.group(1)
-    return parts[0] if len(parts) == 1 else m.group(1)
-
-
-def _recording_misses(reader: Reader, path: Path, doc: dict) -> list[Miss]:
-    """A recorded exchange: its transcript read by its worker's family, and each command the agent ran that is
-    one of its step's adapter commands, read by that command's families."""
-    from runner.findings import clean_log
-
-    step = str(doc.get("intent") or path.parent.name)
-    transcript = doc.get("transcript") or []
-    if isinstance(transcript, str):
-        transcript = transcript.splitlines()
-    transcript = [str(line) for line in transcript]
-    log = reader.rel(path)
-    out: list[Miss] = []
-    family = WORKER_FAMILIES.get(str(doc.get("recorded_worker") or doc.get("worker")))
-    if family and family in reader.library.families and transcript:
-        section = reader.section(
-            transcript,
-            1,
-            (family,),
-            run_id=None,
-            step=step,
-            adapter=None,
-            command=None,
-            run=f"{doc.get('worker')} worker",
-            log=log,
-            failed=not doc.get("ok"),
-            part=f"attempt {doc.get('attempt')}",
-        )
-        out += _section_misses(section, doc.get("error"))
-    adapter, commands = reader.adapter_commands(step)
-    for line in transcript:
-        try:
-            event = json.loads(line)
-        except ValueError:
-            continue
-        item = event.get("item") if isinstance(event, dict) else None
-        if event.get("type") != "item.completed" or not isinstance(item, dict):
-            continue
-        if item.get("type") != "command_execution" or not isinstance(item.get("command"), str):
-            continue
-        ran = _unwrap(item["command"])
-        cmd = max(
-            (c for c in commands.values() if " ".join(c.run.split()) in " ".join(ran.split())),
-            key=lambda c: len(c.run),
-            default=None,
-        )
-        if cmd is None:
-            continue  # a command of the agent's own (cat, ls, sed): no family is meant to read it
-        output = clean_log(str(item.get("aggregated_output") or ""))
-        lines = output[:-1].split("\n") if output.endswith("\n") else output.split("\n") if output else []
-        section = reader.section(
-            lines,
-            1,
-            reader.families(cmd.parse),
-            run_id=None,
-            step=step,
-            adapter=adapter,
-            command=cmd.name,
-            run=ran,
-            log=log,
-            failed=item.get("exit_code") not in (0, None),
-            part=str(item.get("id")),
-        )
-        out += _section_misses(section)
-    return out
-
-
-def _recordings(reader: Reader, since: float | None) -> list[tuple[Path, dict]]:
-    folder = reader.root / reader.spec.worker.replays_dir
-    found = []
-    for path in sorted(folder.glob("*/*.json")) if folder.is_dir() else ():
-        try:
-            doc = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        if not isinstance(doc, dict):
-            continue
-        if since is not None:
-            try:
-                if datetime.fromisoformat(str(doc.get("recorded_at"))).timestamp() < since:
-                    continue
-            except ValueError:
-                pass  # a recording with no time of its own is kept
-        found.append((path, doc))
-    return found
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -691,10 +613,12 @@ def mine(root: Path, since: str | None = None) -> Mined:
     misses: list[Miss] = []
     for run_id in chosen:
         misses += _run_misses(reader.run(run_id))
+    from .replays import recording_misses, recordings_since
+
     after = run_started_at(chosen[0]) if since is not None and chosen else None
-    recordings = _recordings(reader, after)
+    recordings = recordings_since(reader, after)
     for path, doc in recordings:
-        misses += _recording_misses(reader, path, doc)
+        misses += recording_misses(reader, path, doc)
     run_order = {r: i for i, r in enumerate(chosen)}
     misses.sort(key=lambda m: (run_order.get(m.run_id or "", len(run_order)), *_order(m)))
     return Mined(tuple(misses), tuple(chosen), tuple(reader.rel(p) for p, _ in recordings))
