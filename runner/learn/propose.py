@@ -126,8 +126,32 @@ def _diagnostic(pattern: InducedPattern, name: str) -> Candidate | None:
     if lead is None:
         return None
     before = first[start : where.start()]
-    regex = lead + _escape(before) + place + r":?\s*(?P<message>.*)$"
+    after, more = _after_place(first[where.end() :])
+    regex = lead + _escape(before) + place + after + r"(?P<message>.*)$"
+    fields = fields[:-1] + more + ("message",)
     return Candidate(name, regex, "diagnostic", fields, pattern.template)
+
+
+_AFTER = re.compile(
+    r"(?P<sep>:?)(?P<space>\s+)(?:(?P<code>[A-Z][A-Za-z]*\d+)(?P<gap>\s+))?"
+    r"(?:(?P<severity>error|warning|warn|info|note|style|hint)(?P<colon>:?)\s+)?"
+)
+
+
+def _after_place(rest: str) -> tuple[str, tuple[str, ...]]:
+    """The structure between a place and its message, as the line shows it: the separator, then a rule's code
+    (`DL3006`, `E501`, `SC2164`) and a severity word where they stand: (regex, the fields it captures)."""
+    m = _AFTER.match(rest)
+    if m is None:
+        return r":?\s*", ()
+    regex, fields = _escape(m.group("sep")) + r"\s+", ()
+    if m.group("code"):
+        regex += r"(?P<code>[A-Z][A-Za-z]*\d+)\s+"
+        fields += ("code",)
+    if m.group("severity"):
+        regex += r"(?P<severity>[a-z]+)" + _escape(m.group("colon")) + r"\s+"
+        fields += ("severity",)
+    return regex, fields
 
 
 def _under_heading(pattern: InducedPattern, name: str) -> Candidate:
