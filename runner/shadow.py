@@ -7,8 +7,8 @@ the active patterns found that it would take away (lost), and a check. A check f
 not only of time: the candidate loses an extraction, claims a line an active pattern of the same kind already
 reads, reports a failure on a run whose command exited 0, reads a summary that says nothing failed on a run that
 failed, gives a failed count that the failing tests named in the same log contradict (with the family's other
-candidates beside it, it is the one whose absence removes the contradiction), or disagrees with the step's JUnit
-report where it has one. A family with no active pattern yet is judged by these checks alone.
+candidates beside it: the one whose absence leaves the log consistent, else the count), or disagrees with the
+step's JUnit report where it has one. A family with no active pattern yet is judged by these checks alone.
 
 Which runs use a canary: for a family that many steps read, the steps in its weight's slice (by the hash of each
 step's key); where fewer steps read it in a run than one in the slice would need, whole runs (run_uses).
@@ -214,8 +214,12 @@ def _judged(text: str, family: Family, candidate: Pattern, passed: bool, report:
         return "reads a summary that says nothing failed on a run that failed"
     wrong = _contradiction(found)
     if wrong:
-        others = tuple(p for p in every if p is not candidate)
-        if not _contradiction(parse_findings(text, [family], choose=lambda _f: others)):
+        # blamed when the log without it is consistent; where without it nothing can be judged (no count, or
+        # no failing test named), a count is blamed before a failing test: a test the tool named is a line it
+        # printed, a count's meaning (which key, summed or not) is what an induced pattern gets wrong
+        others = parse_findings(text, [family], choose=lambda _f: tuple(p for p in every if p is not candidate))
+        judged = isinstance(others.summary.get("failed"), int) and bool(others.failed_tests)
+        if (judged and not _contradiction(others)) or (not judged and candidate.kind == "summary"):
             return wrong
     if report is not None:
         mine = parse_findings(text, [family], choose=lambda f: f.with_candidate(candidate))

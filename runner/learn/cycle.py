@@ -517,17 +517,31 @@ def rollback(root: Path, name: str | None = None) -> list[str]:
         raise UserError("nothing to roll back: no pattern was promoted by `runner learn`")
     last = max(promoted, key=lambda s: (s.gate["promoted"], s.ref))
     day = today()
+    from .mine import recorded_runs
+
+    runs = recorded_runs(root)
+    after = runs[-1] if runs else None  # the runs after this one read without it (audit.py)
     changes = {
         last.name: {
             "stage": "retired",
-            "gate": {"promoted": None, "reason": f"rolled back on {day}", "history": f"{day} rolled back by hand"},
+            "gate": {
+                "promoted": None,
+                "reason": f"rolled back on {day}",
+                "history": f"{day} rolled back by hand",
+                "retired_after": after,
+            },
         }
     }
     done = [f"{last.ref}: active -> retired"]
     if last.replaces:
         changes[last.replaces] = {
             "stage": "active",
-            "gate": {"reason": None, "history": f"{day} active again: {last.name} rolled back"},
+            "gate": {
+                "reason": None,
+                "history": f"{day} active again: {last.name} rolled back",
+                "retired_after": None,
+                "active_after": after,
+            },
         }
         done.append(f"{last.family}/{last.replaces}: retired -> active")
     writeback.update_patterns(last.file, changes)

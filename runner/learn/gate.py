@@ -186,12 +186,31 @@ def _shadow_wait(counted: int, settings: Settings, hit: bool) -> str:
 def promotion(standing: Standing, record: dict, why: str, today: str) -> Move:
     """The move to active (the pattern it replaces retired beside it, for a one-step rollback)."""
     also = {}
+    after = record.get("since") or standing.gate.get("since")  # runs after this one read with it (audit.py)
     if standing.replaces:
         also[standing.replaces] = {
             "stage": "retired",
             "gate": {
                 "reason": f"replaced by {standing.name} on {today}",
                 "history": f"{today} retired: replaced by {standing.name}",
+                "retired_after": after,
             },
         }
-    return Move(standing, "active", {**record, "weight": None, "ready": None, "promoted": today}, why, also)
+    moved = {**record, "weight": None, "ready": None, "promoted": today, "active_after": after}
+    return Move(standing, "active", moved, why, also)
+
+
+def future(move: Move) -> str:
+    """What the next `runner learn` will do with a candidate, in the future tense (`runner learn status`)."""
+    if not move.moved:
+        return move.why  # a stay says what it waits for, already in the future tense
+    why = move.why.split(": ", 1)[1] if ": " in move.why else move.why
+    if move.to == "retired":
+        return f"the next `runner learn` will roll it back: {move.why.removeprefix('rolled back ')}"
+    if move.to == "active":
+        return f"the next `runner learn` will promote it to active: {why}"
+    if move.to == "canary" and move.standing.stage == "canary":
+        return f"the next `runner learn` will step it up to {move.gate.get('weight')}%: {why}"
+    if move.to == "canary" and move.gate.get("ready"):
+        return move.why
+    return f"the next `runner learn` will move it to {move.to} at {move.gate.get('weight')}%: {why}"

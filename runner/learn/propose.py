@@ -144,7 +144,7 @@ def _after_place(rest: str) -> tuple[str, tuple[str, ...]]:
     m = _AFTER.match(rest)
     if m is None:
         return r":?\s*", ()
-    regex, fields = _escape(m.group("sep")) + r"\s+", ()
+    regex, fields = _escape(m.group("sep")) + r"\s+", tuple[str, ...]()
     if m.group("code"):
         regex += r"(?P<code>[A-Z][A-Za-z]*\d+)\s+"
         fields += ("code",)
