@@ -171,11 +171,14 @@ def _heading(pattern: InducedPattern, name: str, lines: Sequence[str]) -> Candid
 def _marked_test(first: str, pattern: InducedPattern, name: str) -> Candidate | None:
     """A failure marker at the line's start and the test's name after it (to a trailing `(...)` or `# ...`)."""
     m = _MARKER.match(first)
-    if m is None:
-        return None
+    if m is None or first.rstrip().endswith(":"):
+        return None  # `✖ failing tests:` opens a section: a heading, no test
     marker = re.sub(r"\d+", "<N>", m.group("marker"))
     marker_rx = _escape(marker).replace(_escape("<N>"), r"\d+").replace(r"\ ", r"\s+")
-    regex = r"^\s*" + marker_rx + r"\s+(?P<name>\S.*?)(?:\s+\([^()]*\)|\s+#\s.*)?\s*$"
+    # the name never ends at a colon: `✖ failing tests:` opens the section that lists them again
+    regex = r"^\s*" + marker_rx + r"\s+(?P<name>[^\s:](?:.*?[^:\s])?)(?:\s+\([^()]*\)|\s+#\s.*)?\s*$"
+    if any(line.rstrip().endswith(":") for line in pattern.examples):
+        return None
     return Candidate(name, regex, "failed_test", ("name",), pattern.template)
 
 
