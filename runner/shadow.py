@@ -282,3 +282,39 @@ def read_observations(run_dir: Path) -> list[dict]:
             return found
     except FileNotFoundError:
         return []
+
+
+def observe_late(spec, runs_dir: Path, family: Family, candidate: Pattern, runs: list[str]) -> int:
+    """Observations of a candidate on runs recorded before it reached this checkout (a build of the main branch
+    while the pull request that proposed it waited, say): each shell step's log that its family reads, in each
+    of `runs` that has none for it, compared after the fact (`late`; no such run used it). Appended to the
+    run's gate.jsonl, as if observed then; returns how many."""
+    from .record import read_events
+
+    written = 0
+    for run in runs:
+        run_dir = runs_dir / run
+        if any(o.get("pattern") == candidate.ref for o in read_observations(run_dir)):
+            continue
+        try:
+            events = read_events(runs_dir, run)
+        except OSError:
+            continue
+        lines = []
+        for e in events:
+            intent = spec.intents.get(e.get("intent"))
+            if e.get("event") != "step_finished" or intent is None or intent.kind != "shell" or not e.get("log"):
+                continue
+            if family.name not in {f.name for f in step_families(spec, intent)}:
+                continue
+            for body, _families, ok in _logs(
+                spec, intent, run_dir / "logs" / f"{intent.name}.log", e.get("status") == "ran"
+            ):
+                seen = compare(body, family, candidate, ok)
+                seen.update(step=intent.name, stage=candidate.stage, used=False, late=True)
+                lines.append(json.dumps(seen))
+        if lines:
+            with open(run_dir / GATE_FILE, "a", encoding="utf-8") as f:
+                f.write("\n".join(lines) + "\n")
+            written += len(lines)
+    return written

@@ -5,6 +5,7 @@ the pieces the other `runner learn` commands share (the candidates as their file
 from __future__ import annotations
 
 import datetime
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -154,7 +155,9 @@ def learn_pass(root: Path, dry_run: bool = False, spec_file: str = "intents.toml
     day = today()
     from . import prompts
 
-    report.moves = [evaluate(s, layout.runs_dir, settings, day) for s in standings(root)]
+    found = standings(root)
+    _observe_late(root, layout.runs_dir, found)
+    report.moves = [evaluate(s, layout.runs_dir, settings, day) for s in found]
     report.moves += [
         prompts.evaluate(root, s, layout.runs_dir, settings)
         for s in prompts.standings(root)
@@ -162,8 +165,89 @@ def learn_pass(root: Path, dry_run: bool = False, spec_file: str = "intents.toml
     ]
     if not dry_run:
         apply_moves(report.moves, day)
-    propose_from_runs(root, settings, report, spec_file, on_projection)
+        ledger = Ledger(root)
+        ledger.note_moves(report.moves)
+        ledger.save()
+    restored = propose_from_runs(root, settings, report, spec_file, on_projection)
+    if restored and not dry_run:
+        # taken up from the ledger: moved on in this pass by the evidence the builds recorded since
+        again = [s for s in standings(root) if (s.family, s.name) in set(restored)]
+        _observe_late(root, layout.runs_dir, again)
+        moves = [evaluate(s, layout.runs_dir, settings, day) for s in again]
+        apply_moves(moves, day)
+        ledger = Ledger(root)
+        ledger.note_moves(moves)
+        ledger.save()
+        report.moves += moves
     return report
+
+
+def _observe_late(root: Path, runs_dir: Path, found: list[Standing]) -> None:
+    """Each candidate's observations on the runs since its last move that recorded none for it (they were built
+    from a checkout without it: the main branch, while the pull request that proposed it waited)."""
+    from ..errors import RunnerError
+    from ..load import load_spec
+    from ..record import runs_after
+    from ..shadow import observe_late
+
+    if not found:
+        return
+    try:
+        spec = load_spec(root)
+        library = parse.load_library([parse.builtin_dir(), root / "regexes"])
+    except RunnerError:
+        return  # `runner validate` says what is wrong; the gate moves on what was observed
+    for standing in found:
+        family = library.families.get(standing.family)
+        if family is None:
+            continue
+        candidate = next((p for p in family.patterns if p.name == standing.name), None)
+        if candidate is not None:
+            observe_late(spec, runs_dir, family, candidate, runs_after(runs_dir, standing.gate.get("since")))
+
+
+class Ledger:
+    """The candidates the passes proposed, by family and regex, with their stage and gate record as last
+    written: kept in .runner/learn/ledger.json, which CI keeps between builds with the run records, so that a
+    pass on a checkout without them (their pull request not merged) takes each up where it stood, evidence and
+    all, instead of proposing it again from zero."""
+
+    def __init__(self, root: Path):
+        self.path = root / ".runner" / "learn" / "ledger.json"
+        try:
+            self.entries: dict[str, dict] = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            self.entries = {}
+
+    @staticmethod
+    def key(family: str, regex: str) -> str:
+        return f"{family}\t{regex}"
+
+    def get(self, family: str, regex: str) -> dict | None:
+        return self.entries.get(self.key(family, regex))
+
+    def note(self, family: str, table: dict) -> None:
+        self.entries[self.key(family, table["regex"])] = {
+            k: v for k, v in table.items() if k in ("name", "kind", "stage", "gate")
+        }
+
+    def note_moves(self, moves: list[Move]) -> None:
+        for move in moves:
+            s = move.standing
+            if s.regex is None or s.family.startswith("prompt:"):
+                continue
+            entry = self.entries.setdefault(self.key(s.family, s.regex), {"name": s.name, "gate": dict(s.gate)})
+            gate = {**entry.get("gate", {}), **{k: v for k, v in move.gate.items() if v is not None}}
+            for k, v in move.gate.items():
+                if v is None:
+                    gate.pop(k, None)
+            entry.update(stage=move.to, gate=gate)
+
+    def save(self) -> None:
+        from ..toml_write import replace_file
+
+        if self.entries:
+            replace_file(self.path, json.dumps(self.entries, indent=1, sort_keys=True).encode("utf-8"))
 
 
 def shadow_gate(candidate: Candidate, latest_run: str | None, verdict) -> dict:
@@ -193,6 +277,8 @@ class _Proposals:
         self.root, self.report, self.thresholds, self.latest = root, report, thresholds, latest
         self.out: dict[Path, tuple[str, list[dict]]] = {}
         self.dropped: dict[Path, list[dict]] = {}
+        self.ledger = Ledger(root)
+        self.restored: list[tuple[str, str]] = []  # (family, name) taken up again from the ledger
 
     def judge(self, candidate: Candidate, family: str, existing, logs: list, beside: list | None = None) -> str | None:
         """Score a candidate (with the candidates kept for its command so far, `beside`); keep it for shadow if it
@@ -228,9 +314,19 @@ class _Proposals:
                 }
                 for t in list(dict.fromkeys(candidate.lines))[:5]
             ]
-        self.out.setdefault(path, (family, []))[1].append(
-            candidate.table("shadow", shadow_gate(candidate, self.latest, verdict))
-        )
+        table = candidate.table("shadow", shadow_gate(candidate, self.latest, verdict))
+        kept = self.ledger.get(family, candidate.regex)
+        if kept is not None and kept.get("stage") in ("shadow", "canary"):
+            # proposed before, on a checkout this pass does not see: it goes on from where it stood
+            table.update(name=kept.get("name", table["name"]), stage=kept["stage"], gate=dict(kept.get("gate") or {}))
+            history = list(table["gate"].get("history") or [])
+            table["gate"]["history"] = [
+                *history,
+                f"{today()} taken up again from the ledger: its pull request was not merged",
+            ]
+            self.restored.append((family, table["name"]))
+        self.ledger.note(family, table)
+        self.out.setdefault(path, (family, []))[1].append(table)
         if beside is not None:
             beside.append(as_pattern(candidate, family))
         return None
@@ -242,13 +338,15 @@ class _Proposals:
                 writeback.add_patterns(path, family, tables)
             for path, entries in self.dropped.items():
                 writeback.remember_rejected(path, entries, family=path.stem)
+            self.ledger.save()
         self.out, self.dropped = {}, {}
 
 
 def propose_from_runs(
     root: Path, settings: Settings, report: Report, spec_file: str = "intents.toml", on_projection=None
-) -> None:
-    """New candidates from what the recorded runs missed, scored, written into shadow as they are decided."""
+) -> list[tuple[str, str]]:
+    """New candidates from what the recorded runs missed, scored, written into shadow as they are decided;
+    returns the (family, name) of those taken up again from the ledger (proposed before, never merged)."""
     from .mine import mine
     from .propose import candidates_from_lines
 
@@ -306,7 +404,7 @@ def propose_from_runs(
         if not report.dry_run or spec is None:
             _set_aside(report, group, "induction made no pattern that scores for them", left, family)
     if report.dry_run:
-        return
+        return proposals.restored
     from .model import ask, ask_for_template
 
     budget = _token_budget(spec) if spec is not None else None  # no spec read: [learn] model_calls is 0
@@ -360,6 +458,7 @@ def propose_from_runs(
                 "why": "a prompt variant waits for `runner approve --prompt` (it cannot be scored offline)",
             }
         )
+    return proposals.restored
 
 
 def _count_call(report: Report, tokens: int, reused: bool) -> None:
