@@ -91,6 +91,10 @@ def _words_regex(words: list[str]) -> str:
     """Template words as a regex: constants literal, each <*> a run of non-spaces, any run of spaces between."""
     out = []
     for word in words:
+        leader = re.fullmatch(r"([.\-=_~*#])\1+", word)
+        if leader:  # a run of one punctuation mark pads a column (`name ..... ok`): its length varies
+            out.append(_escape(leader.group(1)) + "+")
+            continue
         parts = word.split(VAR)
         out.append(r"\S*?".join(_escape(p) for p in parts) if len(parts) > 1 else _escape(word))
     return r"\s+".join(out)
