@@ -347,7 +347,7 @@ def propose_from_runs(
 ) -> list[tuple[str, str]]:
     """New candidates from what the recorded runs missed, scored, written into shadow as they are decided;
     returns the (family, name) of those taken up again from the ledger (proposed before, never merged)."""
-    from .mine import mine
+    from .gather import mine
     from .propose import candidates_from_lines
 
     mined = mine(root)

@@ -573,7 +573,7 @@ def _attempt_miss(kind: str, view: RunView, a: dict, sections: list[Section]) ->
     )
 
 
-def _run_misses(view: RunView) -> list[Miss]:
+def run_misses(view: RunView) -> list[Miss]:
     out: list[Miss] = []
     for e, section in view.shell_sections():
         out += section_misses(section, e.get("error"))
@@ -592,7 +592,7 @@ def _run_misses(view: RunView) -> list[Miss]:
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def _order(m: Miss) -> tuple:
+def miss_order(m: Miss) -> tuple:
     return (
         m.run_id is None,  # runs first, then recordings
         m.log or "",
@@ -601,24 +601,3 @@ def _order(m: Miss) -> tuple:
         KINDS.index(m.kind),
         m.step,
     )
-
-
-def mine(root: Path, since: str | None = None) -> Mined:
-    """The misses of the runs recorded in root/.runner/runs (since the run whose id starts with `since`) and of
-    the recordings in its replays/ (those recorded since that run started)."""
-    reader = Reader(root)
-    runs = recorded_runs(reader.root)
-    start = runs_since(runs, since)
-    chosen = runs[start:]
-    misses: list[Miss] = []
-    for run_id in chosen:
-        misses += _run_misses(reader.run(run_id))
-    from .replays import recording_misses, recordings_since
-
-    after = run_started_at(chosen[0]) if since is not None and chosen else None
-    recordings = recordings_since(reader, after)
-    for path, doc in recordings:
-        misses += recording_misses(reader, path, doc)
-    run_order = {r: i for i, r in enumerate(chosen)}
-    misses.sort(key=lambda m: (run_order.get(m.run_id or "", len(run_order)), *_order(m)))
-    return Mined(tuple(misses), tuple(chosen), tuple(reader.rel(p) for p, _ in recordings))

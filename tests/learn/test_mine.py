@@ -13,6 +13,7 @@ from agent_helpers import FAILING_TEST, PASSING_TEST
 from learn_helpers import BANNER, COUNT, FINDING_A, FINDING_B, teach_tidyq, tidyq_project
 
 from runner.errors import UsageError
+from runner.learn.gather import mine
 from runner.learn.induce import induce
 from runner.learn.mine import (
     DIAGNOSTIC_UNEXTRACTED,
@@ -22,7 +23,6 @@ from runner.learn.mine import (
     VERIFY_FAILED_FIRST,
     Line,
     looks_like,
-    mine,
 )
 
 FEEDBACK = "What the last attempt got wrong"  # in the prompt of a retry (prompts: the feedback section)
@@ -243,7 +243,7 @@ def test_the_same_records_give_the_same_misses_in_the_same_order(project):
     once = [m.to_json() for m in mine(project.root).misses]
     env = dict(os.environ, PYTHONHASHSEED="123")
     code = (
-        "import json, sys; from pathlib import Path; from runner.learn.mine import mine; "
+        "import json, sys; from pathlib import Path; from runner.learn.gather import mine; "
         "print(json.dumps([m.to_json() for m in mine(Path(sys.argv[1])).misses]))"
     )
     import subprocess
