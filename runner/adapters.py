@@ -104,7 +104,8 @@ def _check(data: dict, shown: str, families: set[str] | None, problem) -> bool:
                         shown,
                         f"{at}.parse[{i}]",
                         f"unknown regex family '{fam}'{_did_you_mean(fam, families)}; "
-                        f"known: {', '.join(sorted(families))}",
+                        f"known: {', '.join(sorted(families))}; a family of the project's own needs its file: "
+                        f'create regexes/{fam}.toml holding family = "{fam}" (`runner learn` adds its patterns)',
                     )
                     ok = False
     return ok

@@ -27,7 +27,7 @@ from .freshness import content_digest, stat_of, vouches
 from .globs import GLOB_CHARS
 from .keys import PackedTable, digest_bytes, digest_value, give_back_memory, map_file, replacing, write_marshal
 from .memory import key_parts as memory_parts
-from .spec import BUILTIN_DIR, STEP_AGENT, STEP_AGGREGATE, Intent, Spec, env_refs, runs_always
+from .spec import BUILTIN_DIR, STEP_AGENT, STEP_AGGREGATE, STEP_SHELL, Intent, Spec, env_refs, runs_always
 from .workspace import Layout
 
 _FORMAT = 24  # 24: a document's digest made of its intents' tables' digests (toml_read.document_digests)
@@ -458,22 +458,22 @@ def _static_parts(spec: Spec, name: str, gated: list, loaded: dict) -> tuple[dic
                             digest_value(candidate.text),
                         )
                     )
-    if intent.adapter:
-        resolved = _resolved(spec, intent.adapter)
-        if resolved is not None:
-            # the commands as they run here: variant (uv or pip, jest or vitest) and vars applied
-            commands = sorted((n, c.run, list(c.parse)) for n, c in resolved.commands.items())
-            parts["adapter"] = digest_value([resolved.adapter.name, list(resolved.variants), commands])
-            families = sorted({f for _n, _r, parse in commands for f in parse})
-            files = _regex_files(spec, set(families))
-            if files:
-                # what the patterns find, not the files' bytes: a comment, or a candidate the learning loop
-                # adds in shadow (or moves through the gate), changes no step's key
-                library = _library(spec, loaded)
-                parts["regexes"] = library.digest(families)
-                extra_sources += files
-                gated.extend(_gate_entry(p) for f in families for p in library.family(f).candidates())
-            extra_sources += _evidence_files(Path(spec.root), resolved.adapter)
+    from .identify import own_families
+
+    resolved = _resolved(spec, intent.adapter) if intent.adapter else None
+    # the commands as they run here (variant and vars applied); a plain run line is read by its tool's own family
+    commands = sorted((n, c.run, list(c.parse)) for n, c in resolved.commands.items()) if resolved else []
+    runs = [r for _n, r, _p in commands] or ([intent.run] if intent.kind == STEP_SHELL and not intent.adapter else [])
+    families = sorted({f for *_nr, parse in commands for f in parse} | own_families(spec.root, runs))
+    if files := _regex_files(spec, set(families)) if families else []:
+        # what the patterns find, not the bytes: a comment or a candidate of the learning loop changes no key
+        library = _library(spec, loaded)
+        parts["regexes"] = library.digest(families := [f for f in families if f in library.families])
+        extra_sources += files
+        gated.extend(_gate_entry(p) for f in families for p in library.family(f).candidates())
+    if resolved is not None:
+        parts["adapter"] = digest_value([resolved.adapter.name, list(resolved.variants), commands])
+        extra_sources += _evidence_files(Path(spec.root), resolved.adapter)
     if intent.kind == STEP_AGENT:
         w = spec.worker
         parts["worker"] = digest_value([w.kind, w.model, list(w.fallback_models), w.base_url])

@@ -576,7 +576,7 @@ def last_passing_log(runs_dir: Path, intent: str, before: str | None = None, mos
 
 def step_command(spec, intent) -> tuple[str, tuple[str, ...]]:
     """The line a shell step runs and the families its log is read with: those of the adapter command it
-    runs (steps/shell.py's command_line), else the generic ones."""
+    runs (steps/shell.py's command_line), else the generic ones; and the project's family of its tool."""
     from .errors import RunnerError
 
     line: str = intent.run or ""
@@ -591,7 +591,9 @@ def step_command(spec, intent) -> tuple[str, tuple[str, ...]]:
         if cmd is not None:
             line = cmd.run
             names = tuple(cmd.parse) or names
-    return line, names
+    from .identify import with_own_family
+
+    return line, with_own_family(spec.root, line, names)
 
 
 def step_families(spec, intent) -> list[Family]:

@@ -105,6 +105,7 @@ def parse_findings(
     tally = _Tally()
     cause_rank: tuple[int, int] | None = None
     diag_at: set[tuple[int, int]] = set()
+    diag_pos: set[int] = set()  # where any family read a diagnostic
     incomplete = False  # a kill or interrupt line: the closing summary of an earlier part proves nothing
     zero: set[str] = set()  # counts a matched line shows the tool omits when they are zero
     partial = False  # a test binary died (a panic, its own timeout) while tests ran: not every result printed
@@ -132,9 +133,13 @@ def parse_findings(
             elif m.kind == "diagnostic":
                 d = _diagnostic(m.fields, heading)
                 # at one position the first pattern wins (ruff's line is also gcc-shaped); repeats are dropped
-                if (fi, m.start) not in diag_at and d not in found.diagnostics:
+                # a later family's file-less reading of a line an earlier family read (with the file its heading
+                # names) adds nothing: a generic finding under a tool's own heading pattern
+                elsewhere = d["file"] is None and m.start in diag_pos
+                if (fi, m.start) not in diag_at and d not in found.diagnostics and not elsewhere:
                     found.diagnostics.append(d)
                 diag_at.add((fi, m.start))
+                diag_pos.add(m.start)
             elif m.kind == "cause":
                 rank = (fi, order[m.pattern])  # earlier family, then earlier pattern, wins
                 if p.cause is not None and (cause_rank is None or rank < cause_rank):

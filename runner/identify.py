@@ -49,3 +49,97 @@ def read_with(library: Library, names: list[str] | tuple[str, ...], text: str) -
 def families(library: Library, names: list[str] | tuple[str, ...], text: str) -> list[Family]:
     """read_with's families themselves."""
     return [library.family(n) for n in read_with(library, names, text)]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# A plain `run` line's own family: named after the tool it runs, so that what `runner learn` makes for its output
+# is read wherever that tool runs (regexes/NAME.toml, made by the learning pass with its first pattern).
+
+_PRELUDE = {"cd", "export", "set", "source", ".", "echo", "mkdir", "rm", "true", "cp", "mv", "touch", "unset"}
+_WRAPPERS = {"npx", "pnpx", "bunx", "uvx", "exec", "time", "nice", "env", "sudo", "xargs", "command", "timeout"}
+_RUNNERS = {
+    "uv": "run",
+    "poetry": "run",
+    "pipenv": "run",
+    "pdm": "run",
+    "hatch": "run",
+    "bundle": "exec",
+    "pipx": "run",
+}
+_INTERPRETERS = {"python", "python3", "py", "node", "bash", "sh", "zsh", "dash", "ruby", "perl", "php", "deno", "bun"}
+_TASKS = {"npm", "yarn", "pnpm", "make", "just", "rake", "task"}  # their first word names the task they run
+
+
+def tool_name(run: str) -> str | None:
+    """The tool a shell line runs, as a family name: `python3 -m unittest -v` -> unittest, `node --test` ->
+    node-test, `shellcheck scripts/*.sh` -> shellcheck, `./scripts/check.sh` -> check, `npm run lint` ->
+    npm-lint; None for a line that names no program."""
+    import re
+    import shlex
+
+    for part in re.split(r"&&|\|\||;|\|", run):
+        try:
+            words = shlex.split(part)
+        except ValueError:
+            words = part.split()
+        words = [w for w in words if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", w)]
+        while words and (words[0] in _WRAPPERS or (words[0] == "timeout" and len(words) > 1)):
+            words = words[1:]
+            while words and (words[0].startswith("-") or words[0][:1].isdigit()):
+                words = words[1:]  # a wrapper's own options and arguments (timeout 60, nice -n 5)
+        if not words or words[0] in _PRELUDE:
+            continue
+        program = words[0].rsplit("/", 1)[-1]
+        rest = words[1:]
+        if _RUNNERS.get(program) and rest[:1] == [_RUNNERS[program]]:
+            return tool_name(" ".join(shlex.quote(w) for w in rest[1:]))
+        base = re.sub(r"\d+(?:\.\d+)*$", "", program)
+        if base in _INTERPRETERS:
+            if rest[:1] == ["-m"] and len(rest) > 1:
+                return _slug(rest[1].split(".")[0])
+            flags = [w for w in rest if w.startswith("--")]
+            script = next((w for w in rest if not w.startswith("-")), None)
+            if script is not None and "." in script.rsplit("/", 1)[-1]:
+                return _slug(script.rsplit("/", 1)[-1].rsplit(".", 1)[0])
+            if flags:
+                return _slug(f"{base}-{flags[0][2:]}")
+            return _slug(base)
+        if program in _TASKS:
+            task = [w for w in rest if not w.startswith("-")]
+            if task[:1] == ["run"] and len(task) > 1:
+                task = task[1:]
+            return _slug(f"{program}-{task[0]}" if task else program)
+        return _slug(program.rsplit(".", 1)[0] if "." in program[1:] else program)
+    return None
+
+
+def _slug(text: str) -> str | None:
+    import re
+
+    name = re.sub(r"[^a-z0-9_-]+", "-", text.lower()).strip("-_")
+    if not name or not name[0].isalnum():
+        return None
+    return f"{name}-tool" if name in GENERIC else name
+
+
+def own_family(root, run: str | None) -> str | None:
+    """The project's family named after the tool a shell line runs, when regexes/NAME.toml exists (`runner learn`
+    makes it, with its first pattern, from what that tool's output showed); else None."""
+    from pathlib import Path
+
+    name = tool_name(run) if run else None
+    return name if name is not None and (Path(root) / "regexes" / f"{name}.toml").is_file() else None
+
+
+def with_own_family(root, run: str | None, names: tuple[str, ...]) -> tuple[str, ...]:
+    """A command's families with the project's family of its tool (own_family) placed before the generic ones."""
+    own = own_family(root, run)
+    if own is None or own in names:
+        return names
+    at = next((i for i, n in enumerate(names) if n in GENERIC), len(names))
+    return names[:at] + (own,) + names[at:]
+
+
+def own_families(root, runs) -> set[str]:
+    """The own families (own_family) of these shell lines that the project has."""
+    return {name for run in runs if (name := own_family(root, run)) is not None}

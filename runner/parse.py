@@ -80,6 +80,7 @@ class Pattern:
     file: str = ""
     line: int | None = None
     weight: int = 0  # a canary's share of steps, in percent ([pattern.gate] weight)
+    since: str | None = None  # the run after which its current stage or weight counts ([pattern.gate] since)
 
     @property
     def ref(self) -> str:
@@ -471,6 +472,7 @@ def _load_file(path: Path, shown: str, problems: list[Problem]) -> Family | None
             until_next=raw.get("until_next"),
             replaces=raw.get("replaces"),
             weight=int(raw.get("gate", {}).get("weight", 0)),
+            since=raw.get("gate", {}).get("since"),
             exclude=tuple(raw.get("exclude", ())),
             zero=tuple(raw.get("zero", ())),
             examples=tuple(

@@ -28,6 +28,8 @@ def run(inv: Invocation, dry_run: bool) -> None:
         return
     if report.model_calls:
         echo(f"model calls made: {report.model_calls}, {report.model_tokens} tokens")
+    if report.model_reused:
+        echo(f"model answers read back, not paid again: {report.model_reused} (.runner/learn/answers/)")
     for note in report.notes:
         echo(note)
     echo(f"mined {report.mined} miss{'es' if report.mined != 1 else ''} from the recorded runs")
@@ -107,7 +109,7 @@ def _names_in(path: Path) -> set[str]:
 def status(inv: Invocation) -> None:
     from ..learn import prompts
     from ..learn.cycle import settings_of, standings, today
-    from ..learn.gate import evaluate
+    from ..learn.gate import evaluate, future
     from ..workspace import Layout, find_root
 
     root = find_root(inv.directory)
@@ -120,7 +122,7 @@ def status(inv: Invocation) -> None:
         if s.family.startswith("prompt:"):
             nxt = prompts.evaluate(root, s, runs_dir, settings).why if s.stage in ("proposed", "canary") else None
         else:
-            nxt = evaluate(s, runs_dir, settings, today()).why if s.stage in ("shadow", "canary") else None
+            nxt = future(evaluate(s, runs_dir, settings, today())) if s.stage in ("shadow", "canary") else None
         rows.append(
             {
                 "pattern": s.ref,

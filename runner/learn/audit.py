@@ -3,7 +3,8 @@ saved), verify at the first attempt, approvals and the most frequent failure sig
 window of as many runs.
 
 Every figure is counted per run from the run's own record (events.jsonl, its logs, its attempts' verify logs and
-approvals.jsonl) and summed over a window; a failed step's log is read again with today's library (as mining does).
+approvals.jsonl) and summed over a window; a failed step's log is read again with today's library (as mining does),
+and, beside it, with the library as it was when the window started (library_at): what learning gained.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ SIGNATURE_LINES = 1  # a failure no line of which looks like anything is known b
 # the figures in the order they are shown: (name, label); a rate's "of" is its denominator
 FIGURES = (
     ("parse_success_rate", "parse success rate"),
+    ("parse_success_rate_at_start", "  with the library at the window's start"),
     ("cache_hit_rate", "cache hit rate"),
     ("model_calls", "model calls"),
     ("tokens", "tokens spent"),
@@ -35,7 +37,7 @@ FIGURES = (
     ("approvals_rejected", "rejected"),
     ("approvals_pending", "pending"),
 )
-RATES = {"parse_success_rate", "cache_hit_rate", "verify_first_pass_rate"}
+RATES = {"parse_success_rate", "parse_success_rate_at_start", "cache_hit_rate", "verify_first_pass_rate"}
 DECIDED = ("ran", "cached", "restored", "failed", "blocked")  # skipped: never decided (a dependency failed)
 
 
@@ -249,6 +251,63 @@ def _count_run(view: RunView, produced: _Produced, pending: dict[str, dict]) -> 
 
 
 # ---------------------------------------------------------------------------------------------------------------
+# The library as it was
+
+
+def library_at(library, runs: list[str], first: str):
+    """The library as it was when run `first` started: a pattern the gate promoted after an earlier run is active
+    only from the run after it (`active_after`), and one it retired from active (`retired_after`) was active
+    until then; candidates were used by no run. Run ids order as the recorded runs do (a run no longer recorded:
+    by its time)."""
+    from dataclasses import replace
+
+    from runner.parse import Family, Library
+
+    order = {run: i for i, run in enumerate(runs)}
+    gates: dict[str, dict[str, dict]] = {}  # file -> pattern -> its [pattern.gate]
+
+    def before(run: str | None) -> bool:  # the run is earlier than `first`: what it changed was in place then
+        if not run:
+            return True
+        if run in order and first in order:
+            return order[run] < order[first]
+        return run[:15] < first[:15]
+
+    families = {}
+    for name, fam in library.families.items():
+        patterns = []
+        for p in fam.patterns:
+            gate = _gate_of(p, gates)
+            was_active = (p.stage == "active" and before(gate.get("active_after"))) or (
+                p.stage == "retired"
+                and gate.get("retired_after") is not None
+                and not before(gate.get("retired_after"))
+                and before(gate.get("active_after"))
+            )
+            patterns.append(replace(p, stage="active" if was_active else "retired"))
+        then = Family(name, patterns, fam.description, fam.file)
+        then.identify = fam.identify
+        families[name] = then
+    return Library(families)
+
+
+def _gate_of(pattern, gates: dict[str, dict[str, dict]]) -> dict:
+    """A project pattern's [pattern.gate] table, read from its file (the library keeps no gate but weight)."""
+    from runner import toml_read
+
+    if not pattern.file or not pattern.file.endswith(".toml"):
+        return {}
+    cache = gates.setdefault(pattern.file, {})
+    if not cache:
+        try:
+            doc = toml_read.loads(Path(pattern.file).read_text(encoding="utf-8"))
+        except (OSError, toml_read.TOMLDecodeError):
+            doc = {}
+        cache.update({t["name"]: dict(t.get("gate", {})) for t in doc.get("pattern", ()) if "name" in t} or {"": {}})
+    return cache.get(pattern.name, {})
+
+
+# ---------------------------------------------------------------------------------------------------------------
 # The report
 
 
@@ -271,6 +330,8 @@ def audit(root: Path, since: str | None = None, top: int = TOP) -> dict:
     runs = recorded_runs(reader.root)
     start = runs_since(runs, since)
     window, previous = runs[start:], runs[max(0, start - (len(runs) - start)) : start]
+    then = Reader(root)
+    then.library = library_at(reader.library, runs, window[0]) if window else reader.library
     pending = load_pending(reader.root / ".runner")
     produced = _Produced()
     now, before = Counts(), Counts()
@@ -280,10 +341,18 @@ def audit(root: Path, since: str | None = None, top: int = TOP) -> dict:
             now.add(counted)
         elif run_id in previous:
             before.add(counted)
+    at_start = Counts()
+    for run_id in window:  # the window's failed steps read again with the library as it was at its start
+        at_start.add(_count_run(then.run(run_id), _Produced(), pending))
     figures = now.figures()
+    figures = {
+        "parse_success_rate": figures.pop("parse_success_rate"),
+        "parse_success_rate_at_start": at_start.figures()["parse_success_rate"],
+        **figures,
+    }
     earlier = before.figures() if previous else None
     for name, figure in figures.items():
-        figure["previous"] = earlier[name]["value"] if earlier else None
+        figure["previous"] = earlier[name]["value"] if earlier and name in earlier else None
         figure["trend"] = _trend(figure["value"], figure["previous"])
     ranked = sorted(now.signatures.values(), key=lambda s: (-s.count, s.template))[:top]
     signatures = []
@@ -323,7 +392,7 @@ def _value(name: str, figure: dict, value) -> str:
 
 
 def _detail(name: str, figure: dict) -> str:
-    if name == "parse_success_rate":
+    if name in ("parse_success_rate", "parse_success_rate_at_start"):
         return f"{figure['explained']} of {figure['of']} failed steps with a log"
     if name == "cache_hit_rate":
         return f"{figure['hits']} of {figure['of']} steps"

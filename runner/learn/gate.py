@@ -3,12 +3,17 @@ evidence since its last move calls for, by the rules of Flagger and GitHub's Sci
 
 - shadow: it runs beside the active patterns on every run and is never used. After `shadow_runs` runs that
   observed it, one of them with a hit, and no failed check, it moves to canary at the first weight.
-- canary: it is used for its weight's slice of steps (by the hash of each step's key). After `canary_runs` runs
-  that used it, with no failed check, it steps up to the next weight, and after the last it is promoted to
-  active (the pattern it replaces, if any, retired beside it for a one-step rollback). A pass that finds no
-  run used it since its last move counts a failed check: no data is not a pass (Flagger).
+- canary: it is used for its weight's share: of the steps that read its family (by the hash of each step's
+  key), or, where fewer steps read it than one in its slice would need, of the runs (shadow.run_uses: the
+  first run after a move, then spread evenly). After `canary_runs` runs that used it, with no failed check, it
+  steps up to the next weight, and after the last it is promoted to active (the pattern it replaces, if any,
+  retired beside it for a one-step rollback). A run that did not use it leaves it where it is: waiting is not
+  a failed check.
 - anywhere: failed checks are counted over its whole way through the gate (cumulative, never reset by a step
   up); at `max_failed_checks` it is rolled back (retired), with no human.
+
+The defaults bring a correct pattern of a project with one step per tool, and a pass after each build, from
+its proposal to active in six builds: three runs in shadow, then one run at each of two canary weights.
 
 The state is data in the family's file ([pattern.gate]); what runs observed is in the run records
 (shadow.py). This module only decides; writeback.py writes.
@@ -33,9 +38,9 @@ class Settings:
 
     precision: float = 0.95
     recall: float = 0.9
-    shadow_runs: int = 5
-    canary_steps: tuple[int, ...] = (10, 25, 50)
-    canary_runs: int = 3
+    shadow_runs: int = 3
+    canary_steps: tuple[int, ...] = (25, 50)
+    canary_runs: int = 1
     max_failed_checks: int = 2
     model_calls: int = 0
     approve_patterns: bool = False  # a pattern's promotion to active waits for `runner approve --pattern` too
@@ -58,6 +63,7 @@ class Standing:
     file: Path
     gate: dict
     replaces: str | None = None
+    regex: str | None = None
 
     @property
     def ref(self) -> str:
@@ -97,10 +103,6 @@ def evaluate(standing: Standing, runs_dir: Path, settings: Settings, today: str,
     record = {"failed_checks": failed_checks, "disagreements": disagreements}
     if standing.stage == "canary":
         used = {run for run, found in seen.items() if any(o.get("used") for o in found)}
-        if not used:  # Flagger: no data is a failed check
-            failed_checks += 1
-            record["failed_checks"] = failed_checks
-            failed.append({"why": "no run used it since its last move (no data)"})
         counted = int(gate.get("runs", 0)) + len(used)
     else:
         counted = int(gate.get("runs", 0)) + len(seen)
@@ -136,17 +138,18 @@ def evaluate(standing: Standing, runs_dir: Path, settings: Settings, today: str,
             standing,
             "shadow",
             {**record, **more, "since": latest},
-            f"stays in shadow: {counted} of {settings.shadow_runs} runs"
-            + ("" if hits or gate.get("hit") else ", no hit yet"),
+            _shadow_wait(counted, settings, bool(hits or gate.get("hit"))),
         )
     # canary
     weight = int(gate.get("weight", settings.canary_steps[0]))
     if counted < settings.canary_runs:
+        left = settings.canary_runs - counted
         return Move(
             standing,
             "canary",
             {**record, "since": latest},
-            f"stays in canary at {weight}%: {counted} of {settings.canary_runs} runs used it",
+            f"stays in canary at {weight}%: waits for {_runs(left)} that use{'s' if left == 1 else ''} it "
+            f"({counted} of {settings.canary_runs} so far)",
         )
     higher = [w for w in settings.canary_steps if w > weight]
     if higher:
@@ -168,15 +171,46 @@ def evaluate(standing: Standing, runs_dir: Path, settings: Settings, today: str,
     )
 
 
+def _shadow_wait(counted: int, settings: Settings, hit: bool) -> str:
+    """Why a shadow candidate stays, and what will move it, in the future tense."""
+    left = settings.shadow_runs - counted
+    if left > 0:
+        more = f"after {left} more run{'s' if left != 1 else ''} that observe{'s' if left == 1 else ''} it"
+        more += "" if hit else ", one with a hit"
+    else:
+        more = "after a run in which it reads a line (none has yet)"
+    weight = settings.canary_steps[0] if settings.canary_steps else 100
+    return f"stays in shadow ({counted} of {settings.shadow_runs} runs): will move to canary at {weight}% {more}"
+
+
 def promotion(standing: Standing, record: dict, why: str, today: str) -> Move:
     """The move to active (the pattern it replaces retired beside it, for a one-step rollback)."""
     also = {}
+    after = record.get("since") or standing.gate.get("since")  # runs after this one read with it (audit.py)
     if standing.replaces:
         also[standing.replaces] = {
             "stage": "retired",
             "gate": {
                 "reason": f"replaced by {standing.name} on {today}",
                 "history": f"{today} retired: replaced by {standing.name}",
+                "retired_after": after,
             },
         }
-    return Move(standing, "active", {**record, "weight": None, "ready": None, "promoted": today}, why, also)
+    moved = {**record, "weight": None, "ready": None, "promoted": today, "active_after": after}
+    return Move(standing, "active", moved, why, also)
+
+
+def future(move: Move) -> str:
+    """What the next `runner learn` will do with a candidate, in the future tense (`runner learn status`)."""
+    if not move.moved:
+        return move.why  # a stay says what it waits for, already in the future tense
+    why = move.why.split(": ", 1)[1] if ": " in move.why else move.why
+    if move.to == "retired":
+        return f"the next `runner learn` will roll it back: {move.why.removeprefix('rolled back ')}"
+    if move.to == "active":
+        return f"the next `runner learn` will promote it to active: {why}"
+    if move.to == "canary" and move.standing.stage == "canary":
+        return f"the next `runner learn` will step it up to {move.gate.get('weight')}%: {why}"
+    if move.to == "canary" and move.gate.get("ready"):
+        return move.why
+    return f"the next `runner learn` will move it to {move.to} at {move.gate.get('weight')}%: {why}"

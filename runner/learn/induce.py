@@ -379,6 +379,70 @@ def _group(lines: list[_Line]) -> list[_Group]:
     return out
 
 
+_WORD = re.compile(r"[(\['\"]*[A-Za-z][\w.'-]*[)\]'\",;:.]*")
+# words that say the next one names someone or something (`for user cyrus`, `from host alpha`): a name's value
+# varies as a number's does, where a word after a verb or a type (`VM Paused`, `"GET`) is what happened
+_NAMING = {
+    "user",
+    "users",
+    "username",
+    "login",
+    "account",
+    "owner",
+    "group",
+    "host",
+    "hostname",
+    "server",
+    "client",
+    "node",
+    "peer",
+    "machine",
+    "uid",
+    "gid",
+}
+
+
+def _merge_words(groups: list[_Group], min_values: int) -> list[_Group]:
+    """Groups alike but for one position, where each holds a plain word, become one with a variable there when
+    the words number at least `min_values`: how a value varies within what is otherwise one event (the users of
+    `session opened for user cyrus`, `... news`, `... test`), not its shape, makes it data. Fewer words stay
+    apart (`VM Paused` and `VM Started` are two events while they are few). 0: words are never data."""
+    if min_values < 2:
+        return groups
+    changed = True
+    while changed:
+        changed = False
+        by_len: dict[int, list[_Group]] = defaultdict(list)
+        for g in groups:
+            by_len[len(g.slots)].append(g)
+        for n in sorted(by_len):
+            alike = by_len[n]
+            for p in range(n):
+                buckets: dict[tuple[str, ...], list[_Group]] = defaultdict(list)
+                for g in alike if p > 0 else ():
+                    if g.slots[p - 1].strip("(['\":=").lower() not in _NAMING:
+                        continue
+                    if _WORD.fullmatch(g.slots[p]) and DATA not in g.slots[p]:
+                        buckets[tuple(g.slots[:p] + g.slots[p + 1 :])].append(g)
+                for key in sorted(buckets):
+                    same = buckets[key]
+                    if len({g.slots[p] for g in same}) < min_values or all(DATA in k for k in key):
+                        continue
+                    members = [(m, sp) for g in same for m, sp in zip(g.members, g.spans, strict=True)]
+                    members.sort(key=lambda x: x[0])
+                    slots = list(same[0].slots)
+                    slots[p] = DATA
+                    merged = _Group([m for m, _ in members], slots, [sp for _, sp in members])
+                    groups = [g for g in groups if all(g is not x for x in same)] + [merged]
+                    changed = True
+                    break
+                if changed:
+                    break
+            if changed:
+                break
+    return groups
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # From a group to a pattern
 
@@ -563,17 +627,21 @@ def _family_slug(family: str) -> str:
     return s or "log"
 
 
-def induce(lines: Sequence[str], family: str) -> Induction:
+WORD_VALUES = 3  # words at one position that make it a variable (bench/induction.py: chosen leave-one-out)
+
+
+def induce(lines: Sequence[str], family: str, word_values: int = WORD_VALUES) -> Induction:
     """Group similar lines and make one anchored RE2 pattern per group, deterministically: the same set of lines
     gives the same patterns in any order. Lines are text as runner decodes logs (invalid bytes replaced); a blank
-    line belongs to no pattern."""
+    line belongs to no pattern. `word_values`: how many plain words at one position of otherwise alike lines
+    make that position a variable (_merge_words; 0 never)."""
     read: list[_Line] = []
     index: list[int] = []
     for i, text in enumerate(lines):
         if text.strip():
             read.append(_read(text))
             index.append(i)
-    groups = _group(read)
+    groups = _merge_words(_group(read), word_values)
     built = []
     for group in groups:
         members = group.members

@@ -4,8 +4,8 @@ Every log is read again with today's library (the built-in families and the proj
 judged against the patterns as they are now, not as they were when the run happened. Which families read a log is
 the adapter command's `parse` list: a shell step that runs an adapter command, each verify command of an agent
 step, a command an agent ran in a recording when it is one of its step's adapter commands, and the `codex` family
-for a Codex transcript. A step that runs a plain shell line has no family: its misses are found, but no pattern
-could be made for them (`lines_for_induction` leaves them out).
+for a Codex transcript; a plain shell line is read by the generic families and by its tool's own family (named
+from the command: `identify.tool_name`), which is where patterns for its misses go.
 
 What "looks like" a summary or a diagnostic is generic, so that it finds what no family knows (SUMMARY and
 DIAGNOSTIC below, documented in the README's "Learning" section). A line inside any pattern's match is read, never
@@ -15,9 +15,7 @@ a miss; blank lines and the `$ command` lines the runner writes above a command'
 from __future__ import annotations
 
 import bisect
-import json
 import re
-import shlex
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -57,10 +55,14 @@ SUMMARY = re.compile(
 )
 # A diagnostic: a file with a line number (path/x.ext:12, x.ext(12,3), File "x.py", line 12, x.ext line 12), or an
 # error word: error, failed, failure, fatal, panic, FAIL, a SomethingError or SomethingException, a traceback.
-_LOCATION = re.compile(r"[\w.~/\\-]*\w\.[A-Za-z][\w]{0,9}(?::\d+|\(\d+(?:,\d+)?\)|\"?,? line \d+)")
+_LOCATION = re.compile(
+    r"[\w.~/\\-]*\w\.[A-Za-z][\w]{0,9}(?::\d+|\(\d+(?:,\d+)?\)|\"?,? line \d+)"
+    r"|(?:^|\s)(?:[\w.~-]+/)+[\w.~-]*\w:\d+"  # a file with a folder and no extension: docker/Dockerfile:3
+)
 _ERROR_WORD = re.compile(
     r"\b(?:error|errors|failed|failure|fatal|panic|panicked)\b|\bFAIL(?:ED|URE)?\b|[A-Z]\w*(?:Error|Exception)\b"
-    r"|Traceback \(most recent call last\)",
+    r"|Traceback \(most recent call last\)"
+    r"|^\s*(?:[✖✗✘×✕]|not ok \d+)\s",  # a failure marker at a line's start: `✖ name`, TAP's `not ok 2 - name`
     re.IGNORECASE,
 )
 
@@ -101,6 +103,7 @@ class Miss:
     lines: tuple[Line, ...]
     part: str | None = None  # c1-a2: an agent step's candidate and attempt; a recording's item id
     error: str | None = None  # an attempt's error, for the kinds about attempts
+    own: str | None = None  # the family named after the tool its command runs (identify.tool_name)
 
     def to_json(self) -> dict:
         return {
@@ -114,18 +117,22 @@ class Miss:
             "log": self.log,
             "part": self.part,
             "error": self.error,
+            "own": self.own,
             "lines": [line.to_json() for line in self.lines],
         }
 
 
 @dataclass(frozen=True)
 class InductionGroup:
-    """The missed lines of one adapter command, deduplicated, for `induce(lines, family)`."""
+    """The missed lines of one command (an adapter's, or a plain run line's tool), deduplicated, for
+    `induce(lines, family)`."""
 
     adapter: str | None
     command: str | None
-    families: tuple[str, ...]  # where a pattern for these lines would go
+    families: tuple[str, ...]  # the families that read its output, in the command's order
     lines: tuple[str, ...]
+    own: str | None = None  # the family named after its tool: where patterns go when it names only generic ones
+    steps: tuple[str, ...] = ()  # the steps whose logs showed them
 
 
 @dataclass(frozen=True)
@@ -138,22 +145,25 @@ class Mined:
         return [m for m in self.misses if m.kind == kind]
 
     def lines_for_induction(self) -> tuple[InductionGroup, ...]:
-        """The lines no pattern read, per (adapter, command), each once, in the order first seen. Logs that no
-        family reads (a plain shell line) are left out: a pattern made from them would never be applied."""
-        groups: dict[tuple[str, str], tuple[set[str], list[str], set[str]]] = {}
+        """The lines no pattern read, per command (an adapter command, or the tool a plain run line runs), each
+        once, in the order first seen; the families in the command's order (never sorted: the first is where a
+        pattern goes). A command that names no family but the generic ones has its tool's own (`own`)."""
+        groups: dict[tuple[str, str, str], tuple[list[str], list[str], set[str], list[str]]] = {}
         for miss in self.misses:
-            if miss.kind not in UNREAD_KINDS or not miss.families:
+            if miss.kind not in UNREAD_KINDS or not (miss.families or miss.own):
                 continue
-            key = (miss.adapter or "", miss.command or "")
-            fams, lines, seen = groups.setdefault(key, (set(), [], set()))
-            fams.update(miss.families)
+            key = (miss.adapter or "", miss.command or "", miss.own or "")
+            fams, lines, seen, steps = groups.setdefault(key, ([], [], set(), []))
+            fams += [f for f in miss.families if f not in fams]
+            if miss.step not in steps:
+                steps.append(miss.step)
             for line in miss.lines:
                 if line.text not in seen:
                     seen.add(line.text)
                     lines.append(line.text)
         return tuple(
-            InductionGroup(a or None, c or None, tuple(sorted(f)), tuple(lines))
-            for (a, c), (f, lines, _) in sorted(groups.items())
+            InductionGroup(a or None, c or None, tuple(f), tuple(lines), o or None, tuple(steps))
+            for (a, c, o), (f, lines, _, steps) in sorted(groups.items())
         )
 
     def to_json(self) -> dict:
@@ -210,6 +220,7 @@ class Section:
     lines: list[str]
     failed: bool
     part: str | None = None
+    own: str | None = None  # the family named after the tool its command runs
     findings: Findings | None = None
     kinds: list[set[str]] = field(default_factory=list)  # per line: the kinds of the matches covering it
 
@@ -302,8 +313,10 @@ class Reader:
     def section(self, lines: list[str], first: int, families: tuple[str, ...], **where) -> Section:
         """A command's output read by its families: the findings and, per line, the kinds that matched it."""
         from runner.findings import parse_findings
+        from runner.identify import read_with
 
         text = "\n".join(lines)
+        families = tuple(read_with(self.library, families, text))  # and the test runners the log shows
         found = parse_findings(text, [self.library.family(f) for f in families])
         starts, pos = [], 0
         for line in lines:
@@ -320,8 +333,11 @@ class Reader:
         return Section(families=families, first=first, lines=lines, findings=found, kinds=kinds, **where)
 
     def shell_log(self, run_id: str, event: dict) -> Section | None:
-        """A shell step's log in a run, read by its adapter command's families (none for a plain shell line)."""
+        """A shell step's log in a run, read by its command's families (an adapter command's, or the generic
+        ones and its tool's own for a plain shell line), and by the test runners the log shows."""
+        from runner.excerpt import step_command
         from runner.findings import clean_log
+        from runner.identify import tool_name
 
         step = event["intent"]
         path = self.runs_dir / run_id / "logs" / f"{step}.log"
@@ -333,10 +349,11 @@ class Reader:
         adapter, commands = self.adapter_commands(step)
         intent = self.spec.intents.get(step)
         cmd = commands.get(intent.run) if intent is not None and intent.run else None
+        line, names = step_command(self.spec, intent) if intent is not None else (run_line or "", ())
         return self.section(
             body,
             2 if run_line is not None else 1,
-            self.families(cmd.parse) if cmd else (),
+            self.families(names),
             run_id=run_id,
             step=step,
             adapter=adapter if cmd else None,
@@ -344,12 +361,14 @@ class Reader:
             run=run_line,
             log=self.rel(path),
             failed=command_failed(event),
+            own=tool_name(line) if line else None,
         )
 
     def verify_log(self, run_id: str, step: str, candidate: int, attempt: int, failed: bool) -> list[Section]:
         """One attempt's verify log cut at its `$ command` lines, each part read by its verify command's
         families; `failed`: the last part is the command that failed."""
         from runner.findings import clean_log
+        from runner.identify import tool_name
 
         path = self.runs_dir / run_id / "attempts" / step / f"c{candidate}-a{attempt}" / "verify.log"
         lines = _read_lines(path, clean_log)
@@ -386,6 +405,7 @@ class Reader:
                     log=self.rel(path),
                     failed=failed and n == len(heads) - 1,
                     part=f"c{candidate}-a{attempt}",
+                    own=tool_name(head[2:]) if has_head else None,
                 )
             )
         return sections
@@ -474,7 +494,7 @@ def _read_lines(path: Path, clean) -> list[str] | None:
 # Misses
 
 
-def _section_misses(s: Section, error: str | None = None) -> list[Miss]:
+def section_misses(s: Section, error: str | None = None) -> list[Miss]:
     def miss(kind: str, indexes: list[int], **extra) -> Miss:
         return Miss(
             kind=kind,
@@ -487,10 +507,14 @@ def _section_misses(s: Section, error: str | None = None) -> list[Miss]:
             log=s.log,
             lines=s.numbered(indexes),
             part=s.part,
+            own=s.own,
             **extra,
         )
 
     out = []
+    headed = _unheaded(s)
+    if headed:  # findings read without the file a line above them names: that line and theirs
+        out.append(miss(DIAGNOSTIC_UNEXTRACTED, headed))
     if s.failed and not s.explained:
         flagged = [i for i, line in enumerate(s.lines) if not s.kinds[i] and looks_like(line)]
         if not flagged:
@@ -501,6 +525,27 @@ def _section_misses(s: Section, error: str | None = None) -> list[Miss]:
         if indexes:
             out.append(miss(kind, indexes))
     return out
+
+
+def _unheaded(s: Section) -> list[int]:
+    """Findings a family read with no file, under a line that is a path alone (eslint's stylish and yamllint's
+    standard output name a file once, above its findings) that no pattern reads: that line, and the findings
+    under it. What a heading pattern (kind = "heading") and a finding pattern of the tool's family would read."""
+    from runner.learn.propose import HEADING
+
+    f = s.findings
+    if f is None or not any(d.get("file") is None for d in f.diagnostics):
+        return []
+    found: list[int] = []
+    heading: int | None = None
+    for i, line in enumerate(s.lines):
+        if not s.kinds[i] and HEADING.match(line):
+            heading = i
+        elif "diagnostic" in s.kinds[i] and heading is not None and "heading" not in s.kinds[heading]:
+            found += [heading, i] if heading not in found else [i]
+        elif line.strip() and "diagnostic" not in s.kinds[i]:
+            heading = None
+    return sorted(set(found))
 
 
 def _attempt_miss(kind: str, view: RunView, a: dict, sections: list[Section]) -> Miss:
@@ -528,13 +573,13 @@ def _attempt_miss(kind: str, view: RunView, a: dict, sections: list[Section]) ->
     )
 
 
-def _run_misses(view: RunView) -> list[Miss]:
+def run_misses(view: RunView) -> list[Miss]:
     out: list[Miss] = []
     for e, section in view.shell_sections():
-        out += _section_misses(section, e.get("error"))
+        out += section_misses(section, e.get("error"))
     for a, sections in view.attempt_sections():
         for section in sections:
-            out += _section_misses(section, a.get("error") if section.failed else None)
+            out += section_misses(section, a.get("error") if section.failed else None)
         if a["attempt"] == 1 and view.failed_at_verify(a):
             out.append(_attempt_miss(VERIFY_FAILED_FIRST, view, a, sections))
     for (_step, _candidate), tries in sorted(view.attempts.items()):
@@ -544,114 +589,10 @@ def _run_misses(view: RunView) -> list[Miss]:
     return out
 
 
-# ---- replays/ ------------------------------------------------------------------------------------------------
-
-_SHELL_WRAP = re.compile(r"^(?:\S*/)?(?:ba|z|da)?sh\s+-l?c\s+(.+)$", re.DOTALL)
-WORKER_FAMILIES = {"codex": "codex"}  # the family that reads a worker's transcript
-
-
-def _unwrap(command: str) -> str:
-    """`/bin/bash -lc 'pytest -q'` as the line the shell ran: `pytest -q`."""
-    m = _SHELL_WRAP.match(command.strip())
-    if not m:
-        return command.strip()
-    try:
-        parts = shlex.split(m.group(1))
-    except ValueError:
-        return m.group(1)
-    return parts[0] if len(parts) == 1 else m.group(1)
-
-
-def _recording_misses(reader: Reader, path: Path, doc: dict) -> list[Miss]:
-    """A recorded exchange: its transcript read by its worker's family, and each command the agent ran that is
-    one of its step's adapter commands, read by that command's families."""
-    from runner.findings import clean_log
-
-    step = str(doc.get("intent") or path.parent.name)
-    transcript = doc.get("transcript") or []
-    if isinstance(transcript, str):
-        transcript = transcript.splitlines()
-    transcript = [str(line) for line in transcript]
-    log = reader.rel(path)
-    out: list[Miss] = []
-    family = WORKER_FAMILIES.get(str(doc.get("recorded_worker") or doc.get("worker")))
-    if family and family in reader.library.families and transcript:
-        section = reader.section(
-            transcript,
-            1,
-            (family,),
-            run_id=None,
-            step=step,
-            adapter=None,
-            command=None,
-            run=f"{doc.get('worker')} worker",
-            log=log,
-            failed=not doc.get("ok"),
-            part=f"attempt {doc.get('attempt')}",
-        )
-        out += _section_misses(section, doc.get("error"))
-    adapter, commands = reader.adapter_commands(step)
-    for line in transcript:
-        try:
-            event = json.loads(line)
-        except ValueError:
-            continue
-        item = event.get("item") if isinstance(event, dict) else None
-        if event.get("type") != "item.completed" or not isinstance(item, dict):
-            continue
-        if item.get("type") != "command_execution" or not isinstance(item.get("command"), str):
-            continue
-        ran = _unwrap(item["command"])
-        cmd = max(
-            (c for c in commands.values() if " ".join(c.run.split()) in " ".join(ran.split())),
-            key=lambda c: len(c.run),
-            default=None,
-        )
-        if cmd is None:
-            continue  # a command of the agent's own (cat, ls, sed): no family is meant to read it
-        output = clean_log(str(item.get("aggregated_output") or ""))
-        lines = output[:-1].split("\n") if output.endswith("\n") else output.split("\n") if output else []
-        section = reader.section(
-            lines,
-            1,
-            reader.families(cmd.parse),
-            run_id=None,
-            step=step,
-            adapter=adapter,
-            command=cmd.name,
-            run=ran,
-            log=log,
-            failed=item.get("exit_code") not in (0, None),
-            part=str(item.get("id")),
-        )
-        out += _section_misses(section)
-    return out
-
-
-def _recordings(reader: Reader, since: float | None) -> list[tuple[Path, dict]]:
-    folder = reader.root / reader.spec.worker.replays_dir
-    found = []
-    for path in sorted(folder.glob("*/*.json")) if folder.is_dir() else ():
-        try:
-            doc = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        if not isinstance(doc, dict):
-            continue
-        if since is not None:
-            try:
-                if datetime.fromisoformat(str(doc.get("recorded_at"))).timestamp() < since:
-                    continue
-            except ValueError:
-                pass  # a recording with no time of its own is kept
-        found.append((path, doc))
-    return found
-
-
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def _order(m: Miss) -> tuple:
+def miss_order(m: Miss) -> tuple:
     return (
         m.run_id is None,  # runs first, then recordings
         m.log or "",
@@ -660,22 +601,3 @@ def _order(m: Miss) -> tuple:
         KINDS.index(m.kind),
         m.step,
     )
-
-
-def mine(root: Path, since: str | None = None) -> Mined:
-    """The misses of the runs recorded in root/.runner/runs (since the run whose id starts with `since`) and of
-    the recordings in its replays/ (those recorded since that run started)."""
-    reader = Reader(root)
-    runs = recorded_runs(reader.root)
-    start = runs_since(runs, since)
-    chosen = runs[start:]
-    misses: list[Miss] = []
-    for run_id in chosen:
-        misses += _run_misses(reader.run(run_id))
-    after = run_started_at(chosen[0]) if since is not None and chosen else None
-    recordings = _recordings(reader, after)
-    for path, doc in recordings:
-        misses += _recording_misses(reader, path, doc)
-    run_order = {r: i for i, r in enumerate(chosen)}
-    misses.sort(key=lambda m: (run_order.get(m.run_id or "", len(run_order)), *_order(m)))
-    return Mined(tuple(misses), tuple(chosen), tuple(reader.rel(p) for p, _ in recordings))

@@ -1,7 +1,11 @@
 """The model's turn in a learning pass: for lines the deterministic proposer could not turn into a pattern that
 scores, one Responses call through the openai worker (the [worker] table's model, key and base_url) asks for
 RE2 patterns, with what the rejected ones got wrong as feedback. Its answer is only a proposal: every pattern
-is scored like an induced one, and one that RE2 refuses or that could backtrack is dropped with the reason."""
+is scored like an induced one, and one that RE2 refuses or that could backtrack is dropped with the reason.
+
+Every answer is kept in .runner/learn/answers/ by the digest of its prompt before it is read: a pass that stops
+after paying for a call (its answer unreadable, an interrupt, a crash) finds it there the next time, and the
+same question is never paid for twice."""
 
 from __future__ import annotations
 
@@ -40,13 +44,41 @@ class Asked:
     candidates: list[Candidate]
     tokens: int
     error: str | None = None
+    reused: bool = False  # the answer of an earlier pass's call, read back: nothing paid now
 
 
-def _call(spec, prompt: str, intent: str):
-    """One Responses call through the openai worker, with the project's [worker] model, key and base_url."""
+@dataclass
+class _Answer:
+    ok: bool
+    tokens: int
+    error: str | None
+    files: dict
+    reused: bool = False
+
+
+def _call(spec, prompt: str, intent: str) -> _Answer:
+    """One Responses call through the openai worker, with the project's [worker] model, key and base_url; or the
+    answer kept from an earlier call with the same prompt and model."""
+    import hashlib
+    from pathlib import Path
+
+    from ..toml_write import replace_file
     from ..workers import ask
 
-    return ask(spec, prompt, intent, "learn")
+    key = hashlib.sha256(f"{spec.worker.model}\0{prompt}".encode()).hexdigest()[:32]
+    kept = Path(spec.root) / ".runner" / "learn" / "answers" / f"{key}.json"
+    try:
+        got = json.loads(kept.read_text(encoding="utf-8"))
+        return _Answer(bool(got["ok"]), 0, got.get("error"), dict(got.get("files") or {}), reused=True)
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    result = ask(spec, prompt, intent, "learn")
+    answer = _Answer(bool(result.ok), result.usage.total, result.error, dict(result.files or {}))
+    if answer.ok:  # paid for: kept before anything reads it
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        record = {"ok": True, "error": None, "files": answer.files, "tokens": answer.tokens}
+        replace_file(kept, json.dumps(record).encode("utf-8"))
+    return answer
 
 
 def ask(spec, command: str, lines: Sequence[str], rejected: Sequence[tuple[str, str]], family: str) -> Asked:
@@ -64,14 +96,14 @@ def ask(spec, command: str, lines: Sequence[str], rejected: Sequence[tuple[str, 
         answer=ANSWER_FILE,
     )
     result = _call(spec, prompt, f"learn-{family}")
-    tokens = result.usage.total
+    tokens = result.tokens
     if not result.ok:
-        return Asked([], tokens, result.error or "the model gave no answer")
+        return Asked([], tokens, result.error or "the model gave no answer", result.reused)
     try:
         answer = json.loads((result.files or {}).get(ANSWER_FILE) or "")
         proposed = answer["patterns"]
     except (ValueError, KeyError, TypeError):
-        return Asked([], tokens, f"the answer has no {ANSWER_FILE} with a patterns list")
+        return Asked([], tokens, f"the answer has no {ANSWER_FILE} with a patterns list", result.reused)
     found = []
     for item in proposed if isinstance(proposed, list) else []:
         if not isinstance(item, dict) or not all(isinstance(item.get(k), str) for k in ("name", "regex", "kind")):
@@ -89,7 +121,7 @@ def ask(spec, command: str, lines: Sequence[str], rejected: Sequence[tuple[str, 
                 source="model",
             )
         )
-    return Asked(found, tokens)
+    return Asked(found, tokens, reused=result.reused)
 
 
 PROMPT_FOR_PROMPT = """\
@@ -110,8 +142,11 @@ Answer with one FILE block, path={answer}, holding the whole improved template.
 PROMPT_ANSWER_FILE = "template.md"
 
 
-def ask_for_template(spec, name: str, template: str, failures: Sequence[str]) -> tuple[str | None, int, str | None]:
-    """One call for a variant of a prompt template: (its text or None, tokens spent, why none came back)."""
+def ask_for_template(
+    spec, name: str, template: str, failures: Sequence[str]
+) -> tuple[str | None, int, str | None, bool]:
+    """One call for a variant of a prompt template: (its text or None, tokens spent, why none came back, whether
+    the answer was an earlier call's)."""
     prompt = PROMPT_FOR_PROMPT.format(
         name=name,
         template=template,
@@ -119,13 +154,13 @@ def ask_for_template(spec, name: str, template: str, failures: Sequence[str]) ->
         answer=PROMPT_ANSWER_FILE,
     )
     result = _call(spec, prompt, f"learn-{name}")
-    tokens = result.usage.total
+    tokens, reused = result.tokens, result.reused
     if not result.ok:
-        return None, tokens, result.error or "the model gave no answer"
+        return None, tokens, result.error or "the model gave no answer", reused
     text = (result.files or {}).get(PROMPT_ANSWER_FILE)
     if not text or not text.strip():
-        return None, tokens, f"the answer has no {PROMPT_ANSWER_FILE}"
+        return None, tokens, f"the answer has no {PROMPT_ANSWER_FILE}", reused
     missing = [p for p in ("{{goal}}", "{{feedback}}") if p in template and p not in text]
     if missing:
-        return None, tokens, f"the proposed template drops {', '.join(missing)}"
-    return text, tokens, None
+        return None, tokens, f"the proposed template drops {', '.join(missing)}", reused
+    return text, tokens, None, reused

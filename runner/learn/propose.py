@@ -35,10 +35,24 @@ COUNT_WORDS = {
     "error": "errors",
     "errored": "errors",
 }
-FAIL_WORD = re.compile(r"\b(?:FAIL(?:ED|URE)?|[Ff]ail(?:ed|ure|ing)?|ERROR|not ok)\b|✗|✘")
-LOCATION = re.compile(r"(?P<file>[\w.@+-]*(?:/[\w.@+-]+)*\.[A-Za-z]\w{0,9}):(?P<line>\d+)(?::(?P<column>\d+))?")
+FAIL_WORD = re.compile(r"\b(?:FAIL(?:ED|URE)?|[Ff]ail(?:ed|ure|ing)?|ERROR|not ok)\b|✗|✘|✖")
+# a place in a file: path:line[:column] (a path with an extension, or with a folder: docker/Dockerfile:3)
+_FILE = r"(?:[\w.@+-]*/)*[\w.@+-]*\w\.[A-Za-z]\w{0,9}|(?:[\w.@+-]+/)+[\w.@+-]*\w"
+LOCATION = re.compile(rf"(?P<file>{_FILE}):(?P<line>\d+)(?::(?P<column>\d+))?")
+# a place written out: `In scripts/deploy.sh line 5:` (shellcheck), `File "x.py", line 3` (Python)
+_WRITTEN = re.compile(rf"(?P<file>{_FILE})\"?,? line (?P<line>\d+)")
+# a finding under a heading that names its file: `  3:1  error  message  (rule)` (eslint stylish, yamllint)
+_UNDER = re.compile(r"^\s*(?P<line>\d+):(?P<column>\d+)\s+\S")
+_SEVERITY = r"(?:(?P<severity>error|warning|warn|info|note|style|hint)\s+)?"
+# a heading: the line is one path, alone
+HEADING = re.compile(rf"^\s*(?P<file>{_FILE})\s*$")
+# a failure marker at a line's start, then the test's name: `✖ name (1.2ms)`, `not ok 3 - name`, `FAIL: name (...)`
+_MARKER = re.compile(r"^(?P<indent>\s*)(?P<marker>[✖✗✘×✕]|not ok \d+(?: -)?|(?:FAIL|FAILED|ERROR|FAILURE):?)\s+(?=\S)")
+# a failure word that gives a command's exit status, not a test's verdict: `py311: FAIL code 1`
+_EXIT = re.compile(r"\b(?:FAIL(?:ED)?|[Ff]ailed|ERROR)\b:?\s+(?:with\s+)?(?:exit\s+)?(?:code|status)\s+\d+")
 TEST_ID = re.compile(r"[\w.:/\[\]<>-]*(?:[_.:/\[]|[a-z][A-Z]|[A-Za-z]\d)[\w.:/\[\]<>-]*")
 SHOWN = 5
+KIND_NAMES = {"summary": "summary", "failed_test": "failed-test", "diagnostic": "finding", "heading": "file-heading"}
 
 
 @dataclass
@@ -68,62 +82,181 @@ class Candidate:
 
 
 def _escape(text: str) -> str:
-    """A literal for RE2 (and Python's re): every character that is not a word character or a space escaped."""
-    return "".join(ch if ch.isalnum() or ch in " _" else "\\" + ch for ch in text)
+    """A literal for RE2 (and Python's re): every ASCII character that is not a word character or a space escaped
+    (RE2 refuses an escaped letter of another script: `✖` stays as it is)."""
+    return "".join(ch if ch.isalnum() or ch in " _" or ord(ch) > 127 else "\\" + ch for ch in text)
 
 
-def _prefix_regex(template_prefix: str) -> str:
-    """The part of a template before a chosen token, after any indent: constants literal (a space any run of
-    spaces, as the template collapsed them), each <*> any run of non-spaces."""
-    parts = template_prefix.split(VAR)
-    return r"\s*" + r"\S+".join(_escape(p).replace(" ", r"\s+") for p in parts)
+def _words_regex(words: list[str]) -> str:
+    """Template words as a regex: constants literal, each <*> a run of non-spaces, any run of spaces between."""
+    out = []
+    for word in words:
+        leader = re.fullmatch(r"([.\-=_~*#])\1+", word)
+        if leader:  # a run of one punctuation mark pads a column (`name ..... ok`): its length varies
+            out.append(_escape(leader.group(1)) + "+")
+            continue
+        parts = word.split(VAR)
+        out.append(r"\S*?".join(_escape(p) for p in parts) if len(parts) > 1 else _escape(word))
+    return r"\s+".join(out)
+
+
+def _lead(pattern: InducedPattern, first: str, offset: int) -> str | None:
+    """The regex of a line's part before `offset` (a token boundary): its indent, then the template's words."""
+    lead = template_prefix(pattern.template, first, offset)
+    if lead is None:
+        return None
+    words = lead.split()
+    return r"^\s*" + (_words_regex(words) + r"\s+" if words else "")
 
 
 def _diagnostic(pattern: InducedPattern, name: str) -> Candidate | None:
-    """file:line[:column], then the message, after the template's constant lead-in."""
+    """file:line[:column] (or `FILE line N`), then the message, after the template's constant lead-in."""
     first = pattern.examples[0]
     where = LOCATION.search(first)
+    written = _WRITTEN.search(first)
+    if where is None or (written is not None and written.start() < where.start()):
+        where = written
+        place = r"\"?(?P<file>[^\s:\"]+)\"?,? line (?P<line>\d+)"
+        fields: tuple[str, ...] = ("file", "line", "message")
+    else:
+        place = r"(?P<file>[^\s:]+):(?P<line>\d+)(?::(?P<column>\d+))?"
+        fields = ("file", "line", "column", "message")
     if where is None:
         return None
-    lead = template_prefix(pattern.template, first, where.start())
+    start = where.start()
+    while start > 0 and not first[start - 1].isspace():
+        start -= 1  # the token holding the place: `-->` apart, a quote or a bracket before it is the template's
+    lead = _lead(pattern, first, start)
     if lead is None:
         return None
-    regex = "^" + _prefix_regex(lead) + r"(?P<file>[^\s:]+):(?P<line>\d+)(?::(?P<column>\d+))?:?\s*(?P<message>.*)$"
-    return Candidate(name, regex, "diagnostic", ("file", "line", "column", "message"), pattern.template)
+    before = first[start : where.start()]
+    after, more = _after_place(first[where.end() :])
+    regex = lead + _escape(before) + place + after + r"(?P<message>.*)$"
+    fields = fields[:-1] + more + ("message",)
+    return Candidate(name, regex, "diagnostic", fields, pattern.template)
+
+
+_AFTER = re.compile(
+    r"(?P<sep>:?)(?P<space>\s+)(?:(?P<code>[A-Z][A-Za-z]*\d+)(?P<gap>\s+))?"
+    r"(?:(?P<severity>error|warning|warn|info|note|style|hint)(?P<colon>:?)\s+)?"
+)
+
+
+def _after_place(rest: str) -> tuple[str, tuple[str, ...]]:
+    """The structure between a place and its message, as the line shows it: the separator, then a rule's code
+    (`DL3006`, `E501`, `SC2164`) and a severity word where they stand: (regex, the fields it captures)."""
+    m = _AFTER.match(rest)
+    if m is None:
+        return r":?\s*", ()
+    regex, fields = _escape(m.group("sep")) + r"\s+", tuple[str, ...]()
+    if m.group("code"):
+        regex += r"(?P<code>[A-Z][A-Za-z]*\d+)\s+"
+        fields += ("code",)
+    if m.group("severity"):
+        regex += r"(?P<severity>[a-z]+)" + _escape(m.group("colon")) + r"\s+"
+        fields += ("severity",)
+    return regex, fields
+
+
+def _under_heading(pattern: InducedPattern, name: str) -> Candidate:
+    """A finding that names no file, under a heading line that does: line:column, a severity, the message."""
+    regex = r"^\s*(?P<line>\d+):(?P<column>\d+)\s+" + _SEVERITY + r"(?P<message>\S.*?)\s*$"
+    return Candidate(name, regex, "diagnostic", ("line", "column", "severity", "message"), pattern.template)
+
+
+def _heading(pattern: InducedPattern, name: str, lines: Sequence[str]) -> Candidate:
+    """A line that is one path: the file the findings under it belong to (the extensions its lines showed)."""
+    exts = sorted({m.group("file").rsplit(".", 1)[-1] for t in lines if (m := HEADING.match(t)) and "." in t})
+    tail = r"\.(?:" + "|".join(_escape(e) for e in exts) + ")" if exts else ""
+    regex = r"^\s*(?P<file>[\w./@+-]*[\w@+-]" + tail + r")\s*$"
+    return Candidate(name, regex, "heading", ("file",), pattern.template)
+
+
+def _marked_test(first: str, pattern: InducedPattern, name: str) -> Candidate | None:
+    """A failure marker at the line's start and the test's name after it (to a trailing `(...)` or `# ...`)."""
+    m = _MARKER.match(first)
+    if m is None or first.rstrip().endswith(":"):
+        return None  # `✖ failing tests:` opens a section: a heading, no test
+    marker = re.sub(r"\d+", "<N>", m.group("marker"))
+    marker_rx = _escape(marker).replace(_escape("<N>"), r"\d+").replace(r"\ ", r"\s+")
+    # the name never ends at a colon: `✖ failing tests:` opens the section that lists them again
+    regex = r"^\s*" + marker_rx + r"\s+(?P<name>[^\s:](?:.*?[^:\s])?)(?:\s+\([^()]*\)|\s+#\s.*)?\s*$"
+    if any(line.rstrip().endswith(":") for line in pattern.examples):
+        return None
+    return Candidate(name, regex, "failed_test", ("name",), pattern.template)
 
 
 def _failed_test(pattern: InducedPattern, name: str) -> Candidate | None:
-    """The test's name (the first token that looks like an id), the failure word after it."""
+    """A test's id (the first token that looks like one) and the failure word after it, anchored to the line's
+    structure: the template's words before, between and after, never a free `.*FAIL.*`."""
     first = pattern.examples[0]
     fail = FAIL_WORD.search(first)
-    if fail is None:
+    if fail is None or _EXIT.search(first):
         return None
-    for token in re.finditer(r"\S+", first):
+    words = pattern.template.split()
+    tokens = list(re.finditer(r"\S+", first))
+    if len(tokens) != len(words):
+        return None  # a value spanning spaces: no token-by-token structure to anchor to
+    for k, token in enumerate(tokens):
         if token.start() >= fail.start() and token.end() > fail.end():
             break
         word = token.group().strip("()[]{}:,;\"'")
         if FAIL_WORD.fullmatch(word) or not TEST_ID.fullmatch(word):
             continue
-        start = first.index(word, token.start())
-        lead = template_prefix(pattern.template, first, start)
-        if lead is None:
-            return None
-        tail = first[start + len(word) : fail.start()]
-        between = r"\S*" if not tail.strip() else r".*?"
-        regex = "^" + _prefix_regex(lead) + r"(?P<name>[^\s()\[\]{}:,;]+)" + between + _escape(fail.group()) + ".*$"
+        inner = token.group().index(word)
+        head, tail = token.group()[:inner], token.group()[inner + len(word) :]
+        named = _escape(head) + r"(?P<name>[^\s()\[\]{}:,;]+)" + _escape(tail)
+        # the other ids on the line (the test's class, its module) vary with the test as its name does
+        parts = [_id_free(w) if j != k else named for j, w in enumerate(words)]
+        regex = r"^\s*" + r"\s+".join(parts) + r"\s*$"
         return Candidate(name, regex, "failed_test", ("name",), pattern.template)
     return None
 
 
+def _id_free(word: str) -> str:
+    """A template word as a regex, any test id in it (a dotted or underscored name) a run of non-spaces."""
+    core = word.strip("()[]{}:,;\"'")
+    looks_like_id = TEST_ID.fullmatch(core) and re.search(r"\w[._:/]\w", core) and not FAIL_WORD.search(core)
+    if core and VAR not in core and looks_like_id:
+        at = word.index(core)
+        return _escape(word[:at]) + r"[^\s()\[\]{}]+" + _escape(word[at + len(core) :])
+    return _words_regex([word])
+
+
+def _count_of(tokens: list[str], i: int, var_at: int) -> str | None:
+    """The count a number stands for: the key it is the value of (`failures=<*>`), else the count word after it
+    (`<*> passed`), else a count word before it that introduces it (`failed: <*>`, `# pass <*>` at the end), never
+    a word before it that a name follows (`ok <*> - formats cents` is a test's number)."""
+    token = tokens[i]
+    key = re.search(r"([A-Za-z]+)\s*[=:]\s*$", token[:var_at])
+    if key is not None:
+        return COUNT_WORDS.get(key.group(1).lower())
+    if token[:var_at].strip("(["):
+        return None
+    after = tokens[i + 1].strip(",;:.()").lower() if i + 1 < len(tokens) else ""
+    if after in COUNT_WORDS:
+        return COUNT_WORDS[after]
+    if i == 0:
+        return None
+    before = tokens[i - 1]
+    word = before.strip(",;:.()=").lower()
+    rest = token[var_at + len(VAR) :]
+    ends = i + 1 == len(tokens) or rest[:1] in (",", ";", ")")
+    if word in COUNT_WORDS and (before.rstrip().endswith((":", "=")) or ends):
+        return COUNT_WORDS[word]
+    return None
+
+
 def _summary(pattern: InducedPattern) -> Candidate | None:
-    """The inducer's own pattern, each number named by its count word, every other capture made plain."""
+    """The inducer's own pattern, each number named by its count (each `key=N` piece under its own name), every
+    other capture made plain."""
     tokens = pattern.template.split(" ")
     counts: list[str | None] = []
     for i, token in enumerate(tokens):
-        for _ in range(token.count(VAR)):
-            after = tokens[i + 1].strip(",;:.()").lower() if i + 1 < len(tokens) else ""
-            before = tokens[i - 1].strip(",;:.()").lower() if i > 0 else ""
-            counts.append(COUNT_WORDS.get(after) or COUNT_WORDS.get(before))
+        at = token.find(VAR)
+        while at >= 0:
+            counts.append(_count_of(tokens, i, at))
+            at = token.find(VAR, at + len(VAR))
     if len(counts) != len(pattern.fields) or not any(counts):
         return None
     # a count is a whole number in every line (a time such as "(3ms)" beside "ok" is not one)
@@ -152,15 +285,26 @@ def template_prefix(template: str, line: str, offset: int) -> str | None:
     return " ".join(words[: len(tokens)]) + (" " if tokens else "")
 
 
-def _kind_of(pattern: InducedPattern, name: str) -> Candidate:
+def _kind_of(pattern: InducedPattern, name: str, lines: Sequence[str]) -> Candidate:
+    """What a group's lines say, by their structure: a heading (a path alone), a failing test after a marker,
+    a place in a file, a finding under a heading, counts, a failing test's id before a failure word; else an
+    event."""
     first = pattern.examples[0]
     made: Candidate | None = None
-    if LOCATION.search(first):
-        made = _diagnostic(pattern, name)
-    if made is None and any(w in COUNT_WORDS for w in re.findall(r"[a-z]+", first.lower())) and pattern.fields:
-        made = _summary(pattern)
+    counted = pattern.fields and any(w in COUNT_WORDS for w in re.findall(r"[a-z]+", first.lower()))
+    if counted:
+        made = _summary(pattern)  # `FAILED (failures=2, errors=1)` counts; a marker opens it
         if made is not None:
             made.name = name
+            return made
+    if HEADING.match(first):
+        made = _heading(pattern, name, lines)
+    elif _MARKER.match(first) and not _EXIT.search(first) and not LOCATION.search(first):
+        made = _marked_test(first, pattern, name)
+    elif LOCATION.search(first) or _WRITTEN.search(first):
+        made = _diagnostic(pattern, name)
+    elif _UNDER.match(first):
+        made = _under_heading(pattern, name)
     if made is None and FAIL_WORD.search(first):
         made = _failed_test(pattern, name)
     if made is None:
@@ -179,13 +323,15 @@ def candidates_from_lines(lines: Sequence[str], family: str, taken: Set[str] = f
     found: list[Candidate] = []
     by_regex: dict[str, Candidate] = {}
     names = set(taken)
+    fam = re.sub(r"[^a-z0-9_.-]+", "-", family.lower()).strip("-.") or "log"
     for pattern in induction.patterns:
-        name = pattern.name
-        n = 2
+        made = _kind_of(pattern, pattern.name, members.get(pattern.name, []))
+        # named after what it reads (its kind), never after the line that produced it (a failing test's name)
+        base = pattern.name if made.kind == "event" else f"{fam}-{KIND_NAMES.get(made.kind, made.kind)}"
+        name, n = base, 2
         while name in names:
-            name, n = f"{pattern.name}-{n}", n + 1
+            name, n = f"{base}-{n}", n + 1
         names.add(name)
-        made = _kind_of(pattern, name)
         made.name = name
         made.lines = members.get(pattern.name, [])
         same = by_regex.get(made.regex)

@@ -44,14 +44,19 @@ def score(
     candidate: Candidate,
     family: parse.Family | None,
     family_name: str,
-    logs: Sequence[str],
+    logs: Sequence[str | tuple[str, bool]],
     thresholds: Thresholds,
+    beside: Sequence[parse.Pattern] = (),
 ) -> Score:
     """Judge a candidate on the recorded logs of the command it reads (and the lines it was made from):
     it compiles under RE2 and cannot backtrack catastrophically; of the distinct lines it matches, at least
     `precision` are lines it was made for, and it matches at least `recall` of those; and beside the active
-    patterns of its family it loses nothing they extract and claims no line one of them reads as its kind."""
+    patterns of its family it loses nothing they extract and claims no line one of them reads as its kind; and,
+    with the candidates already kept (`beside`), it passes the gate's checks of being right on each recorded log
+    (shadow.compare: no failure on a run that passed, none missed on a run that failed, counts the named failing
+    tests do not contradict). `logs`: texts, or (text, whether its command passed)."""
     problems = []
+    judged = [(log, None) if isinstance(log, str) else log for log in logs]
     why = parse.re2_error(candidate.regex)
     if why:
         return Score(0.0, 0.0, 0, [f"RE2 refuses it: {why}"])
@@ -59,25 +64,28 @@ def score(
     if why:
         return Score(0.0, 0.0, 0, [f"it could backtrack catastrophically: {why}"])
     truth = set(candidate.lines)
-    seen = {line for text in logs for line in text.split("\n")} | truth
+    seen = {line for text, _passed in judged for line in text.split("\n")} | truth
     seen.discard("")
     matched = {line for line in seen if parse.re2_fullmatch(candidate.regex, line) is not None}
     hits = matched & truth
     precision = len(hits) / len(matched) if matched else 0.0
     recall = len(hits) / len(truth) if truth else 0.0
-    if precision < thresholds.precision:
+    if not matched:
+        problems.append("it reads none of the recorded lines")
+    elif precision < thresholds.precision:
         wrong = sorted(matched - truth)[:1]
         problems.append(f"precision {precision:.2f} < {thresholds.precision:.2f} (it also reads {wrong[0]!r})")
-    if candidate.source == "model" and not hits:
+    if candidate.source == "model" and matched and not hits:
         problems.append("it reads none of the lines it was asked for")
     elif candidate.source != "model" and recall < thresholds.recall:  # a model's pattern reads one kind of them
         missed = sorted(truth - matched)[:1]
         problems.append(f"recall {recall:.2f} < {thresholds.recall:.2f} (it misses {missed[0]!r})")
     pattern = as_pattern(candidate, family_name)
-    beside = parse.Family(family_name, [*(family.patterns if family else ()), pattern])
-    for text in logs:
-        seen_by = compare(text, beside, pattern, passed=False)
-        if seen_by["why"]:
+    kept = [*(family.patterns if family else ()), *beside]
+    together = parse.Family(family_name, [*kept, pattern])
+    for text, passed in judged:
+        seen_by = compare(text, together, pattern, passed=bool(passed), report=None)
+        if seen_by["why"] and (passed is not None or "run that" not in seen_by["why"]):  # an exit not known
             problems.append(f"on a recorded log it {seen_by['why']}")
             break
     return Score(round(precision, 4), round(recall, 4), len(seen), problems)

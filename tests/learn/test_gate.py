@@ -127,8 +127,8 @@ def test_a_candidate_that_reports_failures_on_passing_runs_is_rolled_back_withou
     assert _observations(tally, "tally/every-check-fails") == []
 
 
-def test_a_canary_no_run_used_since_its_last_move_counts_a_failed_check(tally):
-    """No data is not a pass (Flagger): two passes with no run in between roll a canary back."""
+def test_a_canary_no_run_used_since_its_last_move_stays_where_it_is(tally):
+    """Waiting is not a failed check (issue 38): passes with no run in between leave a canary where it is."""
     (tally.root / "regexes" / "tally.toml").write_text(
         FAMILY
         + textwrap.dedent(
@@ -144,8 +144,13 @@ def test_a_canary_no_run_used_since_its_last_move_counts_a_failed_check(tally):
             """
         )
     )
-    assert "no data" in tally.learn()["moved"][0]["why"]
-    assert tally.learn()["moved"][0]["to"] == "retired"
+    for _ in range(3):
+        moved = tally.learn()["moved"][0]
+        assert (moved["to"], moved["why"]) == (
+            "canary",
+            "stays in canary at 10%: waits for 1 run that uses it (0 of 1 so far)",
+        )
+    assert tally.status()["tally/summary"]["failed_checks"] == 0
 
 
 def test_shadow_and_canary_candidates_change_no_key_outside_their_slice(tally):
@@ -188,11 +193,12 @@ def test_a_pass_over_runs_that_observed_nothing_leaves_the_family_file_as_it_was
         )
     )
     assert tally.make("ok", "ok").returncode == 0  # the step runs: the candidate observes it
-    assert tally.learn()["moved"][0]["why"] == "stays in shadow: 1 of 2 runs"
+    stays = "stays in shadow (1 of 2 runs): will move to canary at 50% after 1 more run that observes it"
+    assert tally.learn()["moved"][0]["why"] == stays
     observed = tally.family()
     assert "runs = 1" in observed
     assert tally.run("make").returncode == 0  # cached: a run in which no candidate observed anything
-    assert tally.learn()["moved"][0]["why"] == "stays in shadow: 1 of 2 runs"
+    assert tally.learn()["moved"][0]["why"] == stays
     assert tally.family() == observed
 
 

@@ -299,3 +299,19 @@ def test_log_like_noise_keeps_the_invariants(lines):
     result = induce(lines, "noise")
     _check_invariants(lines, result)
     assert induce(sorted(lines), "noise").patterns == result.patterns
+
+
+def test_a_word_after_a_naming_word_is_data_when_it_varies_and_an_event_word_never_is():
+    """Issue 37, point 6: how a token varies within what is otherwise one event makes it a variable, not only its
+    shape: three users after `user` are one event; three states after `VM` stay three; two users stay two
+    (fewer than `word_values`); `word_values=0` keeps every word a constant."""
+    users = [f"session opened for user {u} by (uid=0)" for u in ("cyrus", "news", "test", "news")]
+    states = [f"[instance: 1f2e] VM {s} (Lifecycle Event)" for s in ("Paused", "Started", "Resumed")]
+    found = induce(users + states, "sys")
+    templates = sorted(p.template for p in found.patterns)
+    assert "session opened for user <*> by (uid=<*>)" in templates
+    assert sum("VM" in t for t in templates) == 3
+    (opened,) = [p for p in found.patterns if p.template.startswith("session")]
+    assert parse.re2_fullmatch(opened.regex, "session opened for user alice by (uid=0)") is not None
+    assert len(induce(users[:2], "sys").patterns) == 2
+    assert len(induce(users, "sys", word_values=0).patterns) == 3

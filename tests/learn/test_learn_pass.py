@@ -40,7 +40,7 @@ def test_a_dry_run_writes_nothing(tally):
 WEIRD_TOOL = """\
 import sys
 print("weird 1.0")
-print("  \\u2717 lexer tokens broke (error)")
+print("  [lexer tokens] broke: failure")
 print("  \\u2713 parser holds")
 print("weird: 1 broke")
 sys.exit(1)
@@ -51,7 +51,7 @@ def test_what_induction_cannot_read_is_asked_of_the_model_and_scored_like_the_re
     (tally.root / "tally.py").write_text(WEIRD_TOOL)
     good = {
         "name": "weird-broke",
-        "regex": "^\\s*\u2717 (?P<name>.+) broke \\(error\\)$",
+        "regex": "^\\s*\\[(?P<name>.+)\\] broke: failure$",
         "kind": "failed_test",
         "fields": ["name"],
     }
@@ -99,12 +99,13 @@ def test_what_induction_cannot_read_is_asked_of_the_model_and_scored_like_the_re
     asked = [r for r in map(json.loads, requests.read_text().splitlines()) if r.get("path") == "/v1/responses"]
     assert len(asked) == 1
     prompt = json.dumps(asked[0])
-    assert "lexer tokens broke" in prompt
+    assert "[lexer tokens] broke: failure" in prompt
     assert report["projected_model_calls"] == 0  # everything it asked about is read now
     lines = done.stdout
     assert "weird-ahead" in lines and "RE2 refuses it" in lines
     assert "weird-nested" in lines and "backtrack catastrophically" in lines
-    assert "weird-total" in lines and "which an active summary pattern reads already" in lines
+    # the same regex as the active summary pattern: one regex lives in one pattern, so it is not even scored
+    assert "not proposed again: tally/tally-weird-total is tally/summary's regex (active)" in lines
     assert "weird-any" in lines and "precision 0.50 < 0.95 (it also reads 'weird: 1 broke')" in lines
 
 

@@ -13,6 +13,7 @@ from agent_helpers import FAILING_TEST, PASSING_TEST
 from learn_helpers import BANNER, COUNT, FINDING_A, FINDING_B, teach_tidyq, tidyq_project
 
 from runner.errors import UsageError
+from runner.learn.gather import mine
 from runner.learn.induce import induce
 from runner.learn.mine import (
     DIAGNOSTIC_UNEXTRACTED,
@@ -22,7 +23,6 @@ from runner.learn.mine import (
     VERIFY_FAILED_FIRST,
     Line,
     looks_like,
-    mine,
 )
 
 FEEDBACK = "What the last attempt got wrong"  # in the prompt of a retry (prompts: the feedback section)
@@ -62,25 +62,29 @@ def test_an_unknown_tools_summary_and_diagnostics_are_misses_until_a_family_read
     assert (project.root / miss.log).read_text().splitlines()[2] == FINDING_A
     assert miss.error == "command exited with code 1"
 
-    # the same output from a plain shell line: the same misses, but no adapter, no family
+    # the same output from a plain shell line: the same misses, no adapter, read by the generic families; its
+    # tool (python3 tools/tidyq.py) names the family a pattern for them goes in
     plain = _misses(mined, "plain")
     assert sorted(plain) == sorted(check)
-    assert {(m.adapter, m.command, m.families) for ms in plain.values() for m in ms} == {(None, None, ())}
+    assert {(m.adapter, m.command, m.families, m.own) for ms in plain.values() for m in ms} == {
+        (None, None, ("diagnostics", "causes"), "tidyq")
+    }
 
-    # ready for induction: check's unread lines, once each, in order; plain's are left out (no family to hold
-    # a pattern, nothing would ever apply it)
+    # ready for induction: each command's unread lines, once each, in order, its families in the command's order
     groups = mined.lines_for_induction()
-    assert [(g.adapter, g.command, g.families, g.lines) for g in groups] == [
-        ("tidyq", "test", ("causes", "diagnostics"), (FINDING_A, FINDING_B, COUNT))
+    assert [(g.adapter, g.command, g.families, g.own, g.lines) for g in groups] == [
+        (None, None, ("diagnostics", "causes"), "tidyq", (FINDING_A, FINDING_B, COUNT)),
+        ("tidyq", "test", ("diagnostics", "causes"), "tidyq", (FINDING_A, FINDING_B, COUNT)),
     ]
     induced = induce(list(groups[0].lines), "tidyq")
     assert {p.template for p in induced.patterns} >= {"tidyq: <*> passed, <*> failed"}
 
-    # the project learns to read tidyq: the same recorded log is judged again, and nothing of check is missed
+    # the project learns to read tidyq: the same recorded logs are judged again, and nothing is missed, of the
+    # plain line either: its tool's own family, regexes/tidyq.toml, reads it
     teach_tidyq(project)
     again = mine(project.root)
     assert _misses(again, "check") == {}
-    assert sorted(_misses(again, "plain")) == sorted(plain)
+    assert _misses(again, "plain") == {}
     assert again.lines_for_induction() == ()
 
 
@@ -239,7 +243,7 @@ def test_the_same_records_give_the_same_misses_in_the_same_order(project):
     once = [m.to_json() for m in mine(project.root).misses]
     env = dict(os.environ, PYTHONHASHSEED="123")
     code = (
-        "import json, sys; from pathlib import Path; from runner.learn.mine import mine; "
+        "import json, sys; from pathlib import Path; from runner.learn.gather import mine; "
         "print(json.dumps([m.to_json() for m in mine(Path(sys.argv[1])).misses]))"
     )
     import subprocess
