@@ -15,7 +15,7 @@ from .cache import StepRecord
 from .freshness import produced_by_proven
 from .globs import expand
 from .interrupts import Interrupts
-from .keys import digest_bytes, outputs_digest
+from .keys import digest_bytes, outputs_digest, read_with_stat
 from .noop import cached_text
 from .plan import RUN, Decision, Planner, decide_each
 from .process import RUN_VAR, kill_groups
@@ -48,24 +48,6 @@ def _json_list(items: list[str]) -> str:
         if len(_encoded_lists) < 256:
             _encoded_lists[key] = line
     return line
-
-
-def _read_file(path: str) -> tuple[os.stat_result, bytes]:
-    """A file's stat and bytes, both from one open: its size tells how much to read, so a small output costs
-    open, fstat, read and close (a Python file object adds an ioctl, two lseeks and a second fstat), and the
-    stat is the opened file's own, never that of a file put in its place in between."""
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    try:
-        st = os.fstat(fd)
-        data = os.read(fd, st.st_size + 1)  # a directory raises IsADirectoryError here
-        if len(data) > st.st_size or len(data) >= 0x7FFFF000:  # grown since, or one read's cap (2 GiB): the rest
-            parts = [data]
-            while chunk := os.read(fd, 1 << 24):
-                parts.append(chunk)
-            data = b"".join(parts)
-        return st, data
-    finally:
-        os.close(fd)
 
 
 class RunOptions:
@@ -663,7 +645,7 @@ class Executor:
         for rel in expand(root, self.spec.intents[name].outputs):
             full = os.path.join(root, rel)
             try:
-                st, data = _read_file(full)
+                st, data = read_with_stat(full)
             except (FileNotFoundError, IsADirectoryError):
                 return {}, {}, rel
             digest = digest_bytes(data)

@@ -67,7 +67,15 @@ import os
 import time
 
 from . import __version__, forked
-from .keys import IndexFile, digest_descriptor, digest_file, outputs_digest, step_key, with_canaries, write_marshal
+from .keys import (
+    IndexFile,
+    content_digest,
+    digest_file,
+    outputs_digest,
+    step_key,
+    with_canaries,
+    write_marshal,
+)
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on the no-op path; mypy reads it as True
 if TYPE_CHECKING:
@@ -436,28 +444,6 @@ def _names(stored: list[str] | str) -> list[str]:
     if isinstance(stored, list):
         return stored
     return stored.split("\0") if stored else []
-
-
-def content_digest(root: str, rel: str, folders: set[str] | None = None) -> str | None:
-    """What a path holds: a file's bytes, a folder's names (an entry added within the same mtime tick).
-    `folders`: where a path found to be a folder is added."""
-    full = rel if rel[0] == "/" else root + "/" + rel
-    # one open and one fstat (a folder opens read-only too): isdir's stat and a file object's fstat, ioctl and
-    # lseek made it ~12 us a file, and the first no-op after a clean build checks every output's digest
-    try:
-        fd = os.open(full, os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
-        return None
-    try:
-        if os.fstat(fd).st_mode & 0o170000 == 0o040000:  # stat.S_ISDIR without importing stat
-            if folders is not None:
-                folders.add(rel)
-            return hashlib.sha256("\0".join(sorted(os.listdir(full))).encode()).hexdigest()
-        return digest_descriptor(fd)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
 
 
 def _slot(root: str, target: str | None) -> str:
