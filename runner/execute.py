@@ -12,12 +12,12 @@ from typing import TYPE_CHECKING
 
 from .agent_handoff import AgentHandoff
 from .cache import StepRecord
-from .freshness import produced_by_proven
 from .globs import expand
+from .inputs_held import changed_inputs, not_cached_reason
 from .interrupts import Interrupts
 from .keys import digest_bytes, outputs_digest, read_with_stat
 from .noop import cached_text
-from .plan import RUN, Decision, Planner, decide_each
+from .plan import RUN, Decision, Planner, decide_each, produced_by_proven
 from .process import RUN_VAR, kill_groups
 from .record import RunRecord, tail
 from .redact import Mask
@@ -104,6 +104,7 @@ class Summary:
         self.usage = {"input_tokens": 0, "cached_input_tokens": 0, "output_tokens": 0}
         self.setup_error: str | None = None  # an agent step could not reach its model: the run stopped (exit 2)
         self.drift: list[str] = []  # agent steps whose change drifted beyond their intent (runner/drift.py)
+        self.uncached: list[str] = []  # steps whose inputs changed while they ran (runner/inputs_held.py)
         self.remote: dict | None = None  # what the shared cache did in this run (runner/stores/mirror.py)
 
     def spent(self, details: dict) -> None:
@@ -159,6 +160,7 @@ class Executor:
         self.environ[RUN_VAR.encode()] = self.inflight.token.encode()
         executor = options.executor
         self.cluster = executor if executor is not None and executor.on_cluster else None
+        self.hermetic = getattr(self.cluster, "hermetic", None) is not None  # steps read their manifest, by digest
         if self.cluster is not None:  # written before any step goes there: a kill at any moment finds it
             self.inflight.cluster(self.cluster.address, self.cluster.token)
         # with a core to spare, the scheduler makes the next steps' redirect files while a child runs; with
@@ -488,6 +490,12 @@ class Executor:
             summary.counts[RAN] += 1
             self.produced[name] = outputs_digest(outputs)
             self._release(name)
+            moved = changed_inputs(self.planner, name, active.decision) if outcome.produced is None else None
+            if moved:  # its outputs stand, but were made from bytes its key does not name: no record is stored
+                if journal:
+                    self.inflight.end(journal)
+                self._report_run(name, active.decision, outcome, duration, outputs, moved)
+                return
             if not self._deferred:
                 self._deferred_since = time.monotonic()
             self._deferred.append((name, active.decision, outcome, outputs, datas, duration, journal))
@@ -577,9 +585,11 @@ class Executor:
         )
 
     def _report_run(
-        self, name: str, decision: Decision, outcome: StepOutcome, duration: float, outputs: dict
+        self, name: str, decision: Decision, outcome: StepOutcome, duration: float, outputs: dict, moved=None
     ) -> tuple[str, dict]:
+        """Report a step that ran; `moved`: a shell step's inputs that changed while it ran (inputs_held.py)."""
         event = {"event": "step_finished", "intent": name, "duration": round(duration, 3)}
+        reasons = decision.reasons
         if outcome.worker:
             event["worker"] = outcome.worker
         if outcome.log:
@@ -599,8 +609,14 @@ class Executor:
         if drift:  # flagged whatever becomes of the change: applied, waiting for approval, or rejected
             event["drift"] = drift
             self.summary.drift.append(name)
+        if outcome.ok and outcome.change is not None:  # verified on copies of its inputs: are they as its key says?
+            moved = None if self.hermetic else changed_inputs(self.planner, name, decision)
+        if moved:
+            event["inputs_changed"] = list(moved)
+            reasons = [*reasons, not_cached_reason(moved)]
+            self.summary.uncached.append(name)
         if outcome.ok and outcome.change is not None:
-            status, outputs, message = self.agents.finish(name, decision, outcome.change, drift, outcome.details)
+            status, outputs, message = self.agents.finish(name, decision, outcome.change, drift, outcome.details, moved)
             if status != RAN:
                 self.emit({**event, "status": status, "error": message, "reasons": [message]})
                 return status, {}
@@ -610,9 +626,9 @@ class Executor:
             if len(event) == 3:  # the usual shell step: printed nothing, no agent details: no JSON encoder
                 line = (
                     f'{{"event": "step_finished", "intent": "{name}", "duration": {event["duration"]!r}, '
-                    f'"status": "ran", "reasons": {_json_list(decision.reasons)}}}'
+                    f'"status": "ran", "reasons": {_json_list(reasons)}}}'
                 )
-            self.emit({**event, "status": RAN, "reasons": decision.reasons}, line)
+            self.emit({**event, "status": RAN, "reasons": reasons}, line)
             return RAN, outputs
         if outcome.blocked:
             self.emit({**event, "status": BLOCKED, "error": outcome.blocked, "reasons": [outcome.blocked]})
@@ -705,6 +721,7 @@ class Executor:
             inputs=decision.inputs,
             dep_digests=decision.dep_digests,
             inplace=decision.inplace,
+            seen=decision.seen,
         )
 
     def _skip(self, name: str, why: str) -> None:

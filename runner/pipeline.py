@@ -352,6 +352,8 @@ def make(
             finished["left"] = summary.left
         if summary.drift:
             finished["drift"] = summary.drift
+        if summary.uncached:  # their inputs changed while they ran: nothing of theirs was cached
+            finished["inputs_changed"] = summary.uncached
         if remote is not None:  # the uploads are waited for (bounded) so the account is whole
             summary.remote = finished["remote"] = remote.finish()
         sink(finished)

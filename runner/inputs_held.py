@@ -1,0 +1,103 @@
+"""Whether the inputs a step's key was made from held still while it ran: the re-check before its record is stored.
+
+A step's key is made when it is decided, from its inputs' digests then; it reads them later, as it runs. A file
+edited in between (a person saving, a checkout, another process) would have its record stored under the key of
+bytes it never read: put the old bytes back, and the cache, local and shared, serves an output made from the new
+ones. So once the step has ended, each input is looked at again against the stat cache entry its digest came from
+(`Decision.seen`), as git's index is:
+
+- its stats (size, mtime, ctime, inode) are the entry's and vouch for its bytes (freshness.vouches: neither time
+  within the racy window of the hashing): unchanged, no byte read. A write since moved its ctime, which nobody
+  can set back.
+- the same stats, too fresh to vouch (a write within the same clock tick may have kept them all): its bytes say.
+  But for a file this run's own step wrote, or the runner restored, and hashed once the writer was done
+  (StatCache.own): a write that kept those stats must have come within the tick of the writer's last write, from
+  outside the run, before the hash; a clean build's inputs are mostly such files, and reading them all again
+  would cost the build a second read of every one.
+- other stats: its bytes say. The same bytes are no change: a `touch`, or a step that rewrote its own input as
+  it was (a formatter), leaves the record true. (An edit and its undo both within the step's run are not seen:
+  the price of that rule; every other edit is.)
+- a file missing when decided and there now, or the other way round; an input glob that expands to another set of
+  files now (one created under it, or deleted).
+
+Any of these, and the step's record is not stored (local and shared cache, state index), the views of the changed
+paths no longer vouch for a no-op proof (StatCache.doubt), and the run says which inputs changed. A hermetic step
+(runner/executors/hermetic.py) is not re-checked: it read its inputs from its manifest, by the key's digests.
+"""
+
+from __future__ import annotations
+
+import marshal
+import os
+
+from .freshness import stat_is_file, stat_of, vouches
+from .globs import GLOB_CHARS
+from .keys import digest_file
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .freshness import Decision, StatCache
+    from .plan import Planner
+
+EDITED, CREATED, DELETED = "edited", "created", "deleted"
+
+
+def changed_inputs(planner: Planner, name: str, decision: Decision) -> dict[str, str]:
+    """The inputs of step `name` that changed since `decision` hashed them, each with how (EDITED, CREATED or
+    DELETED); empty when its key holds what it read. Marks each changed path in the stat cache (StatCache.doubt)."""
+    root, stat, seen = planner.root, planner.stat, decision.seen
+    changed: dict[str, str] = {}
+    intent = planner.spec.intents[name]
+    # a step with an input glob is among the unprovable (compiled.py): most steps skip the patterns' scan
+    if name in planner.compiled.unprovable and any(not GLOB_CHARS.isdisjoint(p) for p in intent.inputs):
+        changed.update((rel, CREATED) for rel in planner.input_files(name, intent) if rel not in seen)
+    for rel, entry in seen.items():
+        how = _how(stat, root, rel, entry)
+        if how is not None:
+            changed[rel] = how
+    for rel, how in changed.items():
+        stat.doubt(rel, how is EDITED and seen.get(rel) is not None)
+    return dict(sorted(changed.items()))
+
+
+def _how(stat: StatCache, root: str, rel: str, entry: bytes | None) -> str | None:
+    """How `rel` changed since its digest came from the stat cache entry `entry` (None: there was no file), or
+    None."""
+    full = root + "/" + rel
+    try:
+        st = os.stat(full)
+    except OSError:
+        return None if entry is None else DELETED
+    if entry is None:
+        return CREATED if stat_is_file(st) else None
+    if not stat_is_file(st):
+        return DELETED  # a folder or a device in its place: no file to read
+    was = marshal.loads(entry)
+    now = stat_of(st)
+    if now == tuple(was[:4]) and (vouches(now, was[4]) or stat.own.get(rel) is entry):
+        return None
+    try:
+        same = digest_file(full) == was[5]
+    except OSError:
+        return DELETED
+    return None if same else EDITED
+
+
+def not_cached_reason(changed: dict[str, str]) -> str:
+    """The words of a step whose inputs changed while it ran (shell: it ran, nothing was cached)."""
+    return f"{_which(changed)} while the step ran: nothing was cached, the next `runner make` runs it again"
+
+
+def not_applied_reason(changed: dict[str, str], diff: str) -> str:
+    """The words of an agent step whose inputs changed while it ran: its change was verified on other bytes."""
+    return (
+        f"{_which(changed)} while the step ran: its change was verified against other bytes, so it is not "
+        f"applied (its diff: {diff}); the next `runner make` runs the step again"
+    )
+
+
+def _which(changed: dict[str, str]) -> str:
+    if len(changed) == 1:
+        [(rel, how)] = changed.items()
+        return f"input {rel} {how}"
+    return "inputs " + ", ".join(f"{rel} ({how})" for rel, how in changed.items()) + " changed"
