@@ -5,11 +5,16 @@ Each example is a generated project of 20-60 shell steps whose outputs are pure 
 clean build can be computed here, in Python, without running anything), and a short sequence of operations:
 edit, touch, a same-size edit with the old mtime put back, an output deleted or edited by hand, an edit of
 intents.toml (a command, a dependency, an input glob) or a rewrite of it as it was, an input changed while the
-build runs, a step that rewrites its own input (a formatter), SIGKILL or Ctrl-C at a random moment, `-j 1/2/4`,
-`-k` with a failing step. After each operation the project is settled: `runner status` is asked what must
-run, `runner make -k` must do exactly that (no step status called up to date runs; every step it called out of
-date for its own reasons runs; every output it said to restore is restored), until nothing but the failing
-steps is left; then every output is compared with the clean build's bytes.
+build runs, an input edited while a step reads it (and put back after the run), a file created (or deleted) under
+an input glob while a step runs (and undone after), a step that rewrites its own input (a formatter), SIGKILL or
+Ctrl-C at a random moment, `-j 1/2/4`, `-k` with a failing step. The edits that land while a step reads use the
+gate every step's command opens with: a step waits there while `hold/NAME` exists (decided, its key made, its
+inputs not read yet), so the edit lands inside it whatever the timing.
+
+After each operation the project is settled: `runner status` is asked what must run, `runner make -k` must do
+exactly that (no step status called up to date runs; every step it called out of date for its own reasons runs;
+every output it said to restore is restored), until nothing but the failing steps is left; then every output is
+compared with the clean build's bytes.
 
 Profiles (tests/conftest.py): `ci` (the default) runs 300 sequences from a fixed seed;
 `--hypothesis-profile=long` explores 5,000 with a random seed.
@@ -43,6 +48,7 @@ GLOB_BASE = "src/g_a.txt"  # never deleted: a shell glob that matches nothing st
 GLOB_EXTRA = [f"src/g_{c}.txt" for c in "bcde"]
 FMT_SOURCE = "src/fmt.txt"
 WORDS = ["x", "yy", "zz z", "ok", "q q q", "w"]  # no F, A, I or L: FAIL appears only where an edit puts it
+HOLD = "hold"  # hold/NAME: step NAME waits at its gate (it writes hold/NAME.at there) until the file is gone
 
 
 @dataclass
@@ -71,7 +77,8 @@ class World:
         return [*step.sources, *(self.by_name[d].output for d in step.deps)]
 
     def command(self, step: Step) -> str:
-        pause = "sleep 0.05; " if step.slow else ""
+        gate = f"if [ -e {HOLD}/{step.name} ]; then : > {HOLD}/{step.name}.at; while [ -e {HOLD}/{step.name} ]; "
+        pause = gate + "do sleep 0.01; done; fi; " + ("sleep 0.05; " if step.slow else "")
         if step.variant == "fmt":
             # a formatter: rewrites its own input (not an output), then reports it
             return (
@@ -282,18 +289,28 @@ def operations(draw, world: World) -> tuple:
                 "spec-comment",
                 "edit-fmt",
                 "edit-while-running",
+                "edit-while-reading",
+                "glob-while-reading",
                 "kill",
                 "ctrl-c",
             ]
         )
     )
     step = draw(st.sampled_from(world.steps[1:]))
+    globbed = [s for s in world.steps[1:] if s.sources == [GLOB]]
+    if kind == "glob-while-reading" and globbed:
+        step = draw(st.sampled_from(globbed))
     jobs = draw(st.sampled_from(["1", "2", "4"]))
     keep_going = draw(st.booleans())
     if kind in ("edit", "same-size", "touch", "edit-while-running"):
         arg: object = (draw(st.sampled_from(SOURCES)), _text(draw))
     elif kind == "glob-file":
         arg = (draw(st.sampled_from(GLOB_EXTRA)), _text(draw))
+    elif kind == "edit-while-reading":  # one of the step's own sources: the edit it decides on, the one it reads
+        own = step.sources if step.sources and step.sources != [GLOB] else SOURCES
+        arg = (draw(st.sampled_from(own)), _text(draw), _text(draw))
+    elif kind == "glob-while-reading":  # the glob base edited (so glob steps run), a file made or deleted
+        arg = (draw(st.sampled_from(GLOB_EXTRA)), _text(draw), _text(draw))
     elif kind == "spec-command":
         arg = f"t{draw(st.integers(0, 9))}"
     elif kind == "spec-dep":
@@ -362,6 +379,10 @@ def _apply(op: tuple, world: World, root: Path, history: list[str]) -> None:
         (root / "intents.toml").write_text(f"# {name} {arg}\n{text}\n")
     elif kind == "edit-fmt":
         (root / FMT_SOURCE).write_text(arg)  # type: ignore[arg-type]
+    if kind in ("edit-while-reading", "glob-while-reading"):
+        _while_reading(kind, step, arg, root, jobs, keep_going)
+        _settle(world, root, history)
+        return
     if kind in ("edit-while-running", "kill", "ctrl-c"):
         run = _background(root, jobs, keep_going)
         if kind == "edit-while-running":
@@ -388,11 +409,45 @@ def _apply(op: tuple, world: World, root: Path, history: list[str]) -> None:
     _settle(world, root, history, tuple(make_args))
 
 
+def _while_reading(kind: str, step: Step, arg, root: Path, jobs: str, keep_going: bool) -> None:
+    """An edit that lands while `step` runs, decided and not yet reading: its gate is closed, a source edited so
+    that it runs, and once it waits at the gate, the edit (of that source, or a file made or deleted under the input
+    glob); the gate opens, the run ends, and the edit is undone: the sources hold the bytes the step's key was made
+    from, which a record stored for them must have been made from too."""
+    rel, before, during = arg
+    edited = rel if kind == "edit-while-reading" else GLOB_BASE
+    (root / edited).write_text(before)
+    extra = root / rel
+    was = extra.read_text() if kind == "glob-while-reading" and extra.exists() else None
+    gate, arrived = root / HOLD / step.name, root / HOLD / f"{step.name}.at"
+    gate.write_text("")
+    run = _background(root, jobs, keep_going)
+    deadline = time.monotonic() + 120
+    while not arrived.exists() and run.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.005)
+    if arrived.exists():  # else it did not run: up to date, or downstream of a failure
+        if kind == "edit-while-reading" or was is None:
+            extra.write_text(during)
+        else:
+            extra.unlink()
+    gate.unlink()
+    run.communicate(timeout=120)
+    assert run.returncode in (0, 1), f"{kind}: exit {run.returncode}"
+    arrived.unlink(missing_ok=True)
+    if kind == "edit-while-reading":
+        extra.write_text(before)
+    elif was is None:
+        extra.unlink(missing_ok=True)
+    else:
+        extra.write_text(was)
+
+
 def _explore(world: World, data) -> None:
     with tempfile.TemporaryDirectory(prefix="runner-differential-") as tmp:
         root = Path(tmp)
         (root / "src").mkdir()
         (root / "out").mkdir()
+        (root / HOLD).mkdir()
         for rel in SOURCES:
             (root / rel).write_text(f"{rel}\n")
         (root / GLOB_BASE).write_text("glob base\n")
