@@ -45,8 +45,8 @@ def test_a_clone_holding_the_old_bytes_does_not_get_the_output_made_from_an_edit
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, err
     done = [json.loads(line) for line in out.splitlines() if line.startswith("{")][-1]
-    assert done["inputs_changed"] == ["copy"]
     assert done["remote"]["uploaded"] == 0 and records(shared) == []
+    assert done["inputs_changed"] == ["copy"]
     first.write("in.txt", "old\n")  # undone: the first clone holds the bytes the step's key named
 
     second = first.clone(tmp_path / "second")
