@@ -19,8 +19,9 @@ sys.path.insert(0, str(ROOT))
 
 from runner.adapters import resolve  # noqa: E402 - after the path is set
 from runner.excerpt import GENERIC_FAMILIES, MAX_LINES, excerpt  # noqa: E402
+from runner.findings import decode_log  # noqa: E402
 from runner.load import load_project_adapters  # noqa: E402
-from runner.parse import builtin_dir, decode_log, load_library  # noqa: E402
+from runner.parse import builtin_dir, load_library  # noqa: E402
 
 CORPUS = ROOT / "tests" / "parse" / "failing"
 LIB = load_library([builtin_dir()])

@@ -12,7 +12,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from runner.parse import builtin_dir, clean_log, load_library, parse_findings  # noqa: E402
+from runner.findings import clean_log, parse_findings  # noqa: E402 - after the path is set
+from runner.parse import builtin_dir, load_library  # noqa: E402
 
 LOGHUB = Path("/work/shared/data/loghub")  # read in place, never copied into the repository
 CORPUS = ROOT / "tests" / "parse" / "logs"

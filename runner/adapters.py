@@ -33,7 +33,9 @@ def _deep_merge(base: dict, over: dict) -> dict:
 
 
 def _commands(table: dict) -> tuple[AdapterCommand, ...]:
-    return tuple(AdapterCommand(name=k, run=v["run"], parse=tuple(v.get("parse", ()))) for k, v in table.items())
+    return tuple(
+        AdapterCommand(k, v["run"], tuple(v.get("parse", ())), tuple(v.get("reports", ()))) for k, v in table.items()
+    )
 
 
 def _build(data: dict, shown: str) -> Adapter:

@@ -231,19 +231,30 @@ class AgentHandoff:
         return about
 
     def _apply_context(self) -> ApplyContext:
-        from .apply import Retirer
         from .approve import ApplyContext
 
-        if self._retirer is None:
-            self._retirer = Retirer()
         return ApplyContext(
             planner=self.planner,
             state_dir=self.layout.state_dir,
             run_id=self.record.run_id,
             halt_on=self.options.halt_on,
             ask=self.options.ask,
-            retirer=self._retirer,
+            retirer=self._retirer_made(),
         )
+
+    def _retirer_made(self) -> Retirer:
+        if self._retirer is None:
+            from .apply import Retirer
+
+            self._retirer = Retirer()
+        return self._retirer
+
+    def keep_edit(self, name: str, decision: Decision) -> None:
+        """A person's edit to the step's outputs, recorded as its next version before anything else happens to it
+        (runner/edits.py); journaled as the run's applies are, their order kept by the same retirer."""
+        from .edits import keep
+
+        keep(self.planner, name, decision, self.record.run_id, self._retirer_made())
 
     def shutdown(self) -> None:
         with self._applies:  # a change handed but never applied (the run failed on its way) holds no step back

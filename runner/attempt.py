@@ -41,18 +41,23 @@ class Change:
         out: list[str] = []
         for rel, new in sorted(self.files.items()):
             old_path = root / rel
-            old = old_path.read_bytes() if old_path.is_file() else None
-            a = (old or b"").decode("utf-8", "replace").splitlines(keepends=True)
-            b = (new or b"").decode("utf-8", "replace").splitlines(keepends=True)
-            out += difflib.unified_diff(
-                a,
-                b,
-                fromfile=f"a/{rel}" if old is not None else "/dev/null",
-                tofile=f"b/{rel}" if new is not None else "/dev/null",
-            )
+            out.append(file_diff(rel, old_path.read_bytes() if old_path.is_file() else None, new))
         for rel, target in sorted(self.symlinks.items()):
             out.append(f"symlink {rel} -> {target}\n")
-        return "".join(line if line.endswith("\n") else line + "\n" for line in out)
+        return "".join(out)
+
+
+def file_diff(rel: str, old: bytes | None, new: bytes | None) -> str:
+    """The unified diff of one file from `old` to `new` bytes (None: no file), every line ending in a newline."""
+    a = (old or b"").decode("utf-8", "replace").splitlines(keepends=True)
+    b = (new or b"").decode("utf-8", "replace").splitlines(keepends=True)
+    lines = difflib.unified_diff(
+        a,
+        b,
+        fromfile=f"a/{rel}" if old is not None else "/dev/null",
+        tofile=f"b/{rel}" if new is not None else "/dev/null",
+    )
+    return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
 
 
 def _git_files(root: Path) -> list[str]:

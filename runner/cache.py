@@ -66,6 +66,8 @@ class Remote(Protocol):
 
     def fetch_blobs(self, digests: list[str]) -> dict[str, bytes | None]: ...
 
+    def refuse(self, key: str, why: str) -> None: ...
+
 
 class State:
     """intent -> (key, outputs, pre-run digests of in-place inputs): the last good result of each intent.
@@ -185,6 +187,7 @@ class Cache:
         self._started_empty: bool | None = None
         self._written = _Written()
         self._unreadable = False  # damaged, and not ours to set aside: read as empty
+        self.refused: dict[str, tuple[str, str]] = {}  # key -> (intent, why its record may not be restored)
 
     @property
     def db(self):
@@ -262,6 +265,15 @@ class Cache:
         self._asked.add(key)
         return self._keep_record(key, self.remote.fetch_record(key))
 
+    def refuse(self, key: str, intent: str, why: str) -> None:
+        """The record under `key` names what its step, `intent`, may not write (runner/confine.py): counted once,
+        and one from the remote is counted there too and never kept here (_keep_pulled)."""
+        if key in self.refused:
+            return
+        self.refused[key] = (intent, why)
+        if key in self._from_remote and self.remote is not None:
+            self.remote.refuse(key, why)  # (held on to, so that each decision says the same: _keep_pulled drops it)
+
     def _keep_record(self, key: str, record: StepRecord | None) -> StepRecord | None:
         if record is not None:
             self._pulled_records[key] = record
@@ -303,7 +315,8 @@ class Cache:
     def _keep_pulled(self) -> None:
         """Write what the remote gave into the local cache (the holder of the lock only), and let it go: a
         second clone restoring gigabytes never holds them all in memory."""
-        blobs, records = self._pulled_blobs, list(self._pulled_records.values())
+        blobs = self._pulled_blobs
+        records = [record for key, record in self._pulled_records.items() if key not in self.refused]
         self._pulled_blobs, self._pulled_records, self._pulled_size = {}, {}, 0
         self._asked.difference_update(r.key for r in records)  # asked again if wanted and not written here
         if self.owner and (blobs or records):
@@ -366,11 +379,11 @@ class Cache:
     def put_blob(self, digest: str, data: bytes) -> None:
         self.put_many({digest: data}, [])
 
-    def put_many(self, blobs: dict[str, bytes], records: list[StepRecord]) -> None:
+    def put_many(self, blobs: dict[str, bytes], records: list[StepRecord], share: bool = True) -> None:
         """Blobs and step records in one transaction (a commit per step costs more than the step's own
-        process). On a damaged database, set aside, they go into a fresh one."""
+        process). On a damaged database, set aside, they go into a fresh one. `share`: given to the remote too."""
         stored = self._put_many_local(blobs, records)
-        if self.remote is not None:
+        if self.remote is not None and share:
             self.remote.upload(blobs, stored)
 
     def _put_many_local(self, blobs: dict[str, bytes], records: list[StepRecord]) -> list[StepRecord]:
@@ -406,12 +419,15 @@ class Cache:
             self._written.add(key)
         return stored
 
-    def restore(self, digest: str, dest: str) -> bool:
-        """Write blob `digest` to dest atomically (temp file + rename); False if the blob is gone or damaged."""
+    def restore(self, digest: str, root: str, rel: str) -> bool:
+        """Write blob `digest` to project path `rel` atomically (temp file + rename), through folders opened without
+        following a link out of the project (confine.write raises Refused); False if the blob is gone or damaged."""
         data = self.get_blob(digest)
         if data is None:
             return False
-        atomic_write(dest, data)
+        from .confine import write  # a restore's alone: the no-op path never loads it
+
+        write(root, rel, data)
         return True
 
     # maintenance

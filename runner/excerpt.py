@@ -1,4 +1,4 @@
-"""The failure excerpt: the few lines of a failed step's log that explain it, and the failure block a user reads.
+"""The failure excerpt: the few lines of a failed step's log that explain it, and what a failed step's log says.
 
 The excerpt is a list of 1-based, inclusive line ranges into the log's lines as `str.splitlines()` cuts them, at
 most MAX_LINES lines in all. It is built from three kinds of evidence, each line scored:
@@ -9,8 +9,10 @@ most MAX_LINES lines in all. It is built from three kinds of evidence, each line
 - with the same step's last passing log as a baseline, the lines that are new in the failure (in the spirit of
   CIDiff): a warning the passing run printed too is noise, a new line is a lead even without an error word.
 
-The best-scored lines become blocks (a line and its context, or a whole stack trace trimmed to its telling
-frames) taken best first until the budget is spent; what is taken is shown in log order.
+The best-scored lines become blocks (a line and its context, a failing test and its message, a finding and the
+heading it sits under, or a whole stack trace trimmed to its telling frames) taken best first until the budget is
+spent; what is taken is shown in log order. When the evidence is weak (nothing located, no failing test, cause or
+error line), the excerpt is the window at the log's end instead: the tool's own last words, as the tail shows them.
 """
 
 from __future__ import annotations
@@ -18,23 +20,25 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Sequence, Set
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from .identify import GENERIC
 
 if TYPE_CHECKING:
     from .parse import Family, Library, LineSet
 
 MAX_LINES = 60
-GENERIC_FAMILIES = ("diagnostics", "causes")  # what a step that runs no adapter command is read with
+GENERIC_FAMILIES = GENERIC  # what a step that runs no adapter command is read with (and any log)
 MAX_SCAN = 200_000  # lines of a log read at most: the last ones
-FALLBACK_LINES = 10  # no evidence at all: the end of the log, where most tools say why they stopped
 _LINE_CAP = 2000  # characters of a line that the generic patterns read (a minified bundle must not cost seconds)
 _ANCHOR_MIN = 3.0  # weaker lines are context, never a reason to show a block
 _RELATIVE = 0.4  # a block is shown only when its anchor scores at least this share of the best one
 _CONTEXT_AFTER = 8  # lines that may follow a diagnostic as its snippet
 _TRACE_CAP = 14  # lines of one stack trace shown at most
 _WARNING_WEIGHT = 3.0  # a warning: a lead only when nothing stronger is there, or when it is new since a pass
+_STRONG = 8.0  # a located error, a failing test, a cause or an error line: below it the evidence is weak
 
 # what each kind of regex-library match weighs (kinds not named weigh nothing)
 _KIND_WEIGHT = {
@@ -44,6 +48,7 @@ _KIND_WEIGHT = {
     "incomplete": 6.0,
     "location": 5.0,
     "summary": 4.0,
+    "package": 4.0,  # go's closing line (or -json event) of a package that failed
     "complete": 1.0,
 }
 
@@ -126,6 +131,16 @@ _LIBRARY = re.compile(
     r"^\s+\d+: (?:core::|std::|alloc::|__rustc::|<)|^(?:runtime|testing)\.|\t/usr/"
 )
 
+# a CI service's timestamp before each line (GitHub Actions' raw logs): read past, as findings.clean_log does
+_CI_STAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z ")
+# go's header above a package's build errors: "# example.com/pkg [example.com/pkg.test]"
+_GO_PACKAGE = re.compile(r"^# [\w./-]+(?: \[[\w./-]+\])?$")
+# a failing test's message ends where its stack begins (jest, vitest, mocha), or with the line its source frame
+# points at ("> 85 |     throw new Error(...)")
+_MESSAGE_END = re.compile(r"^\s*(?:at \S|❯ |stack: )")
+_FRAME_POINTED = re.compile(r"^\s*>\s*\d+\s*[|│]")
+_MESSAGE_LINES = 12  # lines of text a failing test's message shows at most
+
 # normalizing a line for the baseline diff: what differs between two runs of the same step that passed
 _NOISE = re.compile(r"0x[0-9a-fA-F]+|\d+(?:[.:]\d+)*|[0-9a-f]{12,}")
 
@@ -134,9 +149,23 @@ def strip_colour(line: str) -> str:
     """A line without terminal escapes (most lines have none: they skip the regex)."""
     if "\x1b" not in line:
         return line
-    from .parse import strip_ansi
+    from .findings import strip_ansi
 
     return strip_ansi(line)
+
+
+def _shown(line: str) -> str:
+    """A line as the evidence reads it: no colour, no CI timestamp, and a `go test -json` output event as the
+    text it carries (the test's own line, `--- FAIL: TestX`, a panic), one line for one line."""
+    line = _CI_STAMP.sub("", strip_colour(line))
+    if line.startswith('{"') and '"Output":"' in line:
+        try:
+            event = json.loads(line)
+        except ValueError:
+            return line
+        if isinstance(event, dict) and isinstance(event.get("Output"), str):
+            return event["Output"].rstrip("\n").replace("\n", " ")
+    return line
 
 
 def _norm(line: str) -> str:
@@ -148,7 +177,7 @@ class _Log:
 
     def __init__(self, raw: list[str]):
         self.raw = raw
-        self.lines = [strip_colour(line) for line in self.raw]
+        self.lines = [_shown(line) for line in self.raw]
         self.joined = "\n".join(self.lines)
         self.starts = []
         pos = 0
@@ -188,7 +217,7 @@ def excerpt(
     if n <= skip or limit <= 0:
         return []
     score = [0.0] * n
-    _pattern_evidence(log, families, score)
+    tests, above = _pattern_evidence(log, families, score)
     _generic_evidence(log, score)
     traces = _stack_traces(log)
     for first, last, telling in traces:
@@ -198,22 +227,44 @@ def excerpt(
     for first, _last, _telling in traces:
         if _GO_GOROUTINE.match(log.lines[first]):
             score[first] = max(score[first], 6.0)  # the goroutine that panicked
-    _baseline_evidence(log, baseline, score)
+    against = _baseline_evidence(log, baseline, score)
     _damp_repeats(log, score)
     for i in range(skip):
         score[i] = 0.0
-    chosen = {i for i in _select(log, score, traces, limit) if i >= skip}
-    if not chosen:
-        tail = [i for i in range(skip, n) if log.lines[i].strip()][-min(FALLBACK_LINES, limit) :]
-        chosen = set(tail)
+    if max(score, default=0.0) < (_ANCHOR_MIN if against else _STRONG):
+        # no located error, failing test, cause or error line: the tool's own last words say most, as the plain
+        # end of the log does, so the window ends at the log's end
+        return _window(log, skip, limit)
+    chosen = {i for i in _select(log, score, traces, limit, tests, above) if i >= skip}
     return _ranges(chosen, n, limit)
 
 
-def _pattern_evidence(log: _Log, families: Sequence[Family], score: list[float]) -> None:
+def _window(log: _Log, skip: int, limit: int) -> list[list[int]]:
+    """The last `limit` lines of the log (after `skip`), up to its last line with text on it."""
+    written = [i for i in range(skip, len(log.lines)) if log.lines[i].strip()]
+    if not written:
+        return []
+    end = written[-1]
+    return _ranges(range(max(skip, end - limit + 1), end + 1), len(log.lines), limit)
+
+
+def _pattern_evidence(log: _Log, families: Sequence[Family], score: list[float]) -> tuple[set[int], dict[int, int]]:
+    """Score the lines the families' patterns matched; return the failing tests' lines, and for each line
+    matched under a heading (eslint's file-name line, pytest's test section rule) that heading's line."""
+    tests: set[int] = set()
+    above: dict[int, int] = {}
     for fam in families:
         counters = {p.name for p in fam.patterns if p.count}  # a line counted as a result explains nothing
+        heading = None
         for m in fam.finditer(log.joined):
+            if m.kind == "heading":
+                heading = log.line_at(m.start)
+                continue
             weight = _KIND_WEIGHT.get(m.kind, 0.0)
+            if heading is not None and m.kind in ("diagnostic", "failed_test", "location"):
+                above.setdefault(log.line_at(m.start), heading)
+            if m.kind == "failed_test":
+                tests.add(log.line_at(m.start))
             if not weight or (m.kind == "summary" and m.pattern in counters):
                 continue
             if (m.fields.get("severity") or "").lower() in ("warning", "note", "w"):
@@ -223,6 +274,7 @@ def _pattern_evidence(log: _Log, families: Sequence[Family], score: list[float])
             score[first] = max(score[first], weight)
             for i in range(first + 1, last + 1):
                 score[i] = max(score[i], weight * 0.6)
+    return tests, above
 
 
 def _generic_evidence(log: _Log, score: list[float]) -> None:
@@ -312,20 +364,22 @@ def _stack_traces(log: _Log) -> list[tuple[int, int, set[int]]]:
     return traces
 
 
-def _baseline_evidence(log: _Log, baseline: str | None, score: list[float]) -> None:
-    """Lines the passing run printed too weigh less; lines new in the failure weigh more."""
+def _baseline_evidence(log: _Log, baseline: str | None, score: list[float]) -> bool:
+    """Lines the passing run printed too weigh less; lines new in the failure weigh more. Whether the baseline
+    told anything (it is of the same kind of run)."""
     if not baseline:
-        return
+        return False
     seen = {_norm(strip_colour(line)) for line in baseline.splitlines()}
     new = [bool(line.strip()) and _norm(line) not in seen for line in log.lines]
     written = sum(1 for line in log.lines if line.strip())
     if not written or sum(new) > 0.8 * written:
-        return  # almost nothing in common: the baseline is of another kind of run and tells nothing
+        return False  # almost nothing in common: the baseline is of another kind of run and tells nothing
     for i, is_new in enumerate(new):
         if is_new:
             score[i] = max(score[i] * 1.3, 4.0)
         elif log.lines[i].strip():
             score[i] *= 0.3
+    return True
 
 
 def _damp_repeats(log: _Log, score: list[float]) -> None:
@@ -350,7 +404,9 @@ def _block(log: _Log, i: int, traces: list[tuple[int, int, set[int]]]) -> list[i
     out = [i]
     before = lines[i - 1].strip() if i > 0 else ""
     if before and (
-        (before.endswith(":") and not lines[i].startswith((" ", "\t"))) or lines[i].lstrip().startswith("--> ")
+        (before.endswith(":") and not lines[i].startswith((" ", "\t")))
+        or lines[i].lstrip().startswith("--> ")
+        or _GO_PACKAGE.match(before)
     ):
         out.insert(0, i - 1)  # "main.c: In function 'main':", or the message above rustc's --> location
     j = i + 1
@@ -370,7 +426,32 @@ def _block(log: _Log, i: int, traces: list[tuple[int, int, set[int]]]) -> list[i
     return out
 
 
-def _select(log: _Log, score: list[float], traces: list, limit: int) -> set[int]:
+def _message(log: _Log, i: int) -> list[int]:
+    """The lines under a failing test's header that say why (jest's expect/received, a TAP assertion's
+    diagnostics), over blank lines, through the source line its frame points at, up to its stack, the next header
+    or _MESSAGE_LINES lines of text."""
+    lines, n = log.lines, len(log.lines)
+    indent = len(lines[i]) - len(lines[i].lstrip())
+    out, written = [], 0
+    j = i + 1
+    while j < n and written < _MESSAGE_LINES:
+        line = lines[j]
+        if line.strip():
+            if len(line) - len(line.lstrip()) <= indent or _MESSAGE_END.match(line):
+                break
+            written += 1
+        out.append(j)
+        j += 1
+        if _FRAME_POINTED.match(line):
+            break
+    while out and not lines[out[-1]].strip():
+        out.pop()
+    return out
+
+
+def _select(
+    log: _Log, score: list[float], traces: list, limit: int, tests: Set[int] = frozenset(), above: dict | None = None
+) -> set[int]:
     anchors = [i for i, s in enumerate(score) if s >= _ANCHOR_MIN]
     if not anchors:
         return set()
@@ -381,7 +462,10 @@ def _select(log: _Log, score: list[float], traces: list, limit: int) -> set[int]
     for i in anchors:
         if i in chosen:
             continue
-        block = [k for k in _block(log, i, traces) if k not in chosen]
+        block = _block(log, i, traces) + (_message(log, i) if i in tests else [])
+        if above and i in above:
+            block.insert(0, above[i])  # the file or test the line sits under
+        block = [k for k in dict.fromkeys(block) if k not in chosen]
         room = limit - len(chosen)
         if room <= 0:
             break
@@ -435,7 +519,7 @@ def render_excerpt(text: str, ranges: Sequence[Sequence[int]], indent: str = "")
 
 def explain(text: str, families: Sequence[Family], baseline: str | None = None, skip: int = 0) -> dict:
     """Findings (when families apply) and the excerpt of a failed step's log, as event fields."""
-    from .parse import parse_findings
+    from .findings import parse_findings
 
     found = parse_findings(text, list(families)).to_json() if families else None
     out: dict = {"excerpt": excerpt(text, families, baseline, skip=skip)}
@@ -444,62 +528,9 @@ def explain(text: str, families: Sequence[Family], baseline: str | None = None, 
     return out
 
 
-def findings_lines(found: dict | None, indent: str = "  ", most: int = 10) -> list[str]:
-    """The failing tests, file:line locations and cause, as a few lines (nothing when nothing was understood)."""
-    if not found:
-        return []
-    out = []
-    tests = found.get("failed_tests") or []
-    if tests:
-        out.append(f"{indent}failing tests ({len(tests)}):")
-        out += [f"{indent}  {t}" for t in tests[:most]]
-        if len(tests) > most:
-            out.append(f"{indent}  ... and {len(tests) - most} more")
-    # the errors, when the tool says which are errors: a compiler's warnings often come before the error that
-    # failed the build, and outnumber it
-    diags = found.get("diagnostics") or []
-    errors = [d for d in diags if (d.get("severity") or "").lower() in ("error", "fatal error", "e")]
-    shown = errors or diags
-    if shown:
-        out.append(f"{indent}{'errors' if errors else 'locations'} ({len(shown)}):")
-        for d in shown[:most]:
-            where = ":".join(str(d[k]) for k in ("file", "line", "column") if d.get(k) is not None)
-            out.append(f"{indent}  {where}: {d.get('message') or ''}".rstrip())
-        if len(shown) > most:
-            out.append(f"{indent}  ... and {len(shown) - most} more")
-        if errors and len(diags) > len(errors):
-            out.append(f"{indent}  (and {len(diags) - len(errors)} warnings and notes)")
-    if found.get("cause"):
-        out.append(f"{indent}cause: {found['cause']}")
-    return out
-
-
-def render_failure(event: dict, text: str | None = None) -> str:
-    """The failure block of a failed step: the first line, what the runner understood, the excerpt, the log.
-
-    The log's path is the last line, alone and whole (never wrapped), so that it can be copied or clicked."""
-    lines = [f"FAILED {event['intent']}: {event.get('error') or 'failed'}"]
-    lines += findings_lines(event.get("findings"))
-    log = event.get("log")
-    ranges = event.get("excerpt")
-    if text is None and log and ranges:
-        text = read_text(log)
-    if text and ranges:
-        total = len(text.splitlines())
-        shown = sum(b - a + 1 for a, b in ranges)
-        lines.append(f"  the log's lines that explain it ({shown} of {total}):")
-        lines += render_excerpt(text, ranges, indent="    ")
-    elif event.get("log_tail"):  # a record written before excerpts, or a log that could not be read
-        lines.append("  last lines of the log:")
-        lines += ["    " + line for line in event["log_tail"].splitlines()]
-    if log:
-        lines.append(f"  log: {log}")
-    return "\n".join(lines)
-
-
 def read_text(path: str | Path) -> str:
     """A log file's text as the excerpt's line numbers count it ('' when it cannot be read)."""
-    from .parse import decode_log
+    from .findings import decode_log
 
     try:
         return decode_log(Path(path).read_bytes())
@@ -602,6 +633,44 @@ def explain_step(spec, intent, log: str | Path, runs_dir: Path, run_id: str) -> 
         return {}
     passing = last_passing_log(runs_dir, intent.name, before=run_id)
     # the log opens with the runner's own "$ command" (steps/shell.py), not with what the command printed
-    line, _names = step_command(spec, intent)
+    line, names = step_command(spec, intent)
     skip = len(f"$ {line}".splitlines()) if text.startswith("$ ") else 0
-    return explain(text, step_families(spec, intent), read_text(passing) if passing else None, skip=skip)
+    out = explain(text, log_families(spec, names, text), read_text(passing) if passing else None, skip=skip)
+    return reports_into(out, spec, intent, run_id)
+
+
+def reports_into(out: dict, spec, intent, run_id: str) -> dict:
+    """A failed step's event fields with what its JUnit reports say (reports.py), when it has any."""
+    patterns = intent.reports or _command_reports(spec, intent)
+    if not patterns:
+        return out
+    from . import reports
+
+    return reports.into(out, reports.read(spec.root, intent.cwd, patterns, since=reports.run_started(run_id)))
+
+
+def _command_reports(spec, intent) -> tuple[str, ...]:
+    """The reports the adapter command a step runs writes by default (its `reports`), or none."""
+    from .errors import RunnerError
+
+    if not (intent.adapter and intent.run):
+        return ()
+    from .adapters import resolve
+
+    try:
+        cmd = resolve(intent.adapter, Path(spec.root), spec.adapters).commands.get(intent.run)
+    except RunnerError:
+        return ()
+    return cmd.reports if cmd is not None else ()
+
+
+def log_families(spec, names: tuple[str, ...], text: str) -> list[Family]:
+    """The families a failed step's log is read with: its command's, and the test runners whose identifying lines
+    the log holds (`npm test`, `make test`, a plain run line name none); none when the library cannot be loaded."""
+    from .errors import RunnerError
+    from .identify import families
+
+    try:
+        return families(library_of(spec), names, text)
+    except RunnerError:
+        return []

@@ -12,10 +12,11 @@ from typing import TYPE_CHECKING
 
 from .agent_handoff import AgentHandoff
 from .cache import StepRecord
+from .confine import Folders, Refused, record_refusal, remove
 from .globs import expand
 from .inputs_held import changed_inputs, not_cached_reason
 from .interrupts import Interrupts
-from .keys import digest_bytes, outputs_digest, read_with_stat
+from .keys import digest_bytes, outputs_digest
 from .noop import cached_text
 from .plan import RUN, Decision, Planner, decide_each, produced_by_proven
 from .process import RUN_VAR, kill_groups
@@ -23,12 +24,12 @@ from .record import RunRecord, tail
 from .redact import Mask
 from .spec import STEP_AGENT, STEP_AGGREGATE, STEP_SHELL
 from .steps import StepContext, StepOutcome, shell
+from .summary import BLOCKED, CACHED, FAILED, KEPT, RAN, RESTORED, SKIPPED, Summary
 from .workspace import InflightJournal, Layout
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
 
-RAN, CACHED, RESTORED, FAILED, SKIPPED, BLOCKED = "ran", "cached", "restored", "failed", "skipped", "blocked"
 _EXITED, _PRINTED = "exited", "printed"  # what a shell step's file descriptor in the selector says
 PREFETCH = 63  # ready steps whose shared-cache reads are made together with the next one's (_prefetch)
 _UNREAD = "unread"  # stands for a proven step's outputs where only an aggregate no step reads would see them
@@ -85,35 +86,6 @@ class RunOptions:
         self.executor = executor
 
 
-class Summary:
-    """What a run did, step by step counted."""
-
-    def __init__(self, run_id: str):
-        self.run_id = run_id
-        self.counts = {RAN: 0, CACHED: 0, RESTORED: 0, FAILED: 0, SKIPPED: 0, BLOCKED: 0}
-        self.failed: list[str] = []
-        self.blocked: list[str] = []
-        self.left: list[str] = []  # selected steps that did not finish
-        self.interrupted = False
-        self.duration = 0.0
-        self.warnings: list[str] = []  # about the spec as the run found it (an input glob that matched nothing)
-        # shell steps whose log candidate patterns read (name, slice key, log, passed): shadow.observe's input
-        self.observed: list[tuple[str, str | None, str, bool]] = []
-        # what agent steps spent: worker calls, and tokens by kind (run_finished reports them, a CI job too)
-        self.attempts = 0
-        self.usage = {"input_tokens": 0, "cached_input_tokens": 0, "output_tokens": 0}
-        self.setup_error: str | None = None  # an agent step could not reach its model: the run stopped (exit 2)
-        self.drift: list[str] = []  # agent steps whose change drifted beyond their intent (runner/drift.py)
-        self.uncached: list[str] = []  # steps whose inputs changed while they ran (runner/inputs_held.py)
-        self.remote: dict | None = None  # what the shared cache did in this run (runner/stores/mirror.py)
-
-    def spent(self, details: dict) -> None:
-        """Count what one agent step spent (its outcome's details)."""
-        self.attempts += details.get("attempts", 0)
-        for k, v in (details.get("usage") or {}).items():
-            self.usage[k] = self.usage.get(k, 0) + v
-
-
 class _Active:
     """A step that is running: a shell child (watched through its pidfd) or an agent step's future."""
 
@@ -167,6 +139,8 @@ class Executor:
         # every core busy that only moves the work (measured: 10k clean -j2 on 2 cores, 12.6 s -> 13.1 s)
         ahead = options.jobs < (os.cpu_count() or 1) and self.cluster is None  # a remote step makes its own
         self.created_ahead = shell.CreatedAhead() if ahead else None
+        self.folders = Folders(self.spec.root)  # where its folders lead, links followed: worked out once a run
+        self._escapes: dict[str, str | None] = {}  # a step decided ahead: its check before the start, made then
         self._deferred: list[tuple] = []  # shell steps finished, their records not yet stored
         self._deferred_names: set[str] = set()
         self._deferred_since = time.monotonic()
@@ -298,15 +272,18 @@ class Executor:
             if self._deferred and not self._deferred_names.isdisjoint(self.planner.compiled.deps[name]):
                 self._store_deferred()  # a step's report never comes before its dependencies' reports
             decision = self._decided.pop(name, None) or self.planner.decide(name, self.produced)
+            if decision.kept is not None:  # never written over: the intent's next version before anything else
+                with self.interrupts.held():
+                    self.agents.keep_edit(name, decision)
             if decision.action != RUN:
                 status = self._finish_skip(name, decision)
-                if status is not None:
+                if isinstance(status, str):
                     if status is not _AGGREGATE:
                         summary.counts[status] += 1
                     self.produced[name] = outputs_digest(decision.outputs)
                     self._release(name)
                     continue
-                decision = self._damaged_copy(decision)  # so it runs, an agent step through its gate
+                decision = status  # its cached copy could not be restored: it runs, an agent step through its gate
             held = self.agents.held(name, decision) if self.spec.intents[name].kind == STEP_AGENT else None
             if held:
                 status = FAILED if held.startswith("you declined") else BLOCKED
@@ -351,7 +328,10 @@ class Executor:
                     self._prefetch(name)
                 decision = self._decided[name] = self.planner.decide(name, self.produced)
                 if decision.action == RUN and intent.kind != STEP_AGGREGATE and self.created_ahead is not None:
-                    shell.create_ahead(self.spec, intent, self.environ, self.created_ahead)
+                    # never a file made through a link out of the project: the check its start makes, made now
+                    escape = self._escapes[name] = self.folders.before_start(intent)
+                    if escape is None:
+                        shell.create_ahead(self.spec, intent, self.environ, self.created_ahead)
 
     def _start(self, active: _Active, selector, wake_w: int) -> StepOutcome | None:
         """Start the step and put it where an interrupt finds it (`active`), or say why it could not start."""
@@ -360,8 +340,11 @@ class Executor:
             active.future = self.agents.submit(name, active.decision, lambda _f: os.write(wake_w, b"."))
             self.active[name] = active
             return None
+        intent = self.spec.intents[name]
+        escape = self._escapes.pop(name) if name in self._escapes else self.folders.before_start(intent)
+        if escape is not None:  # an output or the cwd leads out through a link made since the spec was checked
+            return StepOutcome(ok=False, error=escape)
         if self.cluster is not None:  # on the cluster: a future, as an agent step's; no pid here to journal
-            intent = self.spec.intents[name]
             self.journals[name] = self.inflight.start(name, 0, list(intent.outputs))
             active.future = self.cluster.submit(self._context(name), active.decision, lambda: os.write(wake_w, b"."))
             self.active[name] = active
@@ -474,11 +457,11 @@ class Executor:
         datas: dict = {}
         if outcome.ok and outcome.change is None:
             if outcome.produced is None:
-                outputs, datas, missing = self._hash_outputs(name)
+                outputs, datas, problem = self._hash_outputs(name)
             else:  # a hermetic step: its outputs are in the remote cache, not yet here
-                outputs, datas, missing = self._restore_produced(name, outcome.produced)
-            if missing:
-                outcome = StepOutcome(ok=False, exit_code=0, error=f"declared output {missing} was not produced")
+                outputs, datas, problem = self._restore_produced(name, outcome.produced)
+            if problem:
+                outcome = StepOutcome(ok=False, exit_code=0, error=problem)
         journal = self.journals.pop(name, None)
         if not outcome.ok and journal:
             self._remove_outputs(self.spec.intents[name].outputs)  # never leave a half-written output behind
@@ -655,15 +638,16 @@ class Executor:
         return explain_step(self.spec, self.spec.intents[name], log, self.record.dir.parent, self.record.run_id)
 
     def _hash_outputs(self, name: str) -> tuple[dict[str, str], dict[str, bytes], str | None]:
-        """(path -> digest, digest -> bytes, first missing output): each output is read once."""
-        root = self.spec.root
+        """(path -> digest, digest -> bytes, what is wrong with the first output not produced or leading out of the
+        project): each output is read once, never through a link out (confine.Folders.read)."""
         outputs, datas = {}, {}
-        for rel in expand(root, self.spec.intents[name].outputs):
-            full = os.path.join(root, rel)
+        for rel in expand(self.spec.root, self.spec.intents[name].outputs):
             try:
-                st, data = read_with_stat(full)
+                st, data = self.folders.read(rel)
             except (FileNotFoundError, IsADirectoryError):
-                return {}, {}, rel
+                return {}, {}, f"declared output {rel} was not produced"
+            except Refused as exc:
+                return {}, {}, f"declared output {rel} {exc}"
             digest = digest_bytes(data)
             self.planner.stat.remember(rel, st, digest, name)
             outputs[rel] = digest
@@ -674,11 +658,15 @@ class Executor:
         """A hermetic step's outputs written into the project from the cache (which reads through to the remote,
         checking each digest), atomically: as _hash_outputs, with the blobs already stored."""
         root = self.spec.root
+        if refused := record_refusal(root, self.spec.intents[name], produced):  # as any record: runner/confine.py
+            return {}, {}, f"the worker's outputs refused: {refused}"
         for rel, digest in produced.items():
-            full = os.path.join(root, rel)
-            if not self.planner.cache.restore(digest, full):
-                return {}, {}, rel
-            self.planner.stat.remember(rel, os.stat(full), digest, name)  # the bytes just checked: no re-read
+            try:
+                if not self.planner.cache.restore(digest, root, rel):
+                    return {}, {}, f"declared output {rel} was not produced"
+            except Refused as exc:
+                return {}, {}, f"declared output {rel} not restored: it {exc}"
+            self.planner.stat.remember(rel, os.stat(os.path.join(root, rel)), digest, name)  # the bytes just checked
         return dict(produced), {}, None
 
     def _report_proven(self, names: list[str]) -> None:
@@ -689,34 +677,41 @@ class Executor:
         with self._emit_lock:
             self._emit.cached(names, cached_text("\0".join(names)))
 
-    def _finish_skip(self, name: str, decision: Decision) -> str | None:
-        """Report a step that need not run, restoring its outputs first; None if a cached copy turned out
-        gone or damaged (its digest does not match), in which case the step must run after all."""
+    def _finish_skip(self, name: str, decision: Decision) -> str | Decision:
+        """Report a step that need not run, restoring its outputs first; or, when a cached copy turned out gone or
+        damaged (its digest does not match) or its way leads out of the project, the decision to run it after all."""
         status = CACHED
         if decision.restore:
             for rel, digest in decision.restore.items():
-                if not self.planner.cache.restore(digest, os.path.join(self.spec.root, rel)):
-                    return None
+                try:
+                    if not self.planner.cache.restore(digest, self.spec.root, rel):
+                        return self._damaged_copy(decision)
+                except Refused as exc:  # a link met on the way: nothing written through it
+                    return self._damaged_copy(decision, f"output {rel} not restored: it {exc}")
                 self.planner.stat.written(self.spec.root, rel, name)
             status = RESTORED
+        if decision.kept is not None:
+            status = KEPT
         if self.spec.intents[name].kind == STEP_AGGREGATE:
             return _AGGREGATE
         if decision.key:
             self.planner.state.set(name, decision.key, decision.outputs, decision.inplace)
         event: dict = {"event": "step_finished", "intent": name, "status": status, "reasons": decision.reasons}
+        if decision.kept is not None:
+            event["version"] = decision.kept.number
         if decision.key and self.planner.cache.from_remote(decision.key):
             event["remote"] = True  # the shared cache served it: the step line says so
         self.emit(event)
         return status
 
     @staticmethod
-    def _damaged_copy(decision: Decision) -> Decision:
+    def _damaged_copy(decision: Decision, why: str | None = None) -> Decision:
         """The RUN decision for a step whose cached outputs could not be restored."""
         paths = ", ".join(decision.restore)
         return Decision(
             decision.intent,
             RUN,
-            [f"the cached copy of {paths} is gone or damaged"],
+            [why or f"the cached copy of {paths} is gone or damaged"],
             key=decision.key,
             inputs=decision.inputs,
             dep_digests=decision.dep_digests,
@@ -743,10 +738,7 @@ class Executor:
 
     def _remove_outputs(self, patterns) -> None:
         for rel in expand(self.spec.root, tuple(patterns)):
-            try:
-                os.unlink(os.path.join(self.spec.root, rel))
-            except (FileNotFoundError, IsADirectoryError):
-                pass
+            remove(self.spec.root, rel)  # never through a link out of the project, nor a folder
 
     def _interrupt(self, selector) -> None:
         """Stop every child group and agent step, wait for them, drop their partial outputs."""

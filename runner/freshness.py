@@ -9,8 +9,9 @@ The rule (`decide`)
     had before the step ran, for as long as it holds what the step produced: a step never chases its own
     tail. A recorded success is the step's last good result (the state index) or any cache record of the
     key. An output that lost its bytes is restored from the blob store; the step runs only if the blob is
-    gone. An aggregate is up to date when its dependencies are; a step that declares nothing to key on
-    runs every time, like a phony make rule; `-B` runs everything.
+    gone; an agent step's output a person edited is never written over, but kept as its result (edits.py).
+    An aggregate is up to date when its dependencies are; a step that declares nothing to key on runs every
+    time, like a phony make rule; `-B` runs everything.
 
 The shortcuts, each answering as the rule does, and the invariant each rests on
     1. Digests from stats (`StatCache`, as git's index). A file's digest is reused while its stats (size,
@@ -74,6 +75,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence, Set
     from typing import Any
 
+    from .edits import KeptEdit
     from .plan import Planner
 
 RUN, SKIP = "run", "skip"
@@ -231,13 +233,13 @@ def seen(view: bytes | None) -> tuple:
     return entry[:4], entry[5], entry[4]
 
 
-def input_digests(stat: StatCache, root: str, files: list[str], by: str, seen: dict) -> dict[str, str | None]:
-    """The digest of each input file (`Planner.input_files`: the expanded globs), None for a missing one; `seen`
+def input_digests(stat: StatCache, root: str, files: list[str], by: str, entries: dict) -> dict[str, str | None]:
+    """The digest of each input file (`Planner.input_files`: the expanded globs), None for a missing one; `entries`
     gets the stat cache entry each digest came from, for the re-check after the step (runner/inputs_held.py)."""
     digests = {}
     for rel in files:
         value = digests[rel] = stat.digest(root, rel, by)
-        seen[rel] = None if value is None else stat._encoded.get(rel)
+        entries[rel] = None if value is None else stat._encoded.get(rel)
     return digests
 
 
@@ -249,6 +251,8 @@ UP_TO_DATE = "up to date"  # the reason of a step whose last result stands
 
 class Decision:
     """RUN or SKIP for one step, with the reasons and what its key was made of."""
+
+    kept: KeptEdit | None = None  # a person's edit to an agent step's output, kept first (runner/edits.py)
 
     def __init__(
         self,
@@ -286,10 +290,14 @@ class Decision:
 
 
 def decide(
-    planner: Planner, name: str, dep_outputs: Mapping[str, str | None], pending: Set[str] = frozenset()
+    planner: Planner,
+    name: str,
+    dep_outputs: Mapping[str, str | None],
+    pending: Set[str] = frozenset(),
+    last: tuple | None = None,
 ) -> Decision:
     """The rule, for one step. `dep_outputs[dep]` is the digest of the dep's outputs, or None if the dep has
-    yet to run (`pending`: those that will)."""
+    yet to run (`pending`: those that will). `last`: its last good result as a kept edit makes it (edits.py)."""
     from .spec import STEP_AGENT, STEP_AGGREGATE, runs_always  # not on the no-op path, which never decides a step
 
     intent = planner.spec.intents[name]
@@ -300,9 +308,9 @@ def decide(
             return Decision(name, SKIP, reasons)
         # an aggregate "produces" its dependencies' outputs, so a step depending on it sees them
         return Decision(name, SKIP, reasons, key="aggregate", outputs={d: dep_outputs[d] for d in intent.deps})
-    last = planner.state.get(name)
-    seen: dict[str, bytes | None] = {}
-    inputs = input_digests(planner.stat, planner.root, planner.input_files(name, intent), name, seen)
+    last = last or planner.state.get(name)
+    entries: dict[str, bytes | None] = {}
+    inputs = input_digests(planner.stat, planner.root, planner.input_files(name, intent), name, entries)
     inplace = {}
     if last and last[2]:
         # an input the step edits in place counts as the bytes it had before the step ran, while it holds
@@ -315,7 +323,7 @@ def decide(
         reasons = [f"dependency {d} will run" for d in waiting if d in pending] or [
             f"dependency {d} has not run" for d in waiting
         ]
-        return Decision(name, RUN, reasons, inputs=inputs, inplace=inplace, seen=seen)
+        return Decision(name, RUN, reasons, inputs=inputs, inplace=inplace, seen=entries)
     deps = {d: dep_outputs[d] for d in intent.deps}
     key = slice_key = step_key(planner.static_digest(name), inputs, deps)
     if intent.kind == STEP_AGENT and (gates := planner.compiled.gates.get(name)):
@@ -326,7 +334,7 @@ def decide(
         "dep_digests": deps,
         "inplace": inplace,
         "slice_key": slice_key,
-        "seen": seen,
+        "seen": entries,
     }
     if planner.force:
         return Decision(name, RUN, ["forced"], **made)
@@ -336,7 +344,9 @@ def decide(
         return Decision(name, RUN, [ALWAYS], **made)
     if last and last[0] == key:
         return _check_outputs(planner, name, last[1], made, [UP_TO_DATE])
-    record = planner.cache.get_record(key)
+    record, refused = planner.record(name, key)  # refused: it names what the step may not write (runner/confine.py)
+    if refused:
+        return Decision(name, RUN, [refused], **made)
     remote = planner.cache.remote_why(key)  # the shared cache's word on a local miss (runner/stores)
     if record is None:
         why = planner.why_missed(name, last, inputs, deps)

@@ -85,24 +85,6 @@ def content_digest(root: str, rel: str, folders: set[str] | None = None) -> str 
         os.close(fd)
 
 
-def read_with_stat(path: str) -> tuple[os.stat_result, bytes]:
-    """A file's stat and bytes, both from one open: its size tells how much to read, so a small output costs
-    open, fstat, read and close (a Python file object adds an ioctl, two lseeks and a second fstat), and the
-    stat is the opened file's own, never that of a file put in its place in between."""
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    try:
-        st = os.fstat(fd)
-        data = os.read(fd, st.st_size + 1)  # a directory raises IsADirectoryError here
-        if len(data) > st.st_size or len(data) >= 0x7FFFF000:  # grown since, or one read's cap (2 GiB): the rest
-            parts = [data]
-            while chunk := os.read(fd, 1 << 24):
-                parts.append(chunk)
-            data = b"".join(parts)
-        return st, data
-    finally:
-        os.close(fd)
-
-
 class IndexFile:
     """An index (key -> the marshal bytes of its entry: the state index, the stat cache) kept as a snapshot
     and, beside it, an append-only log of what later runs changed (`PATH.log`), so that an edit of one file

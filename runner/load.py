@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from . import toml_read
+from .confine import Folders, check_glob, output_problem
 from .errors import Problem, SpecError, UsageError
 from .globs import GLOB_CHARS, matches
 from .keys import digest_bytes
@@ -123,6 +124,7 @@ class _Reader:
         self.parsed: dict[str, str | None] = {}  # path -> digest of the document read (Spec.parsed)
         # path -> toml_read.document_digests of the document read (the caller's dict, if it gave one)
         self.digests: dict[str, tuple | None] = digests if digests is not None else {}
+        self.folders = Folders(str(root))  # where the spec's folders lead, links followed
 
     def display(self, path: Path) -> str:
         try:
@@ -218,8 +220,7 @@ def _fast_validator(schema_name: str):
     """A compiled validator (fastjsonschema) that says only yes or no, 50x faster than jsonschema.
 
     Thousands of intents validate in milliseconds; on a no, jsonschema re-validates to report every
-    problem by its path. Both read the same schema file, so they cannot disagree on what is valid.
-    """
+    problem by its path. Both read the same schema file, so they cannot disagree on what is valid."""
     if schema_name not in _FAST:
         import fastjsonschema
 
@@ -522,40 +523,6 @@ def _find_prompts(dirs: list[Path]) -> dict[str, str]:
 
 # ---- intents ---------------------------------------------------------------------------------
 
-# what any of the checks below looks for, besides a leading /: \, :, .., ** or [ (one search, not five)
-_GLOB_SUSPECTS = re.compile(r"\\|:|\.\.|\*\*|\[")
-NAME_MAX = 255  # bytes in one file name (Linux, macOS)
-PATH_MAX = 4096  # bytes in a path (Linux)
-
-
-def check_glob(pattern: str) -> str | None:
-    """Why a path pattern is unusable, or None."""
-    short = len(pattern) <= NAME_MAX // 4 or (len(pattern) <= NAME_MAX and pattern.isascii())  # <= NAME_MAX bytes
-    if short and not pattern.startswith("/") and _GLOB_SUSPECTS.search(pattern) is None:
-        return None  # the common case, decided without splitting: a spec may hold 30,000 patterns
-    if pattern.startswith("/") or re.match(r"^[A-Za-z]:[\\/]", pattern):
-        return "must be relative to the project root, not absolute"
-    parts = pattern.replace("\\", "/").split("/")
-    if ".." in parts:
-        return "must not leave the project root ('..')"
-    if len(pattern.encode()) > PATH_MAX:
-        return f"is {len(pattern.encode())} bytes long; a path holds at most {PATH_MAX}"
-    longest = max(parts, key=lambda part: len(part.encode()))
-    if len(longest.encode()) > NAME_MAX:
-        return f"has a name of {len(longest.encode())} bytes; a file name holds at most {NAME_MAX}"
-    for part in parts:
-        if "**" in part and part != "**":
-            return "puts '**' inside a name: '**' must stand alone between slashes, as in src/**/*.py"
-    depth = 0
-    for ch in pattern:
-        if ch == "[":
-            depth += 1
-        elif ch == "]" and depth:
-            depth -= 1
-    if depth:
-        return "has an unclosed '[' (write [[] to match a literal '[')"
-    return None
-
 
 def _same_file(output: str, inputs) -> str | None:
     """The input pattern naming a file the output pattern names too: the same pattern, or a glob matching
@@ -595,9 +562,11 @@ def _intent(reader: _Reader, shown: str, name: str, d: dict) -> Intent:
                 reader.problem(
                     shown, f"{where}.{field}", f"'{field}' only applies to agent steps (with 'goal'); remove it"
                 )
-    for field in ("inputs", "outputs", "exclude", "scope"):
+    for field in ("inputs", "outputs", "exclude", "scope", "reports"):
         for i, pattern in enumerate(d.get(field, ())):
             why = check_glob(pattern)
+            if why is None and field == "outputs":  # where a step may write (runner/confine.py), links followed
+                why = output_problem(pattern) or reader.folders.output(pattern)
             if why:
                 reader.problem(shown, f"{where}.{field}[{i}]", f"path {_quoted(pattern)} {why}", pattern)
     if d.get("exclude") and all(GLOB_CHARS.isdisjoint(p) for p in d.get("inputs", ()) if isinstance(p, str)):
@@ -614,7 +583,7 @@ def _intent(reader: _Reader, shown: str, name: str, d: dict) -> Intent:
             reader.problem(shown, toml_path(["intent", name, "env", key]), why, value)
     cwd = d.get("cwd")
     if cwd is not None and cwd != ".":
-        why = check_glob(cwd)
+        why = check_glob(cwd) or reader.folders.folder(cwd)
         if why:
             reader.problem(shown, f"{where}.cwd", f"folder {_quoted(cwd)} {why}", cwd)
     if kind == STEP_AGGREGATE and d.get("outputs"):
@@ -649,6 +618,7 @@ def _intent(reader: _Reader, shown: str, name: str, d: dict) -> Intent:
         inputs=_interned(d.get("inputs", ())),
         exclude=tuple(d.get("exclude", ())),
         outputs=_interned(d.get("outputs", ())),
+        reports=tuple(d.get("reports", ())),
         description=d.get("description", ""),
         run=d.get("run"),
         goal=d.get("goal"),

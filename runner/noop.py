@@ -200,6 +200,7 @@ def _report(root: str, order: str, aggregates: tuple[int, ...], parsed: dict, st
         "ran": 0,
         "cached": count,
         "restored": 0,
+        "kept": 0,
         "failed": 0,
         "skipped": 0,
         "blocked": 0,

@@ -1,4 +1,4 @@
-"""The regex library: load regexes/FAMILY.toml, validate, compile under RE2, apply to text, build findings."""
+"""The regex library: load regexes/FAMILY.toml, validate, compile under RE2, apply to text (findings.py reads logs)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import difflib
 import hashlib
 import json
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from importlib import resources
@@ -17,6 +17,7 @@ import re2
 from runner import toml_read
 from runner.errors import Problem, SpecError, UserError
 from runner.keys import canary_slot
+from runner.redos import check_redos
 
 STAGES = ("shadow", "canary", "active", "retired")
 DEFAULT_STAGES = ("active",)
@@ -146,6 +147,7 @@ class Family:
         self.description = description
         self.file = file
         self.replace = False  # set from the file's `replace = true`: drop the earlier family of this name
+        self.identify: tuple[str, ...] = ()  # regexes of lines that say a log is this tool's (identify.py)
         self._plans: dict[tuple[str, ...], _Plan] = {}
 
     def __repr__(self) -> str:
@@ -346,78 +348,6 @@ class Library:
 # Loading and validation
 
 
-def check_redos(regex: str) -> str | None:
-    """Why a regex backtracks catastrophically (an unbounded repeat of a group holding another), or None.
-
-    Conservative and static: it refuses every nested unbounded repetition, even unambiguous ones like
-    (?:\\w+\\.)+, because the rewrite ([\\w.]+ and a check in code) is always possible and cheap.
-    """
-    stack: list[list] = [[0, False]]  # per open group: [start offset, holds an unbounded repeat]
-    i, n = 0, len(regex)
-    last: tuple[int, bool] | None = None  # the previous atom: (start offset, holds an unbounded repeat)
-    while i < n:
-        c = regex[i]
-        if c == "\\":
-            j = i + 2
-            if i + 1 < n and regex[i + 1] in "pPx" and j < n and regex[j] == "{":
-                j = regex.find("}", j) + 1 or n
-            elif i + 1 < n and regex[i + 1] in "pP":
-                j = i + 3
-            last, i = (i, False), j
-        elif c == "[":
-            j = i + 1
-            if j < n and regex[j] == "^":
-                j += 1
-            if j < n and regex[j] == "]":
-                j += 1
-            while j < n and regex[j] != "]":
-                if regex[j] == "\\":
-                    j += 1
-                elif regex.startswith("[:", j):
-                    j = regex.find(":]", j) + 1 or n
-                j += 1
-            last, i = (i, False), j + 1
-        elif c == "(":
-            stack.append([i, False])
-            last, i = None, i + 1
-            if regex.startswith("?", i):  # (?:  (?P<name>  (?<name>  (?i)  (?i:
-                j = i + 1
-                while j < n and regex[j] not in ":)":
-                    if regex[j] == "<":
-                        j = regex.find(">", j)
-                    j += 1
-                if j < n and regex[j] == ")":  # a bare flag group is an empty atom, not a group
-                    stack.pop()
-                i = j + 1
-        elif c == ")":
-            start, inner = stack.pop() if len(stack) > 1 else (0, False)
-            last, i = (start, inner), i + 1
-            if inner:
-                stack[-1][1] = True
-        elif c in "*+?{":
-            j, unbounded = i + 1, c in "*+"
-            if c == "{":
-                close = regex.find("}", i)
-                body = regex[i + 1 : close] if close > 0 else ""
-                if not re.fullmatch(r"\d+(,\d*)?", body):
-                    last, i = (i, False), i + 1  # a literal brace
-                    continue
-                j, unbounded = close + 1, body.endswith(",")
-            if j < n and regex[j] == "?":
-                j += 1
-            if unbounded and last is not None:
-                if last[1]:
-                    return (
-                        f"the group {regex[last[0] : j]!r} repeats without bound a part that itself repeats "
-                        "without bound (star height 2)"
-                    )
-                stack[-1][1] = True
-            last, i = None, j
-        else:
-            last, i = (i, False), i + 1
-    return None
-
-
 def re2_error(regex: str) -> str | None:
     """Why RE2 refuses `regex` (its own message and a hint), or None when it compiles: for code outside this module
     that makes regexes (the learning loop's induction) and must not import re2 itself."""
@@ -607,6 +537,11 @@ def _load_file(path: Path, shown: str, problems: list[Problem]) -> Family | None
             )
     fam = Family(name, patterns, doc.get("description", ""), shown)
     fam.replace = bool(doc.get("replace", False))
+    fam.identify = tuple(doc.get("identify", ()))
+    for k, regex in enumerate(fam.identify):
+        why = check_redos(regex) or re2_error(regex)
+        if why:
+            problem(f"identify[{k}] {regex!r} is refused: {why}", f"identify[{k}]", where.get(("identify",)))
     return fam
 
 
@@ -615,7 +550,9 @@ def _merge(base: Family, over: Family) -> Family:
     overriding = {p.name: p for p in over.patterns}
     kept = [overriding.pop(p.name, p) for p in base.patterns]
     fresh = [p for p in over.patterns if p.name in overriding]
-    return Family(base.name, fresh + kept, over.description or base.description, over.file)
+    merged = Family(base.name, fresh + kept, over.description or base.description, over.file)
+    merged.identify = over.identify or base.identify
+    return merged
 
 
 def load_library(dirs: list[Path]) -> Library:
@@ -697,182 +634,3 @@ def check_examples(library: Library) -> list[Problem]:
                         )
                     )
     return problems
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# Findings
-
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()*+][0-9A-Za-z]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
-
-
-def strip_ansi(text: str) -> str:
-    """The text without terminal escape sequences (colour, cursor moves)."""
-    return _ANSI.sub("", text)
-
-
-_BOMS = ((b"\xef\xbb\xbf", "utf-8"), (b"\xff\xfe", "utf-16-le"), (b"\xfe\xff", "utf-16-be"))
-
-
-def decode_log(data: bytes) -> str:
-    """A log's bytes as text: UTF-8, or UTF-16 as Windows PowerShell's `>` writes it (a BOM, CRLF), or UTF-16
-    without a BOM when every other byte of its start is NUL; undecodable bytes become U+FFFD, never an error."""
-    for bom, codec in _BOMS:
-        if data.startswith(bom):
-            return data[len(bom) :].decode(codec, errors="replace")
-    head = data[:4096]
-    if len(head) >= 8 and head.count(0) * 3 > len(head):  # ASCII text in UTF-16: half its bytes are NUL
-        odd, even = head[1::2].count(0), head[0::2].count(0)
-        if odd > 2 * even:
-            return data.decode("utf-16-le", errors="replace")
-        if even > 2 * odd:
-            return data.decode("utf-16-be", errors="replace")
-    return data.decode("utf-8", errors="replace")
-
-
-def clean_log(text: str) -> str:
-    """What a terminal would show: no colour codes, CRLF as LF, a \\r-rewritten line as its final text."""
-    text = _ANSI.sub("", text).replace("\r\n", "\n")
-    if "\r" not in text:
-        return text
-    out = []
-    for line in text.split("\n"):
-        if "\r" in line:
-            parts = [p for p in line.split("\r") if p]
-            line = parts[-1] if parts else ""
-        out.append(line)
-    return "\n".join(out)
-
-
-BASE_COUNTS = ("passed", "failed", "skipped", "errors")
-
-
-@dataclass
-class Findings:
-    summary: dict[str, int | str | None] = field(default_factory=lambda: dict.fromkeys(BASE_COUNTS))
-    failed_tests: list[str] = field(default_factory=list)
-    diagnostics: list[dict] = field(default_factory=list)
-    cause: str | None = None
-    complete: bool = False
-    matches: list[Match] = field(default_factory=list, repr=False)
-
-    def to_json(self) -> dict:
-        return {
-            "summary": dict(self.summary),
-            "failed_tests": list(self.failed_tests),
-            "diagnostics": [dict(d) for d in self.diagnostics],
-            "cause": self.cause,
-            "complete": self.complete,
-        }
-
-
-def _number(value: str) -> int | str:
-    return int(value) if value.isdigit() else value
-
-
-def parse_findings(
-    text: str,
-    families: list[Family],
-    stages: Iterable[str] = DEFAULT_STAGES,
-    naive: bool = False,
-    choose: Callable[[Family], tuple[Pattern, ...]] | None = None,
-) -> Findings:
-    """Findings from a tool's log: colour and \\r progress removed first, families applied in order. `choose`
-    picks each family's patterns instead of `stages` (Family.used for a step's slice, Family.with_candidate)."""
-    text = clean_log(text)
-    stages = tuple(stages)
-    found = Findings()
-    explicit: dict[str, int | str] = {}
-    counted: dict[str, int] = {}
-    cause_rank: tuple[int, int] | None = None
-    diag_at: set[tuple[int, int]] = set()
-    incomplete = False  # a kill or interrupt line: the closing summary of an earlier part proves nothing
-    zero: set[str] = set()  # counts a matched line shows the tool omits when they are zero
-    partial = False  # a test binary died (a panic, its own timeout): the results it printed are not all
-    for fi, fam in enumerate(families):
-        order = {p.name: k for k, p in enumerate(fam.patterns)}
-        patterns = {p.name: p for p in fam.patterns}
-        if choose is not None:
-            hits = fam.finditer_patterns(text, choose(fam))
-        else:
-            hits = fam.finditer_naive(text, stages) if naive else fam.finditer(text, stages)
-        for m in hits:
-            found.matches.append(m)
-            p = patterns[m.pattern]
-            zero.update(p.zero)
-            if m.kind == "summary":
-                if p.count:
-                    counted[p.count] = counted.get(p.count, 0) + 1
-                for key, raw in m.fields.items():
-                    if raw is None:
-                        continue
-                    value = _number(raw.strip())
-                    if p.aggregate == "partial":  # per-class lines: what a run cut off before its totals tells
-                        if isinstance(value, int):
-                            counted[key] = counted.get(key, 0) + value
-                        continue
-                    before = explicit.get(key)
-                    if p.aggregate == "sum" and isinstance(value, int) and isinstance(before, int):
-                        explicit[key] = before + value
-                    else:
-                        explicit[key] = value
-            elif m.kind == "failed_test":
-                name = (m.fields.get("name") or "").strip()
-                if name and name not in found.failed_tests:
-                    found.failed_tests.append(name)
-            elif m.kind == "diagnostic":
-                message = m.fields.get("message")
-                d: dict[str, str | int | None] = {
-                    "file": m.fields.get("file"),
-                    "line": None,
-                    "column": None,
-                    "message": message.strip() if message is not None else None,
-                }
-                for key in ("line", "column"):
-                    v = m.fields.get(key)
-                    d[key] = int(v) if v and v.isdigit() else v
-                for key, v in m.fields.items():
-                    if key not in d and v is not None:
-                        d[key] = v
-                # at one position the first pattern wins (ruff's line is also gcc-shaped); repeats are dropped
-                if (fi, m.start) not in diag_at and d not in found.diagnostics:
-                    found.diagnostics.append(d)
-                diag_at.add((fi, m.start))
-            elif m.kind == "cause":
-                rank = (fi, order[m.pattern])  # earlier family, then earlier pattern, wins
-                if p.cause is not None and (cause_rank is None or rank < cause_rank):
-                    cause_rank = rank
-                    found.cause = p.cause.format_map({k: (v or "").strip() for k, v in m.fields.items()})
-            elif m.kind == "complete":
-                found.complete = True
-            elif m.kind == "incomplete":
-                incomplete = True
-            elif m.kind == "partial":
-                partial = True
-    for key, value in counted.items():
-        explicit.setdefault(key, value)  # a count the tool printed beats counting its lines
-    found.summary.update(explicit)
-    found.complete = found.complete and not incomplete
-    if found.complete and not partial:
-        # a finished run's summary leaves out what is zero (pytest prints only non-zero counts; a finished
-        # `go test -v` has printed a line for every result): 0, not "unknown". A cut-off log keeps null.
-        for key in zero:
-            if found.summary.get(key) is None:
-                found.summary[key] = 0
-    return found
-
-
-def render_findings(findings: Findings) -> str:
-    """A few lines for humans: counts, failing tests, diagnostics, cause."""
-    counts = ", ".join(f"{v} {k}" for k, v in findings.summary.items() if v is not None)
-    lines = [f"summary: {counts or 'no counts reported'}" + ("" if findings.complete else " (run did not finish)")]
-    if findings.failed_tests:
-        lines.append(f"failed tests ({len(findings.failed_tests)}):")
-        lines += [f"  {name}" for name in findings.failed_tests]
-    if findings.diagnostics:
-        lines.append(f"diagnostics ({len(findings.diagnostics)}):")
-        for d in findings.diagnostics:
-            where = ":".join(str(x) for x in (d["file"], d["line"], d["column"]) if x is not None)
-            lines.append(f"  {where}: {d['message']}")
-    if findings.cause:
-        lines.append(f"cause: {findings.cause}")
-    return "\n".join(lines)

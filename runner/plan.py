@@ -102,6 +102,17 @@ class Planner:
                 raise unset_variable(self.spec, name, key, unset.args[0]) from None
         return tuple(out)
 
+    def record(self, name: str, key: str) -> tuple[StepRecord | None, str | None]:
+        """The cache's record under `key` (the database's, or the shared cache's), and why it must not be restored
+        for step `name`, or None: a record names only what its step declares (runner/confine.py). The state
+        index's last result is not asked for here: this runner wrote it, from a record it had checked."""
+        record = self.cache.get_record(key)
+        if record is None:
+            return None, None
+        from .confine import refused_record  # a cache hit's alone: never loaded by a no-op or a build from scratch
+
+        return record, refused_record(self, name, key, record.outputs)
+
     def static_digest(self, name: str) -> str:
         """An agent step's key also holds the worker's version (a Codex upgrade re-runs it), asked once; a step
         whose `env` reads variables, their values (the expanded env is what the key holds)."""
@@ -122,7 +133,12 @@ class Planner:
         return step_key(self.compiled.static_replay[name], decision.inputs, decision.dep_digests)
 
     def decide(self, name: str, dep_outputs: Mapping[str, str | None], pending: Set[str] = frozenset()) -> Decision:
-        """RUN or SKIP by the one rule (runner.freshness.decide)."""
+        """RUN or SKIP by the one rule (runner.freshness.decide); an agent step's output a person edited is kept
+        first (runner.edits.decide_agent)."""
+        if name in self.compiled.agents:
+            from .edits import decide_agent
+
+            return decide_agent(self, name, dep_outputs, pending)
         return decide(self, name, dep_outputs, pending)
 
     def why_missed(self, name: str, last, inputs: dict, deps: dict) -> list[str]:

@@ -211,7 +211,7 @@ class LiveReporter(PlainReporter):
 
 
 def failure_text(event: dict) -> str:
-    from .excerpt import render_failure  # what the runner understood, the excerpt, the log's path
+    from .failure import render_failure  # what the runner understood, the excerpt, the log's path
 
     return render_failure(event)
 
@@ -221,7 +221,9 @@ LEFT_SHOWN = 10  # the steps a summary names as not done; the rest it counts
 
 def summary_line(event: dict) -> str:
     parts = [
-        f"{event.get(k, 0)} {k}" for k in ("ran", "cached", "restored", "failed", "blocked", "skipped") if event.get(k)
+        f"{event.get(k, 0)} {k}"
+        for k in ("ran", "cached", "restored", "kept", "failed", "blocked", "skipped")
+        if event.get(k)
     ]
     what = ", ".join(parts) or "nothing selected"
     status = event.get("status", "")
@@ -231,7 +233,7 @@ def summary_line(event: dict) -> str:
         "interrupted": "runner: interrupted:",
         "blocked": "runner: BLOCKED:",
     }.get(status, "runner:")
-    if status == "ok" and not event.get("ran") and not event.get("restored"):
+    if status == "ok" and not event.get("ran") and not event.get("restored") and not event.get("kept"):
         head = "runner: nothing to do:"
     line = f"{head} {what} in {event.get('duration', 0):.2f}s (run {event.get('run_id')})"
     if event.get("attempts"):
@@ -244,6 +246,8 @@ def summary_line(event: dict) -> str:
         line += f"\nnot done: {named}" + (f" and {more} more (`runner status` lists them)" if more > 0 else "")
     if event.get("drift"):
         line += f"\ndrift flagged: {', '.join(event['drift'])} (`runner log STEP` shows what)"
+    if event.get("refused"):  # each step's own line says which path, and why
+        line += f"\ncached records refused, naming what their steps may not write: {', '.join(event['refused'])}"
     if event.get("inputs_changed"):
         names = ", ".join(event["inputs_changed"])
         line += f"\nnot cached, an input changed while it ran: {names} (the next `runner make` runs it again)"
@@ -256,7 +260,7 @@ def remote_text(remote: dict) -> str:
     """The shared cache's part of a run (run_finished's `remote`): hits, uploads, what failed or was refused."""
     parts = [f"{remote['hits']} hit{'s' if remote['hits'] != 1 else ''}", f"{remote['uploaded']} uploaded"]
     if remote.get("refused"):
-        parts.append(f"{remote['refused']} refused (damaged or unsigned)")
+        parts.append(f"{remote['refused']} refused (damaged, unsigned or naming what a step may not write)")
     if remote.get("upload_failed"):
         parts.append(f"{remote['upload_failed']} upload{'s' if remote['upload_failed'] != 1 else ''} FAILED")
     line = f"remote cache {remote['url']} ({remote['mode']}): {', '.join(parts)}"

@@ -80,6 +80,7 @@ class AdapterCommand(NamedTuple):
     name: str
     run: str  # may hold {var} placeholders, filled from the adapter's and its variants' vars
     parse: tuple[str, ...] = ()  # regex families that parse this command's output
+    reports: tuple[str, ...] = ()  # globs of the JUnit XML reports it writes by default (reports.py reads them)
 
 
 class AdapterVariant(NamedTuple):
@@ -170,7 +171,7 @@ class Adapter(NamedTuple):
                 found = next((c for c in v.commands if c.name == name), found)
         if found is None:
             return None
-        return AdapterCommand(name=found.name, run=expand_vars(found.run, values), parse=found.parse)
+        return AdapterCommand(found.name, expand_vars(found.run, values), found.parse, found.reports)
 
     def command_names(self, variants: tuple[str, ...] = ()) -> list[str]:
         names = [c.name for c in self.commands]
@@ -182,8 +183,8 @@ class Adapter(NamedTuple):
     def definition(self) -> dict:
         """Everything that changes what the adapter runs or how its output is read (for step keys)."""
 
-        def cmds(commands):
-            return [[c.name, c.run, list(c.parse)] for c in commands]
+        def cmds(commands):  # reports only where declared: the keys of adapters without them stay
+            return [[c.name, c.run, list(c.parse)] + ([list(c.reports)] if c.reports else []) for c in commands]
 
         return {
             "name": self.name,
@@ -202,6 +203,8 @@ class Intent(NamedTuple):
     deps: tuple[str, ...] = ()
     inputs: tuple[str, ...] = ()
     outputs: tuple[str, ...] = ()
+    # globs of the JUnit XML reports its command writes: how a failure is read, not what the step does (no key part)
+    reports: tuple[str, ...] = ()
     description: str = ""
     run: str | None = None
     goal: str | None = None

@@ -27,6 +27,7 @@ OWNERS = {
     "httpx2": "runner.workers.openai",
     "gcsfs": "runner.stores.remote",
     "jsonschema": "runner.load",
+    "junitparser": "runner.reports",
     "networkx": "runner.graph",
     "openai": "runner.workers.openai",
     "pathspec": "runner.ignore",

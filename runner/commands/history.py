@@ -10,7 +10,7 @@ FIELDS = ("version", "kind", "run", "time", "key", "diffstat", "tokens", "attemp
 def summary(record: dict) -> dict:
     """What history lists of a version (show gives the rest: files, diff, transcript)."""
     out = {k: record.get(k) for k in FIELDS} | {"checkpoint": record.get("checkpoint") or []}
-    for extra in ("feedback", "improves", "restores", "applied_by", "checkpoint_error"):
+    for extra in ("feedback", "improves", "restores", "edits", "applied_by", "checkpoint_error"):
         if record.get(extra):
             out[extra] = record[extra]
     return out
@@ -22,7 +22,15 @@ def change_text(stat: dict) -> str:
 
 
 def verified_text(record: dict) -> str:
+    if record.get("kind") == "edit":
+        return "no: a person's edit"
     return f"yes ({', '.join(record['verify'])})" if record.get("verified") else "no verify declared"
+
+
+def kind_text(record: dict, version: str = "") -> str:
+    """The kind of a version, with the version it restores, improves or edits (`version `: as show says it)."""
+    of = record.get("restores") or record.get("improves") or record.get("edits")
+    return record["kind"] + (f" of {version}{of}" if of else "")
 
 
 def run(inv: Invocation, intent: str, spec_file: str | None) -> None:
@@ -40,14 +48,12 @@ def run(inv: Invocation, intent: str, spec_file: str | None) -> None:
         return
     rows = [("VERSION", "TIME", "RUN", "KIND", "CHANGE", "TOKENS", "VERIFIED")]
     for r in records:
-        kind = r["kind"] + (f" of {r['restores']}" if r.get("restores") else "")
-        kind += f" of {r['improves']}" if r.get("improves") else ""
         rows.append(
             (
                 str(r["version"]),
                 r["time"],
                 r["run"],
-                kind,
+                kind_text(r),
                 change_text(r["diffstat"]),
                 str(r["tokens"]),
                 verified_text(r),

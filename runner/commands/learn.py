@@ -52,11 +52,12 @@ def run(inv: Invocation, dry_run: bool) -> None:
 
 def induce(inv: Invocation, log: str, family: str, dry_run: bool) -> None:
     from ..errors import UserError
+    from ..findings import decode_log
     from ..learn.cycle import shadow_gate
     from ..learn.propose import candidates_from_lines
     from ..learn.score import Score
     from ..learn.writeback import add_patterns
-    from ..parse import decode_log, re2_fullmatch
+    from ..parse import re2_fullmatch
     from ..workspace import find_root
 
     try:

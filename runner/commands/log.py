@@ -9,14 +9,15 @@ from pathlib import Path
 from ..errors import UsageError
 from . import Command, Invocation, argument, echo, flag, print_json
 
-_WORKED = ("ran", "failed", "restored", "blocked", "skipped")  # the steps a run's view lists; cached are counted
+# the steps a run's view lists; cached are counted
+_WORKED = ("ran", "failed", "restored", "kept", "blocked", "skipped")
 
 
 def run_summary(run_id: str, events: list[dict]) -> dict:
     finished = next((e for e in reversed(events) if e.get("event") == "run_finished"), None)
     counts = {
         k: (finished or {}).get(k, sum(1 for e in events if e.get("status") == k))
-        for k in ("ran", "cached", "restored", "failed", "skipped")
+        for k in ("ran", "cached", "restored", "kept", "failed", "skipped")
     }
     tokens = sum(e.get("tokens", 0) for e in events if e.get("event") == "attempt_finished")
     return {
@@ -70,7 +71,9 @@ def render_run(run_id: str, events: list[dict], steps: list[dict]) -> str:
     s = run_summary(run_id, events)
     lines.append(
         f"{s['status']}: ran {s['ran']}, cached {s['cached']}, restored {s['restored']}, "
-        f"failed {s['failed']}, skipped {s['skipped']}" + (f"; {s['tokens']:,} tokens" if s["tokens"] else "")
+        + (f"kept {s['kept']}, " if s["kept"] else "")
+        + f"failed {s['failed']}, skipped {s['skipped']}"
+        + (f"; {s['tokens']:,} tokens" if s["tokens"] else "")
     )
     return "\n".join(lines)
 

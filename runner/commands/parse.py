@@ -12,8 +12,8 @@ from . import Command, Invocation, argument, echo, option, print_json
 
 
 def read_log(source: str | Path) -> str:
-    """A saved log, or stdin for '-': UTF-8 or UTF-16 (parse.decode_log); undecodable bytes become U+FFFD."""
-    from ..parse import decode_log
+    """A saved log, or stdin for '-': UTF-8 or UTF-16 (findings.decode_log); undecodable bytes become U+FFFD."""
+    from ..findings import decode_log
 
     if str(source) == "-":
         return decode_log(sys.stdin.buffer.read())
@@ -81,7 +81,7 @@ def parse_report(
     stdin would block.
     """
     from ..excerpt import excerpt, render_excerpt
-    from ..parse import parse_findings, render_findings
+    from ..findings import parse_findings, render_findings
 
     names, origin = families_for(root, adapter, command, families, variants)
     passing = read_log(baseline) if baseline is not None else None
@@ -92,6 +92,11 @@ def parse_report(
         chosen = [library.family(n) for n in names]
     except UserError as exc:  # an unknown family is a usage mistake here, with parse.py's did-you-mean
         raise UsageError(str(exc)) from None
+    if origin != "--family":  # the families named are the user's whole choice; else what the log shows adds
+        from ..identify import read_with
+
+        names = read_with(library, names, text)
+        chosen = [library.family(n) for n in names]
     findings = parse_findings(text, chosen)
     ranges = excerpt(text, chosen, passing)
     head = f"parsed with {', '.join(names)} ({origin})"

@@ -8,7 +8,7 @@ from . import SPEC_FILE, Command, Invocation, argument, echo, flag, print_json
 def run(inv: Invocation, ref: str, spec_file: str | None, no_transcript: bool) -> None:
     from ..pipeline import load_project
     from ..plans.versions import agent_intent, details, parse_ref, pick, versions
-    from .history import change_text, verified_text
+    from .history import change_text, kind_text, verified_text
 
     name, number = parse_ref(ref)
     project = load_project(inv.directory, spec_file=spec_file)
@@ -17,9 +17,7 @@ def run(inv: Invocation, ref: str, spec_file: str | None, no_transcript: bool) -
     if inv.as_json:
         print_json(shown)
         return
-    kind = shown["kind"] + (f" of version {shown['restores']}" if shown.get("restores") else "")
-    kind += f" of version {shown['improves']}" if shown.get("improves") else ""
-    echo(f"{name} version {shown['version']}: {kind}, run {shown['run']}, {shown['time']}")
+    echo(f"{name} version {shown['version']}: {kind_text(shown, 'version ')}, run {shown['run']}, {shown['time']}")
     echo(f"key       {shown['key']}")
     echo(f"change    {change_text(shown['diffstat'])}")
     echo(f"tokens    {shown['tokens']} in {shown['attempts']} attempt{'s' if shown['attempts'] != 1 else ''}")

@@ -29,7 +29,7 @@ from runner.record import list_runs, read_events
 from runner.workspace import Layout
 
 if TYPE_CHECKING:
-    from runner.parse import Findings
+    from runner.findings import Findings
     from runner.spec import AdapterCommand
 
 FAILURE_UNEXPLAINED = "failure-unexplained"
@@ -301,7 +301,7 @@ class Reader:
     # ---- reading ---------------------------------------------------------------------------------------------
     def section(self, lines: list[str], first: int, families: tuple[str, ...], **where) -> Section:
         """A command's output read by its families: the findings and, per line, the kinds that matched it."""
-        from runner.parse import parse_findings
+        from runner.findings import parse_findings
 
         text = "\n".join(lines)
         found = parse_findings(text, [self.library.family(f) for f in families])
@@ -321,7 +321,7 @@ class Reader:
 
     def shell_log(self, run_id: str, event: dict) -> Section | None:
         """A shell step's log in a run, read by its adapter command's families (none for a plain shell line)."""
-        from runner.parse import clean_log
+        from runner.findings import clean_log
 
         step = event["intent"]
         path = self.runs_dir / run_id / "logs" / f"{step}.log"
@@ -349,7 +349,7 @@ class Reader:
     def verify_log(self, run_id: str, step: str, candidate: int, attempt: int, failed: bool) -> list[Section]:
         """One attempt's verify log cut at its `$ command` lines, each part read by its verify command's
         families; `failed`: the last part is the command that failed."""
-        from runner.parse import clean_log
+        from runner.findings import clean_log
 
         path = self.runs_dir / run_id / "attempts" / step / f"c{candidate}-a{attempt}" / "verify.log"
         lines = _read_lines(path, clean_log)
@@ -565,7 +565,7 @@ def _unwrap(command: str) -> str:
 def _recording_misses(reader: Reader, path: Path, doc: dict) -> list[Miss]:
     """A recorded exchange: its transcript read by its worker's family, and each command the agent ran that is
     one of its step's adapter commands, read by that command's families."""
-    from runner.parse import clean_log
+    from runner.findings import clean_log
 
     step = str(doc.get("intent") or path.parent.name)
     transcript = doc.get("transcript") or []

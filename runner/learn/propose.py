@@ -8,7 +8,7 @@ import re
 from collections.abc import Sequence, Set
 from dataclasses import dataclass, field
 
-from .. import parse
+from .. import parse, redos
 from .induce import VAR, InducedPattern, induce
 
 # a count word after (or before) a number, as tools print their totals, and the count it is
@@ -193,7 +193,7 @@ def candidates_from_lines(lines: Sequence[str], family: str, taken: Set[str] = f
             same.lines += made.lines
             names.discard(name)
             continue
-        if parse.re2_error(made.regex) is not None or parse.check_redos(made.regex) is not None:
+        if parse.re2_error(made.regex) is not None or redos.check_redos(made.regex) is not None:
             continue
         examples: list[dict] = []
         for text in dict.fromkeys(made.lines):

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from .. import parse
+from .. import parse, redos
 from ..shadow import compare
 from .propose import Candidate
 
@@ -55,7 +55,7 @@ def score(
     why = parse.re2_error(candidate.regex)
     if why:
         return Score(0.0, 0.0, 0, [f"RE2 refuses it: {why}"])
-    why = parse.check_redos(candidate.regex)
+    why = redos.check_redos(candidate.regex)
     if why:
         return Score(0.0, 0.0, 0, [f"it could backtrack catastrophically: {why}"])
     truth = set(candidate.lines)

@@ -28,7 +28,7 @@ import unicodedata
 from bisect import bisect_left
 from typing import NamedTuple
 
-from ..load import check_glob
+from ..confine import check_glob
 
 PHASE, TASK = "phase", "task"
 

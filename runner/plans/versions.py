@@ -1,6 +1,7 @@
 """Versions of an agent intent's applied changes: history, show, what `runner improve` adds to the prompt, rollback.
 
-A version is recorded by the journaled apply that applies its change (runner/apply.py, runner/approve.py):
+A version is recorded by the journaled apply that applies its change (runner/apply.py, runner/approve.py), or
+that keeps a person's edit of its outputs (runner/edits.py, kind "edit"):
 .runner/versions/<intent>/<n>/version.json (run, time, key, files, diff stat, tokens, verification, checkpoint
 commits), its diff.patch and the winning attempt's transcript.jsonl (both masked), and blobs/<digest>, a copy of
 each file's bytes, so a rollback never depends on the cache that `runner cache gc` prunes.

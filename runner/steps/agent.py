@@ -627,10 +627,13 @@ def _findings_text(job: AttemptJob, families: tuple[str, ...], output: str) -> s
     found: dict = {}
     if families:
         try:
-            from ..parse import builtin_dir, load_library, parse_findings
+            from ..findings import parse_findings
+            from ..parse import builtin_dir, load_library
 
             library = load_library([builtin_dir(), job.regexes or job.root / "regexes"])
-            chosen = [library.family(f) for f in families]
+            from ..identify import families as read_with
+
+            chosen = read_with(library, families, output)  # and the test runners the output shows
             # the active patterns, and a canary's where this step is in its slice (its key holds that canary)
             found = parse_findings(output, chosen, choose=lambda family: family.used(job.slice_key)).to_json()
         except Exception as exc:  # a broken project regex must not hide the verify failure itself

@@ -39,6 +39,7 @@ class Mirror:
         self.saved_seconds = 0.0
         self.saved_attempts = 0
         self._why: dict[str, str] = {}
+        self._served: dict[str, tuple[float, int]] = {}  # key -> (duration, attempts) of each hit, until refused
         self._lock = threading.Lock()
         self._queue: queue.Queue = queue.Queue()
         self._thread: threading.Thread | None = None
@@ -74,10 +75,25 @@ class Mirror:
                 self._why[key] = f"{refusal}: ignored" if refusal else f"no entry in the remote cache {self.url} either"
                 return None
             self.hits += 1
-            self.saved_seconds += float(record.duration or 0.0)
-            self.saved_attempts += int(record.attempts or 0)
+            self._served[key] = (float(record.duration or 0.0), int(record.attempts or 0))
+            self.saved_seconds += self._served[key][0]
+            self.saved_attempts += self._served[key][1]
             self._why[key] = f"inputs match a run in the remote cache {self.url}"
         return record
+
+    def refuse(self, key: str, why: str) -> None:
+        """A record it gave names what its step may not write (the core's check, runner/confine.py): a refusal,
+        no longer a hit, and what it would have saved is not saved."""
+        with self._lock:
+            served = self._served.pop(key, None)
+            if served is None:
+                return
+            self.hits -= 1
+            self.misses += 1
+            self.saved_seconds -= served[0]
+            self.saved_attempts -= served[1]
+            self._why[key] = f"{why}: ignored"
+        self.store.refuse(key, why)
 
     def fetch_blob(self, digest: str) -> bytes | None:
         if not self.reads or self.down is not None:

@@ -19,10 +19,10 @@ import threading
 import uuid
 
 from ..cache import StepRecord
+from ..confine import path_problem, shown
 
 FORMAT = 1
 _FIELDS = ("intent", "key", "outputs", "ingredients", "created", "duration", "run_id", "drift", "attempts")
-_PROTECTED = (".git", ".runner")
 
 
 class RemoteError(Exception):
@@ -38,16 +38,6 @@ def sign(secret: bytes, key: str, record: dict) -> str:
     return hmac.new(
         secret, b"runner-record-v1\0" + key.encode() + b"\0" + _canonical(record), hashlib.sha256
     ).hexdigest()
-
-
-def _unsafe_output(path: object) -> bool:
-    """An output path a record from elsewhere must not name: absolute, climbing out, or the runner's own."""
-    if not isinstance(path, str) or not path or "\0" in path or "\\" in path:
-        return True
-    if path.startswith("/") or os.path.isabs(path):
-        return True
-    parts = posixpath.normpath(path).split("/")
-    return ".." in path.split("/") or parts[0] in _PROTECTED or parts[0] == ".."
 
 
 class RemoteStore:
@@ -161,7 +151,7 @@ class RemoteStore:
         except Exception as exc:  # noqa: BLE001 - any backend's failure is the remote's, never the build's
             raise RemoteError(_words(exc)) from None
 
-    def _refuse(self, name: str, why: str) -> None:
+    def refuse(self, name: str, why: str) -> None:
         with self._lock:  # reads come from several threads (mirror.py fetch_records)
             self.refused += 1
             self.refusals[name] = why
@@ -173,7 +163,7 @@ class RemoteStore:
         if data is None:
             return None
         if hashlib.sha256(data).hexdigest() != digest:
-            self._refuse(digest, f"remote copy of {digest[:12]} is damaged ({len(data)} bytes do not match its digest)")
+            self.refuse(digest, f"remote copy of {digest[:12]} is damaged ({len(data)} bytes do not match its digest)")
             return None
         return data
 
@@ -190,8 +180,8 @@ class RemoteStore:
 
     # records
     def get_record(self, key: str) -> StepRecord | None:
-        """The record stored under `key`, or None: absent, or refused (unreadable, for another key, naming an
-        output outside the project, unsigned or mis-signed when this store holds the signing key)."""
+        """The record stored under `key`, or None: absent, or refused (unreadable, for another key, naming a path
+        outside the project or the runner's own, unsigned or mis-signed when this store holds the signing key)."""
         raw = self._read(self.record_path(key))
         if raw is None:
             return None
@@ -202,23 +192,28 @@ class RemoteStore:
         except (ValueError, KeyError, TypeError, AttributeError):
             ok = False
         if not ok:
-            self._refuse(key, "remote record is unreadable")
+            self.refuse(key, "remote record is unreadable")
             return None
         if record.get("key") != key:
-            self._refuse(key, "remote record was stored under another key")
+            self.refuse(key, "remote record was stored under another key")
             return None
-        if any(_unsafe_output(path) for path in record["outputs"]):
-            self._refuse(key, "remote record names an output outside the project")
-            return None
+        for path in record["outputs"]:  # the first look; the step's own declared outputs are the core's (confine)
+            if (why := path_problem(path)) is not None:
+                self.refuse(key, f"remote record names {shown(path)}, which {why}")
+                return None
         if self.signing_key is not None:
             signature = envelope.get("signature")
             if not isinstance(signature, str):
-                self._refuse(key, "remote record is unsigned and this runner holds the signing key")
+                self.refuse(key, "remote record is unsigned and this runner holds the signing key")
                 return None
             if not hmac.compare_digest(signature, sign(self.signing_key, key, record)):
-                self._refuse(key, "remote record's signature does not match the signing key")
+                self.refuse(key, "remote record's signature does not match the signing key")
                 return None
-        return StepRecord(**{k: record[k] for k in _FIELDS if k in record})
+        try:
+            return StepRecord(**{k: record[k] for k in _FIELDS if k in record})
+        except TypeError:  # a field it must have is missing
+            self.refuse(key, "remote record is unreadable")
+            return None
 
     def put_record(self, record: StepRecord) -> None:
         self.put_many({}, [record])

@@ -56,7 +56,7 @@ def run_adapter_command(
 ) -> Ran:
     """Run one of the adapter's commands (variants detected in the project) for real and parse its output."""
     from runner.adapters import resolve
-    from runner.parse import parse_findings
+    from runner.findings import parse_findings
 
     cmd = resolve(adapter, project).command(name)
     full_env = dict(os.environ)

@@ -4,7 +4,7 @@ runner/schemas/events.json, and the run's record (.runner/runs/<id>/events.jsonl
 Each path runs through the real CLI in a subprocess: a build, the fast no-op and the full pipeline's no-op
 (which must say the same thing), a restore, a failure with and without -k, a timeout, a blocked agent step,
 `-n`, an interrupted run, a lock held with --no-wait, and agent steps served by the replay worker (one run
-killed mid-apply, the next recovering it).
+killed mid-apply, the next recovering it; an edited output kept).
 """
 
 from __future__ import annotations
@@ -236,6 +236,26 @@ def test_agent_steps_served_by_the_replay_worker_and_an_apply_recovered(tmp_path
     assert {"attempt_started", "attempt_finished"} <= {e["event"] for e in events}
     applied = [e for e in events if e["event"] == "step_finished" and e["status"] == "ran" and "agent" in e]
     assert applied and all(e["outputs"] for e in applied)
+
+
+def test_an_agent_step_s_edited_output_kept_as_its_next_version(tmp_path):
+    """The quickstart's `tests` output edited by hand: its step_finished says kept, with the version it became,
+    and run_finished counts it (runner/edits.py)."""
+    example = ROOT / "examples" / "quickstart"
+    root = tmp_path / "quickstart"
+    generated = {".runner", "build", "tests", "docs"}
+    shutil.copytree(example, root, ignore=lambda d, names: generated & set(names) if Path(d) == example else set())
+    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(root)}  # no key: nothing can call a model
+    command = [sys.executable, "-m", "runner", "make", "--json"]
+    assert subprocess.run(command, cwd=root, capture_output=True, env=env, timeout=300).returncode == 0
+    with open(root / "tests/test_calc.py", "a") as f:
+        f.write("# mine\n")
+    result = subprocess.run(command, cwd=root, capture_output=True, text=True, env=env, timeout=300)
+    assert result.returncode == 0, result.stderr
+    events = recorded(root, result.stdout)
+    kept = next(e for e in events if e.get("intent") == "tests")
+    assert (kept["status"], kept["version"]) == ("kept", 2)
+    assert events[-1]["kept"] == 1
 
 
 @pytest.mark.parametrize("extra", [[], ["-v"]], ids=["plain-path", "click"])

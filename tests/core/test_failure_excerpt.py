@@ -5,6 +5,8 @@ of the step's event. The excerpt weighs the lines that are new since the same st
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
 
 NOISE = "".join(f"echo 'unit {i} compiled'; " for i in range(30))
 
@@ -87,5 +89,40 @@ def test_without_a_passing_run_the_same_failure_falls_back_to_the_end_of_the_log
     """)
     project.write("x", "1")
     failed = next(e for e in project.make("report").events() if e.get("status") == "failed")
-    assert failed["excerpt"] == [[33, 42]]  # the last ten lines (the log's first line is the command)
+    # no error word: the window at the log's end, as much as the budget holds (the first line is the command)
+    assert failed["excerpt"] == [[2, 42]]
     assert json.dumps(failed)  # and the event stays plain JSON
+
+
+def test_a_plain_run_line_is_read_by_the_test_runner_its_log_shows(project):
+    # adapter = "python" with a run line of its own (not one of the adapter's commands): no family is named, and
+    # pytest's banner and closing line say whose output it is
+    project.spec(f"""
+        [intent.tests]
+        adapter = "python"
+        run = "{sys.executable} -m pytest -q -p no:cacheprovider test_calc.py"
+        inputs = ["test_calc.py"]
+    """)
+    project.write("test_calc.py", "def test_adds():\n    assert 1 + 1 == 3\n\n\ndef test_subtracts():\n    pass\n")
+    shown = project.run("make", "tests")
+    assert shown.code == 1, shown.err
+    assert "  failing tests (1):\n    test_calc.py::test_adds\n" in shown.err
+    failed = next(e for e in project.make("tests").events() if e.get("status") == "failed")
+    assert failed["findings"]["summary"] == {"passed": 1, "failed": 1, "skipped": 0, "errors": 0}
+    assert failed["findings"]["failed_tests"] == ["test_calc.py::test_adds"]
+
+
+def test_a_linters_warnings_before_failing_tests_are_counted_not_listed(project, tmp_path):
+    # npm test runs the project's lint first (pretest): its warnings say nothing of why the tests failed
+    stylish = Path(__file__).parents[1] / "parse" / "real" / "eslint" / "rec__minimist_eslint_stylish.log"
+    warnings = "".join(line for line in stylish.read_text().splitlines(keepends=True) if "error" not in line)
+    project.write("lint.log", warnings)
+    project.spec("""
+        [intent.tests]
+        run = "cat lint.log; echo 'FAILED tests/test_a.py::test_one - assert 1 == 2'; echo '1 failed in 0.10s'; exit 1"
+        inputs = ["lint.log"]
+    """)
+    shown = project.run("make", "tests")
+    assert shown.code == 1, shown.err
+    block = shown.err[shown.err.index("FAILED tests") :].splitlines()
+    assert block[1:4] == ["  failing tests (1):", "    tests/test_a.py::test_one", "  (53 warnings besides)"]

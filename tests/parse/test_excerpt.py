@@ -13,8 +13,9 @@ import pytest
 
 from runner.adapters import resolve
 from runner.excerpt import GENERIC_FAMILIES, MAX_LINES, excerpt, render_excerpt
+from runner.findings import decode_log
 from runner.load import load_project_adapters
-from runner.parse import builtin_dir, decode_log, load_library
+from runner.parse import builtin_dir, load_library
 
 CORPUS = Path(__file__).parent / "failing"
 LIB = load_library([builtin_dir()])
@@ -116,7 +117,9 @@ def test_lines_are_counted_as_splitlines_cuts_them_through_colour_and_carriage_r
 
 def test_a_log_with_no_evidence_shows_its_end():
     log = "".join(f"line {i}\n" for i in range(1, 31))
-    assert excerpt(log) == [[21, 30]]
+    assert excerpt(log) == [[1, 30]]  # the window at the end: all of a short log, as the last 60 lines show it
+    log = "".join(f"line {i}\n" for i in range(1, 101)) + "\n\n"
+    assert excerpt(log) == [[41, 100]]
 
 
 def _parse(*args: str) -> subprocess.CompletedProcess:

@@ -6,17 +6,9 @@ import pytest
 import re2
 
 from runner.errors import SpecError, UserError
-from runner.parse import (
-    Family,
-    Pattern,
-    builtin_dir,
-    check_examples,
-    check_redos,
-    clean_log,
-    load_library,
-    parse_findings,
-    render_findings,
-)
+from runner.findings import clean_log, parse_findings, render_findings
+from runner.parse import Family, Pattern, builtin_dir, check_examples, load_library
+from runner.redos import check_redos
 
 LIB = load_library([builtin_dir()])
 SHIPPED = [

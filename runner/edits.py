@@ -1,0 +1,207 @@
+"""A person's edit to an agent step's output: found when the step is decided, kept as the intent's next version.
+
+An agent step's outputs are the team's own source files, which people edit. When one holds other bytes than the
+step's last good result (the state index) says, it is never written over: the edit becomes the intent's next
+version, of kind "edit" (its record, its diff from the bytes before, a copy of its bytes under the version's
+blobs, as runner/plans/versions.py reads every version), and the step's last good result takes the edited bytes
+as its outputs, under the same key, as a rollback does: the step is up to date with them, a cache record under
+the key holds them (a later deletion restores the person's version), and its dependants see new outputs. The
+version record and the state index are written by the journaled apply (runner/apply.py), so a kill in the
+middle is completed or undone as a whole at the next start. A deleted output is no edit: it is restored.
+
+The decision is the rule (freshness.decide) applied to the last good result as the kept edit makes it, and said
+before anything happens (`status`, `make -n`, `explain`). Where the key changed too, the rule may find a cached
+result for the new key whose bytes differ from the edit: that is never restored over it; the step runs instead,
+from the project with the edit in it (the edit kept first, so nothing is lost). A shell step's outputs are
+products, restored as make would make them again: only agent steps keep edits.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .freshness import RUN, UP_TO_DATE, Decision, decide
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Set
+
+    from .apply import Retirer
+    from .plan import Planner
+
+KIND = "edit"  # the kind of the version an edit becomes (runner history)
+
+
+class KeptEdit:
+    """What deciding an agent step found edited: the version it becomes, and the last good result before and
+    with the edit (key, outputs, pre-run digests of in-place inputs)."""
+
+    __slots__ = ("number", "edits", "before", "result")
+
+    def __init__(self, number: int, edits: dict[str, str], before: tuple, result: tuple):
+        self.number = number
+        self.edits = edits  # path -> the digest the output holds now
+        self.before = before
+        self.result = result
+
+
+def edited_outputs(planner: Planner, name: str, outputs: Mapping[str, str | None]) -> dict[str, str]:
+    """The outputs of the last good result that now hold other bytes (a missing one is no edit: restored)."""
+    root, stat = planner.root, planner.stat
+    edits = {}
+    for path, want in outputs.items():
+        have = stat.digest(root, path, name)
+        if have is not None and want is not None and have != want:
+            edits[path] = have
+    return edits
+
+
+def edit_reason(path: str, number: int) -> str:
+    return f"output {path} edited: keep as version {number}"
+
+
+def decide_agent(
+    planner: Planner, name: str, dep_outputs: Mapping[str, str | None], pending: Set[str] = frozenset()
+) -> Decision:
+    """The rule for an agent step, with a person's edit of its outputs kept first (see above)."""
+    last = planner.state.get(name)
+    edits = edited_outputs(planner, name, last[1]) if last else None
+    if not edits:
+        return decide(planner, name, dep_outputs, pending)
+    assert last is not None
+    result = (last[0], {**last[1], **edits}, last[2])
+    decision = decide(planner, name, dep_outputs, pending, result)
+    number = next_version(_state_dir(planner), name)
+    said = [edit_reason(path, number) for path in sorted(edits)]
+    over = sorted(path for path in edits if path in decision.restore)
+    if over:  # a cached result of the new key holds other bytes: never written over the edit
+        why = planner.why_missed(name, result, decision.inputs, decision.dep_digests)
+        said.append(f"the cached result for these inputs would overwrite {', '.join(over)}: run instead")
+        decision = Decision(
+            name,
+            RUN,
+            said + why,
+            key=decision.key,
+            inputs=decision.inputs,
+            dep_digests=decision.dep_digests,
+            inplace=decision.inplace,
+            slice_key=decision.slice_key,
+            seen=decision.seen,  # what its inputs were as its key was made: re-checked once it ran (inputs_held.py)
+        )
+    else:
+        decision.reasons = said + [reason for reason in decision.reasons if reason != UP_TO_DATE]
+    decision.kept = KeptEdit(number, edits, last, result)
+    return decision
+
+
+def next_version(state_dir: Path, name: str) -> int:
+    from .apply import version_numbers
+
+    numbers = version_numbers(state_dir, name)
+    return (numbers[-1] if numbers else 0) + 1
+
+
+def _state_dir(planner: Planner) -> Path:
+    return Path(planner.state.path).parent  # .runner/state: the state index sits in the state folder
+
+
+def keep(planner: Planner, name: str, decision: Decision, run_id: str, retirer: Retirer | None = None) -> dict:
+    """Record the edit the decision found as the intent's next version, with the state index's new last good
+    result, in one journaled apply (the project's files are left as they are); the version record."""
+    from .apply import apply_change, diff_stat, version_files, version_numbers, versions_dir
+    from .attempt import Change, file_diff
+    from .cache import StepRecord
+    from .keys import digest_bytes
+
+    kept = decision.kept
+    assert kept is not None
+    root, state_dir, cache = Path(planner.root), _state_dir(planner), planner.cache
+    key, outputs, inplace = kept.result[0], dict(kept.result[1]), kept.result[2]
+    folder = versions_dir(state_dir, name)
+    datas: dict[str, bytes] = {}
+    diffs = []
+    for rel in sorted(kept.edits):
+        was = kept.before[1][rel]
+        try:
+            data = (root / rel).read_bytes()
+        except OSError:  # gone since it was decided: no edit of it left to keep (the next run restores it)
+            outputs[rel] = was
+            continue
+        outputs[rel] = digest = digest_bytes(data)  # edited again since it was decided: these bytes
+        datas[digest] = data
+        diffs.append(file_diff(rel, _bytes(planner, folder, was), data))
+    for rel in kept.edits:
+        if rel in decision.outputs:  # what the step's state and its dependants take, once it is reported
+            decision.outputs[rel] = outputs[rel]
+    for rel, digest in outputs.items():  # every output's bytes among the version's own copies
+        if digest is not None and digest not in datas and not _copied(folder, digest):
+            copy = _bytes(planner, folder, digest, root / rel)
+            if copy is not None:
+                datas[digest] = copy
+    numbers = version_numbers(state_dir, name)
+    files = _files(folder, numbers[-1]) if numbers else {}  # the files its change wrote beside its outputs
+    files.update((rel, d) for rel, d in outputs.items() if d is not None and (d in datas or _copied(folder, d)))
+    record: dict = {
+        "intent": name,
+        "version": (numbers[-1] if numbers else 0) + 1,
+        "kind": KIND,
+        "run": run_id,
+        "time": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        "key": key,
+        "files": dict(sorted(files.items())),
+        "created": [],
+        "tokens": 0,
+        "attempts": 0,
+        "verified": False,  # a person's bytes: no verify command vouched for them
+        "verify": [],
+        "checkpoint": [],
+    }
+    edited = next((n for n in reversed(numbers) if _holds(_files(folder, n), kept)), None)
+    if edited is not None:
+        record["edits"] = edited  # the version whose bytes the person edited
+    diff = cache.mask.text("".join(diffs))
+    record["diffstat"] = diff_stat(diff)
+    # a later deletion restores the person's bytes, not the agent's. Kept here only: the shared cache says what
+    # a step makes of its key for everyone, and an edit is no product of the key
+    old = cache.get_record(key)
+    step = StepRecord(name, key, outputs, old.ingredients if old else {}, created=time.time(), run_id=run_id)
+    cache.put_many(datas, [step], share=False)
+    planner.state.set(name, key, outputs, inplace)
+    staged = version_files(state_dir, cache.mask.obj(record), diff, None, datas)
+    staged[Path(planner.state.path).name] = planner.state.file_bytes()
+    apply_change(root, state_dir, Change(), f"{run_id}-{name}-{KIND}", staged, retirer)
+    planner.state.saved_with_journal()
+    return record
+
+
+def _bytes(planner: Planner, folder: Path, digest: str, path: Path | None = None) -> bytes | None:
+    """The bytes of `digest`: the versions' own copy, the file at `path` while it holds them, or the cache's."""
+    from .keys import digest_bytes
+
+    for where in (folder / "blobs" / digest, path):
+        try:
+            data = where.read_bytes() if where is not None else None
+        except OSError:
+            continue
+        if data is not None and digest_bytes(data) == digest:
+            return data
+    return planner.cache.get_blob(digest)
+
+
+def _copied(folder: Path, digest: str) -> bool:
+    return (folder / "blobs" / digest).is_file()
+
+
+def _holds(files: Mapping[str, str | None], kept: KeptEdit) -> bool:
+    """Whether a version's files held the bytes the edit replaced."""
+    return all(files.get(rel) == kept.before[1][rel] for rel in kept.edits)
+
+
+def _files(folder: Path, number: int) -> dict[str, str | None]:
+    """The files version `number` lists (none when its record cannot be read)."""
+    try:
+        return dict(json.loads((folder / str(number) / "version.json").read_text())["files"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}

@@ -1,0 +1,117 @@
+"""Real logs of the corpus's tuning part (tests/parse/real/) read through `runner parse`, one test per defect of
+issue 37: a failing test is a test id the tool printed for a failure, a count is the tool's, a run whose summary
+says nothing failed names no failing test, a multi-line diagnostic keeps its file, and a log names its test runner
+by what it printed (`npm test`, a plain run line, a saved file)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+REAL = Path(__file__).parent / "real"
+
+
+def parse(log: str, *flags: str, cwd: Path = REAL) -> dict:
+    done = subprocess.run(
+        [sys.executable, "-m", "runner", "parse", str(REAL / log), "--json", *flags],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def plain(log: str, *flags: str, cwd: Path = REAL) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "runner", "parse", str(REAL / log), *flags],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_surefire_3_0_0_m_names_its_failing_test_by_class_and_method_and_passed_is_derived(tmp_path):
+    # `[ERROR] com.x.T.test_UUID  Time elapsed: 0.006 s  <<< FAILURE!`, in a GitHub Actions log (timestamped lines)
+    found = parse("surefire/bs__fastjson2_m6.log", "--adapter", "maven", "--command", "test", cwd=tmp_path)
+    assert found["failed_tests"] == ["com.alibaba.fastjson2.JSONReaderStrTest.test_UUID"]
+    # Surefire prints `Tests run: 2731, Failures: 1, Errors: 0, Skipped: 0`: passed is what is left
+    assert found["summary"] == {"passed": 2730, "failed": 1, "skipped": 0, "errors": 0, "total": 2731}
+
+
+def test_a_passing_jest_run_names_no_failing_test_for_its_console_blocks(tmp_path):
+    found = parse("jest/bs__ncc_console.log", "--adapter", "node", "--command", "test", "--variant", "jest-script")
+    assert found["failed_tests"] == []  # `● Console` heads console.log output, `●  process.exit called` too
+    assert (found["summary"]["passed"], found["summary"]["failed"]) == (118, 0)
+
+
+def test_pytest_ra_skip_lines_are_no_failure_locations():
+    found = parse("pytest/rec__moreit_pytest_ra.log", "--adapter", "python", "--command", "test")
+    assert not [d for d in found["diagnostics"] if "SKIPPED" in str(d["file"])]
+    assert found["failed_tests"] == []
+
+
+def test_pytest_collection_errors_are_reported_under_their_module_paths():
+    found = parse("pytest/rec__packaging_pytest_ra.log", "--adapter", "python", "--command", "test")
+    assert found["failed_tests"][:2] == ["tests/test_elffile.py", "tests/test_manylinux.py"]
+    assert len(found["failed_tests"]) == found["summary"]["errors"] == 8
+
+
+def test_tape_names_the_failing_test_above_its_assertions_read_with_no_flags():
+    # no --adapter, no --family: the TAP lines say it is tape's output
+    found = parse("tape/rec__minimist_tape_fail.log")
+    assert found["failed_tests"] == ["flag boolean default false", "boolean groups"]  # not "should be deeply ..."
+    assert (found["summary"]["passed"], found["summary"]["failed"]) == (151, 2)
+    assert plain("tape/rec__minimist_tape_fail.log").splitlines()[0] == (
+        "parsed with tap, diagnostics, causes (generic: no --adapter/--command or --family)"
+    )
+
+
+def test_eslint_stylish_findings_keep_the_file_named_on_the_line_above_them():
+    found = parse("eslint/rec__minimist_eslint_stylish.log", "--adapter", "node", "--command", "lint")
+    errors = [d for d in found["diagnostics"] if d.get("severity") == "error"]
+    assert errors == [
+        {
+            "file": "/tmp/mm/package/index.js",
+            "line": 14,
+            "column": 6,
+            "message": "'spare' is defined but never used",
+            "severity": "error",
+            "code": "no-unused-vars",
+        }
+    ]
+    assert found["diagnostics"][0]["file"] == "/tmp/mm/package/example/parse.js"  # each under its own file
+
+
+def test_jest_through_npm_test_is_read_as_jest_without_a_variant(tmp_path):
+    # `npm test` in a folder with no package.json: the node adapter's base test command names no test runner
+    log = "jest/dgm__javascript__binary.log"
+    found = parse(log, "--adapter", "node", "--command", "test", cwd=tmp_path)
+    assert found["failed_tests"] == ["binary › invalid inputs are null"]
+    assert (found["summary"]["passed"], found["summary"]["failed"]) == (9, 1)
+    head = plain(log, "--adapter", "node", "--command", "test", cwd=tmp_path).splitlines()[0]
+    assert head == "parsed with jest, diagnostics, causes (adapter node, command test: npm test)"
+
+
+def test_a_go_build_failure_counts_no_test_as_failed():
+    found = parse("gotest/gjr__102-broken.log", "--adapter", "go", "--command", "test")
+    assert found["summary"]["failed"] is None and found["summary"]["passed"] is None
+    assert found["failed_tests"] == []
+
+
+def test_a_test_binary_that_overflowed_its_stack_names_that_test_and_keeps_the_counts_it_printed():
+    found = parse("cargo/dgm__rust__forth.log", "--adapter", "rust", "--command", "test")
+    assert found["failed_tests"][-1] == "user_defined_words::can_define_word_that_uses_word_with_the_same_name"
+    # the first binaries' `test result:` lines, then the crashed one's own result lines
+    assert (found["summary"]["passed"], found["summary"]["failed"]) == (44, 5)
+
+
+def test_a_family_given_by_name_is_the_users_whole_choice():
+    found = parse("tape/rec__minimist_tape_fail.log", "--family", "diagnostics")
+    assert found["failed_tests"] == [] and found["summary"]["failed"] is None
