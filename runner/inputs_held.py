@@ -15,9 +15,12 @@ ones. So once the step has ended, each input is looked at again against the stat
   the clock tick of the writer's last write, milliseconds before it. A clean build's inputs are mostly such
   files: bench/'s 10,000 steps re-read none of their 23,561 inputs so, 22,561 without (the re-check's whole cost
   there ~0.2 s of CPU, ~8 us an input, most of it the stat).
-- other stats: its bytes say. The same bytes are no change: a `touch`, or a step that rewrote its own input as
-  it was (a formatter), leaves the record true. (An edit and its undo both within the step's run are not seen:
-  the price of that rule; every other edit is.)
+- other stats: changed, whatever its bytes are now. The same bytes again prove nothing of what the step read: a
+  file rewritten in place is empty, then partly written, for a moment (an editor saving an unchanged file, a
+  `> file` redirect), and a step reading it then made its output from bytes no key names (the differential test
+  found one so: its step checked an empty input, then copied the whole one). So a `touch`, or a step that
+  rewrites its own input as it was (a formatter), leaves nothing cached: the step runs again next time (Bazel's
+  concurrent-change guard judges by the ctime alone too).
 - a file missing when decided and there now, or the other way round; an input glob that expands to another set of
   files now (one created under it, or deleted).
 
@@ -37,14 +40,14 @@ from .keys import digest_file
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from .freshness import Decision
+    from .freshness import Decision, StatCache
     from .plan import Planner
 
-EDITED, CREATED, DELETED = "edited", "created", "deleted"
+CHANGED, CREATED, DELETED = "changed", "created", "deleted"
 
 
 def changed_inputs(planner: Planner, name: str, decision: Decision) -> dict[str, str]:
-    """The inputs of step `name` that changed since `decision` hashed them, each with how (EDITED, CREATED or
+    """The inputs of step `name` that changed since `decision` hashed them, each with how (CHANGED, CREATED or
     DELETED); empty when its key holds what it read. Marks each changed path in the stat cache (StatCache.doubt)."""
     root, stat, seen = planner.root, planner.stat, decision.seen
     changed: dict[str, str] = {}
@@ -65,17 +68,17 @@ def changed_inputs(planner: Planner, name: str, decision: Decision) -> dict[str,
                 now = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
                 if now == was[:4] and (own.get(rel) is entry or vouches(now, was[4])):
                     continue
-            how = _how(root, rel, st, entry)
+            how = _how(stat, root, rel, st, entry)
             if how is not None:
                 changed[rel] = how
     if not changed:
         return changed
-    for rel, how in changed.items():
-        stat.doubt(rel, how is EDITED and seen.get(rel) is not None)
+    for rel in changed:
+        stat.doubt(rel)
     return dict(sorted(changed.items()))
 
 
-def _how(root: str, rel: str, st: os.stat_result | None, entry: bytes | None) -> str | None:
+def _how(stat: StatCache, root: str, rel: str, st: os.stat_result | None, entry: bytes | None) -> str | None:
     """How `rel`, whose stats are now `st` (None: no such path), changed since its digest came from the stat cache
     entry `entry` (None: there was no file), or None; stats alone did not vouch for its bytes."""
     if st is None:
@@ -85,11 +88,15 @@ def _how(root: str, rel: str, st: os.stat_result | None, entry: bytes | None) ->
     if not stat_is_file(st):
         return DELETED  # a folder or a device in its place: no file to read
     was = marshal.loads(entry)
-    try:
+    if (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino) != was[:4]:
+        return CHANGED
+    try:  # the entry's stats, too fresh to vouch: a write in the same clock tick kept them all, or none did
         same = digest_file(root + "/" + rel) == was[5]
     except OSError:
         return DELETED
-    return None if same else EDITED
+    if not same:
+        stat.doubt(rel, wrong_bytes=True)  # its stats hold other bytes than its entry's: hashed anew next time
+    return None if same else CHANGED
 
 
 _open: list[tuple[str, int]] = []  # the one project folder held open: (root, descriptor)

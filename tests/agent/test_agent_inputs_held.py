@@ -49,7 +49,7 @@ def test_a_change_verified_while_its_input_was_edited_is_not_applied_and_the_nex
     assert step["status"] == "failed" and step["inputs_changed"] == ["src/calc.py"]
     run_id = events[0]["run_id"]
     assert step["error"] == (
-        "input src/calc.py edited while the step ran: its change was verified against other bytes, so it is not "
+        "input src/calc.py changed while the step ran: its change was verified against other bytes, so it is not "
         f"applied (its diff: .runner/runs/{run_id}/attempts/tests/c1-a1/diff.patch); the next `runner make` runs "
         "the step again"
     )

@@ -6,7 +6,8 @@ clean build can be computed here, in Python, without running anything), and a sh
 edit, touch, a same-size edit with the old mtime put back, an output deleted or edited by hand, an edit of
 intents.toml (a command, a dependency, an input glob) or a rewrite of it as it was, an input changed while the
 build runs, an input edited while a step reads it (and put back after the run), a file created (or deleted) under
-an input glob while a step runs (and undone after), a step that rewrites its own input (a formatter), SIGKILL or
+an input glob while a step runs (and undone after), a step that rewrites its own input (a formatter: one that
+rewrites it every run is never cached, so runs every run; one that writes only a change settles), SIGKILL or
 Ctrl-C at a random moment, `-j 1/2/4`, `-k` with a failing step. The edits that land while a step reads use the
 gate every step's command opens with: a step waits there while `hold/NAME` exists (decided, its key made, its
 inputs not read yet), so the edit lands inside it whatever the timing.
@@ -59,6 +60,7 @@ class Step:
     variant: str  # cat | head | fmt
     tag: str = "t0"
     slow: bool = False
+    rewrites: bool = False  # fmt: rewrites its input every run, as it was or not (else only when that changes it)
 
     @property
     def output(self) -> str:
@@ -81,10 +83,12 @@ class World:
         pause = gate + "do sleep 0.01; done; fi; " + ("sleep 0.05; " if step.slow else "")
         if step.variant == "fmt":
             # a formatter: rewrites its own input (not an output), then reports it
-            return (
-                f"{pause}tr a-z A-Z < {FMT_SOURCE} > src/fmt.tmp && mv src/fmt.tmp {FMT_SOURCE}; "
-                f"cat {FMT_SOURCE} > {step.output}"
-            )
+            put = (
+                "mv src/fmt.tmp {0}"
+                if step.rewrites
+                else "if cmp -s src/fmt.tmp {0}; then rm src/fmt.tmp; else mv src/fmt.tmp {0}; fi"
+            ).format(FMT_SOURCE)
+            return f"{pause}tr a-z A-Z < {FMT_SOURCE} > src/fmt.tmp && {put}; cat {FMT_SOURCE} > {step.output}"
         reads = " ".join(self.reads(step))
         check = f"if cat {reads} | grep -q FAIL; then echo found FAIL >&2; exit 1; fi; "
         if step.variant == "head":
@@ -129,7 +133,7 @@ class World:
 @st.composite
 def worlds(draw) -> World:
     n = draw(st.integers(20, 60))
-    steps = [Step("fmt", [], [], "fmt", slow=draw(st.booleans()))]
+    steps = [Step("fmt", [], [], "fmt", slow=draw(st.booleans()), rewrites=draw(st.booleans()))]
     for i in range(1, n):
         name = f"s{i:02d}"
         earlier = [s.name for s in steps]
@@ -229,7 +233,7 @@ def _settle(world: World, root: Path, history: list[str], first: tuple[str, ...]
         plan = _plan(root)
         code, statuses = _make(root, *args)
         _agrees(plan, statuses, "-k" in args, history + [f"run {attempt} {' '.join(args)}"])
-        work = (_runs(plan) | _restores(plan)) - failing - _downstream(world, failing)
+        work = (_runs(plan) | _restores(plan)) - failing - _downstream(world, failing) - _every_run(world, plan)
         if not work and ("-k" in args or not failing):
             break  # status called everything up to date but what fails: make (the fast no-op) agreed
         args = ("-k",)
@@ -245,6 +249,18 @@ def _settle(world: World, root: Path, history: list[str], first: tuple[str, ...]
             assert path.read_bytes() == want, f"{step.output} differs from a clean build's\n" + "\n".join(history)
         elif want is None:
             assert not path.exists(), f"{step.output} of a failing step is left\n" + "\n".join(history)
+
+
+def _every_run(world: World, plan: dict[str, dict]) -> set[str]:
+    """A formatter that rewrites its input every run runs every run (new stats while it ran: nothing cached,
+    runner/inputs_held.py), and with it the steps status runs only because it will: their keys come out the same
+    (early cutoff)."""
+    found = {s.name for s in world.steps if s.variant == "fmt" and s.rewrites}
+    for step in world.steps:
+        reasons = plan[step.name]["reasons"] if plan[step.name]["action"] == "run" else []
+        if reasons and all(r.startswith("dependency ") and r.split()[1] in found for r in reasons):
+            found.add(step.name)
+    return found
 
 
 def _downstream(world: World, names: set[str]) -> set[str]:
