@@ -21,7 +21,6 @@ import concurrent.futures
 import logging
 import os
 import queue
-import shutil
 import tempfile
 import threading
 import uuid
@@ -390,26 +389,19 @@ def _shell_outcome(ctx: StepContext, line: str, result: dict) -> StepOutcome:
 _RUNNING: dict[str, set[int]] = {}  # a run's token -> the process groups of its commands on this worker
 _RUNNING_LOCK = threading.Lock()
 _CANCELS: dict[str, set[threading.Event]] = {}  # a run's token -> the cancel events of its agent attempts here
-# the command dies with the worker process that started it (a killed worker leaves no step running that would
-# write the outputs behind the retry's back): util-linux's setpriv sets the parent-death signal, then execs a
-# shell that runs the step's line in the background and waits. A parent-death signal reaches only that one
-# process, and the line's own children (a compiler, a `sleep`) would outlive it: on SIGHUP, the one signal its
-# worker's death sends, the waiting shell kills the whole group (kill_groups, at a timeout or a cancel, signals
-# the whole group itself, as before)
-_SETPRIV = shutil.which("setpriv")
-_DIES_WITH_WORKER = 'trap "kill -KILL 0" HUP; /bin/sh -c "$1" & wait $!'
 
 
 def run_command(line: str, cwd: str, env: dict[bytes, bytes], timeout: float | None, token: str) -> dict:
     """The Dask task: run one step's shell line in its own process group, wait (killing the group at the
-    step's timeout), and say what happened. Never raises for the command's own failure."""
+    step's timeout), and say what happened. Never raises for the command's own failure.
+
+    No journal here: the group is tethered to this worker process (process.TETHER), so a worker that dies
+    mid-step, however it dies, takes the whole group with it, and nothing of the step goes on writing the outputs
+    behind the retry's back on another worker."""
     name = worker_name()
-    argv = ["/bin/sh", "-c", line]
-    if _SETPRIV:
-        argv = [_SETPRIV, "--pdeathsig", "HUP", "--", "/bin/sh", "-c", _DIES_WITH_WORKER, "sh", line]
     with tempfile.TemporaryFile() as out:
         try:
-            group = start(argv, cwd=cwd, env=env, stdout=out, stderr=out, journal=None, label="step")
+            group = start(["/bin/sh", "-c", line], cwd=cwd, env=env, stdout=out, stderr=out, journal=None, label="step")
         except OSError as exc:
             return {"worker": name, "error": f"could not start /bin/sh in {cwd} on {name}: {exc.strerror}"}
         with _RUNNING_LOCK:

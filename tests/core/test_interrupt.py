@@ -292,6 +292,10 @@ def _lines_of(module: str, qualname: str) -> list[tuple[str, int]]:
 
 
 @pytest.mark.slow
+# a run for each line of the three functions (54 today), each a Python start and a build bounded by timeout=60
+# below: on a 2-core machine beside two busy loops they took over pytest-timeout's 300 s together; a hang is caught
+# by the bound on each run, and the whole one is what those bounds add up to
+@pytest.mark.timeout(3600)
 def test_sigint_at_each_line_of_the_schedulers_event_handling(project):
     """Every line where a signal can land while a step's exit and output are handled (the step closes its
     output before exiting, so the end of its output and its exit come as two events)."""

@@ -35,11 +35,13 @@ def _worker(srv) -> str:
 
 
 def _evidence(agent: AgentProject, before: str = "") -> None:
-    """The verify command `test`: notes the pid of the process that started it ($PPID: the Dask worker process,
-    where process.py spawns it, or the runner), then runs the tests."""
+    """The verify command `test`: notes, on a line, its parent and that one's parent (the process that started
+    it is one of them: the runner, or the Dask worker process, whose child is process.py's tethering shell), then
+    runs the tests."""
     (agent.root / "adapters/local.toml").write_text(
         'name = "local"\n[commands.test]\n'
-        f'run = "echo $PPID >> {agent.home}/verify_parents.txt; {before}'
+        "run = \"echo $PPID $(awk '{print $4}' /proc/$PPID/stat)"
+        f" >> {agent.home}/verify_parents.txt; {before}"
         f'{sys.executable} -m pytest -q -p no:cacheprovider"\n'
         'parse = ["pytest"]\n'
     )
@@ -80,9 +82,9 @@ def test_an_agent_step_runs_on_a_worker_gives_the_local_bytes_then_a_noop(cluste
     [finished] = [e for e in remote.events() if e["event"] == "attempt_finished"]
     assert finished["ok"] and finished["worker"] == step["worker"]
     assert (agent.root / "tests/test_calc.py").read_bytes() == (here.root / "tests/test_calc.py").read_bytes()
-    parents = [int(p) for p in (agent.home / "verify_parents.txt").read_text().split()]
-    # twice: the local run's verify (its parent the runner) and the remote one's (a Dask worker process)
-    assert len(parents) == 2 and parents[1] in _pids(address) and parents[0] not in _pids(address)
+    parents = [{int(p) for p in line.split()} for line in (agent.home / "verify_parents.txt").read_text().splitlines()]
+    # twice: the local run's verify (started by the runner) and the remote one's (by a Dask worker process)
+    assert len(parents) == 2 and parents[1] & _pids(address) and not parents[0] & _pids(address)
     attempt = agent.root / ".runner/runs" / remote.events()[0]["run_id"] / "attempts/tests/c1-a1"
     assert sorted(p.name for p in attempt.iterdir()) == [
         "diff.patch", "prompt.md", "result.json", "transcript.jsonl", "verify.log",
@@ -96,7 +98,7 @@ def test_an_agent_step_runs_on_a_worker_gives_the_local_bytes_then_a_noop(cluste
 
     again = agent.make("tests", "--executor", address)
     assert again.code == 0 and again.step("tests")["status"] == "cached"
-    assert len(agent.home.joinpath("verify_parents.txt").read_text().split()) == 2  # nothing ran again
+    assert len(agent.home.joinpath("verify_parents.txt").read_text().splitlines()) == 2  # nothing ran again
 
 
 @pytest.mark.slow  # two attempts, each with its pytest verify: 17 s at load 16 on 2 cores
@@ -207,8 +209,8 @@ def test_a_worker_killed_mid_attempt_is_survived_and_the_change_applied_once(pro
     _evidence(agent, before="sleep 2; ")
     proc = _start(agent, "--executor", address)
     wait_for(agent.home / "verify_parents.txt", 60)
-    first = int((agent.home / "verify_parents.txt").read_text().split()[0])
-    victim = next(name for name, p in workers.items() if p.pid == first)
+    first = {int(p) for p in (agent.home / "verify_parents.txt").read_text().splitlines()[0].split()}
+    victim = next(name for name, p in workers.items() if p.pid in first)
     workers[victim].send_signal(signal.SIGKILL)
     out, err = proc.communicate(timeout=90)
     assert proc.returncode == 0, err

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import time
 
 import pytest
@@ -62,7 +63,9 @@ def test_stdin_closed_own_session_and_no_key_in_argv(fake_codex, workspace, asse
     assert r.ok, r.error
     (call,) = fake_codex.records()
     assert call["stdin"] == "eof"  # never an inherited, never-closed stdin
-    assert call["sid"] == call["pid"] == call["pgid"]  # start_new_session=True
+    # a session of its own (start_new_session=True), whose group is the one runner.exit names and runner kills
+    # (led by process.TETHER's shell when no journal records it, as here)
+    assert call["sid"] == call["pgid"] == r.events[-1]["pid"] != os.getsid(0)
     assert call["cwd"] == str(workspace)
     argv = " ".join(call["argv"])
     assert assert_no_leak not in argv
