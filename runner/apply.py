@@ -223,7 +223,8 @@ def version_numbers(state_dir: Path, intent: str) -> list[int]:
     folder = versions_dir(state_dir, intent)
     if not folder.is_dir():
         return []
-    return sorted(int(p.name) for p in folder.iterdir() if p.name.isdigit() and (p / "version.json").is_file())
+    # a version.json that is not a file is a damaged version (plans/versions.py says so), not one never made
+    return sorted(int(p.name) for p in folder.iterdir() if p.name.isdigit() and (p / "version.json").exists())
 
 
 def version_files(

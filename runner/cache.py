@@ -196,15 +196,19 @@ class Cache:
 
             # no memory-mapped reads and a small page cache: both count in the process's resident memory, which
             # at 100,000 steps grew by ~90 MB for lookups that the OS's page cache serves as well
-            self._db = diskcache.Cache(
-                self.directory,
-                size_limit=2**34,
-                eviction_policy="none",
-                # nothing expires and nothing is evicted (`runner cache gc` trims): no culling query per write
-                cull_limit=0,
-                sqlite_mmap_size=0,
-                sqlite_cache_size=_DB_CACHE_PAGES,
-            )
+            try:
+                self._db = diskcache.Cache(
+                    self.directory,
+                    size_limit=2**34,
+                    eviction_policy="none",
+                    # nothing expires and nothing is evicted (`runner cache gc` trims): no culling query per write
+                    cull_limit=0,
+                    sqlite_mmap_size=0,
+                    sqlite_cache_size=_DB_CACHE_PAGES,
+                    disk=_disk_class(diskcache.Disk),
+                )
+            except OSError as exc:  # the folder could not be made: named, so the error can say what stands there
+                raise OSError(exc.errno, os.strerror(exc.errno or 0), self.directory) from None
         return self._db
 
     def close(self) -> None:
@@ -228,16 +232,17 @@ class Cache:
         self.close()
         self._started_empty, self._written = True, _Written()
         dot_runner, cache = _shown(self.directory)
+        what = "is another user's" if _not_ours(self.directory) else "is damaged"
         if self.owner:
             self.set_aside = _aside(self.directory)
             _say(
-                f"runner: the cache database {dot_runner}/{cache}/cache.db is damaged ({exc}); moved it to "
+                f"runner: the cache database {dot_runner}/{cache}/cache.db {what} ({exc}); moved it to "
                 f"{dot_runner}/{os.path.basename(self.set_aside)} and going on without it"
             )
         else:
             self._unreadable = True
             _say(
-                f"runner: the cache database {dot_runner}/{cache}/cache.db is damaged ({exc}); "
+                f"runner: the cache database {dot_runner}/{cache}/cache.db {what} ({exc}); "
                 "read as empty until `runner make` sets it aside"
             )
         return True
@@ -487,7 +492,7 @@ class Cache:
 
 # sqlite's result codes for a file that is not a sound database (an extended code keeps its primary code in
 # its low byte); SQLITE_CANTOPEN counts only when something other than a folder and a file stands there
-_CORRUPT, _CANTOPEN, _NOTADB = 11, 14, 26
+_READONLY, _CORRUPT, _CANTOPEN, _NOTADB = 8, 11, 14, 26
 
 
 _SET_MANY_CHUNK = 500  # keys a statement names (sqlite allows 32,766 parameters; older builds 999)
@@ -513,12 +518,38 @@ def _set_many(db, items: Mapping[str, object], present: list[str]) -> list[str]:
         if old:
             sql(f"DELETE FROM Cache WHERE rowid IN ({','.join('?' * len(old))})", [rowid for rowid, _f in old])
             replaced.extend(filename for _rowid, filename in old if filename)
-    rows = []
-    for key, value in items.items():
-        size, mode, filename, db_value = disk.store(value, False, key=key)
-        rows.append((key, now, now, size, mode, filename, db_value))
-    db._con.executemany(_INSERT_ROW, rows)
+    rows, files = [], []
+    try:
+        for key, value in items.items():
+            size, mode, filename, db_value = disk.store(value, False, key=key)
+            rows.append((key, now, now, size, mode, filename, db_value))
+            if filename:
+                files.append(filename)
+        db._con.executemany(_INSERT_ROW, rows)
+    except BaseException:  # the transaction rolls back: no row names the files written for it (diskcache's set too)
+        for filename in files:
+            disk.remove(filename)
+        raise
     return replaced
+
+
+def _disk_class(base: type) -> type:
+    """diskcache's Disk (`base`), but a value's file that a full disk cut short is removed, not left unnamed."""
+
+    class Disk(base):
+        def _write(self, full_path, iterator, mode, encoding=None):
+            try:
+                return super()._write(full_path, iterator, mode, encoding)
+            except FileExistsError:  # another value's file: not ours to remove
+                raise
+            except BaseException:
+                try:
+                    os.unlink(full_path)
+                except OSError:
+                    pass
+                raise
+
+    return Disk
 
 
 def _damage(exc: Exception, directory: str) -> bool:
@@ -532,9 +563,20 @@ def _damage(exc: Exception, directory: str) -> bool:
     if not isinstance(exc, sqlite3.Error):
         return False
     code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
+    if code in (_CANTOPEN, _READONLY) and _not_ours(directory):
+        return True
     if code == _CANTOPEN:
         return not os.path.isdir(directory) or os.path.isdir(os.path.join(directory, "cache.db"))
     return code in (_CORRUPT, _NOTADB)
+
+
+def _not_ours(directory: str) -> bool:
+    """The cache folder or its database is another user's that this one may not read or write (a `sudo runner
+    make` made it): a cache this user cannot use, set aside as a damaged one is."""
+    db = os.path.join(directory, "cache.db")
+    return not os.access(directory, os.R_OK | os.W_OK | os.X_OK) or (
+        os.path.exists(db) and not os.access(db, os.R_OK | os.W_OK)
+    )
 
 
 def _shown(directory: str) -> tuple[str, str]:

@@ -150,8 +150,8 @@ def main(argv: list[str] | None = None) -> None:
         exc.show()
         error_line(exc.exit_code, exc.format_message(), when=as_json)
         sys.exit(exc.exit_code)  # 2 for usage errors, as the user's mistake
-    except click.exceptions.Abort:
-        sys.exit(EXIT_INTERRUPTED)
+    except click.exceptions.Abort:  # click's word for a Ctrl-C it caught: said as the boundary says one
+        sys.exit(exit_for(KeyboardInterrupt(), as_json=as_json))
     except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 - the boundary: a message and an exit code
         sys.exit(exit_for(exc, as_json=as_json))
     sys.exit(EXIT_OK)
@@ -160,8 +160,12 @@ def main(argv: list[str] | None = None) -> None:
 def exit_for(exc: BaseException, directory: Path | None = None, as_json: bool = False) -> int:
     """Say what went wrong on stderr (with `as_json` on stdout too) and return the exit code (called inside the
     except block: an internal error's traceback is saved from there). `directory`: -C, when click did not read it."""
+    from .damaged import as_users_error
     from .redact import current_mask
+    from .workspace import find_root
 
+    root = find_root(directory or _directory[0])
+    exc = as_users_error(exc, str(root))  # a full disk, damaged state: the user's to fix, never a bug of ours
     mask = current_mask()  # a message may quote a value from the environment, a log or a worker's answer
     if isinstance(exc, RunnerError):
         message = mask.text(exc.render())
@@ -174,25 +178,19 @@ def exit_for(exc: BaseException, directory: Path | None = None, as_json: bool = 
         return EXIT_INTERRUPTED
     if isinstance(exc, BrokenPipeError):
         return EXIT_OK
-    if directory is not None:
-        _directory[0] = directory
-    path = _save_traceback()  # a bug of ours: keep the traceback for the report, show one line
+    path = _save_traceback(root / ".runner", mask)  # a bug of ours: keep the traceback for the report, show one line
     click.echo(mask.text(f"runner: internal error: {exc!r}; the traceback is in {path}. Please report it."), err=True)
     error_line(EXIT_INTERNAL, f"internal error: {exc!r}; the traceback is in {path}", when=as_json)
     return EXIT_INTERNAL
 
 
-def _save_traceback() -> str:
+def _save_traceback(folder: Path, mask) -> str:
     import traceback
 
-    from .redact import current_mask
-    from .workspace import find_root
-
-    folder = find_root(_directory[0]) / ".runner"
     try:
         folder.mkdir(exist_ok=True)
         path = folder / "last-error.log"
-        path.write_text(current_mask().text(traceback.format_exc()))
+        path.write_text(mask.text(traceback.format_exc()))
         return str(path)
     except OSError:
         return "(could not write .runner/last-error.log)"

@@ -25,7 +25,16 @@ from pathlib import Path
 from . import __version__
 from .freshness import stat_of, vouches
 from .globs import GLOB_CHARS
-from .keys import PackedTable, content_digest, digest_bytes, digest_value, give_back_memory, map_file
+from .keys import (
+    PackedTable,
+    content_digest,
+    digest_bytes,
+    digest_value,
+    give_back_memory,
+    map_file,
+    replacing,
+    write_marshal,
+)
 from .memory import key_parts as memory_parts
 from .spec import BUILTIN_DIR, STEP_AGENT, STEP_AGGREGATE, Intent, Spec, env_refs, runs_always
 from .workspace import Layout
@@ -809,21 +818,18 @@ def _mapped(f) -> Compiled:
 
 def _save(cache_file: str, fingerprint: tuple, compiled: Compiled, tables: tuple | None = None) -> None:
     """The compiled spec's file, written whole and then put in place; beside it, `tables` (the intents file's
-    document_digests but the first), for the next edit of some intents (_recompiled)."""
-    tmp = f"{cache_file}.{os.getpid()}.tmp"
+    document_digests but the first), for the next edit of some intents (_recompiled). Not written (a read-only
+    checkout, a full disk), the next run compiles again: no half-written copy is left (keys.write_atomic)."""
     if tables is not None:
         try:
-            with open(tmp, "wb") as f:
-                marshal.dump((compiled.token, *tables), f)
-            os.replace(tmp, f"{cache_file}.tables")
+            write_marshal(f"{cache_file}.tables", (compiled.token, *tables))
         except OSError:
             pass  # the next edit compiles in full
     try:
-        with open(tmp, "wb") as f:
+        with replacing(cache_file) as f:
             header, blobs = compiled.packed()
             pickle.dump(fingerprint, f, protocol=pickle.HIGHEST_PROTOCOL)
             pickle.dump(header, f, protocol=pickle.HIGHEST_PROTOCOL)
             f.writelines(blobs)
-        os.replace(tmp, cache_file)
     except OSError:
-        pass  # a read-only checkout still works, just without the warm path
+        pass

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gc
 import os
+import signal
 import sys
 
 
@@ -54,17 +55,23 @@ def unsupported_platform() -> None:
 def console() -> None:
     """`runner` and `python -m runner`: main(), then exit without the interpreter's teardown, since freeing
     a 10,000-step graph object by object takes longer than an incremental build. Everything the run
-    writes is closed by then; only the standard streams are flushed here."""
-    code: str | int | None
+    writes is closed by then; only the standard streams are flushed here. Ctrl-C at any moment of it ends
+    with exit 130 and one line, never a traceback: before a command's own boundary (the no-op, the imports),
+    between its answer and the exit, and while the one line is said."""
+    code: str | int | None = EXIT_INTERRUPTED
     try:
-        main()
-        code = 0
-    except SystemExit as exc:
-        code = exc.code
-    except KeyboardInterrupt:  # Ctrl-C before a command's own boundary (the no-op, the imports): no traceback
-        from .errors import EXIT_INTERRUPTED
-
-        code = EXIT_INTERRUPTED
+        sys.unraisablehook = _unraisable
+        try:
+            main()
+            code = 0
+        except SystemExit as exc:
+            code = exc.code
+        except KeyboardInterrupt:
+            code = EXIT_INTERRUPTED
+            _say_interrupted()
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # the command is done: a Ctrl-C now changes nothing
+    except KeyboardInterrupt:  # one that came in the moment between the command's end and the line above
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
     if code is not None and not isinstance(code, int):
         print(code, file=sys.stderr)
         code = 1
@@ -74,3 +81,30 @@ def console() -> None:
     except (BrokenPipeError, OSError):
         pass
     os._exit(code or 0)
+
+
+EXIT_INTERRUPTED = 130  # errors.EXIT_INTERRUPTED, without importing errors.py (and typing) on the no-op path
+
+
+def _unraisable(unraisable, default=sys.unraisablehook) -> None:
+    """A Ctrl-C that came while Python ran a callback it cannot raise from (a module lock's weakref callback in
+    an import, a __del__) would be printed as "Exception ignored in" with its traceback, and lost: it is sent
+    again instead, a moment later, so that it lands once this callback is over (a signal raised here would be
+    handled here, inside the same callback) and is raised in ordinary code as any other Ctrl-C. Should it land
+    in a callback again, it comes here again."""
+    if unraisable.exc_type is not None and issubclass(unraisable.exc_type, KeyboardInterrupt):
+        import threading
+
+        again = threading.Timer(0.01, os.kill, (os.getpid(), signal.SIGINT))
+        again.daemon = True
+        again.start()
+        return
+    default(unraisable)
+
+
+def _say_interrupted() -> None:
+    """The boundary's line for a Ctrl-C (cli.exit_for), from before a command reached it."""
+    try:
+        os.write(2, b"runner: interrupted\n")
+    except OSError:
+        pass

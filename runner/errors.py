@@ -106,6 +106,21 @@ class LockHeldError(BlockedError):
     """Another runner holds the project lock and we were told not to wait."""
 
 
+class NoSpaceError(RunnerError):
+    """A write of the runner's found the device full (ENOSPC) or the user's quota spent (EDQUOT): what it was
+    writing and what to do, never a traceback. Exit 1, as a failed step; 2 when nothing could start."""
+
+    exit_code = EXIT_STEP_FAILED
+
+    def __init__(self, path: str, exit_code: int = EXIT_STEP_FAILED):
+        self.path = path  # as the user finds it from the project root
+        self.exit_code = exit_code
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        return f"error: no space left on the device (writing {self.path}): free some space and run again"
+
+
 class InterruptedRun(RunnerError):
     """Ctrl-C or SIGTERM: completed steps stay cached. Exit 130."""
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import heapq
-import json
 import os
 import selectors
 import threading
@@ -15,13 +14,17 @@ from .cache import StepRecord
 from .confine import Folders, Refused, record_refusal, remove
 from .globs import expand
 from .inputs_held import changed_inputs, not_cached_reason
+from .intent_env import SECRET_STAND_IN, brought_back
 from .interrupts import Interrupts
 from .keys import digest_bytes, outputs_digest
 from .noop import cached_text
+from .nospace import is_no_space, words
 from .plan import RUN, Decision, Planner, decide_each, produced_by_proven
 from .process import RUN_VAR, kill_groups
 from .record import RunRecord, tail
 from .redact import Mask
+from .report import json_list as _json_list
+from .run_options import RunOptions
 from .spec import STEP_AGENT, STEP_AGGREGATE, STEP_SHELL
 from .steps import StepContext, StepOutcome, shell
 from .summary import BLOCKED, CACHED, FAILED, KEPT, RAN, RESTORED, SKIPPED, Summary
@@ -34,56 +37,6 @@ _EXITED, _PRINTED = "exited", "printed"  # what a shell step's file descriptor i
 PREFETCH = 63  # ready steps whose shared-cache reads are made together with the next one's (_prefetch)
 _UNREAD = "unread"  # stands for a proven step's outputs where only an aggregate no step reads would see them
 _AGGREGATE = "aggregate"  # what _finish_skip says of an aggregate: its dependencies are done, nothing to report
-
-
-_encoded_lists: dict[tuple[str, ...], str] = {}  # a step's reasons as JSON: a clean build's are mostly one list
-
-
-def _json_list(items: list[str]) -> str:
-    """json.dumps(items), kept for the few lists that repeat over thousands of events. Intent names need no
-    escaping in an event line ([A-Za-z0-9_.-], the schema says so), so only the reasons are encoded."""
-    key = tuple(items)
-    line = _encoded_lists.get(key)
-    if line is None:
-        line = json.dumps(items)
-        if len(_encoded_lists) < 256:
-            _encoded_lists[key] = line
-    return line
-
-
-class RunOptions:
-    """How `runner make` was asked to run."""
-
-    def __init__(
-        self,
-        jobs: int = 1,
-        keep_going: bool = False,
-        force: bool = False,
-        timeout: float | None = None,
-        record: bool = False,
-        halt_on: frozenset = frozenset(),
-        ask=None,
-        worker: str | None = None,
-        on_output=None,
-        improve: dict[str, dict] | None = None,
-        executor=None,
-    ):
-        self.jobs = jobs
-        self.keep_going = keep_going
-        self.force = force
-        self.timeout = timeout  # default per-step timeout
-        self.record = record  # write every worker exchange to replays/
-        self.halt_on = halt_on  # boundaries that need a human this run (write_files, run_shell)
-        self.ask = ask  # callable(question, detail) -> bool when a human is at a terminal
-        self.worker = worker  # override [worker] kind for this run (e.g. replay)
-        # callable(intent, lines): what shell steps print, line by line as they print it (-v); None: only logged
-        self.on_output = on_output
-        # `runner improve`: intent -> {"version", "feedback", "prompt"}: run again with the reviewer's feedback and
-        # the previous version in its prompt (plans/versions.py), its result recorded as the next version
-        self.improve = improve or {}
-        # where shell steps run (runner/executors/, built by commands/make.py): one whose `on_cluster` is true takes
-        # each shell step as a future (submit, cancel_all, lost); None or local: this scheduler's own children
-        self.executor = executor
 
 
 class _Active:
@@ -144,6 +97,7 @@ class Executor:
         self._deferred: list[tuple] = []  # shell steps finished, their records not yet stored
         self._deferred_names: set[str] = set()
         self._deferred_since = time.monotonic()
+        self._unrecorded: list[tuple[str, str | None]] = []  # (step, journal key) whose records a full disk refused
 
     def emit(self, event: dict, line: str | None = None) -> None:
         """Report an event; `line` is its JSON when the caller already has it. The scheduler's own events
@@ -241,8 +195,19 @@ class Executor:
             self.interrupts.ignore()
             self._interrupt(selector)
             settled = not self.active
+        except Exception as exc:
+            if not is_no_space(exc):
+                raise
+            # a write of the runner's own (a restore, the journal) found the disk full: stopped as by an interrupt
+            summary.no_space = getattr(exc, "filename", None) or str(self.layout.state_dir)
+            self._interrupt(selector)
+            settled = not self.active
         finally:
             self._store_deferred()
+            for name, journal in self._unrecorded:  # no output is kept without its record
+                self._remove_outputs(self.spec.intents[name].outputs)
+                if journal:
+                    self.inflight.end(journal)
             if self.created_ahead is not None:  # before anyone looks at the outputs: none for a step that did not start
                 self.created_ahead.close()
             self.agents.shutdown()
@@ -252,7 +217,8 @@ class Executor:
             summary.duration = time.monotonic() - started
             self.inflight.close(settled and not self._deferred)
             self.interrupts.restore()
-        summary.left = [n for n in todo if n not in self.produced and n not in aggregates]
+        unrecorded = {name for name, _journal in self._unrecorded}  # in `produced`: dependants decided on them
+        summary.left = [n for n in todo if (n not in self.produced or n in unrecorded) and n not in aggregates]
         return summary
 
     def _release(self, name: str) -> None:
@@ -513,7 +479,25 @@ class Executor:
             return
         batch = list(self._deferred)
         with self.interrupts.held():  # sqlite left inside a cut transaction refuses the next one
-            self._store_batch(batch)
+            try:
+                self._store_batch(batch)
+            except Exception as exc:
+                if not is_no_space(exc):
+                    raise
+                self._unstored(batch)
+
+    def _unstored(self, batch: list[tuple]) -> None:
+        """A full disk refused the batch's records: each step fails as if its command had (its outputs go, once
+        no step that started on them runs), and nothing more starts: every write would meet the same disk."""
+        error, self.stop = words(os.path.join(self.planner.cache.directory, "cache.db"), self.spec.root), True
+        for name, decision, _outcome, _outputs, _datas, duration, journal in batch:
+            self._unrecorded.append((name, journal))
+            self._report_run(name, decision, StepOutcome(ok=False, error=error), duration, {})
+            self.summary.counts[RAN] -= 1
+            self.summary.counts[FAILED] += 1
+            self.summary.failed.append(name)
+            self._deferred_names.discard(name)
+        del self._deferred[: len(batch)]
 
     def _store_batch(self, batch: list[tuple]) -> None:
         blobs: dict[str, bytes] = {}
@@ -551,8 +535,9 @@ class Executor:
         def on_process(pid: int) -> None:
             self.journals[name] = self.inflight.start(name, pid, list(intent.outputs))
 
-        if any("$" in value for _key, value in intent.env):
-            intent = intent._replace(env=self.planner.env(name))  # $NAME and $$ expanded, as the key holds them
+        if any("$" in value or value.startswith(SECRET_STAND_IN) for _key, value in intent.env):
+            # $NAME and $$ expanded, as the key holds them; a kept-out secret read back, hidden from now on
+            intent = intent._replace(env=brought_back(self.spec, name, self.planner.env(name), self.mask))
         return StepContext(
             spec=self.spec,
             intent=intent,

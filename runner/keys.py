@@ -10,7 +10,12 @@ import zlib
 from array import array
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping, Sequence
+from contextlib import contextmanager
 from itertools import accumulate
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: the no-op imports this module
+if TYPE_CHECKING:
+    from typing import BinaryIO
 
 
 def _unencodable(value):
@@ -212,10 +217,9 @@ class IndexFile:
         except OSError:
             self._snapshot = None
         self._log_size = 0
-        try:
-            os.unlink(self.log_path)  # after the new snapshot: a crash between leaves a log it ignores
-        except FileNotFoundError:
-            pass
+        from .damaged import clear  # after the new snapshot: a crash between leaves a log it ignores
+
+        clear(self.log_path)
 
     def _appendable(self) -> bool:
         """The log extends the snapshot as it stands now."""
@@ -539,23 +543,44 @@ def write_marshal(path: str, value, durable: bool = False, trim: bool = False) -
     write_atomic(path, marshal.dumps(value), durable, trim)  # ~16 MB for a 100,000-step proof
 
 
-def write_atomic(path: str, data: bytes | list[bytes], durable: bool = False, trim: bool = False) -> None:
+def write_atomic(path: str, data: bytes | Iterable[bytes], durable: bool = False, trim: bool = False) -> None:
     """Replace `path` with `data` (or its pieces, one after another) atomically (a reader sees the old file or
     the new one, never half). `trim`: a file of megabytes hands its bytes' pages back (give_back_memory; not on
     the no-op path, which imports nothing it need not)."""
-    tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "wb") as f:
+    with replacing(path, durable) as f:
         if isinstance(data, bytes):
             f.write(data)
         else:
             f.writelines(data)
         size = f.tell()
-        if durable:
-            f.flush()
-            os.fsync(f.fileno())
-    os.replace(tmp, path)
     if trim and size > _BIG:
         give_back_memory()  # else the state, the proof and the stat cache, written in turn, each take new pages
+
+
+@contextmanager
+def replacing(path: str, durable: bool = False) -> Iterator[BinaryIO]:
+    """A file to write that replaces `path` whole once the block ends; if it ends with an exception (a full disk,
+    an interrupt), `path` is as it was and no half-written copy is left beside it."""
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        with open(tmp, "wb") as f:
+            yield f
+            if durable:
+                f.flush()
+                os.fsync(f.fileno())
+        try:
+            os.replace(tmp, path)
+        except IsADirectoryError:  # a folder stands where the runner's file goes (a bad copy): it is no file of ours
+            from .damaged import clear
+
+            clear(path)
+            os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
 
 
 _BIG = 1 << 22

@@ -11,6 +11,7 @@ from . import toml_read
 from .confine import Folders, check_glob, output_problem
 from .errors import Problem, SpecError, UsageError
 from .globs import GLOB_CHARS, matches
+from .intent_env import env_names, kept_out
 from .keys import digest_bytes
 from .memory import FIELDS as MEMORY_FIELDS
 from .memory import too_big
@@ -29,7 +30,6 @@ from .spec import (
     Spec,
     WorkerSettings,
     env_problem,
-    env_refs,
 )
 from .toml_locate import Locator
 
@@ -113,8 +113,9 @@ def _precise_validator(schema: dict):
 class _Reader:
     """Collects problems while reading files relative to the project root."""
 
-    def __init__(self, root: Path, documents: dict | None = None, digests: dict | None = None):
+    def __init__(self, root: Path, documents: dict | None = None, digests: dict | None = None, secret=frozenset()):
         self.root = root
+        self.secret_names = secret  # the names policies list in `secrets`: what env_secrets.kept_out keeps out
         # path -> (digest of its bytes, the document they read as, toml_read.document_digests): read already
         self.documents = documents or {}
         self.problems: list[Problem] = []
@@ -630,7 +631,7 @@ def _intent(reader: _Reader, shown: str, name: str, d: dict) -> Intent:
         candidates=d.get("candidates", 1),
         max_attempts=d.get("max_attempts", 3),
         timeout=d.get("timeout"),
-        env=tuple(sorted(d.get("env", {}).items())),
+        env=kept_out(d.get("env", {}), reader.secret_names),
         cwd=d.get("cwd", "."),
         anchor=d.get("anchor", ""),
         facts=tuple(d.get("facts", ())),
@@ -964,14 +965,15 @@ def load_spec(
     tables: dict = data["intent"]
     names = set(tables)
     intents = {}
+    declared: dict = data["policy"] if isinstance(data.get("policy"), dict) else {}
+    policies = _policies(declared, broken["policy"])
+    reader.secret_names = frozenset(name for policy in policies.values() for name in policy.secrets)
     # each intent's parsed table goes as its Intent is made: held whole beside the Intents, they were the load's
     # peak (~1 KB a step parsed, ~0.4 KB made: 318 MiB at 100,000 steps)
     for name in list(tables):
         d = tables.pop(name)
         if name not in broken["intent"] and isinstance(d, dict):
             intents[name] = _intent(reader, shown, name, d)
-    declared: dict = data["policy"] if isinstance(data.get("policy"), dict) else {}
-    policies = _policies(declared, broken["policy"])
     for policy in policies.values():  # a scope is a glob as inputs and outputs are (runner/globs.py)
         for i, pattern in enumerate(policy.scope):
             why = check_glob(pattern)
@@ -1034,7 +1036,7 @@ def edited_intents(spec: Spec, document: dict, names: list[str]) -> dict[str, In
     part["intent"] = {name: tables[name] for name in names}
     if not _fast_validator("intents.json")(part):
         return None
-    reader = _Reader(Path(spec.root))
+    reader = _Reader(Path(spec.root), secret=frozenset(name for p in spec.policies.values() for name in p.secrets))
     _not_a_number(reader, spec.file, part)
     _nul_characters(reader, spec.file, part)
     made = {name: _intent(reader, spec.file, name, tables[name]) for name in names}
@@ -1044,10 +1046,6 @@ def edited_intents(spec: Spec, document: dict, names: list[str]) -> dict[str, In
         was = spec.intents[name]
         if any(getattr(intent, field) != getattr(was, field) for field in _GRAPH_FIELDS):
             return None
-        if _env_names(intent) != _env_names(was):
+        if env_names(intent) != env_names(was):
             return None
     return made
-
-
-def _env_names(intent: Intent) -> set[str]:
-    return {ref for _key, value in intent.env for ref in env_refs(value)}

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from .cache import Cache, State
 from .compiled import Compiled, edited_since, load_compiled, save_unsaved
-from .execute import Executor, RunOptions
+from .execute import Executor
 from .freshness import (
     FirstLook,
     StatCache,
@@ -25,9 +25,11 @@ from .freshness import (
 )
 from .graph import resolve_targets, selected_order
 from .keys import give_back_memory
+from .nospace import no_space_error, nothing_started, unwritten
 from .plan import Planner, make_plan, unmatched_warnings
 from .record import RunRecord, prune
 from .redact import Mask, mask_for_run
+from .run_options import RunOptions
 from .summary import Summary
 from .workspace import Layout, ProjectLock, locate, recover_inflight
 
@@ -99,6 +101,7 @@ def plan(
     resolved = resolve_targets(project.spec, targets)
     target = None if resolved is None else named(resolved)
     planner = planner_for(project, force, worker_kind, remote=remote)
+    layout = project.layout
     try:
         # the last good run's proof says which steps the rule must decide, as it does for `runner make`: at
         # 100,000 steps with nothing to do, deciding every one was 6 s and 400 MB
@@ -115,7 +118,7 @@ def plan(
         steps = [(d.intent, planner.replay_key(d.intent, d) if d.key is not None else None) for d in agents]
         return target, decisions, warnings, preview(project.spec, planner.worker_config, steps)
     finally:
-        planner.stat.save()
+        unwritten(planner.stat.save, layout.stat_file)  # a cache of file digests: a full disk only costs speed
         planner.cache.close()
 
 
@@ -272,16 +275,17 @@ def make(
     (executors.stop_abandoned, which the command brings: workspace.recover_inflight)."""
     targets = [targets] if isinstance(targets, str) else list(targets)
     layout = project.layout
-    layout.ensure()
-    read_back = save_unsaved(layout.root)
-    if read_back is not None:  # the spec as the saved file holds it: the dicts it was made in go now
-        project.compiled = read_back
-        give_back_memory(len(read_back.order))
     lock = ProjectLock(layout, "runner make " + " ".join(sys.argv[2:]))
-    lock.acquire(wait=wait_for_lock, on_wait=on_wait)
+    with nothing_started(str(layout.root)):
+        layout.ensure()
+        read_back = save_unsaved(layout.root)
+        if read_back is not None:  # the spec as the saved file holds it: the dicts it was made in go now
+            project.compiled = read_back
+            give_back_memory(len(read_back.order))
+        lock.acquire(wait=wait_for_lock, on_wait=on_wait)
     mask = mask_for_run(project.spec)
     previous = signal.signal(signal.SIGTERM, _terminate_as_interrupt)
-    record = None
+    record = executor = None
     try:
         recovered = recover_inflight(layout, stop_cluster)
         if (layout.state_dir / "apply").is_dir():  # an agent step's apply that a crash cut short
@@ -316,20 +320,23 @@ def make(
         for line in recovered:  # reported once the run has a record, which keeps them too
             sink({"event": "recovered", "message": line})
 
+        executor = Executor(planner, layout, record, sink, options, doubtful=doubtful, mask=mask)
         started = time.monotonic()
         # steps run from the project root, as make -C runs from its folder (a plain command then needs no
         # shell to get there); the caller's folder is restored after the run
         caller_cwd = _chdir(str(layout.root))
         try:
-            summary = Executor(planner, layout, record, sink, options, doubtful=doubtful, mask=mask).run(order)
+            summary = executor.run(order)
         finally:
             if caller_cwd:
                 _chdir(caller_cwd)
+        # the last good results, before the run says how it ended: a full disk that refuses them fails it
+        summary.no_space = summary.no_space or unwritten(planner.state.save, layout.state_file)
         status = (
             "interrupted"
             if summary.interrupted
             else "failed"
-            if summary.failed
+            if summary.failed or summary.no_space
             else "blocked"
             if summary.blocked
             else "ok"
@@ -360,7 +367,6 @@ def make(
         if remote is not None:  # the uploads are waited for (bounded) so the account is whole
             summary.remote = finished["remote"] = remote.finish()
         sink(finished)
-        planner.state.save()
         planner.cache.close()
         if agent_steps and options.worker:
             drop_proof(root, requested)  # keys made by another worker prove nothing for a plain run
@@ -381,10 +387,18 @@ def make(
                 compiled.env_names,
                 aggregates=compiled.aggregates,
             )
-        planner.stat.save()
+        summary.no_space = summary.no_space or unwritten(planner.stat.save, layout.stat_file)
         prune(layout.runs_dir)
         summary.warnings = unmatched_warnings(project.spec, planner.input_files.unmatched)
+        record.close()
+        summary.no_space = summary.no_space or record.unwritten
         return summary
+    except Exception as exc:
+        # a full disk before the first step could start (the lock, the journal, the run's record) is exit 2
+        error = no_space_error(exc, str(layout.root), started=executor is not None)
+        if error is None:
+            raise
+        raise error from None
     finally:
         if record is not None:
             record.close()  # whatever happened: the process may end without the interpreter's teardown

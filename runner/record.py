@@ -7,6 +7,8 @@ import os
 import time
 from pathlib import Path
 
+from .nospace import is_no_space
+
 KEEP_RUNS = 50
 
 
@@ -19,7 +21,11 @@ def new_run_id() -> str:
 
 class RunRecord:
     """One run's folder. Events are flushed before the run waits for anything, so a killed run leaves a
-    readable log that is behind by at most what one pass of the scheduler emitted."""
+    readable log that is behind by at most what one pass of the scheduler emitted.
+
+    A full disk does not lose them: what a write could not take waits, whole lines and the rest of a line cut
+    short alike, for the next flush (a failed step's outputs, deleted, may have made room meanwhile). What is
+    still unwritten at close() is said by `unwritten` (the events file): the run then ends saying so."""
 
     def __init__(self, runs_dir: Path, run_id: str | None = None):
         self.run_id = run_id or new_run_id()
@@ -27,27 +33,51 @@ class RunRecord:
         logs = self.dir / "logs"
         logs.mkdir(parents=True, exist_ok=True)
         self._logs = str(logs) + os.sep
-        self._events = open(self.dir / "events.jsonl", "a", encoding="utf-8")  # noqa: SIM115 - open for the run; close() ends it
+        self.path = str(self.dir / "events.jsonl")
+        self._fd: int | None = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
+        self._lines: list[str] = []  # emitted since the last flush
+        self._unwritten = b""  # what a full disk refused: written first at the next flush
+        self.unwritten: str | None = None  # the events file, when close() could not write all of it
 
     def emit(self, event: dict, line: str | None = None) -> str:
         """Append the event (`line`: its JSON, if known); returns the JSON line for whoever prints it too.
         Written out by flush(), which the scheduler calls before it waits for anything."""
         line = line or json.dumps(event)
-        self._events.write(line + "\n")
+        self._lines.append(line)
         return line
 
-    def flush(self) -> None:
-        self._events.flush()
+    def flush(self) -> bool:
+        """Write what was emitted; False when a full disk left some of it for a later flush."""
+        if self._lines:
+            self._lines.append("")  # the last line's newline
+            self._unwritten += "\n".join(self._lines).encode()
+            self._lines.clear()
+        while self._unwritten and self._fd is not None:
+            try:
+                written = os.write(self._fd, self._unwritten)
+            except OSError as exc:
+                if not is_no_space(exc):
+                    raise
+                return False
+            self._unwritten = self._unwritten[written:]
+        return True
 
     def write_lines(self, text: str) -> None:
         """Append events already serialized, one a line (cached steps in bulk), written out by flush()."""
-        self._events.write(text + "\n")
+        self._lines.append(text)
 
     def log_path(self, intent: str) -> str:
         return f"{self._logs}{intent}.log"  # asked at every step's start: a string, not a Path (~20 us)
 
     def close(self) -> None:
-        self._events.close()
+        if self._fd is None:
+            return
+        try:
+            if not self.flush():
+                self.unwritten = self.path
+        finally:
+            os.close(self._fd)
+            self._fd = None
 
 
 def list_runs(runs_dir: Path) -> list[str]:
@@ -60,7 +90,7 @@ def list_runs(runs_dir: Path) -> list[str]:
     for p in runs_dir.iterdir():
         try:
             found.append((p.name[:15], os.stat(p / "events.jsonl").st_mtime_ns, p.name))
-        except (FileNotFoundError, NotADirectoryError):
+        except OSError:  # not a run's folder, or one this user may not read: no run to list
             continue
     return [name for _second, _written, name in sorted(found)]
 
@@ -78,7 +108,7 @@ def runs_after(runs_dir: Path, since: str | None) -> list[str]:
 
 def read_events(runs_dir: Path, run_id: str) -> list[dict]:
     events = []
-    with open(runs_dir / run_id / "events.jsonl", encoding="utf-8") as f:
+    with open(runs_dir / run_id / "events.jsonl", encoding="utf-8", errors="replace") as f:  # damage: not JSON
         for line in f:
             line = line.strip()
             if not line:
@@ -116,7 +146,7 @@ def step_runs(runs_dir: Path, run_id: str, intent: str) -> list[dict]:
     record is mostly other steps)."""
     needle = f'"intent": {json.dumps(intent)}'
     found = []
-    with open(runs_dir / run_id / "events.jsonl", encoding="utf-8") as f:
+    with open(runs_dir / run_id / "events.jsonl", encoding="utf-8", errors="replace") as f:
         for line in f:
             if needle in line:
                 try:

@@ -87,8 +87,9 @@ class Mask:
     """
 
     def __init__(self, secrets: Iterable[str] = ()):
+        self._secrets = list(secrets)
         text: dict[str, str] = {}
-        for value in sorted(secrets, key=len, reverse=True):  # a secret containing another is replaced whole
+        for value in sorted(self._secrets, key=len, reverse=True):  # a secret containing another is replaced whole
             if len(value) < MIN_SECRET_LEN:
                 continue
             marker = f"[REDACTED:{getattr(value, 'name', 'SECRET')}]"
@@ -101,6 +102,11 @@ class Mask:
 
     def __bool__(self) -> bool:
         return bool(self._text)
+
+    def add(self, secrets: Iterable[str]) -> None:
+        """Secrets met as the run goes on (a literal `env` value read back as its step starts: env_secrets.py):
+        every writer holding this mask hides them from now on."""
+        Mask.__init__(self, [*self._secrets, *secrets])
 
     def text(self, text: str) -> str:
         for value, marker in self._text:

@@ -28,6 +28,7 @@ class Summary:
         self.drift: list[str] = []  # agent steps whose change drifted beyond their intent (runner/drift.py)
         self.uncached: list[str] = []  # steps whose inputs changed while they ran (runner/inputs_held.py)
         self.remote: dict | None = None  # what the shared cache did in this run (runner/stores/mirror.py)
+        self.no_space: str | None = None  # a file the run could not write for a full disk: the run failed there
 
     def spent(self, details: dict) -> None:
         """Count what one agent step spent (its outcome's details)."""

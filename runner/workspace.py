@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from .errors import LockHeldError
+from .nospace import is_no_space
 from .process import boot_time, groups_holding, kill_groups, same_process
 
 if TYPE_CHECKING:
@@ -89,7 +90,7 @@ class ProjectLock:
 
     def acquire(self, wait: bool, on_wait=None, timeout: float | None = None) -> None:
         self.layout.ensure()
-        fd = os.open(self.layout.lock_file, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = self._open()
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:
@@ -116,19 +117,32 @@ class ProjectLock:
                         os.close(fd)
                         raise LockHeldError(f"error: gave up waiting for the lock held by {holder}") from None
                     time.sleep(0.05)
-        os.ftruncate(fd, 0)
-        os.write(
-            fd,
-            json.dumps(
-                {
-                    "pid": os.getpid(),
-                    "host": os.uname().nodename,
-                    "command": self.command,
-                    "since": time.strftime("%Y-%m-%d %H:%M:%S"),
-                }
-            ).encode(),
-        )
         self.fd = fd
+        os.ftruncate(fd, 0)
+        about = {"pid": os.getpid(), "host": os.uname().nodename, "command": self.command}
+        try:
+            os.write(fd, json.dumps({**about, "since": time.strftime("%Y-%m-%d %H:%M:%S")}).encode())
+        except OSError as exc:  # who holds it is only for the message a second runner prints: the lock holds
+            if not is_no_space(exc):
+                raise
+
+    def _open(self) -> int:
+        """The lock file, opened; one a disk or a person damaged is made again while nobody holds it: a folder
+        in its place (runner locks a file, so no runner holds it), another user's that this one may not open
+        (a `sudo runner make`'s) when no process holds a lock on it (/proc/locks). One held is left alone: the
+        error says whose folder it is."""
+        path = self.layout.lock_file
+        try:
+            return os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        except IsADirectoryError:
+            pass
+        except PermissionError:
+            if _locked(path):
+                raise
+        from .damaged import clear
+
+        clear(path)
+        return os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
 
     def __enter__(self) -> ProjectLock:
         self.acquire(wait=True)
@@ -143,6 +157,18 @@ class ProjectLock:
             fcntl.flock(self.fd, fcntl.LOCK_UN)
             os.close(self.fd)
             self.fd = None
+
+
+def _locked(path: str) -> bool:
+    """Whether any process holds a lock on the file at `path`, which this user may not open (/proc/locks lists
+    every lock with its file's device and inode)."""
+    try:
+        st = os.stat(path)
+        with open("/proc/locks") as f:
+            held = f.read()
+    except OSError:
+        return True  # cannot tell: held, as far as anyone may assume
+    return f" {os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino} " in held
 
 
 def find_root(start: Path, spec_file: str | None = None) -> Path:
@@ -191,7 +217,11 @@ class InflightJournal:
         self.path = layout.state_dir / "inflight"
         self.token = os.urandom(16).hex()  # the run's: RUN_VAR in every child's environment (process.with_token)
         self.fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_TRUNC, 0o644)
-        os.write(self.fd, (json.dumps({"run": self.token}) + "\n").encode())
+        try:  # before any child starts: without it, a kill's orphans could not be found by their token
+            os.write(self.fd, (json.dumps({"run": self.token}) + "\n").encode())
+        except OSError as exc:
+            os.close(self.fd)
+            raise OSError(exc.errno, exc.strerror, str(self.path)) from None  # the error names the journal
 
     def cluster(self, address: str, token: str) -> None:
         """The run's steps go to the Dask scheduler at `address`, their commands named on the workers by `token`."""
@@ -201,17 +231,26 @@ class InflightJournal:
         # when the child was started: recovery kills the group only if the process now holding that pid
         # started then (process.same_process). The line is json.dumps' of {"start", "pgid", "started",
         # "outputs"}, made without its encoder's general path: a clean build writes one a step.
-        os.write(
-            self.fd,
+        self._append(
             f'{{"start": {_json_text(key)}, "pgid": {pid}, "started": {boot_time()!r}, '
-            f'"outputs": [{", ".join(map(_json_text, outputs))}]}}\n'.encode(),
+            f'"outputs": [{", ".join(map(_json_text, outputs))}]}}\n'.encode()
         )
         return key
 
     def end(self, *keys: str) -> None:
         """The steps' children were reaped and their ends settled: one write for all of them."""
         if keys:
-            os.write(self.fd, "".join(f'{{"end": {_json_text(key)}}}\n' for key in keys).encode())
+            self._append("".join(f'{{"end": {_json_text(key)}}}\n' for key in keys).encode())
+
+    def _append(self, line: bytes) -> None:
+        """A line the disk has no room for is left out: a start line missing, the run's token still finds the
+        child; an end line missing, the next start removes outputs the cache holds (or that their step makes
+        again). A full disk is then said by the write that cannot do without its bytes."""
+        try:
+            os.write(self.fd, line)
+        except OSError as exc:
+            if not is_no_space(exc):
+                raise
 
     def close(self, settled: bool) -> None:
         """`settled`: every child the run started was waited for and its step ended, so nothing here is

@@ -35,7 +35,7 @@ def _hits(runs_dir) -> dict[str, int]:
     local = remote = 0
     for events in sorted(Path(runs_dir).glob("*/events.jsonl")):
         try:
-            lines = events.read_text(encoding="utf-8").splitlines()
+            lines = events.read_text(encoding="utf-8", errors="replace").splitlines()  # damaged: no run_finished
         except OSError:
             continue
         for line in reversed(lines):

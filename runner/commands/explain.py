@@ -70,6 +70,7 @@ def _env(spec, intent) -> dict[str, dict]:
     value hidden where it is a secret's (a key-like name, or one a policy lists in `secrets`)."""
     import os
 
+    from ..intent_env import shown
     from ..redact import looks_secret, secret_names
     from ..spec import env_refs, expand_env
 
@@ -83,7 +84,7 @@ def _env(spec, intent) -> dict[str, dict]:
             value = None  # not set here: `runner make` says so before it runs anything
         if value is not None and any(n in listed or looks_secret(n) for n in [key, *refs]):
             value = f"[REDACTED:{next(n for n in [key, *refs] if n in listed or looks_secret(n))}]"
-        out[key] = {"declared": declared, "value": value}
+        out[key] = {"declared": shown(key, declared), "value": shown(key, value) if value else value}
     return out
 
 

@@ -93,6 +93,11 @@ def make(
         error = SetupError(summary.setup_error)
         error.answered_in_json = True  # the run started: its run_finished is the last line, as for any run
         raise error
+    if summary.no_space:  # a file of the runner's own, outside any step: said once, with what to do
+        from ..errors import NoSpaceError
+        from ..nospace import shown
+
+        raise NoSpaceError(shown(summary.no_space, str(project.layout.root)))
     if summary.failed:
         return EXIT_STEP_FAILED
     if summary.blocked:

@@ -56,9 +56,59 @@ def parse_ref(ref: str) -> tuple[str, int | None]:
 
 
 def versions(state_dir: Path, name: str) -> list[dict]:
-    """The version records of intent `name`, oldest first."""
+    """The version records of intent `name`, oldest first; one a disk or a person damaged is named, with what to do."""
     folder = versions_dir(state_dir, name)
-    return [json.loads((folder / str(n) / "version.json").read_text()) for n in version_numbers(state_dir, name)]
+    return [_record(folder / str(n) / "version.json", name, n) for n in version_numbers(state_dir, name)]
+
+
+# what history, show, improve and rollback read of a version record, and its type
+_FIELDS = {
+    "intent": str,
+    "version": int,
+    "kind": str,
+    "run": str,
+    "time": str,
+    "key": str,
+    "files": dict,
+    "tokens": int,
+    "attempts": int,
+    "verified": bool,
+    "verify": list,
+}
+
+
+def _record(path: Path, name: str, number: int) -> dict:
+    """Version `number`'s record, or the user's error naming its file: a record cannot be made again (it is the
+    history), so the way out is a copy of it, or that version taken out of the history."""
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+        why = _wrong(record, name, number)
+    except IsADirectoryError:
+        why = "a folder stands there"
+    except ValueError as exc:  # not UTF-8, not JSON
+        why = f"not JSON: {exc}"
+    if why is None:
+        return record
+    root = path.parents[4]  # .runner/versions/<intent>/<n>/version.json
+    raise UserError(
+        f"error: {path.relative_to(root)} is damaged ({why}): the versions of '{name}' cannot be read without it; "
+        f"put it back from a copy, or take version {number} out of the history "
+        f"(`rm -r {path.parent.relative_to(root)}`)"
+    )
+
+
+def _wrong(record, name: str, number: int) -> str | None:
+    """What is wrong with a version record as read, None when nothing is."""
+    if not isinstance(record, dict):
+        return f"a JSON {type(record).__name__}, not an object"
+    for field, kind in _FIELDS.items():
+        if not isinstance(record.get(field), kind):
+            return f"its {field} is {'missing' if field not in record else 'not a ' + kind.__name__}"
+    if (record["intent"], record["version"]) != (name, number):
+        return f"it records version {record['version']} of '{record['intent']}'"
+    if not all(isinstance(rel, str) and (d is None or isinstance(d, str)) for rel, d in record["files"].items()):
+        return "its files are not paths and digests"
+    return None
 
 
 def pick(records: list[dict], name: str, number: int | None) -> dict:
@@ -79,9 +129,17 @@ def pick(records: list[dict], name: str, number: int | None) -> dict:
 def details(state_dir: Path, record: dict) -> dict:
     """The record with its diff and transcript (None when its run was pruned before it was applied)."""
     folder = versions_dir(state_dir, record["intent"]) / str(record["version"])
-    diff = (folder / "diff.patch").read_text(encoding="utf-8")
+    try:  # both masked text as written; damaged bytes are shown as what they are, never a crash
+        diff = (folder / "diff.patch").read_text(encoding="utf-8", errors="replace")
+    except (FileNotFoundError, IsADirectoryError):
+        root = state_dir.parent
+        raise UserError(
+            f"error: {(folder / 'diff.patch').relative_to(root)} is missing: version {record['version']} of "
+            f"'{record['intent']}' cannot be shown without it; put it back from a copy, or take that version out of "
+            f"the history (`rm -r {folder.relative_to(root)}`)"
+        ) from None
     transcript = folder / "transcript.jsonl"
-    text = transcript.read_text(encoding="utf-8") if transcript.is_file() else None
+    text = transcript.read_text(encoding="utf-8", errors="replace") if transcript.is_file() else None
     return {**record, "diff": diff, "transcript": text}
 
 

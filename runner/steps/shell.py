@@ -8,12 +8,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import UserError
+from ..nospace import full_output, is_no_space, words
 from ..process import kill_groups
 from .base import StepContext, StepOutcome
 from .spawn import CreatedAhead, SpawnedChild, start_process
 
 if TYPE_CHECKING:
     import subprocess
+
+LOG_KEPT = 1 << 16  # bytes of a log that met a full disk kept (its first ones): the rest of its space is freed
 
 
 def adapter_commands(ctx: StepContext) -> dict:
@@ -56,6 +59,7 @@ class RunningShell:
         self._held = b""  # masked output not yet written: it may end with the start of a secret
         self._partial = b""  # streamed (-v): the start of a line whose end has not come yet
         self._header = 0  # streamed (-v): bytes of the log's "$ command" header not to stream
+        self.unwritten: str | None = None  # the log, once a write to it found no space left
         self.started = time.monotonic()
         self.deadline = self.started + ctx.timeout if ctx.timeout else None
 
@@ -78,19 +82,41 @@ class RunningShell:
                 return True
             if not data:
                 return False
-            if self._log_fd is None:
-                self.log = self.ctx.log_path
-                self._log_fd = os.open(self.log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
-                header = f"$ {self.line}\n".encode()
-                if self.ctx.on_output is not None:
-                    self._header = len(self.ctx.mask.data(header) if self.ctx.mask else header)
-                data = header + data
-            if self.ctx.mask:
-                data = self._mask(data)
-            os.write(self._log_fd, data)
+            if self.unwritten is not None:
+                continue  # the log could not be written: the step has failed, what it prints is drained
+            try:
+                if self._log_fd is None:
+                    self.log = self.ctx.log_path
+                    self._log_fd = os.open(self.log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+                    header = f"$ {self.line}\n".encode()
+                    if self.ctx.on_output is not None:
+                        self._header = len(self.ctx.mask.data(header) if self.ctx.mask else header)
+                    data = header + data
+                if self.ctx.mask:
+                    data = self._mask(data)
+                os.write(self._log_fd, data)
+            except OSError as exc:
+                if not is_no_space(exc):
+                    raise
+                self._log_full()
+                continue
             if self.ctx.on_output is not None:
                 self._stream(data)
         return True
+
+    def _log_full(self) -> None:
+        """The log met a full disk: the step will fail (what it printed cannot be recorded), and the rest of
+        what it prints is drained unwritten; the log is cut to its first LOG_KEPT bytes, so the space it took
+        is there again for the run's own records."""
+        self.unwritten = self.ctx.log_path
+        if self._log_fd is not None:
+            try:
+                os.ftruncate(self._log_fd, min(os.fstat(self._log_fd).st_size, LOG_KEPT))
+            except OSError:
+                pass
+            os.close(self._log_fd)
+            self._log_fd = None
+        self._held = b""
 
     def _stream(self, data: bytes, end: bool = False) -> None:
         """Hand on the whole lines of what the log just got (the header excepted); `end`: the last piece
@@ -132,8 +158,14 @@ class RunningShell:
         self.output_fd = None
         if self._log_fd is not None:
             held, self._held = self._held, b""
-            if held:
-                os.write(self._log_fd, held)
+            try:
+                if held:
+                    os.write(self._log_fd, held)
+            except OSError as exc:
+                if not is_no_space(exc):
+                    raise
+                self._log_full()
+                return
             if self.ctx.on_output is not None:
                 self._stream(held, end=True)
             os.close(self._log_fd)
@@ -143,18 +175,33 @@ class RunningShell:
         kill_groups([self.proc.pid])  # not reaped yet: the group is still the step's own
         code = self.proc.wait()
         self.close_output()
-        return ended(self.ctx, code, self.log, timed_out=True)
+        return ended(self.ctx, code, self.log, timed_out=True, unwritten=self.unwritten)
 
     def finished(self, code: int) -> StepOutcome:
         if self.ctx.cancelled.is_set():  # the scheduler's interrupt stopped the group before reaping it
             self.close_output()
             return StepOutcome(ok=False, exit_code=code, interrupted=True, error="interrupted", log=self.log)
         self.close_output()
-        return ended(self.ctx, code, self.log)
+        return ended(self.ctx, code, self.log, unwritten=self.unwritten)
 
 
-def ended(ctx: StepContext, code: int, log: str | None, timed_out: bool = False, worker: str | None = None):
-    """A shell step's outcome from how its command ended, wherever it ran (here, or on a Dask worker)."""
+def ended(
+    ctx: StepContext,
+    code: int,
+    log: str | None,
+    timed_out: bool = False,
+    worker: str | None = None,
+    unwritten: str | None = None,
+):
+    """A shell step's outcome from how its command ended, wherever it ran (here, or on a Dask worker).
+    `unwritten`: the log, when the disk was too full to write it. A command that failed with a declared
+    output's device full failed writing there, whatever it printed (or could not print) about it; one that
+    did not fail, its log unwritten, fails for that (a full log was cut, so its device is not full any more)."""
+    root = ctx.spec.root
+    full = full_output(root, ctx.intent.outputs) if code != 0 else None
+    if full is not None or unwritten is not None:
+        error = words(os.path.join(root, full) if full is not None else str(unwritten), root)
+        return StepOutcome(ok=False, exit_code=code, error=error, log=log, worker=worker)
     if timed_out:
         error = f"timed out after {ctx.timeout:g}s; its process group was killed"
         return StepOutcome(ok=False, exit_code=code, timed_out=True, log=log, error=error, worker=worker)

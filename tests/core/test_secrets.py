@@ -135,12 +135,13 @@ def test_short_values_and_ordinary_names_mask_nothing(project):
 
 def test_an_internal_error_masks_the_secret_in_its_message_and_last_error_log(tmp_path):
     """The error boundary's line and .runner/last-error.log, when what failed quotes a secret (here the
-    project's folder is named after it, and a file stands where the run records go)."""
+    project's folder is named after it, and a link to itself stands where the run records go: a file or a folder
+    there is the user's error, named with what to do, since a disk or a person damages them)."""
     secret = "s3cr3t-" + uuid.uuid4().hex
     folder = tmp_path / f"proj-{secret}"
     (folder / ".runner").mkdir(parents=True)
     (folder / "intents.toml").write_text('[intent.a]\nrun = "true"\n')
-    (folder / ".runner/runs").write_text("not a folder")
+    (folder / ".runner/runs").symlink_to("runs")
     result = subprocess.run(
         [sys.executable, "-m", "runner", "make", "--json"],
         cwd=folder,
@@ -171,3 +172,57 @@ def test_a_secret_is_masked_in_its_json_escaped_form_and_the_line_stays_json(pro
     assert failed["error"] == "declared output never-[REDACTED:MY_SERVICE_TOKEN].txt was not produced"
     events = next((project.root / ".runner/runs").glob("*/events.jsonl")).read_text()
     assert json.dumps(secret)[1:-1] not in events and secret not in events
+
+
+@pytest.mark.parametrize(
+    ("name", "policy", "written"),
+    [
+        ("SERVICE_PASSWORD", "", "s3cr3t-{}"),  # a name that looks like a key (*PASSWORD*)
+        ("DEPLOY_CREDENTIAL", 'secrets = ["DEPLOY_CREDENTIAL"]', "s3cr3t-{}"),  # a name the policy lists
+        ("DB_PASSWORD", "", "pa$$s3cr3t-{}"),  # $$ is a dollar sign: the value reads no variable, it is a literal
+    ],
+)
+def test_a_literal_secret_in_env_reaches_the_step_and_nothing_the_runner_writes(project, name, policy, written):
+    """`env = { SERVICE_PASSWORD = "..." }` written in intents.toml: the step's command gets the value; the step log,
+    the terminal, --json, the events, the compiled spec (.runner/spec.pickle) and every other file the runner writes
+    never hold it, through a cold run (the spec compiled), a warm one (read back from .runner/) and a failure."""
+    unique = uuid.uuid4().hex
+    toml_value = written.format(unique)
+    secret = toml_value.replace("$$", "$")  # what the command gets
+    project.spec(f"""
+        [policy.default]
+        {policy}
+
+        [intent.use]
+        run = "echo \\"using ${name}\\" >&2; printf %s \\"${name}\\" | sha256sum | cut -c1-64 > out.txt"
+        inputs = ["x"]
+        outputs = ["out.txt"]
+        env = {{ {name} = "{toml_value}" }}
+
+        [intent.fail]
+        run = "echo \\"failing with ${name}\\"; exit 3"
+        env = {{ {name} = "{toml_value}" }}
+    """)
+    project.write("x", "1")
+    marker = f"[REDACTED:{name}]"
+    import hashlib
+
+    results = [project.run("make", "-k", "-v"), project.make("-k")]  # cold, then warm from the compiled spec
+    project.write("x", "2")
+    results += [project.make("-k", "use"), project.run("explain", "use"), project.run("explain", "use", "--json")]
+    results += [project.run("log", "fail"), project.run("status"), project.run("validate", "--json")]
+    for result in results:
+        assert secret not in result.out and secret not in result.err, result
+    assert results[0].code == 1 and results[2].code == 0, results[2].err
+    assert project.read("out.txt") == hashlib.sha256(secret.encode()).hexdigest() + "\n"  # the step got it whole
+    assert f"using {marker}" in results[0].out + results[0].err  # -v streams the masked line
+    failed = next(e for e in results[1].events() if e.get("status") == "failed")
+    assert failed["log_tail"].splitlines()[-1] == f"failing with {marker}"
+    assert f"env: {name}={marker}" in results[3].out
+    holding = [
+        p
+        for p in _files_holding(project.root, secret.encode()) + _files_holding(project.root, toml_value.encode())
+        if Path(p).name != "intents.toml"
+    ]
+    assert holding == []
+    assert (project.root / ".runner/spec.pickle").is_file()  # the walk above did read the compiled spec

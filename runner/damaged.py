@@ -1,0 +1,105 @@
+"""State under .runner/ that a disk or a person damaged, as the user's error: what stands where, and the command that
+mends it. The caches of something else (the stat cache, the state index, the compiled spec, the proofs, the cache
+database, the lock nobody holds) mend themselves where they are read and written; what reaches here is state the
+runner cannot rebuild (the run records, the journals, an agent intent's versions) or cannot reach at all."""
+
+from __future__ import annotations
+
+import errno
+import os
+
+from .nospace import no_space_error
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: an index's write (the no-op's too) clears
+if TYPE_CHECKING:  # its log through this module, and errors.py imports typing
+    from .errors import UserError
+
+STATE_DIR = ".runner"  # workspace.STATE_DIR (workspace imports this module)
+
+
+def clear(path: str) -> None:
+    """Remove what stands at `path` (a file, a link, a folder and all it holds), so the runner's own file can be
+    written there again: only ever a path under .runner/ that the runner owns."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    except IsADirectoryError:
+        import shutil  # here: it loads zlib, bz2 and lzma, which a no-op never needs
+
+        shutil.rmtree(path)
+
+
+def as_users_error(exc: BaseException, root: str) -> BaseException:
+    """`exc` as the user's error when it says the disk is full, or names a path under `root`/.runner that is not
+    what the runner keeps there (a folder for a file, a file for a folder) or that this user may not use; else
+    `exc` itself."""
+    full = no_space_error(exc, root)
+    if full is not None:
+        return full
+    if not isinstance(exc, OSError) or not exc.filename:
+        return exc
+    state = os.path.join(root, STATE_DIR)
+    path = os.path.abspath(os.fsdecode(exc.filename))
+    if path != state and not path.startswith(state + os.sep):
+        return exc
+    if isinstance(exc, PermissionError):
+        denied = next((at for at in _down_to(state, path) if not _usable(at)), path)
+        return unusable(denied, root, exc.strerror or "Permission denied")
+    if exc.errno in (errno.ENOTDIR, errno.EISDIR, errno.EEXIST):
+        return misplaced(path, state, root, exc.errno) or exc
+    return exc
+
+
+def _down_to(state: str, path: str) -> list[str]:
+    """.runner, then each path from it down to `path` (under it)."""
+    chain = [state]
+    if path != state:
+        for part in os.path.relpath(path, state).split(os.sep):
+            chain.append(os.path.join(chain[-1], part))
+    return chain
+
+
+def _usable(path: str) -> bool:
+    """This user may read and write `path` (a folder: and walk into it); one that is not there is not in the way."""
+    if not os.path.lexists(path):
+        return True
+    return os.access(path, os.R_OK | os.W_OK | (os.X_OK if os.path.isdir(path) else 0))
+
+
+def shown(path: str, root: str) -> str:
+    return os.path.relpath(path, root)
+
+
+def unusable(path: str, root: str, why: str) -> UserError:
+    """`path` under .runner/ that this user may not read or write (another user's, a `sudo runner make`'s)."""
+    import pwd
+
+    from .errors import UserError
+
+    user = pwd.getpwuid(os.geteuid()).pw_name
+    return UserError(
+        f"error: {shown(path, root)} cannot be read or written ({why}): give .runner back to {user} "
+        f"(`sudo chown -R {user} .runner && sudo chmod -R u+rwX .runner`), then run again"
+    )
+
+
+def misplaced(path: str, state: str, root: str, code: int | None) -> UserError | None:
+    """The user's error for the first path from .runner down to `path` that is a file where the runner keeps a
+    folder, or for `path` itself when `code` (the errno) says a folder stands where the runner keeps a file; None
+    when neither is so."""
+    from .errors import UserError
+
+    for at in _down_to(state, path):
+        if (at != path or code != errno.EISDIR) and os.path.lexists(at) and not os.path.isdir(at):
+            where = shown(at, root)
+            return UserError(
+                f"error: {where} is a file, where runner keeps a folder: move it away (`mv {where} {where}.damaged`), "
+                "then run again"
+            )
+    if code == errno.EISDIR and os.path.isdir(path):
+        where = shown(path, root)
+        return UserError(
+            f"error: {where} is a folder, where runner keeps a file: remove it (`rm -r {where}`), then run again"
+        )
+    return None
