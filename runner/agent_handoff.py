@@ -3,6 +3,7 @@ run's budget, and applying a verified change. The agent machinery is imported by
 
 from __future__ import annotations
 
+import os
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -185,13 +186,28 @@ class AgentHandoff:
             return self._budget
 
     def finish(
-        self, name: str, decision: Decision, change, drift: list | None = None, details: dict | None = None
+        self,
+        name: str,
+        decision: Decision,
+        change,
+        drift: list | None = None,
+        details: dict | None = None,
+        moved: dict[str, str] | None = None,
     ) -> tuple[str, dict, str | None]:
-        """Apply a verified change as the step's policy says: (status, outputs, message)."""
-        from .approve import finish
+        """Apply a verified change as the step's policy says: (status, outputs, message). `moved`: inputs that
+        changed while the step ran (inputs_held.py). Its change was verified in copies made after its key, from
+        bytes that key may not name and the project may no longer hold: it is neither applied, nor saved for
+        approval, nor recorded (a version of the team's own files nobody verified against them); the step fails,
+        and the next run asks again."""
+        from .approve import FAILED, finish
 
         try:
             about = self._about(name, details or {})
+            if moved:
+                from .inputs_held import not_applied_reason
+
+                diff = Path(about["transcript"]).with_name("diff.patch")  # the winning attempt's, in the run's record
+                return FAILED, {}, not_applied_reason(moved, os.path.relpath(diff, self.spec.root))
             return finish(self._apply_context(), self.spec.intents[name], decision, change, drift, about)
         finally:
             with self._applies:

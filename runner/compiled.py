@@ -23,9 +23,18 @@ from itertools import accumulate, chain
 from pathlib import Path
 
 from . import __version__
-from .freshness import content_digest, stat_of, vouches
+from .freshness import stat_of, vouches
 from .globs import GLOB_CHARS
-from .keys import PackedTable, digest_bytes, digest_value, give_back_memory, map_file, replacing, write_marshal
+from .keys import (
+    PackedTable,
+    content_digest,
+    digest_bytes,
+    digest_value,
+    give_back_memory,
+    map_file,
+    replacing,
+    write_marshal,
+)
 from .memory import key_parts as memory_parts
 from .spec import BUILTIN_DIR, STEP_AGENT, STEP_AGGREGATE, STEP_SHELL, Intent, Spec, env_refs, runs_always
 from .workspace import Layout

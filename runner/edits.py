@@ -88,6 +88,7 @@ def decide_agent(
             dep_digests=decision.dep_digests,
             inplace=decision.inplace,
             slice_key=decision.slice_key,
+            seen=decision.seen,  # what its inputs were as its key was made: re-checked once it ran (inputs_held.py)
         )
     else:
         decision.reasons = said + [reason for reason in decision.reasons if reason != UP_TO_DATE]

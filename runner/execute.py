@@ -12,14 +12,14 @@ from typing import TYPE_CHECKING
 from .agent_handoff import AgentHandoff
 from .cache import StepRecord
 from .confine import Folders, Refused, record_refusal, remove
-from .freshness import produced_by_proven
 from .globs import expand
+from .inputs_held import changed_inputs, not_cached_reason
 from .intent_env import SECRET_STAND_IN, brought_back
 from .interrupts import Interrupts
 from .keys import digest_bytes, outputs_digest
 from .noop import cached_text
 from .nospace import is_no_space, words
-from .plan import RUN, Decision, Planner, decide_each
+from .plan import RUN, Decision, Planner, decide_each, produced_by_proven
 from .process import RUN_VAR, kill_groups
 from .record import RunRecord, tail
 from .redact import Mask
@@ -27,46 +27,16 @@ from .report import json_list as _json_list
 from .run_options import RunOptions
 from .spec import STEP_AGENT, STEP_AGGREGATE, STEP_SHELL
 from .steps import StepContext, StepOutcome, shell
+from .summary import BLOCKED, CACHED, FAILED, KEPT, RAN, RESTORED, SKIPPED, Summary
 from .workspace import InflightJournal, Layout
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
 
-RAN, CACHED, RESTORED, FAILED, SKIPPED, BLOCKED = "ran", "cached", "restored", "failed", "skipped", "blocked"
-KEPT = "kept"  # an agent step whose output a person edited: the edit kept as its next version (runner/edits.py)
 _EXITED, _PRINTED = "exited", "printed"  # what a shell step's file descriptor in the selector says
 PREFETCH = 63  # ready steps whose shared-cache reads are made together with the next one's (_prefetch)
 _UNREAD = "unread"  # stands for a proven step's outputs where only an aggregate no step reads would see them
 _AGGREGATE = "aggregate"  # what _finish_skip says of an aggregate: its dependencies are done, nothing to report
-
-
-class Summary:
-    """What a run did, step by step counted."""
-
-    def __init__(self, run_id: str):
-        self.run_id = run_id
-        self.counts = {RAN: 0, CACHED: 0, RESTORED: 0, KEPT: 0, FAILED: 0, SKIPPED: 0, BLOCKED: 0}
-        self.failed: list[str] = []
-        self.blocked: list[str] = []
-        self.left: list[str] = []  # selected steps that did not finish
-        self.interrupted = False
-        self.duration = 0.0
-        self.warnings: list[str] = []  # about the spec as the run found it (an input glob that matched nothing)
-        # shell steps whose log candidate patterns read (name, slice key, log, passed): shadow.observe's input
-        self.observed: list[tuple[str, str | None, str, bool]] = []
-        # what agent steps spent: worker calls, and tokens by kind (run_finished reports them, a CI job too)
-        self.attempts = 0
-        self.usage = {"input_tokens": 0, "cached_input_tokens": 0, "output_tokens": 0}
-        self.setup_error: str | None = None  # an agent step could not reach its model: the run stopped (exit 2)
-        self.drift: list[str] = []  # agent steps whose change drifted beyond their intent (runner/drift.py)
-        self.remote: dict | None = None  # what the shared cache did in this run (runner/stores/mirror.py)
-        self.no_space: str | None = None  # a file the run could not write for a full disk: the run failed there
-
-    def spent(self, details: dict) -> None:
-        """Count what one agent step spent (its outcome's details)."""
-        self.attempts += details.get("attempts", 0)
-        for k, v in (details.get("usage") or {}).items():
-            self.usage[k] = self.usage.get(k, 0) + v
 
 
 class _Active:
@@ -115,6 +85,7 @@ class Executor:
         self.environ[RUN_VAR.encode()] = self.inflight.token.encode()
         executor = options.executor
         self.cluster = executor if executor is not None and executor.on_cluster else None
+        self.hermetic = getattr(self.cluster, "hermetic", None) is not None  # steps read their manifest, by digest
         if self.cluster is not None:  # written before any step goes there: a kill at any moment finds it
             self.inflight.cluster(self.cluster.address, self.cluster.token)
         # with a core to spare, the scheduler makes the next steps' redirect files while a child runs; with
@@ -468,6 +439,12 @@ class Executor:
             summary.counts[RAN] += 1
             self.produced[name] = outputs_digest(outputs)
             self._release(name)
+            moved = changed_inputs(self.planner, name, active.decision) if outcome.produced is None else None
+            if moved:  # its outputs stand, but were made from bytes its key does not name: no record is stored
+                if journal:
+                    self.inflight.end(journal)
+                self._report_run(name, active.decision, outcome, duration, outputs, moved)
+                return
             if not self._deferred:
                 self._deferred_since = time.monotonic()
             self._deferred.append((name, active.decision, outcome, outputs, datas, duration, journal))
@@ -576,9 +553,11 @@ class Executor:
         )
 
     def _report_run(
-        self, name: str, decision: Decision, outcome: StepOutcome, duration: float, outputs: dict
+        self, name: str, decision: Decision, outcome: StepOutcome, duration: float, outputs: dict, moved=None
     ) -> tuple[str, dict]:
+        """Report a step that ran; `moved`: a shell step's inputs that changed while it ran (inputs_held.py)."""
         event = {"event": "step_finished", "intent": name, "duration": round(duration, 3)}
+        reasons = decision.reasons
         if outcome.worker:
             event["worker"] = outcome.worker
         if outcome.log:
@@ -598,8 +577,14 @@ class Executor:
         if drift:  # flagged whatever becomes of the change: applied, waiting for approval, or rejected
             event["drift"] = drift
             self.summary.drift.append(name)
+        if outcome.ok and outcome.change is not None:  # verified on copies of its inputs: are they as its key says?
+            moved = None if self.hermetic else changed_inputs(self.planner, name, decision)
+        if moved:
+            event["inputs_changed"] = list(moved)
+            reasons = [*reasons, not_cached_reason(moved)]
+            self.summary.uncached.append(name)
         if outcome.ok and outcome.change is not None:
-            status, outputs, message = self.agents.finish(name, decision, outcome.change, drift, outcome.details)
+            status, outputs, message = self.agents.finish(name, decision, outcome.change, drift, outcome.details, moved)
             if status != RAN:
                 self.emit({**event, "status": status, "error": message, "reasons": [message]})
                 return status, {}
@@ -609,9 +594,9 @@ class Executor:
             if len(event) == 3:  # the usual shell step: printed nothing, no agent details: no JSON encoder
                 line = (
                     f'{{"event": "step_finished", "intent": "{name}", "duration": {event["duration"]!r}, '
-                    f'"status": "ran", "reasons": {_json_list(decision.reasons)}}}'
+                    f'"status": "ran", "reasons": {_json_list(reasons)}}}'
                 )
-            self.emit({**event, "status": RAN, "reasons": decision.reasons}, line)
+            self.emit({**event, "status": RAN, "reasons": reasons}, line)
             return RAN, outputs
         if outcome.blocked:
             self.emit({**event, "status": BLOCKED, "error": outcome.blocked, "reasons": [outcome.blocked]})
@@ -716,6 +701,7 @@ class Executor:
             inputs=decision.inputs,
             dep_digests=decision.dep_digests,
             inplace=decision.inplace,
+            seen=decision.seen,
         )
 
     def _skip(self, name: str, why: str) -> None:

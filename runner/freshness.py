@@ -68,7 +68,7 @@ import os
 import time
 
 from . import __version__, forked
-from .keys import IndexFile, digest_descriptor, digest_file, outputs_digest, step_key, with_canaries, write_marshal
+from .keys import IndexFile, content_digest, digest_file, step_key, with_canaries, write_marshal
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on the no-op path; mypy reads it as True
 if TYPE_CHECKING:
@@ -131,6 +131,9 @@ class StatCache:
         # path -> (the encoded entry a verdict saw or None, the step that first saw it, seen by another step
         # too) or SEEN_TWICE
         self.views: dict[str, tuple | str] = {}
+        # path -> the entry made when the runner hashed a file its step had written (or it restored), the writer
+        # done: no write of the run can leave that entry's stats as they were (runner/inputs_held.py)
+        self.own: dict[str, bytes] = {}
 
     def entry(self, rel: str) -> tuple | None:
         encoded = self._encoded.get(rel)
@@ -183,13 +186,25 @@ class StatCache:
             self._changed.add(rel)
         self.fresh.discard(rel)
         value = self.digest(root, rel)
-        self._view(rel, self._encoded.get(rel) if value is not None else None, by, True)
+        encoded = self._encoded.get(rel) if value is not None else None
+        if encoded is not None:
+            self.own[rel] = encoded
+        self._view(rel, encoded, by, True)
         return value
 
     def remember(self, rel: str, st: os.stat_result, value: str, by: str) -> None:
         """A digest computed elsewhere (the executor hashes outputs as it stores them), of what `by` wrote;
         `st` was taken before the bytes were read."""
-        self._view(rel, self._set(rel, (*stat_of(st), time.time_ns(), value)), by, True)
+        encoded = self.own[rel] = self._set(rel, (*stat_of(st), time.time_ns(), value))
+        self._view(rel, encoded, by, True)
+
+    def doubt(self, rel: str, wrong_bytes: bool = False) -> None:
+        """`rel` changed under a step that read it: no proof rests on it; `wrong_bytes`: its entry's stats hold
+        other bytes (a write within the racy window): hashed anew."""
+        self.views[rel] = self.SEEN_TWICE
+        if wrong_bytes and self._encoded.pop(rel, None) is not None:
+            self._changed.add(rel)
+            self.fresh.discard(rel)
 
     def _view(self, rel: str, view: bytes | None, by: str, wrote: bool) -> None:
         old = self.views.get(rel)
@@ -218,9 +233,14 @@ def seen(view: bytes | None) -> tuple:
     return entry[:4], entry[5], entry[4]
 
 
-def input_digests(stat: StatCache, root: str, files: list[str], by: str) -> dict[str, str | None]:
-    """The digest of each input file (`Planner.input_files`: the expanded globs), None for a missing one."""
-    return {rel: stat.digest(root, rel, by) for rel in files}
+def input_digests(stat: StatCache, root: str, files: list[str], by: str, entries: dict) -> dict[str, str | None]:
+    """The digest of each input file (`Planner.input_files`: the expanded globs), None for a missing one; `entries`
+    gets the stat cache entry each digest came from, for the re-check after the step (runner/inputs_held.py)."""
+    digests = {}
+    for rel in files:
+        value = digests[rel] = stat.digest(root, rel, by)
+        entries[rel] = None if value is None else stat._encoded.get(rel)
+    return digests
 
 
 # ---- the rule ---------------------------------------------------------------------------------------------
@@ -246,6 +266,7 @@ class Decision:
         dep_digests: dict | None = None,
         inplace: dict | None = None,
         slice_key: str | None = None,
+        seen: dict | None = None,
     ):
         self.intent = intent
         self.action = action  # RUN | SKIP
@@ -258,6 +279,8 @@ class Decision:
         self.inplace: dict[str, str | None] = {} if inplace is None else inplace  # pre-run digests of in-place inputs
         # the key without canary patterns: where the step falls in each canary's slice (parse.Pattern.used_for)
         self.slice_key = key if slice_key is None else slice_key
+        # input path -> the stat cache entry its digest came from (None: no file): what inputs_held re-checks
+        self.seen: dict[str, bytes | None] = {} if seen is None else seen
 
     def __repr__(self) -> str:
         return f"Decision({self.intent!r}, {self.action!r}, {self.reasons!r})"
@@ -286,7 +309,8 @@ def decide(
         # an aggregate "produces" its dependencies' outputs, so a step depending on it sees them
         return Decision(name, SKIP, reasons, key="aggregate", outputs={d: dep_outputs[d] for d in intent.deps})
     last = last or planner.state.get(name)
-    inputs = input_digests(planner.stat, planner.root, planner.input_files(name, intent), name)
+    entries: dict[str, bytes | None] = {}
+    inputs = input_digests(planner.stat, planner.root, planner.input_files(name, intent), name, entries)
     inplace = {}
     if last and last[2]:
         # an input the step edits in place counts as the bytes it had before the step ran, while it holds
@@ -299,7 +323,7 @@ def decide(
         reasons = [f"dependency {d} will run" for d in waiting if d in pending] or [
             f"dependency {d} has not run" for d in waiting
         ]
-        return Decision(name, RUN, reasons, inputs=inputs, inplace=inplace)
+        return Decision(name, RUN, reasons, inputs=inputs, inplace=inplace, seen=entries)
     deps = {d: dep_outputs[d] for d in intent.deps}
     key = slice_key = step_key(planner.static_digest(name), inputs, deps)
     if intent.kind == STEP_AGENT and (gates := planner.compiled.gates.get(name)):
@@ -310,6 +334,7 @@ def decide(
         "dep_digests": deps,
         "inplace": inplace,
         "slice_key": slice_key,
+        "seen": entries,
     }
     if planner.force:
         return Decision(name, RUN, ["forced"], **made)
@@ -446,28 +471,6 @@ def _names(stored: list[str] | str) -> list[str]:
     if isinstance(stored, list):
         return stored
     return stored.split("\0") if stored else []
-
-
-def content_digest(root: str, rel: str, folders: set[str] | None = None) -> str | None:
-    """What a path holds: a file's bytes, a folder's names (an entry added within the same mtime tick).
-    `folders`: where a path found to be a folder is added."""
-    full = rel if rel[0] == "/" else root + "/" + rel
-    # one open and one fstat (a folder opens read-only too): isdir's stat and a file object's fstat, ioctl and
-    # lseek made it ~12 us a file, and the first no-op after a clean build checks every output's digest
-    try:
-        fd = os.open(full, os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
-        return None
-    try:
-        if os.fstat(fd).st_mode & 0o170000 == 0o040000:  # stat.S_ISDIR without importing stat
-            if folders is not None:
-                folders.add(rel)
-            return hashlib.sha256("\0".join(sorted(os.listdir(full))).encode()).hexdigest()
-        return digest_descriptor(fd)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
 
 
 def _slot(root: str, target: str | None) -> str:
@@ -1019,9 +1022,3 @@ def _write(root: str, proofs: dict, trim: bool = False) -> None:
         write_marshal(os.path.join(root, PROOF), proofs, trim=trim)
     except OSError:
         pass  # a read-only state folder only costs the fast path
-
-
-def produced_by_proven(state, name: str) -> str:
-    """The output digest a proved step's dependants see: its last good result's."""
-    last = state.get(name)
-    return outputs_digest(last[1] if last else {})

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from .cache import Cache, State
 from .compiled import Compiled, edited_since, load_compiled, save_unsaved
-from .execute import Executor, RunOptions, Summary
+from .execute import Executor
 from .freshness import (
     FirstLook,
     StatCache,
@@ -29,6 +29,8 @@ from .nospace import no_space_error, nothing_started, unwritten
 from .plan import Planner, make_plan, unmatched_warnings
 from .record import RunRecord, prune
 from .redact import Mask, mask_for_run
+from .run_options import RunOptions
+from .summary import Summary
 from .workspace import Layout, ProjectLock, locate, recover_inflight
 
 
@@ -360,6 +362,8 @@ def make(
             finished["drift"] = summary.drift
         if planner.cache.refused:  # records naming what their steps may not write (runner/confine.py)
             finished["refused"] = sorted({intent for intent, _why in planner.cache.refused.values()})
+        if summary.uncached:  # their inputs changed while they ran: nothing of theirs was cached
+            finished["inputs_changed"] = summary.uncached
         if remote is not None:  # the uploads are waited for (bounded) so the account is whole
             summary.remote = finished["remote"] = remote.finish()
         sink(finished)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from .cache import Cache, State, StepRecord
 from .compiled import Compiled
-from .freshness import ALWAYS, RUN, SKIP, UP_TO_DATE, Decision, StatCache, decide, produced_by_proven
+from .freshness import ALWAYS, RUN, SKIP, UP_TO_DATE, Decision, StatCache, decide
 from .globs import GLOB_CHARS, expand, may_overlap
 from .keys import digest_value, outputs_digest, step_key
 from .memory import FIELDS, PART_PREFIX
@@ -262,6 +262,12 @@ def _waves(planner: Planner, order: list[str]) -> list[list[str]]:
             waves.append([])
         waves[at].append(name)
     return waves
+
+
+def produced_by_proven(state, name: str) -> str:
+    """The output digest a proved step's dependants see: its last good result's."""
+    last = state.get(name)
+    return outputs_digest(last[1] if last else {})
 
 
 def decide_each(planner: Planner, names: list[str], produced, pending) -> None:

@@ -131,7 +131,9 @@ class PlainReporter:
         if status == "ran":
             spent = f"; {spent_text(event)}" if "usage" in event else ""
             spent += f" on {event['worker']}" if event.get("worker") else ""  # a step run on a Dask worker
-            _out(f"{self.counter} ran {name} ({event.get('duration', 0):.2f}s{spent})")
+            # an input that changed while it ran: the last reason says which, and that nothing was cached
+            moved = f": {event['reasons'][-1]}" if event.get("inputs_changed") else ""
+            _out(f"{self.counter} ran {name} ({event.get('duration', 0):.2f}s{spent}){moved}")
         elif status == "restored":
             _out(f"{self.counter} restored {name} from the {'remote ' if event.get('remote') else ''}cache")
         elif status == "failed":
@@ -261,6 +263,9 @@ def summary_line(event: dict) -> str:
         line += f"\ndrift flagged: {', '.join(event['drift'])} (`runner log STEP` shows what)"
     if event.get("refused"):  # each step's own line says which path, and why
         line += f"\ncached records refused, naming what their steps may not write: {', '.join(event['refused'])}"
+    if event.get("inputs_changed"):
+        names = ", ".join(event["inputs_changed"])
+        line += f"\nnot cached, an input changed while it ran: {names} (the next `runner make` runs it again)"
     if event.get("remote"):
         line += "\n" + remote_text(event["remote"])
     return line

@@ -5,11 +5,17 @@ Each example is a generated project of 20-60 shell steps whose outputs are pure 
 clean build can be computed here, in Python, without running anything), and a short sequence of operations:
 edit, touch, a same-size edit with the old mtime put back, an output deleted or edited by hand, an edit of
 intents.toml (a command, a dependency, an input glob) or a rewrite of it as it was, an input changed while the
-build runs, a step that rewrites its own input (a formatter), SIGKILL or Ctrl-C at a random moment, `-j 1/2/4`,
-`-k` with a failing step. After each operation the project is settled: `runner status` is asked what must
-run, `runner make -k` must do exactly that (no step status called up to date runs; every step it called out of
-date for its own reasons runs; every output it said to restore is restored), until nothing but the failing
-steps is left; then every output is compared with the clean build's bytes.
+build runs, an input edited while a step reads it (and put back after the run), a file created (or deleted) under
+an input glob while a step runs (and undone after), a step that rewrites its own input (a formatter: one that
+rewrites it every run is never cached, so runs every run; one that writes only a change settles), SIGKILL or
+Ctrl-C at a random moment, `-j 1/2/4`, `-k` with a failing step. The edits that land while a step reads use the
+gate every step's command opens with: a step waits there while `hold/NAME` exists (decided, its key made, its
+inputs not read yet), so the edit lands inside it whatever the timing.
+
+After each operation the project is settled: `runner status` is asked what must run, `runner make -k` must do
+exactly that (no step status called up to date runs; every step it called out of date for its own reasons runs;
+every output it said to restore is restored), until nothing but the failing steps is left; then every output is
+compared with the clean build's bytes.
 
 Profiles (tests/conftest.py): `ci` (the default) runs 300 sequences from a fixed seed;
 `--hypothesis-profile=long` explores 5,000 with a random seed.
@@ -44,6 +50,7 @@ GLOB_BASE = "src/g_a.txt"  # never deleted: a shell glob that matches nothing st
 GLOB_EXTRA = [f"src/g_{c}.txt" for c in "bcde"]
 FMT_SOURCE = "src/fmt.txt"
 WORDS = ["x", "yy", "zz z", "ok", "q q q", "w"]  # no F, A, I or L: FAIL appears only where an edit puts it
+HOLD = "hold"  # hold/NAME: step NAME waits at its gate (it writes hold/NAME.at there) until the file is gone
 
 
 @dataclass
@@ -54,6 +61,7 @@ class Step:
     variant: str  # cat | head | fmt
     tag: str = "t0"
     slow: bool = False
+    rewrites: bool = False  # fmt: rewrites its input every run, as it was or not (else only when that changes it)
 
     @property
     def output(self) -> str:
@@ -72,13 +80,16 @@ class World:
         return [*step.sources, *(self.by_name[d].output for d in step.deps)]
 
     def command(self, step: Step) -> str:
-        pause = "sleep 0.05; " if step.slow else ""
+        gate = f"if [ -e {HOLD}/{step.name} ]; then : > {HOLD}/{step.name}.at; while [ -e {HOLD}/{step.name} ]; "
+        pause = gate + "do sleep 0.01; done; fi; " + ("sleep 0.05; " if step.slow else "")
         if step.variant == "fmt":
             # a formatter: rewrites its own input (not an output), then reports it
-            return (
-                f"{pause}tr a-z A-Z < {FMT_SOURCE} > src/fmt.tmp && mv src/fmt.tmp {FMT_SOURCE}; "
-                f"cat {FMT_SOURCE} > {step.output}"
-            )
+            put = (
+                "mv src/fmt.tmp {0}"
+                if step.rewrites
+                else "if cmp -s src/fmt.tmp {0}; then rm src/fmt.tmp; else mv src/fmt.tmp {0}; fi"
+            ).format(FMT_SOURCE)
+            return f"{pause}tr a-z A-Z < {FMT_SOURCE} > src/fmt.tmp && {put}; cat {FMT_SOURCE} > {step.output}"
         reads = " ".join(self.reads(step))
         check = f"if cat {reads} | grep -q FAIL; then echo found FAIL >&2; exit 1; fi; "
         if step.variant == "head":
@@ -123,7 +134,7 @@ class World:
 @st.composite
 def worlds(draw) -> World:
     n = draw(st.integers(20, 60))
-    steps = [Step("fmt", [], [], "fmt", slow=draw(st.booleans()))]
+    steps = [Step("fmt", [], [], "fmt", slow=draw(st.booleans()), rewrites=draw(st.booleans()))]
     for i in range(1, n):
         name = f"s{i:02d}"
         earlier = [s.name for s in steps]
@@ -223,7 +234,7 @@ def _settle(world: World, root: Path, history: list[str], first: tuple[str, ...]
         plan = _plan(root)
         code, statuses = _make(root, *args)
         _agrees(plan, statuses, "-k" in args, history + [f"run {attempt} {' '.join(args)}"])
-        work = (_runs(plan) | _restores(plan)) - failing - _downstream(world, failing)
+        work = (_runs(plan) | _restores(plan)) - failing - _downstream(world, failing) - _every_run(world, plan)
         if not work and ("-k" in args or not failing):
             break  # status called everything up to date but what fails: make (the fast no-op) agreed
         args = ("-k",)
@@ -239,6 +250,18 @@ def _settle(world: World, root: Path, history: list[str], first: tuple[str, ...]
             assert path.read_bytes() == want, f"{step.output} differs from a clean build's\n" + "\n".join(history)
         elif want is None:
             assert not path.exists(), f"{step.output} of a failing step is left\n" + "\n".join(history)
+
+
+def _every_run(world: World, plan: dict[str, dict]) -> set[str]:
+    """A formatter that rewrites its input every run runs every run (new stats while it ran: nothing cached,
+    runner/inputs_held.py), and with it the steps status runs only because it will: their keys come out the same
+    (early cutoff)."""
+    found = {s.name for s in world.steps if s.variant == "fmt" and s.rewrites}
+    for step in world.steps:
+        reasons = plan[step.name]["reasons"] if plan[step.name]["action"] == "run" else []
+        if reasons and all(r.startswith("dependency ") and r.split()[1] in found for r in reasons):
+            found.add(step.name)
+    return found
 
 
 def _downstream(world: World, names: set[str]) -> set[str]:
@@ -283,18 +306,28 @@ def operations(draw, world: World) -> tuple:
                 "spec-comment",
                 "edit-fmt",
                 "edit-while-running",
+                "edit-while-reading",
+                "glob-while-reading",
                 "kill",
                 "ctrl-c",
             ]
         )
     )
     step = draw(st.sampled_from(world.steps[1:]))
+    globbed = [s for s in world.steps[1:] if s.sources == [GLOB]]
+    if kind == "glob-while-reading" and globbed:
+        step = draw(st.sampled_from(globbed))
     jobs = draw(st.sampled_from(["1", "2", "4"]))
     keep_going = draw(st.booleans())
     if kind in ("edit", "same-size", "touch", "edit-while-running"):
         arg: object = (draw(st.sampled_from(SOURCES)), _text(draw))
     elif kind == "glob-file":
         arg = (draw(st.sampled_from(GLOB_EXTRA)), _text(draw))
+    elif kind == "edit-while-reading":  # one of the step's own sources: the edit it decides on, the one it reads
+        own = step.sources if step.sources and step.sources != [GLOB] else SOURCES
+        arg = (draw(st.sampled_from(own)), _text(draw), _text(draw))
+    elif kind == "glob-while-reading":  # the glob base edited (so glob steps run), a file made or deleted
+        arg = (draw(st.sampled_from(GLOB_EXTRA)), _text(draw), _text(draw))
     elif kind == "spec-command":
         arg = f"t{draw(st.integers(0, 9))}"
     elif kind == "spec-dep":
@@ -363,6 +396,10 @@ def _apply(op: tuple, world: World, root: Path, history: list[str]) -> None:
         (root / "intents.toml").write_text(f"# {name} {arg}\n{text}\n")
     elif kind == "edit-fmt":
         (root / FMT_SOURCE).write_text(arg)  # type: ignore[arg-type]
+    if kind in ("edit-while-reading", "glob-while-reading"):
+        _while_reading(kind, step, arg, root, jobs, keep_going)
+        _settle(world, root, history)
+        return
     if kind in ("edit-while-running", "kill", "ctrl-c"):
         run = _background(root, jobs, keep_going)
         if kind == "edit-while-running":
@@ -389,11 +426,45 @@ def _apply(op: tuple, world: World, root: Path, history: list[str]) -> None:
     _settle(world, root, history, tuple(make_args))
 
 
+def _while_reading(kind: str, step: Step, arg, root: Path, jobs: str, keep_going: bool) -> None:
+    """An edit that lands while `step` runs, decided and not yet reading: its gate is closed, a source edited so
+    that it runs, and once it waits at the gate, the edit (of that source, or a file made or deleted under the input
+    glob); the gate opens, the run ends, and the edit is undone: the sources hold the bytes the step's key was made
+    from, which a record stored for them must have been made from too."""
+    rel, before, during = arg
+    edited = rel if kind == "edit-while-reading" else GLOB_BASE
+    (root / edited).write_text(before)
+    extra = root / rel
+    was = extra.read_text() if kind == "glob-while-reading" and extra.exists() else None
+    gate, arrived = root / HOLD / step.name, root / HOLD / f"{step.name}.at"
+    gate.write_text("")
+    run = _background(root, jobs, keep_going)
+    deadline = time.monotonic() + 120
+    while not arrived.exists() and run.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.005)
+    if arrived.exists():  # else it did not run: up to date, or downstream of a failure
+        if kind == "edit-while-reading" or was is None:
+            extra.write_text(during)
+        else:
+            extra.unlink()
+    gate.unlink()
+    run.communicate(timeout=120)
+    assert run.returncode in (0, 1), f"{kind}: exit {run.returncode}"
+    arrived.unlink(missing_ok=True)
+    if kind == "edit-while-reading":
+        extra.write_text(before)
+    elif was is None:
+        extra.unlink(missing_ok=True)
+    else:
+        extra.write_text(was)
+
+
 def _explore(world: World, data) -> None:
     with tempfile.TemporaryDirectory(prefix="runner-differential-") as tmp:
         root = Path(tmp)
         (root / "src").mkdir()
         (root / "out").mkdir()
+        (root / HOLD).mkdir()
         for rel in SOURCES:
             (root / rel).write_text(f"{rel}\n")
         (root / GLOB_BASE).write_text("glob base\n")
