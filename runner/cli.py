@@ -11,7 +11,7 @@ import click
 
 from . import __version__
 from .commands import NAMES, Command, Invocation, Param, load
-from .errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, RunnerError
+from .errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, RunnerError, from_a_ctrl_c
 from .report import asked_for_json, error_line
 
 _directory = [Path(".")]  # the -C of the running command: where an internal error's traceback goes
@@ -172,7 +172,7 @@ def exit_for(exc: BaseException, directory: Path | None = None, as_json: bool = 
         click.echo(message if message.startswith("error") else f"error: {message}", err=True)
         error_line(exc.exit_code, message, getattr(exc, "problems", ()), when=as_json and not exc.answered_in_json)
         return exc.exit_code
-    if isinstance(exc, KeyboardInterrupt):
+    if isinstance(exc, KeyboardInterrupt) or from_a_ctrl_c(exc):
         click.echo("runner: interrupted", err=True)
         error_line(EXIT_INTERRUPTED, "interrupted", when=as_json)
         return EXIT_INTERRUPTED

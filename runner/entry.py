@@ -95,6 +95,13 @@ def console() -> None:
         except KeyboardInterrupt:
             code = EXIT_INTERRUPTED
             _say_interrupted()
+        except Exception as exc:
+            from .errors import from_a_ctrl_c
+
+            if not from_a_ctrl_c(exc):
+                raise
+            code = EXIT_INTERRUPTED
+            _say_interrupted()
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # the command is done: a Ctrl-C now changes nothing
     except KeyboardInterrupt:  # one that came in the moment between the command's end and the line above
         signal.signal(signal.SIGINT, signal.SIG_IGN)

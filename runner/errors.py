@@ -131,3 +131,18 @@ class InternalError(RunnerError):
     """A bug in the runner itself. Exit 4 with a traceback in .runner/last-error.log."""
 
     exit_code = EXIT_INTERNAL
+
+
+def from_a_ctrl_c(exc: BaseException) -> bool:
+    """Whether `exc` is Python's wrapping of a Ctrl-C: a KeyboardInterrupt raised where the interpreter turns it into
+    another error with it as the cause (a class's `__set_name__` while a module is imported: "RuntimeError: Error
+    calling __set_name__", seen once in CI as click imported `platform`). Only the cause counts, never the context: an
+    error raised while a Ctrl-C was being handled is a bug of its own."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, KeyboardInterrupt):
+            return True
+        seen.add(id(cause))
+        cause = cause.__cause__
+    return False

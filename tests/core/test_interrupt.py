@@ -476,3 +476,45 @@ def test_a_ctrl_c_as_the_entry_point_loads_ends_without_a_traceback(project):
         timeout=60,
     )
     assert (proc.returncode, proc.stderr) == (130, "runner: interrupted\n")
+
+
+# a Ctrl-C that lands in a class's `__set_name__` while click is imported (CI saw one as click imported `platform`,
+# whose `uname_result` has a cached_property): Python 3.11 raises it as "RuntimeError: Error calling __set_name__",
+# the KeyboardInterrupt its cause
+_LANDS_IN_SET_NAME = """
+import importlib.abc, sys
+
+class Named:
+    def __set_name__(self, owner, name):
+        raise KeyboardInterrupt
+
+class Lands(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name == LANDS_IN:
+            class Result:
+                processor = Named()
+        return None
+
+LANDS_IN = sys.argv[1]
+sys.meta_path.insert(0, Lands())
+sys.argv = ["runner", *sys.argv[2:]]
+from runner.entry import console
+console()
+"""
+
+
+# the module whose import it lands in: click for a command through click, the pipeline for a plain `runner make`
+@pytest.mark.parametrize("module, command", [("click", ("status",)), ("runner.pipeline", ("make", "--json"))])
+def test_a_ctrl_c_that_python_wraps_in_another_error_ends_without_a_traceback(project, module, command):
+    project.spec('[intent.a]\nrun = "true"\ninputs = ["x"]\n')
+    project.write("x", "1")
+    project.age_all()
+    proc = subprocess.run(
+        [sys.executable, "-c", _LANDS_IN_SET_NAME, module, *command],
+        cwd=project.root,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (proc.returncode, proc.stderr) == (130, "runner: interrupted\n")
+
