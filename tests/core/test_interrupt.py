@@ -517,4 +517,3 @@ def test_a_ctrl_c_that_python_wraps_in_another_error_ends_without_a_traceback(pr
         timeout=60,
     )
     assert (proc.returncode, proc.stderr) == (130, "runner: interrupted\n")
-
