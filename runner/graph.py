@@ -89,10 +89,6 @@ def spec_order(spec: Spec) -> list[str]:
     return order
 
 
-def generations(g) -> list[list[str]]:
-    return [sorted(gen) for gen in _nx().topological_generations(g)]
-
-
 def resolve_target(spec: Spec, target: str | None) -> str | None:
     """The target a command works on: the intent named (or the one declaring the output path named), else
     [project] default, else None (everything)."""

@@ -56,15 +56,6 @@ class Grounding(NamedTuple):
     total: int  # how many files there are
 
 
-class Drafted(NamedTuple):
-    """What `runner new` writes: the intents drafted, the file before and after."""
-
-    intents: list[dict]  # each {"name", and the fields written}
-    old: str | None
-    new: str
-    model: bool  # False: no model configured, the one fallback intent
-
-
 def files_of(root: Path) -> list[str]:
     """The project's files: git's tracked and untracked-not-ignored ones in a git work tree, else a walk that
     honours .gitignore (runner/ignore.py); sorted, state folders left out."""
