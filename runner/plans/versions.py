@@ -31,7 +31,7 @@ from ..spec import STEP_AGENT, Intent, Spec
 
 def agent_intent(spec: Spec, name: str) -> Intent:
     """The agent intent `name`, or a usage error naming what is wrong."""
-    from ..load import did_you_mean
+    from ..suggest import did_you_mean
 
     intent = spec.intents.get(name)
     if intent is None:
