@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import heapq
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from itertools import compress
 
 from .errors import UsageError
@@ -24,7 +24,7 @@ def cycles(deps: Mapping[str, Sequence[str]]) -> list[list[str]]:
     starting at the component's smallest name and taking the shortest way back to it (the first found, in
     declaration order), so the report is stable. A dependency on itself or on no intent is left to its own
     message. A stdlib pass first: networkx, 0.1-0.2 s to import, finds and words only a cycle that is there."""
-    if len(_ordered(deps)) == len(deps):
+    if _acyclic(deps):
         return []
     nx = _nx()
     g = nx.DiGraph()
@@ -46,17 +46,44 @@ def cycle_words(cycle: list[str]) -> str:
     return f"dependency cycle: {' -> '.join(cycle + cycle[:1])} (each depends on the next)"
 
 
-def _ordered(deps: Mapping[str, Iterable[str]]) -> list[str]:
-    """Every intent whose dependencies can all come before it, lexicographic among ready ones (Kahn's, as
-    networkx's lexicographical_topological_sort orders); dependencies on itself or on no intent are passed
-    over. Shorter than `deps` exactly when there is a cycle."""
+def _acyclic(deps: Mapping[str, Sequence[str]]) -> bool:
+    """No intent depends on itself through others (a depth-first walk: an intent reached again while its own
+    dependencies are being walked closes a cycle); dependencies on itself or on no intent are passed over."""
+    walking, done = 1, 2
+    state: dict[str, int] = {}
+    for root in deps:
+        if root in state:
+            continue
+        state[root] = walking
+        stack = [(root, iter(deps[root]))]
+        while stack:
+            node, rest = stack[-1]
+            for dep in rest:
+                seen = state.get(dep)
+                if seen is None:
+                    if dep in deps:
+                        state[dep] = walking
+                        stack.append((dep, iter(deps[dep])))
+                        break
+                elif seen == walking and dep != node:
+                    return False
+            else:
+                state[node] = done
+                stack.pop()
+    return True
+
+
+def _ordered(deps: Mapping[str, Sequence[str]]) -> list[str]:
+    """Every intent whose dependencies can all come before it (Kahn's), lexicographic among ready ones as
+    networkx's lexicographical_topological_sort orders; dependencies on itself or on no intent are passed over.
+    Shorter than `deps` exactly when there is a cycle."""
     dependants: dict[str, list[str]] = {name: [] for name in deps}
-    waiting: dict[str, int] = {}
+    waiting = dict.fromkeys(deps, 0)
     for name, wanted in deps.items():
-        known = {dep for dep in wanted if dep != name and dep in dependants}
-        waiting[name] = len(known)
-        for dep in known:
-            dependants[dep].append(name)
+        for dep in set(wanted) if len(wanted) > 1 else wanted:
+            if dep != name and dep in dependants:
+                dependants[dep].append(name)
+                waiting[name] += 1
     ready = [name for name, count in waiting.items() if count == 0]
     heapq.heapify(ready)
     order = []
@@ -65,7 +92,7 @@ def _ordered(deps: Mapping[str, Iterable[str]]) -> list[str]:
         order.append(name)
         for dependant in dependants[name]:
             waiting[dependant] -= 1
-            if waiting[dependant] == 0:
+            if not waiting[dependant]:
                 heapq.heappush(ready, dependant)
     return order
 
