@@ -19,7 +19,7 @@ from typing import NamedTuple
 from .. import toml_write
 from ..errors import UserError
 from .intents import appended
-from .roadmap import slug, unique
+from .markdown import slug, unique
 
 ANSWER_FILE = "draft.json"
 MAX_PATHS = 300  # the file tree in the prompt: enough to ground it, short enough to stay cheap
