@@ -5,7 +5,7 @@ W ms of busy Python on the main thread per step (half before the start, half aft
 work of deciding, hashing, storing and reporting). Variant `main` spawns on the main thread with os.posix_spawn,
 which holds the GIL through the vfork wait for the child's exec (as runner's steps/spawn.py does); variant
 `thread` spawns on a spawner thread through ctypes, which leaves the GIL, and posts each pid back through a pipe.
-Session 14 measured both (bench/README.md, "The clean build at -j2"): the wall follows W, not the variant.
+Session 14 measured both (bench/NOTES.md, "The clean build at -j2"): the wall follows W, not the variant.
 
     .venv/bin/python bench/scheduler_bound.py --steps 4000 --work-ms 1.3 0.6 0.2 --variants main thread
 """

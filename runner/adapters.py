@@ -9,16 +9,10 @@ from typing import NamedTuple
 
 from .errors import UsageError
 from .spec import PLACEHOLDER, Adapter, AdapterCommand, AdapterVariant
+from .suggest import did_you_mean
 
 SCHEMA = "adapter.json"
 _GLOB = set("*?[")
-
-
-def _did_you_mean(name: str, choices) -> str:
-    import difflib  # only to word a mistake
-
-    close = difflib.get_close_matches(name, sorted(choices), n=1, cutoff=0.6)
-    return f" (did you mean '{close[0]}'?)" if close else ""
 
 
 # ---- loading ---------------------------------------------------------------------------------
@@ -94,7 +88,7 @@ def _check(data: dict, shown: str, families: set[str] | None, problem) -> bool:
                     problem(
                         shown,
                         f"{at}.run",
-                        f"'{{{var}}}' names no var{_did_you_mean(var, known_vars)}; "
+                        f"'{{{var}}}' names no var{did_you_mean(var, known_vars)}; "
                         f"declare it under [vars] (known: {', '.join(sorted(known_vars)) or 'none'})",
                     )
                     ok = False
@@ -103,7 +97,7 @@ def _check(data: dict, shown: str, families: set[str] | None, problem) -> bool:
                     problem(
                         shown,
                         f"{at}.parse[{i}]",
-                        f"unknown regex family '{fam}'{_did_you_mean(fam, families)}; "
+                        f"unknown regex family '{fam}'{did_you_mean(fam, families)}; "
                         f"known: {', '.join(sorted(families))}; a family of the project's own needs its file: "
                         f'create regexes/{fam}.toml holding family = "{fam}" (`runner learn` adds its patterns)',
                     )
@@ -151,7 +145,7 @@ def _merge_extends(
                         shown,
                         "extends",
                         f"adapter '{name}' extends unknown adapter '{parent}'"
-                        f"{_did_you_mean(parent, set(earlier) | set(here))}",
+                        f"{did_you_mean(parent, set(earlier) | set(here))}",
                     )
                 return None
             over = {k: v for k, v in data.items() if k != "extends"}
@@ -338,7 +332,7 @@ class Resolved(NamedTuple):
         except KeyError:
             raise UsageError(
                 f"adapter '{self.adapter.name}' has no command '{name}'"
-                f"{_did_you_mean(name, self.commands)}; it has: {', '.join(self.commands)}"
+                f"{did_you_mean(name, self.commands)}; it has: {', '.join(self.commands)}"
             ) from None
 
 
@@ -374,7 +368,7 @@ def resolve(
     elif isinstance(adapter, str):
         if adapter not in adapters:
             raise UsageError(
-                f"unknown adapter '{adapter}'{_did_you_mean(adapter, adapters)}; known: {', '.join(sorted(adapters))}"
+                f"unknown adapter '{adapter}'{did_you_mean(adapter, adapters)}; known: {', '.join(sorted(adapters))}"
             )
         adapter = adapters[adapter]
     if variants is None:
@@ -386,7 +380,7 @@ def resolve(
             if adapter.variant(v) is None:
                 known = [x.name for x in adapter.variants]
                 raise UsageError(
-                    f"adapter '{adapter.name}' has no variant '{v}'{_did_you_mean(v, known)}; "
+                    f"adapter '{adapter.name}' has no variant '{v}'{did_you_mean(v, known)}; "
                     f"it has: {', '.join(known) or 'none'}"
                 )
     variants = tuple(variants)

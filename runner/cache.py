@@ -9,7 +9,8 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Protocol
 
-from .keys import IndexFile, digest_bytes, snapshot_bytes
+from .index_file import IndexFile, snapshot_bytes
+from .keys import digest_bytes
 from .redact import Mask
 
 PULLED_BATCH = 64 << 20  # bytes of blobs from the remote held before they are written to the local cache

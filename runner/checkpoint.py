@@ -109,16 +109,6 @@ def _said_all(proc: subprocess.CompletedProcess) -> str:
     return "; ".join(dict.fromkeys(wanted)) or f"exit {proc.returncode}"
 
 
-def tracked_changes(root: Path, paths: list[str]) -> list[str]:
-    """Which of `paths` differ between the working tree and HEAD (uncommitted edits a revert would meet)."""
-    proc = _git(root, "status", "--porcelain", "-z", "--", *paths)
-    found = []
-    for entry in proc.stdout.split("\0"):
-        if len(entry) > 3:
-            found.append(entry[3:])
-    return found
-
-
 def diff_between(root: Path, old: str, new: str) -> str:
     """`git diff old new`: what a range of commits changed."""
     return _git(root, "diff", old, new).stdout

@@ -23,18 +23,10 @@ from itertools import accumulate, chain
 from pathlib import Path
 
 from . import __version__
-from .freshness import stat_of, vouches
+from .freshness import NEVER, stat_of, vouches
 from .globs import GLOB_CHARS
-from .keys import (
-    PackedTable,
-    content_digest,
-    digest_bytes,
-    digest_value,
-    give_back_memory,
-    map_file,
-    replacing,
-    write_marshal,
-)
+from .index_file import PackedTable, give_back_memory, map_file, replacing, write_marshal
+from .keys import content_digest, digest_bytes, digest_value
 from .memory import key_parts as memory_parts
 from .spec import BUILTIN_DIR, STEP_AGENT, STEP_AGGREGATE, STEP_SHELL, Intent, Spec, env_refs, runs_always
 from .workspace import Layout
@@ -314,7 +306,7 @@ def _unchanged(
 ) -> list[str | None] | None:
     """The digests of the spec files' bytes as they are now (`read` as it stands for the files that kept their
     stats) if every file whose stats moved since the compile (or that was saved too fresh to vouch for,
-    _UNUSABLE) still reads as the loader read it, else None. The same bytes: a touch, a checkout that put the
+    NEVER) still reads as the loader read it, else None. The same bytes: a touch, a checkout that put the
     same bytes back, the run after an edit saved within the racy window (git answers a racily clean entry the
     same way, by content). Or, for a TOML file the loader read, other bytes that read as the same document
     (`parsed`): a comment, a blank line, spacing; the loader makes the same spec of the same documents. A file
@@ -360,7 +352,7 @@ def _reused(cache_file: str, f, fingerprint: tuple, now: list, read: list, began
     although their stats moved (_unchanged), `read` the digests of their bytes now. The file is saved again with
     the stats of now once they vouch for those bytes, so the next run compares stats only; until then the proof
     keeps their digests (spec_kept), and where the bytes are new ones (the same document), it is saved at once,
-    those stats as _UNUSABLE: the next run compares the new bytes, not the document."""
+    those stats as NEVER: the next run compares the new bytes, not the document."""
     start = f.tell()
     compiled = _mapped(f)
     paths = fingerprint[3]
@@ -368,7 +360,7 @@ def _reused(cache_file: str, f, fingerprint: tuple, now: list, read: list, began
     kept = compiled.spec_kept = {p: d for p, s, d in zip(paths, now, read, strict=True) if s and not vouches(s, began)}
     compiled.spec_read = _read_by_path(paths, read)
     if not kept or read != fingerprint[5]:
-        stats = [_UNUSABLE if p in kept else s for p, s in zip(paths, now, strict=True)]
+        stats = [NEVER if p in kept else s for p, s in zip(paths, now, strict=True)]
         tmp = f"{cache_file}.{os.getpid()}.tmp"
         try:
             with open(tmp, "wb") as out:
@@ -557,7 +549,6 @@ def compile_spec(spec: Spec) -> tuple[Compiled, list[str]]:
     ), sources
 
 
-_UNUSABLE = (-1, -1, -1, -1)  # a stat no file has: that file is compared by its bytes (_unchanged)
 FINGERPRINT = 16  # bytes of sha256: a step the edit changed is told from one it did not with 2**-128 odds
 
 
@@ -603,7 +594,7 @@ def load_compiled(root: Path, use_cache: bool = True, spec_file: str = "intents.
     of them older than the compile by more than the racy window, or, where a file's stats moved (or were too
     fresh to keep), the bytes its loader read or other bytes of the same document (_unchanged); else compiled
     again, and saved with the stats of files too fresh to vouch for what was read replaced by ones no file has
-    (_UNUSABLE)."""
+    (NEVER)."""
     layout = Layout(root)
     cache_file = layout.spec_cache_of(spec_file)
     previous = None
@@ -671,7 +662,7 @@ def _fingerprinted(root: Path, compiled: Compiled, began: int, previous: tuple |
     # a file too fresh for its stats to vouch for what was read is saved with stats no file has: the compiled
     # spec is reused only once its bytes are found the same (_unchanged), else it names itself to the next one
     kept = compiled.spec_kept
-    stats = [_UNUSABLE if p in kept else s for p, s in zip(compiled.sources, compiled.spec_stats, strict=True)]
+    stats = [NEVER if p in kept else s for p, s in zip(compiled.sources, compiled.spec_stats, strict=True)]
     return (_FORMAT, __version__, str(root), compiled.sources, stats, read, parsed)
 
 
@@ -819,7 +810,7 @@ def _mapped(f) -> Compiled:
 def _save(cache_file: str, fingerprint: tuple, compiled: Compiled, tables: tuple | None = None) -> None:
     """The compiled spec's file, written whole and then put in place; beside it, `tables` (the intents file's
     document_digests but the first), for the next edit of some intents (_recompiled). Not written (a read-only
-    checkout, a full disk), the next run compiles again: no half-written copy is left (keys.write_atomic)."""
+    checkout, a full disk), the next run compiles again: no half-written copy is left (index_file.replacing)."""
     if tables is not None:
         try:
             write_marshal(f"{cache_file}.tables", (compiled.token, *tables))

@@ -17,7 +17,7 @@ def main() -> None:
         unsupported_platform()
     # collect cycles less often, as mypy does: a 100,000-step run makes millions of small objects that live
     # to its end (proof stats, records, decisions), and the default thresholds had the collector walk them
-    # again and again (~0.12 s of a 100,000-step edit's 1.8 s; bench/README.md)
+    # again and again (~0.12 s of a 100,000-step edit's 1.8 s; bench/NOTES.md, session 13)
     gc.set_threshold(200_000, 30, 30)
     argv = sys.argv[1:]
     from .noop import try_noop

@@ -121,12 +121,6 @@ class NoSpaceError(RunnerError):
         return f"error: no space left on the device (writing {self.path}): free some space and run again"
 
 
-class InterruptedRun(RunnerError):
-    """Ctrl-C or SIGTERM: completed steps stay cached. Exit 130."""
-
-    exit_code = EXIT_INTERRUPTED
-
-
 class InternalError(RunnerError):
     """A bug in the runner itself. Exit 4 with a traceback in .runner/last-error.log."""
 

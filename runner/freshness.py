@@ -57,7 +57,7 @@ The shortcuts, each answering as the rule does, and the invariant each rests on
        Invariant: 3, and the fingerprint of every step holds what its key takes from the spec files.
 
 Everything here is imported by the warm no-op before anything heavy: keep the imports to the standard
-library's cheapest and `keys`.
+library's cheapest, `keys` and `index_file`.
 """
 
 from __future__ import annotations
@@ -68,7 +68,8 @@ import os
 import time
 
 from . import __version__, forked
-from .keys import IndexFile, content_digest, digest_file, step_key, with_canaries, write_marshal
+from .index_file import IndexFile, write_marshal
+from .keys import content_digest, digest_file, step_key, with_canaries
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on the no-op path; mypy reads it as True
 if TYPE_CHECKING:

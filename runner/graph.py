@@ -2,78 +2,88 @@
 
 from __future__ import annotations
 
+import heapq
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from itertools import compress
 
-from .errors import Problem, SpecError, UsageError
+from .errors import UsageError
 from .globs import GLOB_CHARS, matches
 from .spec import Spec
 
 
 def _nx():
-    import networkx  # the only importer of networkx; a warm no-op never needs it
+    import networkx  # the only importer of networkx; a valid spec's run never needs it
 
     return networkx
 
 
-def build_graph(spec: Spec):
-    """A networkx DiGraph with edges from a dependency to its dependant; SpecError on a cycle."""
+def cycles(deps: Mapping[str, Sequence[str]]) -> list[list[str]]:
+    """The dependency cycles among `deps` (an intent -> the intents it depends on, in its declared order): one
+    for each strongly connected component, as [a, b, c] for a -> b -> c -> a where each depends on the next,
+    starting at the component's smallest name and taking the shortest way back to it (the first found, in
+    declaration order), so the report is stable. A dependency on itself or on no intent is left to its own
+    message. A stdlib pass first: networkx, 0.1-0.2 s to import, finds and words only a cycle that is there."""
+    if _acyclic(deps):
+        return []
     nx = _nx()
     g = nx.DiGraph()
-    for name, intent in spec.intents.items():
-        g.add_node(name)
-        for dep in intent.deps:
-            g.add_edge(dep, name)
-    cycles = []
+    g.add_nodes_from(deps)
+    g.add_edges_from((name, dep) for name, wanted in deps.items() for dep in wanted if dep != name and dep in deps)
+    found = []
     for component in nx.strongly_connected_components(g):
-        if len(component) > 1:
-            cycle = nx.find_cycle(g.subgraph(component))
-            names = [edge[0] for edge in cycle]
-            start = names.index(min(names))  # stable report: begin at the smallest name
-            names = names[start:] + names[:start]
-            cycles.append(names)
-    if cycles:
-        from .load import SPEC_FILE  # errors only: a warm run never loads the loader
-
-        problems = []
-        for names in sorted(cycles):
-            # edges run dep -> dependant; a user reads "a depends on b", so print the reverse
-            shown = list(reversed(names))
-            start = shown.index(min(shown))
-            shown = shown[start:] + shown[:start]
-            text = " -> ".join(shown + [shown[0]])
-            problems.append(
-                Problem(
-                    file=SPEC_FILE,
-                    path=f"intent.{shown[0]}.deps",
-                    message=f"dependency cycle: {text} (each depends on the next)",
-                )
-            )
-        raise SpecError(problems=problems)
-    return g
+        if len(component) < 2:
+            continue
+        start = min(component)
+        paths = nx.single_source_shortest_path(g.subgraph(component), start)  # breadth first, in found order
+        last = next(node for node in paths if g.has_edge(node, start))
+        found.append(paths[last])
+    return sorted(found)
 
 
-def topological_order(g) -> list[str]:
-    """Deterministic: lexicographic among ready nodes, so output and snapshots are stable."""
-    return list(_nx().lexicographical_topological_sort(g))
+def cycle_words(cycle: list[str]) -> str:
+    """What a user reads of a cycle: "dependency cycle: a -> b -> a (each depends on the next)"."""
+    return f"dependency cycle: {' -> '.join(cycle + cycle[:1])} (each depends on the next)"
 
 
-def spec_order(spec: Spec) -> list[str]:
-    """Every intent in topological order, lexicographic among ready ones (networkx's
-    lexicographical_topological_sort, in a few lines of stdlib): a cold `runner make` of a valid spec then
-    never imports networkx (0.1-0.2 s here), which only finds and words a cycle."""
-    import heapq
+def _acyclic(deps: Mapping[str, Sequence[str]]) -> bool:
+    """No intent depends on itself through others (a depth-first walk: an intent reached again while its own
+    dependencies are being walked closes a cycle); dependencies on itself or on no intent are passed over."""
+    walking, done = 1, 2
+    state: dict[str, int] = {}
+    for root in deps:
+        if root in state:
+            continue
+        state[root] = walking
+        stack = [(root, iter(deps[root]))]
+        while stack:
+            node, rest = stack[-1]
+            for dep in rest:
+                seen = state.get(dep)
+                if seen is None:
+                    if dep in deps:
+                        state[dep] = walking
+                        stack.append((dep, iter(deps[dep])))
+                        break
+                elif seen == walking and dep != node:
+                    return False
+            else:
+                state[node] = done
+                stack.pop()
+    return True
 
-    dependants: dict[str, list[str]] = {name: [] for name in spec.intents}
-    waiting: dict[str, int] = {}
-    for name, intent in spec.intents.items():
-        deps = set(intent.deps)
-        waiting[name] = len(deps)
-        for dep in deps:
-            if dep not in dependants:
-                return topological_order(build_graph(spec))
-            dependants[dep].append(name)
+
+def _ordered(deps: Mapping[str, Sequence[str]]) -> list[str]:
+    """Every intent whose dependencies can all come before it (Kahn's), lexicographic among ready ones as
+    networkx's lexicographical_topological_sort orders; dependencies on itself or on no intent are passed over.
+    Shorter than `deps` exactly when there is a cycle."""
+    dependants: dict[str, list[str]] = {name: [] for name in deps}
+    waiting = dict.fromkeys(deps, 0)
+    for name, wanted in deps.items():
+        for dep in set(wanted) if len(wanted) > 1 else wanted:
+            if dep != name and dep in dependants:
+                dependants[dep].append(name)
+                waiting[name] += 1
     ready = [name for name, count in waiting.items() if count == 0]
     heapq.heapify(ready)
     order = []
@@ -82,15 +92,18 @@ def spec_order(spec: Spec) -> list[str]:
         order.append(name)
         for dependant in dependants[name]:
             waiting[dependant] -= 1
-            if waiting[dependant] == 0:
+            if not waiting[dependant]:
                 heapq.heappush(ready, dependant)
-    if len(order) != len(waiting):  # a cycle: networkx finds it and build_graph reports it
-        return topological_order(build_graph(spec))
     return order
 
 
-def generations(g) -> list[list[str]]:
-    return [sorted(gen) for gen in _nx().topological_generations(g)]
+def spec_order(spec: Spec) -> list[str]:
+    """Every intent of a loaded spec in topological order, lexicographic among ready ones. The stdlib's, not
+    networkx's: a cold `runner make` of a valid spec never imports networkx. The loader refused every cycle
+    and every unknown dependency (load._cross_check), so every intent is ordered."""
+    order = _ordered({name: intent.deps for name, intent in spec.intents.items()})
+    assert len(order) == len(spec.intents), "spec_order: a spec the loader would have refused (a cycle)"
+    return order
 
 
 def resolve_target(spec: Spec, target: str | None) -> str | None:
@@ -122,7 +135,7 @@ def _resolve_one(spec: Spec, name: str) -> str:
         raise UsageError(
             f"error: '{name}' is an output of several intents ({', '.join(producers)}); name the one to build"
         )
-    from .load import did_you_mean
+    from .suggest import did_you_mean
 
     known = list(spec.intents)
     if "/" in name or "." in name:  # it looks like a path: suggest the outputs too

@@ -11,6 +11,7 @@ from . import toml_read
 from .confine import Folders, check_glob, output_problem
 from .errors import Problem, SpecError, UsageError
 from .globs import GLOB_CHARS, matches
+from .graph import cycle_words, cycles
 from .intent_env import env_names, kept_out
 from .keys import digest_bytes
 from .memory import FIELDS as MEMORY_FIELDS
@@ -31,6 +32,7 @@ from .spec import (
     WorkerSettings,
     env_problem,
 )
+from .suggest import did_you_mean
 from .toml_locate import Locator
 
 SPEC_FILE = "intents.toml"
@@ -62,13 +64,6 @@ _JSON_TYPES = {
     "number": "a number",
     "boolean": "a boolean",
 }
-
-
-def did_you_mean(name: str, candidates) -> str:
-    import difflib  # only to word a mistake
-
-    close = difflib.get_close_matches(name, sorted(candidates), n=1, cutoff=0.6)
-    return f" (did you mean '{close[0]}'?)" if close else ""
 
 
 class _Suggestions:
@@ -720,89 +715,19 @@ def _cross_check(
                     out,
                 )
             owners.setdefault(out, name)
-    for cycle in _cycles({name: intent.deps for name, intent in intents.items()}):
+    for cycle in cycles({name: intent.deps for name, intent in intents.items()}):
         first = cycle[0]
         index = intents[first].deps.index(cycle[1])
-        text = " -> ".join(cycle + [first])
         reader.problem(
             shown,
             f"{toml_path(['intent', first])}.deps[{index}]",
-            f"dependency cycle: {text} (each depends on the next); remove one of these deps",
+            f"{cycle_words(cycle)}; remove one of these deps",
             cycle[1],
         )
     project = spec_data.get("project")
     default = project.get("default") if isinstance(project, dict) else None
     if isinstance(default, str) and default and default not in names:
         reader.problem(shown, "project.default", f"unknown intent {_quoted(default)}{suggest(default, names)}")
-
-
-def _cycles(deps: dict[str, tuple[str, ...]]) -> list[list[str]]:
-    """One cycle per strongly connected component (Tarjan, iterative, stdlib only), as [a, b, c] for a -> b -> c -> a.
-
-    Each starts at the component's smallest name and is the shortest way back to it, so the report is stable.
-    Self-dependencies and unknown names are left to their own messages.
-    """
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    components: list[set[str]] = []
-    for root in sorted(deps):
-        if root in index:
-            continue
-        index[root] = low[root] = len(index)
-        stack.append(root)
-        on_stack.add(root)
-        work = [(root, iter(deps[root]))]
-        while work:
-            node, edges = work[-1]
-            for nxt in edges:
-                if nxt == node or nxt not in deps:
-                    continue
-                if nxt not in index:
-                    index[nxt] = low[nxt] = len(index)
-                    stack.append(nxt)
-                    on_stack.add(nxt)
-                    work.append((nxt, iter(deps[nxt])))
-                    break
-                if nxt in on_stack:
-                    low[node] = min(low[node], index[nxt])
-            else:
-                work.pop()
-                if work:
-                    parent = work[-1][0]
-                    low[parent] = min(low[parent], low[node])
-                if low[node] == index[node]:
-                    component = set()
-                    while True:
-                        member = stack.pop()
-                        on_stack.discard(member)
-                        component.add(member)
-                        if member == node:
-                            break
-                    if len(component) > 1:
-                        components.append(component)
-    cycles = []
-    for component in components:
-        start = min(component)
-        came_from: dict[str, str] = {}
-        queue, last = [start], None
-        for node in queue:  # breadth first: the shortest cycle through `start`
-            for dep in deps[node]:
-                if dep == start:
-                    last = node
-                    break
-                if dep in component and dep not in came_from:
-                    came_from[dep] = node
-                    queue.append(dep)
-            if last is not None:
-                break
-        assert last is not None  # a strongly connected component has a cycle through each of its members
-        cycle = [last]
-        while cycle[-1] != start:
-            cycle.append(came_from[cycle[-1]])
-        cycles.append(list(reversed(cycle)))
-    return sorted(cycles)
 
 
 def _policies(d: dict, broken: set[str]) -> dict[str, Policy]:
@@ -1017,7 +942,7 @@ def load_spec(
     )
 
 
-# what other intents' checks and the compiled graph read of an intent (_cross_check, _cycles, compile_spec): an
+# what other intents' checks and the compiled graph read of an intent (_cross_check, graph.cycles, compile_spec): an
 # edit that keeps these leaves every other intent's checks and record as they were
 _GRAPH_FIELDS = ("kind", "deps", "inputs", "outputs", "prompt", "adapter", "policy", "verify")
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import json
 import re
@@ -18,6 +17,7 @@ from runner import toml_read
 from runner.errors import Problem, SpecError, UserError
 from runner.keys import canary_slot
 from runner.redos import check_redos
+from runner.suggest import did_you_mean as _did_you_mean
 
 STAGES = ("shadow", "canary", "active", "retired")
 DEFAULT_STAGES = ("active",)
@@ -315,11 +315,6 @@ class LineSet:
 
 def _line_anchors(regex: str) -> str:
     return _ANCHOR.sub(lambda m: m.group(1) + ("^" if m.group(2) == "A" else "$"), regex)
-
-
-def _did_you_mean(name: str, choices: Iterable[str]) -> str:
-    close = difflib.get_close_matches(name, list(choices), n=3)
-    return f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else ""
 
 
 class Library:

@@ -24,7 +24,7 @@ from .freshness import (
     snapshot_paths,
 )
 from .graph import resolve_targets, selected_order
-from .keys import give_back_memory
+from .index_file import give_back_memory
 from .nospace import no_space_error, nothing_started, unwritten
 from .plan import Planner, make_plan, unmatched_warnings
 from .record import RunRecord, prune

@@ -31,7 +31,7 @@ class RunOptions:
         # callable(intent, lines): what shell steps print, line by line as they print it (-v); None: only logged
         self.on_output = on_output
         # `runner improve`: intent -> {"version", "feedback", "prompt"}: run again with the reviewer's feedback and
-        # the previous version in its prompt (plans/versions.py), its result recorded as the next version
+        # the previous version in its prompt (runner/versions.py), its result recorded as the next version
         self.improve = improve or {}
         # where shell steps run (runner/executors/, built by commands/make.py): one whose `on_cluster` is true takes
         # each shell step as a future (submit, cancel_all, lost); None or local: this scheduler's own children

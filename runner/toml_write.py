@@ -1,7 +1,7 @@
 """Writing the TOML files a user owns (intents.toml, regexes/FAMILY.toml, a prompt's candidates) with tomlkit:
 every comment, order and byte of what is not changed stays as it was, and a file is replaced whole or not at
 all. The one importer of tomlkit: the learning loop's write-back (runner/learn/writeback.py) and the roadmap
-import (runner/plans/) build their changes with the constructors re-exported here."""
+import (runner/roadmap/) build their changes with the constructors re-exported here."""
 
 from __future__ import annotations
 

@@ -19,9 +19,9 @@ def run(
     from ..apply import load_pending
     from ..approve import approve as approve_pending
     from ..approve import grant
-    from ..load import did_you_mean
     from ..pipeline import load_project, planner_for
     from ..record import new_run_id
+    from ..suggest import did_you_mean
     from ..workspace import ProjectLock
 
     project = load_project(inv.directory, spec_file=spec_file)

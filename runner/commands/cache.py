@@ -76,7 +76,7 @@ def clear(inv: Invocation) -> None:
         removed = Cache(layout.cache_dir, owner=True).clear()
         for path in (layout.state_file, layout.stat_file):
             Path(path).unlink(missing_ok=True)
-            Path(path + ".log").unlink(missing_ok=True)  # keys.IndexFile's log of later changes
+            Path(path + ".log").unlink(missing_ok=True)  # index_file.IndexFile's log of later changes
         forget(str(layout.root))
     if inv.as_json:
         print_json({"removed": removed})

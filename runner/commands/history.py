@@ -35,7 +35,7 @@ def kind_text(record: dict, version: str = "") -> str:
 
 def run(inv: Invocation, intent: str, spec_file: str | None) -> None:
     from ..pipeline import load_project
-    from ..plans.versions import agent_intent, versions
+    from ..versions import agent_intent, versions
 
     project = load_project(inv.directory, spec_file=spec_file)
     agent_intent(project.spec, intent)

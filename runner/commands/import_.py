@@ -13,8 +13,8 @@ from . import SPEC_FILE, Command, Invocation, Param, echo, flag, print_json
 
 
 def run(inv: Invocation, roadmap: str, yes: bool, spec_file: str | None) -> None:
-    from ..plans.intents import diff, named, plan_import
-    from ..plans.roadmap import parse
+    from ..roadmap.intents import diff, named, plan_import
+    from ..roadmap.markdown import parse
 
     intents_path = inv.directory / (spec_file or "intents.toml")
     root = intents_path.parent

@@ -15,7 +15,7 @@ def run(
     verbose: bool,
 ) -> int:
     from ..pipeline import load_project
-    from ..plans.versions import agent_intent, improve_request
+    from ..versions import agent_intent, improve_request
     from .make import make
 
     project = load_project(inv.directory, spec_file=spec_file)

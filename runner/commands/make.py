@@ -114,9 +114,9 @@ def _selected(project, targets) -> list[str]:
 
 
 def _sync_roadmap(project, targets, summary, as_json: bool) -> None:
-    """Tick the roadmap item of each intent the run completed (runner/plans/sync.py)."""
+    """Tick the roadmap item of each intent the run completed (runner/roadmap/sync.py)."""
     from ..graph import resolve_targets, selected_order
-    from ..plans.sync import completed, sync
+    from ..roadmap.sync import completed, sync
 
     compiled, spec = project.compiled, project.spec
     order = selected_order(compiled, resolve_targets(spec, list(targets)))

@@ -45,8 +45,8 @@ def _loads(root: Path, text: str, shown: str):
 
 def run(inv: Invocation, goal: str, yes: bool, spec_file: str | None) -> None:
     from ..load import load_spec
-    from ..plans.draft import ask, checked, fallback, ground, prompt, text_with
-    from ..plans.intents import diff_text
+    from ..roadmap.draft import ask, checked, fallback, ground, prompt, text_with
+    from ..roadmap.intents import diff_text
     from ..toml_read import TOMLDecodeError, loads
 
     goal = goal.strip()

@@ -8,7 +8,7 @@ from . import SPEC_FILE, Command, Invocation, echo, flag, option, print_json, ta
 def run(inv: Invocation, intent: str, to: int | None, spec_file: str | None, force: bool) -> None:
     from ..executors import stop_abandoned
     from ..pipeline import load_project
-    from ..plans.versions import rollback
+    from ..versions import rollback
     from .history import summary
 
     project = load_project(inv.directory, spec_file=spec_file)

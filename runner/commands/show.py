@@ -7,7 +7,7 @@ from . import SPEC_FILE, Command, Invocation, argument, echo, flag, print_json
 
 def run(inv: Invocation, ref: str, spec_file: str | None, no_transcript: bool) -> None:
     from ..pipeline import load_project
-    from ..plans.versions import agent_intent, details, parse_ref, pick, versions
+    from ..versions import agent_intent, details, parse_ref, pick, versions
     from .history import change_text, kind_text, verified_text
 
     name, number = parse_ref(ref)

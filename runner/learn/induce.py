@@ -80,12 +80,7 @@ def _is_value(text: str) -> bool:
 @lru_cache(maxsize=65536)  # a log repeats its tokens; masking is a pure function of the token
 def _mask_token(token: str) -> tuple[Seg, ...]:
     """The token cut into literal and data pieces; joined, the pieces are the token."""
-    i, j = 0, len(token)
-    while i < j and token[i] in _OPEN:
-        i += 1
-    while j > i and token[j - 1] in _CLOSE:
-        j -= 1
-    head, core, tail = token[:i], token[i:j], token[j:]
+    head, core, tail = _unwrapped(token)
     if not core:
         return ((token, False),)
     segs: list[Seg] = []
@@ -191,13 +186,18 @@ def _mask_dates(tokens: list[str], segs: list[tuple[Seg, ...]]) -> None:
 
 
 def _mask_token_as_value(token: str) -> tuple[Seg, ...]:
+    head, core, tail = _unwrapped(token)
+    return _join_literals([s for s in [(head, False), (core, True), (tail, False)] if s[0]])
+
+
+def _unwrapped(token: str) -> tuple[str, str, str]:
+    """(the opening punctuation, what it wraps, the closing punctuation): `("x",` is `("`, `x`, `",`."""
     i, j = 0, len(token)
     while i < j and token[i] in _OPEN:
         i += 1
     while j > i and token[j - 1] in _CLOSE:
         j -= 1
-    segs = [(token[:i], False), (token[i:j], True), (token[j:], False)]
-    return _join_literals([s for s in segs if s[0]])
+    return token[:i], token[i:j], token[j:]
 
 
 def template_of(line: str) -> str:

@@ -141,9 +141,6 @@ class Mined:
     runs: tuple[str, ...]  # the run ids read, oldest first
     recordings: tuple[str, ...]  # the recordings read (paths relative to the project root)
 
-    def of_kind(self, kind: str) -> list[Miss]:
-        return [m for m in self.misses if m.kind == kind]
-
     def lines_for_induction(self) -> tuple[InductionGroup, ...]:
         """The lines no pattern read, per command (an adapter command, or the tool a plain run line runs), each
         once, in the order first seen; the families in the command's order (never sorted: the first is where a

@@ -1,4 +1,4 @@
-"""Packed tables (runner.keys.PackedTable: the compiled spec's, an index snapshot's) find a key by bisection, into
+"""Packed tables (runner.index_file.PackedTable: the compiled spec's, an index snapshot's) find a key by bisection, into
 the keys' sorted positions or the keys themselves when sorted, then, after many lookups, by a dict of every key:
 each answers as the dict the table was packed from, whatever it keeps decoded."""
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from runner.keys import PackedTable
+from runner.index_file import PackedTable
 
 NAMES = st.text(alphabet="ab/._-09é", min_size=1, max_size=6)
 

@@ -1,4 +1,4 @@
-"""The state index and the stat cache written as a snapshot and a log of later changes (keys.IndexFile): an
+"""The state index and the stat cache written as a snapshot and a log of later changes (index_file.IndexFile): an
 edit writes what it changed, and what is read back is what was written, whatever a crash or another writer
 left beside the snapshot."""
 
@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from runner.keys import Entries, IndexFile, PackedTable, snapshot_bytes
+from runner.index_file import Entries, IndexFile, PackedTable, snapshot_bytes
 
 
 def _entries(n: int, tag: str = "") -> dict[str, bytes]:

@@ -16,7 +16,7 @@ import racy
 
 import runner
 from runner.freshness import stat_of
-from runner.keys import IndexFile
+from runner.index_file import IndexFile
 from runner.spec import MAX_TIMEOUT
 
 

@@ -119,7 +119,9 @@ def test_the_order_without_networkx_is_networkx_lexicographic_order():
     import random
     from types import SimpleNamespace
 
-    from runner.graph import build_graph, spec_order, topological_order
+    import networkx as nx
+
+    from runner.graph import spec_order
 
     for seed in range(200):
         rng = random.Random(seed)
@@ -130,4 +132,39 @@ def test_the_order_without_networkx_is_networkx_lexicographic_order():
             for i, name in enumerate(names)
         }
         spec = SimpleNamespace(intents=dict(rng.sample(list(intents.items()), len(intents))))
-        assert spec_order(spec) == topological_order(build_graph(spec)), f"seed {seed}"
+        g = nx.DiGraph()
+        g.add_nodes_from(spec.intents)
+        g.add_edges_from((dep, name) for name, intent in spec.intents.items() for dep in intent.deps)
+        assert spec_order(spec) == list(nx.lexicographical_topological_sort(g)), f"seed {seed}"
+
+
+def test_each_cycle_is_named_once_from_its_smallest_intent_the_shortest_way_back():
+    """graph.cycles on random graphs: one cycle for each strongly connected component of two or more intents,
+    each a real cycle (each depends on the next, the last on the first), starting at the component's smallest
+    name, as short as any cycle through it; self-dependencies and unknown names are no cycle; none in a DAG."""
+    import random
+
+    import networkx as nx
+
+    from runner.graph import cycles
+
+    for seed in range(300):
+        rng = random.Random(seed)
+        names = [f"n{i}" for i in range(rng.randint(1, 25))]
+        deps = {
+            name: tuple(rng.choice(names + ["ghost"]) for _ in range(rng.randint(0, 3)))
+            for name in rng.sample(names, len(names))
+        }
+        g = nx.DiGraph()
+        g.add_nodes_from(deps)
+        g.add_edges_from((n, d) for n, ds in deps.items() for d in ds if d != n and d in deps)
+        components = [c for c in nx.strongly_connected_components(g) if len(c) > 1]
+        found = cycles(deps)
+        assert found == sorted(found), f"seed {seed}"
+        assert sorted(min(c) for c in components) == sorted(cycle[0] for cycle in found), f"seed {seed}"
+        for cycle in found:
+            assert all(b in deps[a] for a, b in zip(cycle, cycle[1:] + cycle[:1], strict=True)), f"seed {seed}"
+            assert len(set(cycle)) == len(cycle), f"seed {seed}"
+            reach = nx.single_source_shortest_path_length(g, cycle[0])
+            shortest = min(reach[before] + 1 for before in g.predecessors(cycle[0]) if before in reach)
+            assert len(cycle) == shortest, f"seed {seed}"

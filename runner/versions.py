@@ -22,16 +22,16 @@ import json
 import time
 from pathlib import Path
 
-from ..apply import apply_change, diff_stat, recover, version_files, version_numbers, versions_dir
-from ..attempt import Change
-from ..errors import UsageError, UserError
-from ..globs import matches_any
-from ..spec import STEP_AGENT, Intent, Spec
+from .apply import apply_change, diff_stat, recover, version_files, version_numbers, versions_dir
+from .attempt import Change
+from .errors import UsageError, UserError
+from .globs import matches_any
+from .spec import STEP_AGENT, Intent, Spec
 
 
 def agent_intent(spec: Spec, name: str) -> Intent:
     """The agent intent `name`, or a usage error naming what is wrong."""
-    from ..load import did_you_mean
+    from .suggest import did_you_mean
 
     intent = spec.intents.get(name)
     if intent is None:
@@ -146,7 +146,7 @@ def details(state_dir: Path, record: dict) -> dict:
 def improve_request(state_dir: Path, name: str, feedback: str) -> dict:
     """What `runner improve` hands the run (RunOptions.improve): the version it improves, the feedback, and the
     block every prompt of the step gets."""
-    from ..prompts import improve_block
+    from .prompts import improve_block
 
     if not feedback.strip():
         raise UsageError("error: --feedback is empty: say what the next version should do differently")
@@ -174,10 +174,10 @@ def _digest(path: Path) -> str | None:
 def rollback(project, name: str, to: int | None, force: bool, stop_cluster, say) -> dict:
     """Restore version `to`'s files (None: the version before the latest) and record that as the next version.
     `stop_cluster`, `say`: what a killed run left is recovered first (workspace.recover_inflight), said by `say`."""
-    from ..cache import Cache, State, StepRecord
-    from ..record import new_run_id
-    from ..redact import mask_for_run
-    from ..workspace import ProjectLock, recover_inflight
+    from .cache import Cache, State, StepRecord
+    from .record import new_run_id
+    from .redact import mask_for_run
+    from .workspace import ProjectLock, recover_inflight
 
     spec = project.spec
     intent = agent_intent(spec, name)
@@ -279,7 +279,7 @@ def rollback(project, name: str, to: int | None, force: bool, stop_cluster, say)
         staged[Path(layout.state_file).relative_to(state_dir).as_posix()] = state.file_bytes()
         apply_change(root, state_dir, change, f"{run_id}-{name}", staged)
         if policy.checkpoint == "commit" and (by_git or change):
-            from ..approve import checkpoint
+            from .approve import checkpoint
 
             # git made the revert commits; otherwise (a later version without a commit) the restored files are
             # committed as any applied change is
@@ -310,7 +310,7 @@ def _blobs(state_dir: Path, name: str, target: dict, wanted: dict[str, str | Non
 
 def _revert(root: Path, commits: list[str], record: dict) -> str:
     """`git revert` the later versions' checkpoint commits (newest first); the diff they made, as git shows it."""
-    from ..checkpoint import CheckpointError, diff_between, revert
+    from .checkpoint import CheckpointError, diff_between, revert
 
     try:
         made = revert(root, commits)

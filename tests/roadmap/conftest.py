@@ -38,7 +38,7 @@ class Project:
         return path
 
     def roadmap(self, name: str, rel: str = "ROADMAP.md") -> Path:
-        """One of tests/plans/roadmaps/ copied into the project, byte for byte."""
+        """One of tests/roadmap/roadmaps/ copied into the project, byte for byte."""
         return self.write(rel, (ROADMAPS / name).read_bytes())
 
     def read(self, rel: str) -> str:

@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 from ..toml_read import loads
 from ..toml_write import replace_file
-from .roadmap import Entry, parse
+from .markdown import Entry, parse
 
 
 class Synced(NamedTuple):

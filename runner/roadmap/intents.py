@@ -26,7 +26,7 @@ from typing import NamedTuple
 from .. import toml_write
 from ..errors import UserError
 from ..toml_read import TOMLDecodeError, loads
-from .roadmap import PHASE, Entry
+from .markdown import PHASE, Entry
 
 LINK = "roadmap"
 

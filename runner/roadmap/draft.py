@@ -19,7 +19,7 @@ from typing import NamedTuple
 from .. import toml_write
 from ..errors import UserError
 from .intents import appended
-from .roadmap import slug, unique
+from .markdown import slug, unique
 
 ANSWER_FILE = "draft.json"
 MAX_PATHS = 300  # the file tree in the prompt: enough to ground it, short enough to stay cheap
@@ -54,15 +54,6 @@ class Grounding(NamedTuple):
     intents: dict[str, tuple[str, ...]]  # the file's intents -> their outputs
     files: list[str]  # at most MAX_PATHS
     total: int  # how many files there are
-
-
-class Drafted(NamedTuple):
-    """What `runner new` writes: the intents drafted, the file before and after."""
-
-    intents: list[dict]  # each {"name", and the fields written}
-    old: str | None
-    new: str
-    model: bool  # False: no model configured, the one fallback intent
 
 
 def files_of(root: Path) -> list[str]:
