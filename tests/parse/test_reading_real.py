@@ -115,3 +115,17 @@ def test_a_test_binary_that_overflowed_its_stack_names_that_test_and_keeps_the_c
 def test_a_family_given_by_name_is_the_users_whole_choice():
     found = parse("tape/rec__minimist_tape_fail.log", "--family", "diagnostics")
     assert found["failed_tests"] == [] and found["summary"]["failed"] is None
+
+
+def shown(found: dict) -> set[int]:
+    return {k for a, b in found["excerpt"] for k in range(a, b + 1)}
+
+
+def test_the_excerpt_shows_what_the_tail_shows_of_the_failure():
+    # go's race detector prints `WARNING: DATA RACE` and both writes' frames, with no error word: the test's
+    # `--- FAIL` line leads the excerpt, and the budget left goes to the log's end, where the race is
+    found = parse("gotest/gjr__017-race.log", "--adapter", "go", "--command", "test")
+    assert {4, 5, 6, 7, 9, 10, 11, 40, 45} <= shown(found)
+    # rubocop: no family; the closing count, with no error word, is the log's last line
+    found = parse("rubocop/am__rubocop.log")
+    assert 20 in shown(found)
