@@ -109,6 +109,7 @@ def parse_findings(
     incomplete = False  # a kill or interrupt line: the closing summary of an earlier part proves nothing
     zero: set[str] = set()  # counts a matched line shows the tool omits when they are zero
     partial = False  # a test binary died (a panic, its own timeout) while tests ran: not every result printed
+    started = False  # a line announced a test running (go's `=== RUN`, a -json `run` event)
     for fi, fam in enumerate(families):
         order = {p.name: k for k, p in enumerate(fam.patterns)}
         patterns = {p.name: p for p in fam.patterns}
@@ -153,15 +154,19 @@ def parse_findings(
                 ended = True
             elif m.kind == "started":
                 ended = False
+                started = True
             elif m.kind == "partial":
                 partial = partial or not ended
         tally.close_family()
     found.summary.update(tally.result())
     found.complete = found.complete and not incomplete
     summary = found.summary
-    if found.complete and not partial:
+    if found.complete and (not partial or started):
         # a finished run's summary leaves out what is zero (pytest prints only non-zero counts; a finished
-        # `go test -v` has printed a line for every result): 0, not "unknown". A cut-off log keeps null.
+        # `go test -v` has printed a line for every result): 0, not "unknown". A binary that died while its
+        # tests ran, its package's closing line printed, printed a line for every result it had (the test the
+        # panic stopped fails): what it printed is its count. A log cut off before its end keeps null, and so
+        # does a binary that died before any test ran (a panic in init).
         for key in zero:
             if summary.get(key) is None:
                 summary[key] = 0

@@ -129,3 +129,21 @@ def test_the_excerpt_shows_what_the_tail_shows_of_the_failure():
     # rubocop: no family; the closing count, with no error word, is the log's last line
     found = parse("rubocop/am__rubocop.log")
     assert 20 in shown(found)
+
+
+def test_a_go_json_run_whose_last_package_has_no_test_files_is_complete():
+    # `go test -json container/list unsafe`: unsafe's closing event is a package `skip`
+    found = parse("gotest/rec__golist_unsafe_json.log", "--adapter", "go", "--command", "test")
+    assert found["complete"] is True
+    assert found["summary"] == {"passed": 11, "failed": 0, "skipped": 0, "errors": None}
+
+
+def test_a_go_test_binary_that_a_panic_cut_off_counts_the_results_it_printed():
+    # TestRemove panics: go prints its `--- FAIL`, the trace and the package's FAIL; no later test ran
+    for log in ("gotest/rec__golist_panic_json.log", "gotest/rec__golist_panic_v.log"):
+        found = parse(log, "--adapter", "go", "--command", "test")
+        assert found["failed_tests"] == ["TestRemove"]
+        assert found["summary"] == {"passed": 2, "failed": 1, "skipped": 0, "errors": None}, log
+    # a panic before any test ran (in the package's init) says nothing of the counts
+    found = parse("gotest/gjr__105-panic.log", "--adapter", "go", "--command", "test")
+    assert found["summary"] == {"passed": None, "failed": None, "skipped": None, "errors": None}
