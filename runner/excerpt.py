@@ -645,12 +645,12 @@ def _library(root: str, stamp: tuple) -> Library:
     return load_library([builtin_dir(), Path(root) / "regexes"])
 
 
-def explain_step(spec, intent, log: str | Path, runs_dir: Path, run_id: str) -> dict:
+def explain_step(spec, intent, log: str | Path | None, runs_dir: Path, run_id: str) -> dict:
     """The event fields of a failed shell step: findings and excerpt of its log, against the step's last
-    passing log when a recorded run has one."""
-    text = read_text(log)
+    passing log when a recorded run has one; what its reports say even when it printed nothing."""
+    text = read_text(log) if log else ""
     if not text:
-        return {}
+        return reports_into({}, spec, intent, run_id)
     passing = last_passing_log(runs_dir, intent.name, before=run_id)
     # the log opens with the runner's own "$ command" (steps/shell.py), not with what the command printed
     line, names = step_command(spec, intent)
