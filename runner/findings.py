@@ -172,9 +172,11 @@ def parse_findings(
                 summary[key] = 0
         if summary.get("failed") == 0 and summary.get("errors") in (0, None):
             found.failed_tests = []  # the tool's own summary says nothing failed: no line read otherwise counts
-    total, parts = summary.get("total"), [summary.get(k) for k in ("failed", "errors", "skipped")]
+    total, parts = summary.get("total"), [summary.get(k) for k in ("failed", "skipped")]
+    errors = summary.get("errors")
+    parts.append(errors if errors is not None else 0)  # RSpec has no errors apart from failures
     if summary.get("passed") is None and isinstance(total, int) and all(isinstance(v, int) for v in parts):
-        # Surefire, unittest, minitest print the total and every other count, never the passed
+        # Surefire, unittest, minitest, RSpec print the total and every other count, never the passed
         summary["passed"] = total - sum(v for v in parts if isinstance(v, int))
     return found
 

@@ -147,3 +147,31 @@ def test_a_go_test_binary_that_a_panic_cut_off_counts_the_results_it_printed():
     # a panic before any test ran (in the package's init) says nothing of the counts
     found = parse("gotest/gjr__105-panic.log", "--adapter", "go", "--command", "test")
     assert found["summary"] == {"passed": None, "failed": None, "skipped": None, "errors": None}
+
+
+def test_minitest_names_each_failure_and_error_by_class_and_test_and_passed_is_derived():
+    # minitest's own suite on Ruby 3.1, read with no flags: `82 runs, ..., 2 failures, 0 errors, 10 skips`
+    found = parse("minitest/rec__minitest_mock.log")
+    assert found["failed_tests"] == [
+        "TestMinitestStub#test_stub_value_block_args_5__break_if_not_passed",  # under `1) Failure:`, with [file:line]
+        "TestMinitestMock#test_no_method_error_on_unexpected_methods",
+    ]
+    assert found["summary"] == {"passed": 70, "failed": 2, "skipped": 10, "errors": 0, "total": 82}
+    found = parse("minitest/rec__minitest_error.log")
+    assert found["failed_tests"] == ["TestMinitestBenchmark#test_cls_bench_linear"]  # under `1) Error:`
+    assert found["summary"] == {"passed": 173, "failed": 0, "skipped": 0, "errors": 1, "total": 174}
+    assert plain("minitest/rec__minitest_error.log").splitlines()[0] == (
+        "parsed with minitest, diagnostics, causes (generic: no --adapter/--command or --family)"
+    )
+
+
+def test_rspec_names_each_failing_example_by_its_description_and_passed_is_derived():
+    found = parse("rspec/rec__ttycolor_rspec_ids.log")
+    assert found["failed_tests"] == [
+        "TTY::Color integratation defaults verbose mode to false",
+        "TTY::Color integratation checks unknown command without raising errors and returns false",
+        # its rerun line names it by id (mode_spec.rb[1:4:25]): one line of the spec made many examples
+        'TTY::Color::Mode detecting mode #from_term infers "dummy" to have 1 colors',
+    ]
+    # `60 examples, 3 failures`: no pending printed, none pending; RSpec has no errors apart from its failures
+    assert found["summary"] == {"passed": 57, "failed": 3, "skipped": 0, "errors": None, "total": 60}
