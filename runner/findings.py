@@ -128,6 +128,8 @@ def parse_findings(
             elif m.kind == "heading":
                 heading = {k: v.strip() for k, v in m.fields.items() if v}
             elif m.kind == "failed_test":
+                if heading.get("outcome", "failed") != "failed":
+                    continue  # listed under another outcome's count (Playwright's `N flaky`: passed on a retry)
                 name = (m.fields.get("name") or heading.get("name") or "").strip()
                 if name and name not in found.failed_tests:
                     found.failed_tests.append(name)

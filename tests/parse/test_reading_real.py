@@ -175,3 +175,13 @@ def test_rspec_names_each_failing_example_by_its_description_and_passed_is_deriv
     ]
     # `60 examples, 3 failures`: no pending printed, none pending; RSpec has no errors apart from its failures
     assert found["summary"] == {"passed": 57, "failed": 3, "skipped": 0, "errors": None, "total": 60}
+
+
+def test_playwright_names_the_tests_listed_under_its_failed_count():
+    # the project `npm init playwright` makes, run by CI before `npx playwright install`: every launch fails
+    found = parse("playwright/rec__pwinit_list.log")
+    assert found["failed_tests"] == [
+        "[chromium] › tests/example.spec.ts:3:1 › has title",
+        "[chromium] › tests/example.spec.ts:10:1 › get started link",
+    ]
+    assert found["summary"] == {"passed": 0, "failed": 2, "skipped": 0, "errors": None, "total": 2}
