@@ -185,3 +185,11 @@ def test_playwright_names_the_tests_listed_under_its_failed_count():
         "[chromium] › tests/example.spec.ts:10:1 › get started link",
     ]
     assert found["summary"] == {"passed": 0, "failed": 2, "skipped": 0, "errors": None, "total": 2}
+
+
+def test_a_go_json_package_whose_test_binary_did_not_build_ran_no_test():
+    # Go 1.27: `build-output` and `build-fail` events, then the package's fail event with `FailedBuild`
+    for log in ("gotest/rec__go127list_build_json.log", "gotest/rec__go127list_setup_json.log"):
+        found = parse(log, "--adapter", "go", "--command", "test")
+        assert found["summary"] == {"passed": None, "failed": None, "skipped": None, "errors": None}, log
+        assert found["failed_tests"] == []
