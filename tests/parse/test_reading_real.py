@@ -193,3 +193,10 @@ def test_a_go_json_package_whose_test_binary_did_not_build_ran_no_test():
         found = parse(log, "--adapter", "go", "--command", "test")
         assert found["summary"] == {"passed": None, "failed": None, "skipped": None, "errors": None}, log
         assert found["failed_tests"] == []
+
+
+def test_minitest_reporters_unnumbered_headers_and_tests_wording_are_read():
+    # minitest-reporters' default reporter: `Error:` unnumbered, `14 tests, 35 assertions, ...`
+    found = parse("minitest/rec__minitest_reporters.log")
+    assert found["failed_tests"] == ["Minitest::Result#test_cls_bench_linear"]  # as this reporter names it
+    assert found["summary"] == {"passed": 13, "failed": 0, "skipped": 0, "errors": 1, "total": 14}
