@@ -11,8 +11,10 @@ most MAX_LINES lines in all. It is built from three kinds of evidence, each line
 
 The best-scored lines become blocks (a line and its context, a failing test and its message, a finding and the
 heading it sits under, or a whole stack trace trimmed to its telling frames) taken best first until the budget is
-spent; what is taken is shown in log order. When the evidence is weak (nothing located, no failing test, cause or
-error line), the excerpt is the window at the log's end instead: the tool's own last words, as the tail shows them.
+spent; the budget they leave goes to the log's last lines, so that the excerpt never shows less of the failure
+than the plain tail would (the tool's own last words, a count line, a message no pattern knows). What is taken is
+shown in log order. When the evidence is weak (nothing located, no failing test, cause or error line), the excerpt
+is the window at the log's end alone.
 """
 
 from __future__ import annotations
@@ -231,12 +233,28 @@ def excerpt(
     _damp_repeats(log, score)
     for i in range(skip):
         score[i] = 0.0
-    if max(score, default=0.0) < (_ANCHOR_MIN if against else _STRONG):
+    if max(score, default=0.0) < (_ANCHOR_MIN if against is not None else _STRONG):
         # no located error, failing test, cause or error line: the tool's own last words say most, as the plain
         # end of the log does, so the window ends at the log's end
         return _window(log, skip, limit)
     chosen = {i for i in _select(log, score, traces, limit, tests, above) if i >= skip}
-    return _ranges(chosen, n, limit)
+    return _ranges(_with_end(log, chosen, skip, limit, against), n, limit)
+
+
+def _with_end(log: _Log, chosen: set[int], skip: int, limit: int, new: list[bool] | None) -> set[int]:
+    """The chosen blocks and, in the budget they leave, the log's last lines up to its last one with text: what
+    a plain tail shows of the failure is never lost (a failing test's message below its header, a count line, a
+    tool's last words that no pattern knows). Against a passing log, only the end's lines new since it: the rest
+    the passing run printed too."""
+    written = [i for i in range(len(log.lines) - 1, skip - 1, -1) if log.lines[i].strip()]
+    out = set(chosen)
+    k = written[0] if written else skip - 1
+    start = max(skip, k - limit + 1)  # the window a plain tail shows
+    while len(out) < limit and k >= start:
+        if new is None or new[k]:
+            out.add(k)
+        k -= 1
+    return out
 
 
 def _window(log: _Log, skip: int, limit: int) -> list[list[int]]:
@@ -364,22 +382,22 @@ def _stack_traces(log: _Log) -> list[tuple[int, int, set[int]]]:
     return traces
 
 
-def _baseline_evidence(log: _Log, baseline: str | None, score: list[float]) -> bool:
-    """Lines the passing run printed too weigh less; lines new in the failure weigh more. Whether the baseline
-    told anything (it is of the same kind of run)."""
+def _baseline_evidence(log: _Log, baseline: str | None, score: list[float]) -> list[bool] | None:
+    """Lines the passing run printed too weigh less; lines new in the failure weigh more. Which lines are new,
+    or None when the baseline tells nothing (none given, or of another kind of run)."""
     if not baseline:
-        return False
+        return None
     seen = {_norm(strip_colour(line)) for line in baseline.splitlines()}
     new = [bool(line.strip()) and _norm(line) not in seen for line in log.lines]
     written = sum(1 for line in log.lines if line.strip())
     if not written or sum(new) > 0.8 * written:
-        return False  # almost nothing in common: the baseline is of another kind of run and tells nothing
+        return None  # almost nothing in common: the baseline is of another kind of run and tells nothing
     for i, is_new in enumerate(new):
         if is_new:
             score[i] = max(score[i] * 1.3, 4.0)
         elif log.lines[i].strip():
             score[i] *= 0.3
-    return True
+    return new
 
 
 def _damp_repeats(log: _Log, score: list[float]) -> None:
@@ -627,12 +645,12 @@ def _library(root: str, stamp: tuple) -> Library:
     return load_library([builtin_dir(), Path(root) / "regexes"])
 
 
-def explain_step(spec, intent, log: str | Path, runs_dir: Path, run_id: str) -> dict:
+def explain_step(spec, intent, log: str | Path | None, runs_dir: Path, run_id: str) -> dict:
     """The event fields of a failed shell step: findings and excerpt of its log, against the step's last
-    passing log when a recorded run has one."""
-    text = read_text(log)
+    passing log when a recorded run has one; what its reports say even when it printed nothing."""
+    text = read_text(log) if log else ""
     if not text:
-        return {}
+        return reports_into({}, spec, intent, run_id)
     passing = last_passing_log(runs_dir, intent.name, before=run_id)
     # the log opens with the runner's own "$ command" (steps/shell.py), not with what the command printed
     line, names = step_command(spec, intent)

@@ -611,13 +611,13 @@ class Executor:
                 "timed_out": outcome.timed_out,
                 "interrupted": outcome.interrupted,
                 "log_tail": tail(outcome.log) if outcome.log else None,
-                **(self._explain(name, outcome.log) if outcome.log else {}),
+                **self._explain(name, outcome.log),
             }
         )
         return FAILED, {}
 
-    def _explain(self, name: str, log: str) -> dict:
-        """The findings and excerpt of a failed step's log (excerpt.py), for its event and the failure block."""
+    def _explain(self, name: str, log: str | None) -> dict:
+        """A failed step's findings and excerpt (excerpt.py), and its reports' reading even with no log."""
         from .excerpt import explain_step
 
         return explain_step(self.spec, self.spec.intents[name], log, self.record.dir.parent, self.record.run_id)

@@ -14,7 +14,7 @@ def findings_lines(found: dict | None, indent: str = "  ", most: int = 10) -> li
     tests = found.get("failed_tests") or []
     if tests:
         out.append(f"{indent}failing tests ({len(tests)}):")
-        out += [f"{indent}  {t}{_detail(found, t)}" for t in tests[:most]]
+        out += [f"{indent}  {t}{report_detail(found, t)}" for t in tests[:most]]
         if len(tests) > most:
             out.append(f"{indent}  ... and {len(tests) - most} more")
     # the errors, when the tool says which are errors: a compiler's warnings often come before the error that
@@ -53,7 +53,7 @@ def _report_lines(read: dict | None, indent: str) -> list[str]:
     return out
 
 
-def _detail(found: dict, test: str) -> str:
+def report_detail(found: dict, test: str) -> str:
     """A failing test's location and message, as its JUnit report gives them ('' without a report)."""
     for f in (found.get("reports") or {}).get("failures") or ():
         if f["test"] == test:

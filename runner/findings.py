@@ -109,6 +109,7 @@ def parse_findings(
     incomplete = False  # a kill or interrupt line: the closing summary of an earlier part proves nothing
     zero: set[str] = set()  # counts a matched line shows the tool omits when they are zero
     partial = False  # a test binary died (a panic, its own timeout) while tests ran: not every result printed
+    started = False  # a line announced a test running (go's `=== RUN`, a -json `run` event)
     for fi, fam in enumerate(families):
         order = {p.name: k for k, p in enumerate(fam.patterns)}
         patterns = {p.name: p for p in fam.patterns}
@@ -127,6 +128,8 @@ def parse_findings(
             elif m.kind == "heading":
                 heading = {k: v.strip() for k, v in m.fields.items() if v}
             elif m.kind == "failed_test":
+                if heading.get("outcome", "failed") != "failed":
+                    continue  # listed under another outcome's count (Playwright's `N flaky`: passed on a retry)
                 name = (m.fields.get("name") or heading.get("name") or "").strip()
                 if name and name not in found.failed_tests:
                     found.failed_tests.append(name)
@@ -153,23 +156,29 @@ def parse_findings(
                 ended = True
             elif m.kind == "started":
                 ended = False
+                started = True
             elif m.kind == "partial":
                 partial = partial or not ended
         tally.close_family()
     found.summary.update(tally.result())
     found.complete = found.complete and not incomplete
     summary = found.summary
-    if found.complete and not partial:
+    if found.complete and (not partial or started):
         # a finished run's summary leaves out what is zero (pytest prints only non-zero counts; a finished
-        # `go test -v` has printed a line for every result): 0, not "unknown". A cut-off log keeps null.
+        # `go test -v` has printed a line for every result): 0, not "unknown". A binary that died while its
+        # tests ran, its package's closing line printed, printed a line for every result it had (the test the
+        # panic stopped fails): what it printed is its count. A log cut off before its end keeps null, and so
+        # does a binary that died before any test ran (a panic in init).
         for key in zero:
             if summary.get(key) is None:
                 summary[key] = 0
         if summary.get("failed") == 0 and summary.get("errors") in (0, None):
             found.failed_tests = []  # the tool's own summary says nothing failed: no line read otherwise counts
-    total, parts = summary.get("total"), [summary.get(k) for k in ("failed", "errors", "skipped")]
+    total, parts = summary.get("total"), [summary.get(k) for k in ("failed", "skipped")]
+    errors = summary.get("errors")
+    parts.append(errors if errors is not None else 0)  # RSpec has no errors apart from failures
     if summary.get("passed") is None and isinstance(total, int) and all(isinstance(v, int) for v in parts):
-        # Surefire, unittest, minitest print the total and every other count, never the passed
+        # Surefire, unittest, minitest, RSpec print the total and every other count, never the passed
         summary["passed"] = total - sum(v for v in parts if isinstance(v, int))
     return found
 

@@ -59,7 +59,7 @@ def read(root: str | Path, cwd: str, patterns: tuple[str, ...], since: float) ->
                 f"{shown}: {st.st_size} bytes, more than the {MAX_BYTES >> 20} MiB a report is read to"
             )
             continue
-        why = _read_one(real, counts, failed, failures)
+        why = _read_one(real, counts, failed, failures, folder)
         if why:
             out["problems"].append(f"{shown}: {why}; its counts are not used")
             continue
@@ -73,8 +73,9 @@ def read(root: str | Path, cwd: str, patterns: tuple[str, ...], since: float) ->
     return out
 
 
-def _read_one(path: Path, counts: dict[str, int], failed: list[str], failures: list[dict]) -> str | None:
-    """Add one report's test cases to the counts; why it could not be read, or None."""
+def _read_one(path: Path, counts: dict[str, int], failed: list[str], failures: list[dict], folder: Path) -> str | None:
+    """Add one report's test cases to the counts; why it could not be read, or None. `folder`: where the tool
+    ran (the step's cwd), against which pytest's test ids are found."""
     from junitparser import Error, Failure, JUnitXml, JUnitXmlError, Skipped, TestSuite
 
     try:
@@ -91,6 +92,7 @@ def _read_one(path: Path, counts: dict[str, int], failed: list[str], failures: l
     cases: list[dict] = []
     try:
         for suite in suites:
+            by_pytest = suite.name == "pytest"  # pytest names every suite it writes so
             for case in suite:
                 mine["total"] += 1
                 results = list(case.result)
@@ -100,6 +102,8 @@ def _read_one(path: Path, counts: dict[str, int], failed: list[str], failures: l
                     continue
                 mine["errors" if isinstance(kind, Error) else "failed"] += 1
                 name = f"{case.classname}.{case.name}" if case.classname else str(case.name)
+                if by_pytest:
+                    name = _pytest_id(case.classname, str(case.name), case._elem.get("file"), folder) or name
                 bad.append(name)
                 message = (kind.message or kind.text or "").strip().split("\n", 1)[0].strip()
                 cases.append(  # file and line: attributes junitparser does not model (pytest's xunit1, Gradle's none)
@@ -116,6 +120,25 @@ def _read_one(path: Path, counts: dict[str, int], failed: list[str], failures: l
         counts[key] += n
     failed += [n for n in bad if n not in failed]
     failures += cases
+    return None
+
+
+def _pytest_id(classname: str | None, name: str, file: str | None, folder: Path) -> str | None:
+    """pytest's own id of a test its report names by dotted class name (`tests.test_x.TestC` and `test_y`):
+    `tests/test_x.py::TestC::test_y`, as its `FAILED` lines and `pytest ID` take it; the module is the report's
+    `file` (xunit1) or the longest dotted prefix that is a file under the folder pytest ran in. None when neither
+    tells where the module ends."""
+    if not classname:
+        return None
+    parts = classname.split(".")
+    if file and file.endswith(".py"):
+        module = file[: -len(".py")].replace("/", ".").replace("\\", ".")
+        if classname == module or classname.startswith(module + "."):
+            return "::".join([file.replace("\\", "/"), *classname[len(module) :].split(".")[1:], name])
+    for cut in range(len(parts), 0, -1):
+        rel = "/".join(parts[:cut]) + ".py"
+        if (folder / rel).is_file():
+            return "::".join([rel, *parts[cut:], name])
     return None
 
 

@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import threading
+import time
 from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -34,6 +35,7 @@ from ..redact import Mask
 from ..spec import Intent, Policy
 from .base import StepContext, StepOutcome
 from .shell import adapter_commands
+from .verify_feedback import findings_text, reports_read
 
 if TYPE_CHECKING:
     from ..workers.base import WorkerConfig, WorkerRequest, WorkerResult
@@ -315,7 +317,8 @@ class AttemptJob:
     prompt: str
     replay_key: str
     index: int  # the attempt's number across candidates: its recording
-    verify: list[tuple[str, str, tuple[str, ...]]] | str  # (name, shell line, parse families), or why not
+    # (name, shell line, parse families, JUnit report globs), or why not
+    verify: list[tuple[str, str, tuple[str, ...], tuple[str, ...]]] | str
     slice_key: str | None
     mask: Mask
     env: dict[str, str] | None = None  # None: this process's environment; the runner's, on a worker
@@ -483,9 +486,9 @@ def _config_fields(config: WorkerConfig) -> dict:
     return fields
 
 
-def _verify_commands(ctx: StepContext) -> list[tuple[str, str, tuple[str, ...]]] | str:
-    """The intent's verify commands as shell lines with their parse families, resolved here (the adapters are
-    the runner's), or why they could not be."""
+def _verify_commands(ctx: StepContext) -> list[tuple[str, str, tuple[str, ...], tuple[str, ...]]] | str:
+    """The intent's verify commands as shell lines with their parse families and the reports they write,
+    resolved here (the adapters are the runner's), or why they could not be."""
     if not ctx.intent.verify:
         return []
     try:
@@ -495,7 +498,7 @@ def _verify_commands(ctx: StepContext) -> list[tuple[str, str, tuple[str, ...]]]
     out = []
     for name in ctx.intent.verify:
         cmd = commands.get(name)
-        out.append((name, cmd.run if cmd else name, tuple(cmd.parse) if cmd else ()))
+        out.append((name, cmd.run if cmd else name, tuple(cmd.parse) if cmd else (), cmd.reports if cmd else ()))
     return out
 
 
@@ -576,9 +579,10 @@ def _verify(job: AttemptJob, ws: Path, cancel, journal, log_path: Path) -> str |
     if isinstance(job.verify, str):
         return job.verify
     env = dict(os.environ if job.env is None else job.env, RUNNER_ATTEMPT="1", **IN_WORKSPACE)
-    for name, line, families in job.verify:
+    for name, line, families, reports in job.verify:
         if cancel.is_set():
             return "interrupted"
+        began = time.time()
         with open(log_path, "ab") as log:
             log.write(job.mask.text(f"$ {line}\n").encode())
             log.flush()
@@ -612,49 +616,9 @@ def _verify(job: AttemptJob, ws: Path, cancel, journal, log_path: Path) -> str |
             f.seek(start)
             output = f.read().decode("utf-8", "replace")
         how = "timed out" if stopped else f"failed (exit {code})"
-        return f"verification `{name}` ({line}) {how}.\n" + _findings_text(job, families, output)
+        read = reports_read(ws, reports, began)
+        return f"verification `{name}` ({line}) {how}.\n" + findings_text(job, families, output, read)
     return None
-
-
-def _findings_text(job: AttemptJob, families: tuple[str, ...], output: str) -> str:
-    """What the regex library understood of the failing output, not the whole log: the failing tests and error
-    locations; when no family knows the tool (or its families found neither), the excerpt of the output that
-    explains the failure (excerpt.py)."""
-    from ..excerpt import excerpt, render_excerpt
-
-    lines: list[str] = []
-    chosen: list = []
-    found: dict = {}
-    if families:
-        try:
-            from ..findings import parse_findings
-            from ..parse import builtin_dir, load_library
-
-            library = load_library([builtin_dir(), job.regexes or job.root / "regexes"])
-            from ..identify import families as read_with
-
-            chosen = read_with(library, families, output)  # and the test runners the output shows
-            # the active patterns, and a canary's where this step is in its slice (its key holds that canary)
-            found = parse_findings(output, chosen, choose=lambda family: family.used(job.slice_key)).to_json()
-        except Exception as exc:  # a broken project regex must not hide the verify failure itself
-            chosen, found = [], {}
-            lines.append(f"(the output could not be parsed: {exc})")
-        if found.get("failed_tests"):
-            lines.append("Failing tests:")
-            lines += [f"- {t}" for t in found["failed_tests"]]
-        if found.get("diagnostics"):
-            lines.append("Errors:")
-            for d in found["diagnostics"][:20]:
-                where = ":".join(str(d.get(k)) for k in ("file", "line", "column") if d.get(k) is not None)
-                lines.append(f"- {where}: {d.get('message', '')}".strip())
-        if found.get("cause"):
-            lines.append(f"Cause: {found['cause']}")
-    if not found.get("failed_tests") and not found.get("diagnostics"):
-        ranges = excerpt(output, chosen)
-        if ranges:
-            lines.append("The lines of the output that explain the failure (numbered; ... marks lines left out):")
-            lines += render_excerpt(output, ranges)
-    return "\n".join(lines)
 
 
 def _call_beside(worker, request, make) -> tuple:

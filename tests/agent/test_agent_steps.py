@@ -362,8 +362,8 @@ def test_a_new_codex_binary_is_not_a_no_op(agent, tmp_path):
 
 
 def test_a_verify_output_no_family_reads_is_retried_with_its_excerpt_not_its_tail(agent):
-    # the check prints why it failed first, then forty lines of noise: the old tail of 30 lines would miss it
-    noise = "; ".join(f"echo 'checked module {i}'" for i in range(40))
+    # the check prints why it failed first, then a hundred lines of noise: a tail of 60 lines would miss it
+    noise = "; ".join(f"echo 'checked module {i}'" for i in range(100))
     why = "echo 'error: tests/test_calc.py is wrong'"
     check = f"{sys.executable} -m pytest -q -p no:cacheprovider > /dev/null 2>&1 || {{ {why}; {noise}; exit 1; }}"
     (agent.root / "adapters/local.toml").write_text(f'name = "local"\n[commands.test]\nrun = "{check}"\n')
@@ -373,4 +373,7 @@ def test_a_verify_output_no_family_reads_is_retried_with_its_excerpt_not_its_tai
     first, second = agent.prompts()
     assert "The lines of the output that explain the failure" in second
     assert "error: tests/test_calc.py is wrong" in second
-    assert second.count("checked module 39") == 1  # in the command line the feedback quotes, not as output
+    # the budget the error's line leaves goes to the output's last lines, as a tail shows them; the noise between
+    # is left out (the command line the feedback quotes names every module, each followed by its quote)
+    assert "checked module 99\n" in second and "checked module 41\n" in second
+    assert "checked module 40\n" not in second

@@ -9,6 +9,9 @@ import sys
 from pathlib import Path
 
 NOISE = "".join(f"echo 'unit {i} compiled'; " for i in range(30))
+# what a build goes on printing after its error: more than the excerpt's 60 lines, whose budget left after the
+# error's block goes to the log's last lines (what a plain tail shows is never lost)
+AFTER = "".join(f"echo 'unit {i} linked'; " for i in range(70))
 
 
 def test_a_failure_leads_with_findings_then_the_excerpt_then_the_whole_log_path(project):
@@ -16,7 +19,7 @@ def test_a_failure_leads_with_findings_then_the_excerpt_then_the_whole_log_path(
     project.root = project.root / ("a-rather-long-folder-name-" * 4).rstrip("-") / "and-deeper-still"
     project.spec(f"""
         [intent.build]
-        run = "{NOISE} echo 'main.c:3:5: error: expected semicolon before return' >&2; {NOISE} exit 2"
+        run = "{NOISE} echo 'main.c:3:5: error: expected semicolon before return' >&2; {AFTER} exit 2"
         inputs = ["x"]
     """)
     project.write("x", "1")
@@ -26,18 +29,24 @@ def test_a_failure_leads_with_findings_then_the_excerpt_then_the_whole_log_path(
     start = err.index("FAILED build: command exited with code 2")
     block = err[start:]
     assert block[1:3] == ["  errors (1):", "    main.c:3:5: expected semicolon before return"]
-    assert block[3] == "  the log's lines that explain it (1 of 62):"
-    assert block[4] == "    32  main.c:3:5: error: expected semicolon before return"
+    assert block[3] == "  the log's lines that explain it (60 of 102):"
+    assert block[4:7] == [
+        "     32  main.c:3:5: error: expected semicolon before return",
+        "    ...",
+        "     44  unit 11 linked",
+    ]
+    assert block[64] == "    102  unit 69 linked"  # the log's last line, as the tail shows it
     log = project.root / ".runner" / "runs"
     (run_dir,) = log.iterdir()
     path = run_dir / "logs" / "build.log"
-    assert block[5] == f"  log: {path}"  # whole, after the excerpt, never wrapped
-    assert len(block[5]) > 120
-    assert "unit 29 compiled" not in plain.err  # the noise after the error is not shown
+    assert block[65] == f"  log: {path}"  # whole, after the excerpt, never wrapped
+    assert len(block[65]) > 120
+    assert "unit 29 compiled" not in plain.err  # the noise before the error is not shown
+    assert "unit 10 linked" not in plain.err  # nor that after it, beyond the budget
 
     as_json = project.make("build")
     failed = next(e for e in as_json.events() if e.get("status") == "failed")
-    assert failed["excerpt"] == [[32, 32]]
+    assert failed["excerpt"] == [[32, 32], [44, 102]]
     assert failed["findings"]["diagnostics"][0]["file"] == "main.c"
     assert failed["findings"]["diagnostics"][0]["line"] == 3
 

@@ -31,12 +31,13 @@ def test_pytests_junit_report_gives_the_counts_and_the_failing_test_with_its_mes
     shown = project.run("make", "tests")
     assert shown.code == 1, shown.err
     block = shown.err[shown.err.index("FAILED tests") :].splitlines()
-    assert block[1:3] == ["  failing tests (1):", "    test_calc.test_adds: AssertionError: one and one"]
+    # pytest's own id, as its FAILED line prints it and `pytest ID` takes it (the report says `test_calc`)
+    assert block[1:3] == ["  failing tests (1):", "    test_calc.py::test_adds: AssertionError: one and one"]
     assert "  counts and failing tests from 1 JUnit report(s): build/junit.xml" in block
     failed = _failed(project.make("tests"))
     found = failed["findings"]
     assert found["summary"] == {"passed": 1, "failed": 1, "skipped": 0, "errors": 0, "total": 2}
-    assert found["failed_tests"] == ["test_calc.test_adds"]
+    assert found["failed_tests"] == ["test_calc.py::test_adds"]
     assert found["reports"]["files"] == ["build/junit.xml"]
     assert found["reports"]["failures"][0]["message"].startswith("AssertionError: one and one")
 
@@ -99,3 +100,35 @@ def test_reports_is_checked_as_a_path_of_the_project(project):
     shown = project.run("validate")
     assert shown.code == 2
     assert "intent.tests.reports[0]: path '../elsewhere/*.xml' must not leave the project root ('..')" in shown.err
+
+
+def test_a_pytest_report_names_a_test_in_a_class_of_a_package_by_pytests_node_id(project):
+    # the report's classname is `tests.unit.test_calc.TestCalc`: where the module ends is found on disk
+    project.spec(f"""
+        [intent.tests]
+        run = "{sys.executable} -m pytest -q -p no:cacheprovider --junitxml=build/junit.xml tests"
+        inputs = ["tests/unit/test_calc.py"]
+        reports = ["build/junit.xml"]
+    """)
+    project.write("tests/__init__.py", "")
+    project.write("tests/unit/__init__.py", "")
+    project.write(
+        "tests/unit/test_calc.py",
+        "import pytest\n\n\nclass TestCalc:\n"
+        "    @pytest.mark.parametrize('n', [1, 2])\n"
+        "    def test_adds(self, n):\n        assert n == 1\n",
+    )
+    found = _failed(project.make("tests"))["findings"]
+    assert found["failed_tests"] == ["tests/unit/test_calc.py::TestCalc::test_adds[2]"]
+    assert found["summary"]["passed"] == 1
+
+
+def test_a_step_that_prints_nothing_is_read_from_its_reports(project):
+    # pytest with its output sent away: the report alone holds the failure
+    _pytest_step(project, run_extra=" > /dev/null 2>&1")
+    shown = project.run("make", "tests")
+    assert shown.code == 1, shown.err
+    block = shown.err[shown.err.index("FAILED tests") :].splitlines()
+    assert block[1:3] == ["  failing tests (1):", "    test_calc.py::test_adds: AssertionError: one and one"]
+    found = _failed(project.make("tests"))["findings"]
+    assert found["summary"] == {"passed": 1, "failed": 1, "skipped": 0, "errors": 0, "total": 2}

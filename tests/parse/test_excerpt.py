@@ -43,6 +43,16 @@ def lines_in(ranges) -> set[int]:
     return {k for a, b in ranges for k in range(a, b + 1)}
 
 
+# what a log goes on printing after its failure: the excerpt's budget left after its blocks goes to the log's
+# last lines, so that a test of which blocks are chosen puts a full budget of these after the log
+TRAILER = "".join(f"cleaning up unit {i}\n" for i in range(MAX_LINES))
+
+
+def blocks(ranges, log: str) -> set[int]:
+    """The lines an excerpt of `log + TRAILER` shows of `log` itself."""
+    return {k for k in lines_in(ranges) if k <= len(log.splitlines())}
+
+
 def test_the_corpus_holds_twenty_real_failing_logs_each_with_its_pointed_lines_and_source():
     assert len(NAMES) >= 20
     sources = (CORPUS / "SOURCES.md").read_text("utf-8")
@@ -82,18 +92,19 @@ def test_the_excerpt_finds_the_pointed_lines_better_than_the_last_sixty():
 
 
 def test_a_stack_trace_is_one_block_of_its_telling_lines():
-    shown = lines_in(excerpt(text("java_crash"), families(meta("java_crash"))))
+    log = text("java_crash")
+    shown = blocks(excerpt(log + TRAILER, families(meta("java_crash"))), log)
     assert {2, 3, 4, 5, 9} <= shown  # the exception, the app's frames, the cause, the app frame that threw
     assert not {7, 8} & shown  # the JDK's own frames of the cause
-    shown = lines_in(excerpt(text("python_crash"), []))
-    assert {9, 18} <= shown  # both exceptions of the chained traceback
+    log = text("python_crash")
+    assert {9, 18} <= blocks(excerpt(log + TRAILER, []), log)  # both exceptions of the chained traceback
 
 
 @pytest.mark.parametrize("against", [None, "c_compile_error.pass"])
 def test_a_compilers_warnings_stay_out_and_its_error_is_in(against):
     m = meta("c_compile_error")
     log = text("c_compile_error")
-    shown = lines_in(excerpt(log, families(m), text(against) if against else None))
+    shown = blocks(excerpt(log + TRAILER, families(m), text(against) + TRAILER if against else None), log)
     assert {23, 24, 25, 32} <= shown  # the error, its source line and caret, make's failing target
     assert not [k for k in shown if "warning" in log.splitlines()[k - 1]]  # 26 files' warnings
 
@@ -102,15 +113,16 @@ def test_an_error_line_the_passing_run_printed_too_drops_out_against_its_log():
     noise = "".join(f"compiled unit {i}\n" for i in range(30))
     passing = "ERROR: cache server unreachable, building without it\n" + noise + "linked app\n"
     failing = "ERROR: cache server unreachable, building without it\n" + noise + "link: 2 unresolved symbols\n"
-    assert excerpt(failing) == [[1, 1], [32, 32]]
+    assert excerpt(failing) == [[1, 32]]  # the error, and the log's end in the budget left
+    # against the passing log: the error it printed too drops out, and so does the end it printed too
     assert excerpt(failing, baseline=passing) == [[32, 32]]
 
 
 def test_lines_are_counted_as_splitlines_cuts_them_through_colour_and_carriage_returns():
-    log = "compiling\r\nlinking \x1b[31merror: undefined symbol foo\x1b[0m\ndone\n"
-    assert excerpt(log) == [[2, 2]]
-    log = "progress 10%\rprogress 100%\nerror: boom\nbye\n"
-    assert excerpt(log) == [[3, 3]]
+    log = "compiling\r\nlinking \x1b[31merror: undefined symbol foo\x1b[0m\ndone\n" + TRAILER
+    assert excerpt(log)[0] == [2, 2]
+    log = "progress 10%\rprogress 100%\nerror: boom\nbye\n" + TRAILER
+    assert excerpt(log)[0] == [3, 3]
     assert render_excerpt(log, [[3, 3]]) == ["3  error: boom"]
     assert excerpt("") == []
 
@@ -149,4 +161,4 @@ def test_a_huge_log_is_read_from_its_end_and_counted_from_its_start():
     from runner.excerpt import MAX_SCAN
 
     log = "error: an early one nobody reads\n" + "ok\n" * MAX_SCAN + "fatal: out of disk space\n"
-    assert excerpt(log) == [[MAX_SCAN + 2, MAX_SCAN + 2]]
+    assert excerpt(log) == [[MAX_SCAN + 2 - MAX_LINES + 1, MAX_SCAN + 2]]  # the fatal line closes the log

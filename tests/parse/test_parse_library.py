@@ -265,3 +265,17 @@ def test_codex_events():
         ("turn-completed", {}),
     ]
     assert parse_findings(events, [LIB.family("codex")]).complete is True
+
+
+def test_a_test_playwright_lists_under_its_flaky_count_is_no_failing_test():
+    log = (
+        "Running 3 tests using 1 worker\n"
+        "  1 failed\n"
+        "    [chromium] › tests/a.spec.ts:3:1 › breaks ──────────\n"
+        "  1 flaky\n"
+        "    [chromium] › tests/a.spec.ts:9:1 › wobbles ──────────\n"
+        "  1 passed (2.1s)\n"
+    )
+    found = parse_findings(log, [LIB.family("playwright")])
+    assert found.failed_tests == ["[chromium] › tests/a.spec.ts:3:1 › breaks"]
+    assert (found.summary["failed"], found.summary["passed"]) == (1, 1)

@@ -115,3 +115,88 @@ def test_a_test_binary_that_overflowed_its_stack_names_that_test_and_keeps_the_c
 def test_a_family_given_by_name_is_the_users_whole_choice():
     found = parse("tape/rec__minimist_tape_fail.log", "--family", "diagnostics")
     assert found["failed_tests"] == [] and found["summary"]["failed"] is None
+
+
+def shown(found: dict) -> set[int]:
+    return {k for a, b in found["excerpt"] for k in range(a, b + 1)}
+
+
+def test_the_excerpt_shows_what_the_tail_shows_of_the_failure():
+    # go's race detector prints `WARNING: DATA RACE` and both writes' frames, with no error word: the test's
+    # `--- FAIL` line leads the excerpt, and the budget left goes to the log's end, where the race is
+    found = parse("gotest/gjr__017-race.log", "--adapter", "go", "--command", "test")
+    assert {4, 5, 6, 7, 9, 10, 11, 40, 45} <= shown(found)
+    # rubocop: no family; the closing count, with no error word, is the log's last line
+    found = parse("rubocop/am__rubocop.log")
+    assert 20 in shown(found)
+
+
+def test_a_go_json_run_whose_last_package_has_no_test_files_is_complete():
+    # `go test -json container/list unsafe`: unsafe's closing event is a package `skip`
+    found = parse("gotest/rec__golist_unsafe_json.log", "--adapter", "go", "--command", "test")
+    assert found["complete"] is True
+    assert found["summary"] == {"passed": 11, "failed": 0, "skipped": 0, "errors": None}
+
+
+def test_a_go_test_binary_that_a_panic_cut_off_counts_the_results_it_printed():
+    # TestRemove panics: go prints its `--- FAIL`, the trace and the package's FAIL; no later test ran
+    for log in ("gotest/rec__golist_panic_json.log", "gotest/rec__golist_panic_v.log"):
+        found = parse(log, "--adapter", "go", "--command", "test")
+        assert found["failed_tests"] == ["TestRemove"]
+        assert found["summary"] == {"passed": 2, "failed": 1, "skipped": 0, "errors": None}, log
+    # a panic before any test ran (in the package's init) says nothing of the counts
+    found = parse("gotest/gjr__105-panic.log", "--adapter", "go", "--command", "test")
+    assert found["summary"] == {"passed": None, "failed": None, "skipped": None, "errors": None}
+
+
+def test_minitest_names_each_failure_and_error_by_class_and_test_and_passed_is_derived():
+    # minitest's own suite on Ruby 3.1, read with no flags: `82 runs, ..., 2 failures, 0 errors, 10 skips`
+    found = parse("minitest/rec__minitest_mock.log")
+    assert found["failed_tests"] == [
+        "TestMinitestStub#test_stub_value_block_args_5__break_if_not_passed",  # under `1) Failure:`, with [file:line]
+        "TestMinitestMock#test_no_method_error_on_unexpected_methods",
+    ]
+    assert found["summary"] == {"passed": 70, "failed": 2, "skipped": 10, "errors": 0, "total": 82}
+    found = parse("minitest/rec__minitest_error.log")
+    assert found["failed_tests"] == ["TestMinitestBenchmark#test_cls_bench_linear"]  # under `1) Error:`
+    assert found["summary"] == {"passed": 173, "failed": 0, "skipped": 0, "errors": 1, "total": 174}
+    assert plain("minitest/rec__minitest_error.log").splitlines()[0] == (
+        "parsed with minitest, diagnostics, causes (generic: no --adapter/--command or --family)"
+    )
+
+
+def test_rspec_names_each_failing_example_by_its_description_and_passed_is_derived():
+    found = parse("rspec/rec__ttycolor_rspec_ids.log")
+    assert found["failed_tests"] == [
+        "TTY::Color integratation defaults verbose mode to false",
+        "TTY::Color integratation checks unknown command without raising errors and returns false",
+        # its rerun line names it by id (mode_spec.rb[1:4:25]): one line of the spec made many examples
+        'TTY::Color::Mode detecting mode #from_term infers "dummy" to have 1 colors',
+    ]
+    # `60 examples, 3 failures`: no pending printed, none pending; RSpec has no errors apart from its failures
+    assert found["summary"] == {"passed": 57, "failed": 3, "skipped": 0, "errors": None, "total": 60}
+
+
+def test_playwright_names_the_tests_listed_under_its_failed_count():
+    # the project `npm init playwright` makes, run by CI before `npx playwright install`: every launch fails
+    found = parse("playwright/rec__pwinit_list.log")
+    assert found["failed_tests"] == [
+        "[chromium] › tests/example.spec.ts:3:1 › has title",
+        "[chromium] › tests/example.spec.ts:10:1 › get started link",
+    ]
+    assert found["summary"] == {"passed": 0, "failed": 2, "skipped": 0, "errors": None, "total": 2}
+
+
+def test_a_go_json_package_whose_test_binary_did_not_build_ran_no_test():
+    # Go 1.27: `build-output` and `build-fail` events, then the package's fail event with `FailedBuild`
+    for log in ("gotest/rec__go127list_build_json.log", "gotest/rec__go127list_setup_json.log"):
+        found = parse(log, "--adapter", "go", "--command", "test")
+        assert found["summary"] == {"passed": None, "failed": None, "skipped": None, "errors": None}, log
+        assert found["failed_tests"] == []
+
+
+def test_minitest_reporters_unnumbered_headers_and_tests_wording_are_read():
+    # minitest-reporters' default reporter: `Error:` unnumbered, `14 tests, 35 assertions, ...`
+    found = parse("minitest/rec__minitest_reporters.log")
+    assert found["failed_tests"] == ["Minitest::Result#test_cls_bench_linear"]  # as this reporter names it
+    assert found["summary"] == {"passed": 13, "failed": 0, "skipped": 0, "errors": 1, "total": 14}
