@@ -19,6 +19,10 @@ class AdjacentTests(unittest.TestCase):
         """Test interaction of adjacent() with groupby_transform()"""
         raise ValueError("step must be >= 1")
 
+    def test_short(self):
+        """Adds it."""
+        raise ValueError("step must be >= 1")
+
     def test_ok(self):
         """Test that adjacent() raises an error with negative distance"""
 
