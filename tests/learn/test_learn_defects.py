@@ -230,8 +230,8 @@ def test_unittests_counts_each_under_its_own_name_and_its_failing_tests_anchored
 
 def test_a_tests_description_before_its_failure_word_is_no_failing_tests_name(tally):
     """`unittest -v` prints a test's docstring before `... ERROR` (seen on more-itertools' suite): its last word
-    (`item.`, `it.`, `...`, `groupby_transform()`) is no test, and a pattern spelling out one test's sentence reads only that
-    test. Every failing-test candidate reads, on the whole log, only tests that failed."""
+    (`item.`, `it.`, `...`, `groupby_transform()`) is no test, and a pattern spelling out one test's sentence
+    reads only that test. Every failing-test candidate reads, on the whole log, only tests that failed."""
     failed = {"test_call_once", "test_grouping", "test_large_distance", "test_short", "test_typical", "test_basic"}
     found = _induce(tally, "unittest-docstrings.log", "unittest")
     lines = (LOGS / "unittest-docstrings.log").read_text().splitlines()
