@@ -145,10 +145,21 @@ def status(inv: Invocation) -> None:
         return
     for r in rows:
         stage = f"canary {r['weight']}%" if r["stage"] == "canary" else r["stage"]
-        evidence = f"{r['runs']} runs, {r['failed_checks']} failed checks, {r['disagreements']} disagreements"
+        # "disagreements" alone reads as a fault: for a new family's candidate every log it reads differs
+        evidence = ", ".join(
+            (
+                _count(r["runs"], "run"),
+                _count(r["failed_checks"], "failed check"),
+                _count(r["disagreements"], "log") + " read otherwise than by the active patterns",
+            )
+        )
         echo(f"{r['pattern']}: {stage}; {evidence}")
         if r["next"] or r["reason"]:
             echo(f"    {r['next'] or r['reason']}")
+
+
+def _count(n, what: str) -> str:
+    return f"{n} {what}{'' if n == 1 else 's'}"
 
 
 def rollback(inv: Invocation, pattern: str | None) -> None:

@@ -545,11 +545,16 @@ def _spent(report: Report, budget: int | None) -> bool:
 
 
 def _says_something(line: str) -> bool:
-    """A line worth a pattern: one with a count, a failure word or a location (what propose.py gives a kind)."""
+    """A line worth a pattern: one with a count (a count word beside a number: `3 passed`, `failures=2`), a
+    failure word or a location (what propose.py gives a kind). A passing test's line (`Test that x raises an
+    error ... ok`) holds count words but no count."""
+    import re
+
     from .propose import COUNT_WORDS, FAIL_WORD, LOCATION
 
-    words = set(line.lower().replace(",", " ").replace(":", " ").split())
-    return bool(FAIL_WORD.search(line) or LOCATION.search(line) or words & set(COUNT_WORDS))
+    words = "|".join(sorted(COUNT_WORDS))
+    counted = re.search(rf"\d+\s*(?:{words})\b|\b(?:{words})\s*[:=]?\s*\d+", line, re.IGNORECASE)
+    return bool(FAIL_WORD.search(line) or LOCATION.search(line) or counted)
 
 
 def _model_spec(root: Path, spec_file: str):

@@ -51,6 +51,12 @@ _MARKER = re.compile(r"^(?P<indent>\s*)(?P<marker>[✖✗✘×✕]|not ok \d+(?:
 # a failure word that gives a command's exit status, not a test's verdict: `py311: FAIL code 1`
 _EXIT = re.compile(r"\b(?:FAIL(?:ED)?|[Ff]ailed|ERROR)\b:?\s+(?:with\s+)?(?:exit\s+)?(?:code|status)\s+\d+")
 TEST_ID = re.compile(r"[\w.:/\[\]<>-]*(?:[_.:/\[]|[a-z][A-Z]|[A-Za-z]\d)[\w.:/\[\]<>-]*")
+# what makes a token an id rather than a word of a sentence: a separator between two word characters, a camelCase
+# hump or a digit after a letter (`test_x`, `pkg.mod`, `a/b`, `testFoo`, `t1`); never `...` or `item.`
+_ID_SHAPE = re.compile(r"\w[_.:/\[]\w|[a-z][A-Z]|[A-Za-z]\d")
+# more plain words than this before a failing test's name is a sentence (a test's docstring, which `unittest -v`
+# prints before `... ERROR`), not a tool's line structure (`FAIL:`, `not ok 3 -`, `CHECK`, `--- FAIL:`)
+_PROSE_WORDS = 3
 SHOWN = 5
 KIND_NAMES = {"summary": "summary", "failed_test": "failed-test", "diagnostic": "finding", "heading": "file-heading"}
 
@@ -137,13 +143,14 @@ def _diagnostic(pattern: InducedPattern, name: str) -> Candidate | None:
 
 
 _AFTER = re.compile(
-    r"(?P<sep>:?)(?P<space>\s+)(?:(?P<code>[A-Z][A-Za-z]*\d+)(?P<gap>\s+))?"
+    r"(?P<sep>[:,]?)(?P<space>\s+)(?:(?P<code>[A-Z][A-Za-z]*\d+)(?P<gap>\s+))?"
     r"(?:(?P<severity>error|warning|warn|info|note|style|hint)(?P<colon>:?)\s+)?"
 )
 
 
 def _after_place(rest: str) -> tuple[str, tuple[str, ...]]:
-    """The structure between a place and its message, as the line shows it: the separator, then a rule's code
+    """The structure between a place and its message, as the line shows it: the separator (`:`, or the `,` of
+    Python's `File "x.py", line 3, in f`), then a rule's code
     (`DL3006`, `E501`, `SC2164`) and a severity word where they stand: (regex, the fields it captures)."""
     m = _AFTER.match(rest)
     if m is None:
@@ -201,8 +208,10 @@ def _failed_test(pattern: InducedPattern, name: str) -> Candidate | None:
         if token.start() >= fail.start() and token.end() > fail.end():
             break
         word = token.group().strip("()[]{}:,;\"'")
-        if FAIL_WORD.fullmatch(word) or not TEST_ID.fullmatch(word):
+        if FAIL_WORD.fullmatch(word) or not TEST_ID.fullmatch(word) or not _ID_SHAPE.search(word):
             continue
+        if sum(1 for w in words[:k] if w.isalpha()) > _PROSE_WORDS:
+            return None  # the name would be a word of one test's description: a pattern of that case alone
         inner = token.group().index(word)
         head, tail = token.group()[:inner], token.group()[inner + len(word) :]
         named = _escape(head) + r"(?P<name>[^\s()\[\]{}:,;]+)" + _escape(tail)

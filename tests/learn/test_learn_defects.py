@@ -8,6 +8,7 @@ The tool logs under logs/ are real: `node --test --test-reporter=spec`, `shellch
 from __future__ import annotations
 
 import json
+import re
 import textwrap
 from pathlib import Path
 
@@ -57,6 +58,25 @@ def test_learn_says_which_misses_it_set_aside_and_what_to_do(project):
         "set aside 1 missed line of step check (check): induction made no pattern that scores for them, e.g. "
         "'Failure in the frobnicator, see above'; set [learn] model_calls and a [worker] for the model to propose "
         "one, or write one by hand in regexes/check.toml"
+    ) in learned.out
+
+
+def test_the_misses_set_aside_are_lines_about_failures_not_passing_tests_lines(project):
+    """`python3 -m unittest -v` on tests with docstrings (logs/unittest-docstrings.log is its output): a passing
+    test's line (`Test that adjacent() raises an error with negative distance ... ok`) holds count words and no
+    count; it is no miss to write a pattern for. What is set aside is the failures' lines induction could not read."""
+    project.spec(
+        '[project]\nname = "sample"\n\n[intent.tests]\nrun = "python3 -m unittest -v test_sample"\n'
+        'inputs = ["test_sample.py"]\n'
+    )
+    project.write("test_sample.py", (LOGS / "unittest_docstrings_sample.py").read_text())
+    assert project.make().code == 1
+    learned = project.run("learn")
+    assert learned.code == 0, learned.err
+    assert (
+        "set aside 6 missed lines of step tests (unittest): induction made no pattern that scores for them, e.g. "
+        "'Test that the predicate is only called once per item. ... ERROR'; set [learn] model_calls and a [worker] "
+        "for the model to propose one, or write one by hand in regexes/unittest.toml"
     ) in learned.out
 
 
@@ -206,6 +226,27 @@ def test_unittests_counts_each_under_its_own_name_and_its_failing_tests_anchored
     assert not any(".*FAIL.*" in r or ".*?FAIL" in r for r in regexes)
     # named after what they read, never after the test that happened to fail
     assert not any("test" in name.removeprefix("unittest-own-").replace("failed-test", "") for name in found)
+
+
+def test_a_tests_description_before_its_failure_word_is_no_failing_tests_name(tally):
+    """`unittest -v` prints a test's docstring before `... ERROR` (seen on more-itertools' suite): its last word
+    (`item.`, `it.`, `...`, `groupby_transform()`) is no test, and a pattern spelling out one test's sentence
+    reads only that test. Every failing-test candidate reads, on the whole log, only tests that failed."""
+    failed = {"test_call_once", "test_grouping", "test_large_distance", "test_short", "test_typical", "test_basic"}
+    found = _induce(tally, "unittest-docstrings.log", "unittest")
+    lines = (LOGS / "unittest-docstrings.log").read_text().splitlines()
+    read = {
+        m.group("name").split()[0]
+        for p in found.values()
+        if p["kind"] == "failed_test"
+        for line in lines
+        if (m := re.fullmatch(p["regex"], line))
+    }
+    assert read == failed
+    assert not any(r"Test\s+" in p["regex"] for p in found.values() if p["kind"] == "failed_test")
+    # a traceback's place keeps its words apart from the place: `File "x.py", line 10, in test_call_once`
+    (frame,) = [p for p in found.values() if p["kind"] == "diagnostic"]
+    assert re.fullmatch(frame["regex"], lines[20]).group("message") == "in test_call_once", lines[20]
 
 
 def test_a_tests_number_after_ok_is_no_count_and_an_exit_status_no_test(tally):
