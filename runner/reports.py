@@ -76,7 +76,7 @@ def read(root: str | Path, cwd: str, patterns: tuple[str, ...], since: float) ->
 def _read_one(path: Path, counts: dict[str, int], failed: list[str], failures: list[dict], folder: Path) -> str | None:
     """Add one report's test cases to the counts; why it could not be read, or None. `folder`: where the tool
     ran (the step's cwd), against which pytest's test ids are found."""
-    from junitparser import Error, Failure, JUnitXml, JUnitXmlError, Skipped, TestSuite
+    from junitparser import Error, Failure, JUnitXml, JUnitXmlError, Skipped, TestCase
 
     try:
         xml = JUnitXml.fromfile(str(path))
@@ -86,34 +86,38 @@ def _read_one(path: Path, counts: dict[str, int], failed: list[str], failures: l
         return f"not a JUnit XML report ({exc})"
     except OSError as exc:
         return f"cannot be read ({exc.strerror})"
-    suites = [xml] if isinstance(xml, TestSuite) else list(xml)
     mine = dict.fromkeys(counts, 0)
     bad: list[str] = []
     cases: list[dict] = []
+    # every test case in the document once, wherever it sits: junitparser's iteration of a <testsuites> sees only
+    # the cases inside a <testsuite>, and node's JUnit reporter writes a top-level test straight under <testsuites>
+    root = xml._elem
+    parent_of = {child: parent for parent in root.iter() for child in parent}
     try:
-        for suite in suites:
-            by_pytest = suite.name == "pytest"  # pytest names every suite it writes so
-            for case in suite:
-                mine["total"] += 1
-                results = list(case.result)
-                kind = next((r for r in results if isinstance(r, (Failure, Error))), None)
-                if kind is None:
-                    mine["skipped" if any(isinstance(r, Skipped) for r in results) else "passed"] += 1
-                    continue
-                mine["errors" if isinstance(kind, Error) else "failed"] += 1
-                name = f"{case.classname}.{case.name}" if case.classname else str(case.name)
-                if by_pytest:
-                    name = _pytest_id(case.classname, str(case.name), case._elem.get("file"), folder) or name
-                bad.append(name)
-                message = (kind.message or kind.text or "").strip().split("\n", 1)[0].strip()
-                cases.append(  # file and line: attributes junitparser does not model (pytest's xunit1, Gradle's none)
-                    {
-                        "test": name,
-                        "file": case._elem.get("file"),
-                        "line": int(line) if (line := case._elem.get("line") or "").isdigit() else None,
-                        "message": message[:_MESSAGE] or None,
-                    }
-                )
+        for elem in root.iter("testcase"):
+            case = TestCase.fromelem(elem)
+            suite = parent_of.get(elem)
+            by_pytest = suite is not None and suite.get("name") == "pytest"  # pytest names every suite it writes so
+            mine["total"] += 1
+            results = list(case.result)
+            kind = next((r for r in results if isinstance(r, (Failure, Error))), None)
+            if kind is None:
+                mine["skipped" if any(isinstance(r, Skipped) for r in results) else "passed"] += 1
+                continue
+            mine["errors" if isinstance(kind, Error) else "failed"] += 1
+            name = f"{case.classname}.{case.name}" if case.classname else str(case.name)
+            if by_pytest:
+                name = _pytest_id(case.classname, str(case.name), case._elem.get("file"), folder) or name
+            bad.append(name)
+            message = (kind.message or kind.text or "").strip().split("\n", 1)[0].strip()
+            cases.append(  # file and line: attributes junitparser does not model (pytest's xunit1, Gradle's none)
+                {
+                    "test": name,
+                    "file": case._elem.get("file"),
+                    "line": int(line) if (line := case._elem.get("line") or "").isdigit() else None,
+                    "message": message[:_MESSAGE] or None,
+                }
+            )
     except (AttributeError, ValueError, TypeError) as exc:  # a document of another shape (no testsuite in it)
         return f"not a JUnit XML report ({exc})"
     for key, n in mine.items():

@@ -132,3 +132,25 @@ def test_a_step_that_prints_nothing_is_read_from_its_reports(project):
     assert block[1:3] == ["  failing tests (1):", "    test_calc.py::test_adds: AssertionError: one and one"]
     found = _failed(project.make("tests"))["findings"]
     assert found["summary"] == {"passed": 1, "failed": 1, "skipped": 0, "errors": 0, "total": 2}
+
+
+def test_node_tests_junit_report_counts_a_top_level_test_and_one_inside_a_describe(project):
+    """node's JUnit reporter writes a test outside any `describe` straight under <testsuites>, with no <testsuite>
+    around it: each such test is counted and named as one inside a suite is (a failing one was read as 0 failed)."""
+    project.spec("""
+        [intent.tests]
+        run = "mkdir -p build && node --test --test-reporter=junit --test-reporter-destination=build/junit.xml *.mjs"
+        inputs = ["calc.test.mjs"]
+        reports = ["build/junit.xml"]
+    """)
+    project.write(
+        "calc.test.mjs",
+        "import test, { describe } from 'node:test';\n"
+        "import assert from 'node:assert';\n"
+        "test('adds', () => { assert.strictEqual(1 + 1, 3); });\n"
+        "test('subtracts', () => {});\n"
+        "describe('calc', () => { test('multiplies', () => { assert.strictEqual(2 * 2, 5); }); });\n",
+    )
+    found = _failed(project.make("tests"))["findings"]
+    assert found["summary"] == {"passed": 1, "failed": 2, "skipped": 0, "errors": 0, "total": 3}
+    assert sorted(found["failed_tests"]) == ["test.adds", "test.multiplies"]  # node's classname is "test"
