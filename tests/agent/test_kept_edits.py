@@ -10,42 +10,10 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
-from agent_helpers import CALC, PASSING_TEST
-
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "quickstart"
-MINE = "\n# a case the agent missed, added by hand\n"
-
-
-class Quickstart:
-    def __init__(self, tmp_path: Path):
-        self.root = tmp_path / "quickstart"
-        generated = {".runner", "build", "tests", "docs"}  # what a run makes at the top (not replays/tests)
-        shutil.copytree(
-            EXAMPLE, self.root, ignore=lambda d, names: generated & set(names) if Path(d) == EXAMPLE else set()
-        )
-
-    def run(self, *args: str, **env: str) -> subprocess.CompletedProcess:
-        # no key anywhere: nothing can call a model
-        environ = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(self.root), **env}
-        command = [sys.executable, "-m", "runner", *args]
-        return subprocess.run(command, cwd=self.root, capture_output=True, text=True, env=environ, timeout=300)
-
-    def make(self, *args: str, **env: str) -> tuple[subprocess.CompletedProcess, dict[str, dict]]:
-        result = self.run("make", "--json", *args, **env)
-        events = [json.loads(line) for line in result.stdout.splitlines()]
-        return result, {e["intent"]: e for e in events if e["event"] == "step_finished"} | {"": events[-1]}
-
-    def history(self) -> list[dict]:
-        return json.loads(self.run("history", "tests", "--json").stdout)["versions"]
-
-    def plan(self, *args: str) -> dict[str, list[str]]:
-        steps = json.loads(self.run("status", "--json", *args).stdout)["steps"]
-        return {s["intent"]: s["reasons"] for s in steps if s["action"] == "run" or s["reasons"] != ["up to date"]}
+from agent_helpers import CALC, MINE, PASSING_TEST, Quickstart
 
 
 def _built(tmp_path: Path) -> tuple[Quickstart, bytes]:
