@@ -322,3 +322,48 @@ def test_an_edit_of_an_output_edited_in_place_is_kept_and_the_step_stays_up_to_d
     assert agent.run("rollback", "tidy").code == 0
     assert source.read_text() == TIDIED
     assert agent.make().step("tidy")["status"] == "cached" and len(srv.requests()) == 1
+
+
+# ---- a pending change (approval asked) and an edit made after it was drafted -----------------------------------
+
+
+def test_approve_refuses_a_change_drafted_before_the_output_was_edited(agent):
+    agent.spec(agent.fake_codex_worker({"files": {"tests/test_calc.py": PASSING_TEST}}))
+    assert agent.make().code == 0  # version 1
+    agent.spec(
+        agent.fake_codex_worker({"files": {"tests/test_calc.py": SECOND_TEST}}),
+        policy='[policy.default]\nwrite_files = "ask"',
+    )
+    (agent.root / "src/calc.py").write_text(MARKED)
+    blocked = agent.make()
+    assert blocked.code == 3 and blocked.step("tests")["status"] == "blocked", blocked.out
+    test_file = agent.root / "tests/test_calc.py"
+    mine = PASSING_TEST + "# mine\n"
+    test_file.write_text(mine)  # after the change was drafted, before it is approved
+
+    said = (
+        "failed tests: tests/test_calc.py changed since the change was drafted; applying it would lose that edit. "
+        "`runner approve tests --reject` drops the change, and the next `runner make` drafts it again from the "
+        "files as they are now\n"
+    )
+    refused = agent.run("approve", "tests")
+    assert (refused.code, refused.out) == (1, said), refused.err
+    assert test_file.read_text() == mine
+    pending = agent.root / ".runner/pending/tests.json"
+    assert pending.is_file()  # nothing dropped: the person chooses
+    entry = json.loads(pending.read_text())
+    del entry["base"]  # a change drafted before drafts kept their base: judged by the step's last result
+    pending.write_text(json.dumps(entry))
+    assert agent.run("approve", "tests").out == said
+    assert test_file.read_text() == mine
+
+    assert agent.run("approve", "tests", "--reject").code == 0
+    again = agent.make()  # the edit kept as version 2, the change drafted again from it
+    assert again.code == 3 and again.step("tests")["status"] == "blocked", again.out
+    assert test_file.read_text() == mine
+    applied = agent.run("approve", "tests")
+    assert applied.code == 0 and applied.out == "applied tests: tests/test_calc.py\n", applied.out + applied.err
+    assert test_file.read_text() == SECOND_TEST
+    versions = json.loads(agent.run("history", "tests", "--json").out)["versions"]
+    assert [v["kind"] for v in versions] == ["make", "edit", "make"]
+    assert json.loads(agent.run("show", "tests@2", "--json").out)["diff"].endswith("+# mine\n")
