@@ -78,7 +78,9 @@ def _click_param(p: Param) -> click.Parameter:
             type=_click_type(p),
             required=p.required and p.nargs != -1,
             nargs=p.nargs,
-            default=p.default,
+            # no default unless one is declared: click 8.3 takes an explicit None as a value given, and a required
+            # argument left out then reached its command as None (`runner history`: an internal error, exit 4)
+            **({} if p.default is None else {"default": p.default}),
             metavar=p.metavar,
             shell_complete=complete,
         )
