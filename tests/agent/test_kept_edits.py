@@ -55,6 +55,9 @@ def test_an_edit_is_kept_as_the_next_version_and_rollback_brings_the_agent_s_bac
     assert (steps[""]["kept"], steps[""]["ran"], steps[""]["restored"]) == (1, 1, 0)
     assert test_file.read_bytes() == edited
     assert "Ran" in (qs.root / "build/report.txt").read_text()  # the dependant ran on the person's tests
+    audit = json.loads(qs.run("audit", "--json").stdout)["figures"]
+    assert audit["edits_kept"] == {"value": 1, "previous": None, "trend": None}
+    assert audit["cache_hit_rate"]["of"] == 5  # tests and docs and check ran, then docs cached and check ran
 
     one, two = qs.history()
     assert (one["kind"], two["kind"], two["edits"], two["tokens"], two["verified"]) == ("make", "edit", 1, 0, False)
