@@ -109,3 +109,18 @@ def test_a_committed_output_that_differs_from_the_cache_is_restored(tmp_path):
     assert steps["tests"]["status"] == "restored", result.stdout
     assert (clone.root / "tests/test_calc.py").read_bytes() == agents
     assert clone.history() == []
+
+
+def test_outside_git_an_output_that_differs_from_the_cache_is_kept(tmp_path):
+    """No repository to say the bytes are kept elsewhere: they may be the only copy there is."""
+    remote = {"RUNNER_REMOTE_CACHE": (tmp_path / "shared").as_uri()}
+    first = Quickstart(tmp_path / "first")
+    assert first.make(**remote)[0].returncode == 0
+    agents = (first.root / "tests/test_calc.py").read_bytes()
+    copy = Quickstart(tmp_path / "copy")  # a copy of the project's files, no .runner/, no git
+    (copy.root / "tests").mkdir()
+    (copy.root / "tests/test_calc.py").write_bytes(agents + MINE.encode())
+    result, steps = copy.make(**remote)
+    assert (steps["tests"]["status"], steps["tests"]["version"]) == ("kept", 1), result.stdout
+    assert (copy.root / "tests/test_calc.py").read_bytes() == agents + MINE.encode()
+    assert steps["docs"]["status"] == "restored" and steps["docs"]["remote"] is True  # no file there: restored
