@@ -3,7 +3,8 @@ point 1), through the real CLI: on the quickstart (served offline by the replay 
 status, make -n and explain, kept by make (history, show, the dependant run), a deletion restoring the person's
 version, rollback bringing the agent's back, a kill in the middle of keeping it; a shell step's edited output
 still restored; and, against the fake Responses server, an edit together with an input (the step runs from the
-edit, never restored over it, unless the cached answer is the edit) and an edit of an output edited in place."""
+edit, never restored over it, unless the cached answer is the edit), an edit of an output edited in place, and
+`runner approve` refusing a pending change drafted before the output was edited."""
 
 from __future__ import annotations
 
