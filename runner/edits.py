@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 from .freshness import RUN, UP_TO_DATE, Decision, decide
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Set
+    from collections.abc import Iterable, Mapping, Set
 
     from .apply import Retirer
     from .plan import Planner
@@ -144,6 +144,35 @@ def decide_agent(
         decision.reasons = said + [reason for reason in decision.reasons if reason != UP_TO_DATE]
     decision.kept = KeptEdit(number, edits, last, result)
     return decision
+
+
+def edited_while_running(planner: Planner, name: str, paths: Iterable[str]) -> list[str]:
+    """Of the files an agent step's change would write (`paths`), the outputs that hold other bytes than its last
+    good result (a kept edit included) said as the step started: a person edited them while the agent worked, in
+    the project, not in the copy the change was made in. Applying it would write over that edit."""
+    from .keys import digest_file
+
+    last = planner.state.get(name)
+    if last is None:
+        return []
+    edited = []
+    for rel in sorted(set(paths) & last[1].keys()):
+        try:
+            now: str | None = digest_file(planner.root + "/" + rel)
+        except OSError:
+            now = None  # deleted while it ran: the change writes it again, nothing of the person's is lost
+        if now is not None and now != last[1][rel]:
+            edited.append(rel)
+    return edited
+
+
+def not_applied_reason(edited: list[str], diff: str) -> str:
+    """The words of an agent step whose output a person edited while it ran."""
+    which = f"output {edited[0]}" if len(edited) == 1 else "outputs " + ", ".join(edited)
+    return (
+        f"{which} edited while the step ran: its change is not applied, so the edit stands (its diff: {diff}); "
+        "the next `runner make` keeps the edit and runs the step again"
+    )
 
 
 def next_version(state_dir: Path, name: str) -> int:

@@ -11,7 +11,10 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import subprocess
+import sys
 import textwrap
+import time
 from pathlib import Path
 
 from agent_helpers import CALC, MINE, PASSING_TEST, Quickstart
@@ -371,3 +374,57 @@ def test_approve_refuses_a_change_drafted_before_the_output_was_edited(agent):
     versions = json.loads(agent.run("history", "tests", "--json").out)["versions"]
     assert [v["kind"] for v in versions] == ["make", "edit", "make"]
     assert json.loads(agent.run("show", "tests@2", "--json").out)["diff"].endswith("+# mine\n")
+
+
+# ---- an edit made while the agent works: its change was made in a copy, from the bytes before the edit --------
+
+
+def test_an_output_edited_while_the_agent_step_runs_is_not_written_over(agent):
+    agent.spec(agent.fake_codex_worker({"files": {"tests/test_calc.py": PASSING_TEST}}))
+    assert agent.make().code == 0  # version 1
+    gate = agent.home  # outside the project: the verify command runs in the attempt's copy
+    wait = f"if [ -e {gate}/hold ]; then : > {gate}/started; while [ ! -e {gate}/go ]; do sleep 0.01; done; fi"
+    (agent.root / "adapters/local.toml").write_text(
+        f'name = "local"\n[commands.test]\nrun = "{wait}; rm -f {gate}/hold; {sys.executable} -m pytest -q '
+        f'-p no:cacheprovider"\nparse = ["pytest"]\n'
+    )
+    agent.spec(agent.fake_codex_worker({"files": {"tests/test_calc.py": SECOND_TEST}}))
+    (agent.root / "src/calc.py").write_text(MARKED)
+    (gate / "hold").write_text("")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "runner", "make", "--json"],
+        cwd=agent.root,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        env=agent.env(),
+    )
+    deadline = time.monotonic() + 120
+    while not (gate / "started").exists():  # the change is made, its verification under way
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.02)
+    test_file = agent.root / "tests/test_calc.py"
+    mine = PASSING_TEST + "# mine, while the agent worked\n"
+    test_file.write_text(mine)
+    (gate / "go").write_text("")
+    out, err = proc.communicate(timeout=180)
+    assert proc.returncode == 1, err
+    events = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    step = next(e for e in events if e["event"] == "step_finished" and e["intent"] == "tests")
+    run_id = events[0]["run_id"]
+    assert (step["status"], step["error"]) == (
+        "failed",
+        "output tests/test_calc.py edited while the step ran: its change is not applied, so the edit stands (its "
+        f"diff: .runner/runs/{run_id}/attempts/tests/c1-a1/diff.patch); the next `runner make` keeps the edit and "
+        "runs the step again",
+    )
+    assert test_file.read_text() == mine
+    assert len(json.loads(agent.run("history", "tests", "--json").out)["versions"]) == 1
+
+    again = agent.make()  # the edit kept as version 2, then the step runs from it
+    assert again.code == 0, again.err
+    assert again.step("tests")["status"] == "ran" and test_file.read_text() == SECOND_TEST
+    versions = json.loads(agent.run("history", "tests", "--json").out)["versions"]
+    assert [v["kind"] for v in versions] == ["make", "edit", "make"]
+    assert json.loads(agent.run("show", "tests@2", "--json").out)["diff"].endswith("+# mine, while the agent worked\n")
