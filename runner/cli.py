@@ -14,10 +14,6 @@ from .commands import NAMES, Command, Invocation, Param, load
 from .errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, RunnerError, from_a_ctrl_c
 from .report import asked_for_json, error_line
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
-
 _directory = [Path(".")]  # the -C of the running command: where an internal error's traceback goes
 
 
@@ -77,9 +73,8 @@ def completion_source(shell: str) -> str:
 def _click_param(p: Param) -> click.Parameter:
     complete = _complete_targets if p.complete == "targets" else None  # "file": click.Path's own
     if p.kind == "argument":
-        # no default unless one is declared: click 8.3 takes an explicit None as a value given, and a required
-        # argument left out then reached its command as None (`runner history`: an internal error, exit 4)
-        default: dict[str, Any] = {} if p.default is None else {"default": p.default}
+        # click 8.3 takes default=None as a value given: a required argument left out came as None (exit 4)
+        default: dict = {} if p.default is None else {"default": p.default}
         return click.Argument(
             [p.dest],
             type=_click_type(p),
