@@ -208,6 +208,13 @@ class AgentHandoff:
 
                 diff = Path(about["transcript"]).with_name("diff.patch")  # the winning attempt's, in the run's record
                 return FAILED, {}, not_applied_reason(moved, os.path.relpath(diff, self.spec.root))
+            from .edits import edited_while_running
+
+            if edited := edited_while_running(self.planner, name, change.files):  # never written over: kept next run
+                from .edits import not_applied_reason as edited_reason
+
+                diff = Path(about["transcript"]).with_name("diff.patch")
+                return FAILED, {}, edited_reason(edited, os.path.relpath(diff, self.spec.root))
             return finish(self._apply_context(), self.spec.intents[name], decision, change, drift, about)
         finally:
             with self._applies:

@@ -282,6 +282,8 @@ def pending_payload(ctx: ApplyContext, intent: Intent, decision: Decision, chang
         "ingredients": ctx.planner.ingredients(intent.name, decision),
         "files": blobs,
         "diff": ctx.planner.cache.mask.text(change.diff(Path(ctx.planner.spec.root))),  # the blobs stay as they are
+        # what each file held as the change was drafted (its diff's left side): approve refuses once one differs
+        "base": {rel: _digest(Path(ctx.planner.spec.root) / rel) for rel in change.files},
         "saved": time.strftime("%Y-%m-%d %H:%M:%S"),
     }
 
@@ -315,6 +317,10 @@ def approve(planner: Planner, state_dir: Path, names: list[str] | None, reject: 
                 }
             )
             continue
+        edited = edited_since_drafted(planner, name, entry)
+        if edited:
+            done.append({"intent": name, "action": "failed", "error": edited_message(name, edited)})
+            continue
         intent = planner.spec.intents[name]
         about = {**entry.get("version", {}), "run": entry.get("run_id") or run_id, "applied_by": "runner approve"}
         record_and_apply(
@@ -333,6 +339,32 @@ def approve(planner: Planner, state_dir: Path, names: list[str] | None, reject: 
         note_answer(state_dir, entry.get("run_id"), name, "approved", "runner approve")
         done.append({"intent": name, "action": "applied", "files": sorted(entry["files"])})
     return done
+
+
+def edited_since_drafted(planner: Planner, name: str, entry: dict) -> list[str]:
+    """The files a pending change would write that changed since it was drafted: a person's edit, which applying
+    it would destroy. An entry saved before drafts kept their base is judged by the step's last good result."""
+    root = Path(planner.spec.root)
+    base = entry.get("base")
+    if not isinstance(base, dict):
+        last = planner.state.get(name)
+        base = {rel: last[1][rel] for rel in entry["files"] if rel in last[1]} if last else {}
+    return sorted(rel for rel in entry["files"] if rel in base and _digest(root / rel) != base[rel])
+
+
+def edited_message(name: str, edited: list[str]) -> str:
+    return (
+        f"{', '.join(edited)} changed since the change was drafted; applying it would lose that edit. "
+        f"`runner approve {name} --reject` drops the change, and the next `runner make` drafts it again from "
+        f"the files as they are now"
+    )
+
+
+def _digest(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        return None
 
 
 # ---- before the model is called --------------------------------------------------------------

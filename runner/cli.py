@@ -73,14 +73,16 @@ def completion_source(shell: str) -> str:
 def _click_param(p: Param) -> click.Parameter:
     complete = _complete_targets if p.complete == "targets" else None  # "file": click.Path's own
     if p.kind == "argument":
+        # click 8.3 takes default=None as a value given: a required argument left out came as None (exit 4)
+        default: dict = {} if p.default is None else {"default": p.default}
         return click.Argument(
             [p.dest],
             type=_click_type(p),
             required=p.required and p.nargs != -1,
             nargs=p.nargs,
-            default=p.default,
             metavar=p.metavar,
             shell_complete=complete,
+            **default,
         )
     decls = [*p.decls, p.dest]
     if p.kind == "flag":

@@ -14,11 +14,19 @@ before anything happens (`status`, `make -n`, `explain`). Where the key changed 
 result for the new key whose bytes differ from the edit: that is never restored over it; the step runs instead,
 from the project with the edit in it (the edit kept first, so nothing is lost). A shell step's outputs are
 products, restored as make would make them again: only agent steps keep edits.
+
+With no last good result here (a team mate's fresh clone sharing a remote cache, or the state gone), there is no
+version to compare with: a restore from the cache would write over whatever the work tree holds. An output that
+differs from the record's, and whose bytes git does not hold as committed (modified, untracked, ignored, or no git
+to ask), is a person's work: kept the same way, as version 1 when the intent has none. A committed one differs
+only as the team left it at that commit, and is restored: `git checkout` brings its bytes back.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -26,7 +34,7 @@ from typing import TYPE_CHECKING
 from .freshness import RUN, UP_TO_DATE, Decision, decide
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Set
+    from collections.abc import Iterable, Mapping, Set
 
     from .apply import Retirer
     from .plan import Planner
@@ -58,6 +66,40 @@ def edited_outputs(planner: Planner, name: str, outputs: Mapping[str, str | None
     return edits
 
 
+def unrecorded_edits(planner: Planner, name: str, restore: Mapping[str, str]) -> dict[str, str]:
+    """Of the outputs a restore would write over, with no last good result to compare them with, those that hold
+    bytes git does not (modified, untracked or ignored, or no git to ask): a person's work, kept as an edit. A file
+    git holds as committed is restored: nothing is lost that `git checkout` cannot bring back."""
+    root, stat = planner.root, planner.stat
+    there = {path: have for path in restore if (have := stat.digest(root, path, name)) is not None}
+    if not there:
+        return {}
+    committed = _committed(root, sorted(there))
+    return {path: have for path, have in there.items() if path not in committed}
+
+
+def _committed(root: str, paths: list[str]) -> set[str]:
+    """Those of `paths` (files under root) whose bytes git holds as committed: `git status` lists every other one
+    (modified, staged, untracked, ignored). None of them when git cannot say (not a repository, no git)."""
+    env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0"}  # a look: the index is not refreshed (no index.lock taken)
+    status = ["status", "--porcelain=v1", "-z", "--ignored", "--untracked-files=all", "--no-renames", "--", *paths]
+    said = []
+    for args in (["rev-parse", "--show-prefix"], status):
+        try:
+            done = subprocess.run(["git", *args], cwd=root, capture_output=True, env=env, timeout=60, check=False)
+        except (OSError, subprocess.SubprocessError):
+            return set()
+        if done.returncode != 0:
+            return set()
+        said.append(done.stdout.decode(errors="surrogateescape"))
+    prefix = said[0].strip()  # the project's folder within the repository: status names paths from its top
+    listed = [entry[3:] for entry in said[1].split("\0") if len(entry) > 3]
+    # a folder listed whole (ending in /) stands for every file in it
+    return {
+        p for p in paths if not any(prefix + p == e or (e[-1] == "/" and (prefix + p).startswith(e)) for e in listed)
+    }
+
+
 def edit_reason(path: str, number: int) -> str:
     return f"output {path} edited: keep as version {number}"
 
@@ -69,7 +111,15 @@ def decide_agent(
     last = planner.state.get(name)
     edits = edited_outputs(planner, name, last[1]) if last else None
     if not edits:
-        return decide(planner, name, dep_outputs, pending)
+        plain = decide(planner, name, dep_outputs, pending)
+        if last is not None or not plain.restore:
+            return plain
+        # no last good result here (a team mate's fresh clone, the state gone): the work tree's bytes are the last
+        # version there is, and a restore would destroy those no commit holds
+        edits = unrecorded_edits(planner, name, plain.restore)
+        if not edits:
+            return plain
+        last = (plain.key, dict(plain.outputs), plain.inplace)
     assert last is not None
     result = (last[0], {**last[1], **edits}, last[2])
     decision = decide(planner, name, dep_outputs, pending, result)
@@ -94,6 +144,35 @@ def decide_agent(
         decision.reasons = said + [reason for reason in decision.reasons if reason != UP_TO_DATE]
     decision.kept = KeptEdit(number, edits, last, result)
     return decision
+
+
+def edited_while_running(planner: Planner, name: str, paths: Iterable[str]) -> list[str]:
+    """Of the files an agent step's change would write (`paths`), the outputs that hold other bytes than its last
+    good result (a kept edit included) said as the step started: a person edited them while the agent worked, in
+    the project, not in the copy the change was made in. Applying it would write over that edit."""
+    from .keys import digest_file
+
+    last = planner.state.get(name)
+    if last is None:
+        return []
+    edited = []
+    for rel in sorted(set(paths) & last[1].keys()):
+        try:
+            now: str | None = digest_file(planner.root + "/" + rel)
+        except OSError:
+            now = None  # deleted while it ran: the change writes it again, nothing of the person's is lost
+        if now is not None and now != last[1][rel]:
+            edited.append(rel)
+    return edited
+
+
+def not_applied_reason(edited: list[str], diff: str) -> str:
+    """The words of an agent step whose output a person edited while it ran."""
+    which = f"output {edited[0]}" if len(edited) == 1 else "outputs " + ", ".join(edited)
+    return (
+        f"{which} edited while the step ran: its change is not applied, so the edit stands (its diff: {diff}); "
+        "the next `runner make` keeps the edit and runs the step again"
+    )
 
 
 def next_version(state_dir: Path, name: str) -> int:

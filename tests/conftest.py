@@ -35,6 +35,9 @@ settings.register_profile(
     "ci", max_examples=300, derandomize=True, database=None, deadline=None, suppress_health_check=_SLOW_EXAMPLES
 )
 settings.register_profile("long", max_examples=5000, database=None, deadline=None, suppress_health_check=_SLOW_EXAMPLES)
+settings.register_profile(  # the floor for a long exploration, where 5,000 does not fit a shared machine's hour
+    "explore", max_examples=2000, database=None, deadline=None, suppress_health_check=_SLOW_EXAMPLES
+)
 settings.register_profile(  # a first look, e.g. while checking that a mutation of runner is caught
     "quick", max_examples=60, derandomize=True, database=None, deadline=None, suppress_health_check=_SLOW_EXAMPLES
 )

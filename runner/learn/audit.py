@@ -32,6 +32,7 @@ FIGURES = (
     ("remote_saved_model_calls", "model calls the remote cache saved"),
     ("remote_saved_seconds", "step-seconds the remote cache saved"),
     ("verify_first_pass_rate", "verify passed at the first attempt"),
+    ("edits_kept", "people's edits kept as versions"),
     ("approvals_asked", "approvals asked"),
     ("approvals_approved", "approved"),
     ("approvals_rejected", "rejected"),
@@ -60,6 +61,7 @@ class Counts:
     first_attempts: int = 0  # first attempts whose change reached the verify commands
     first_passed: int = 0
     approvals: Counter = field(default_factory=Counter)  # asked, approved, rejected, pending, dropped
+    kept: int = 0  # agent steps whose output a person edited, kept as the intent's next version (runner/edits.py)
     signatures: dict[str, Signature] = field(default_factory=dict)
 
     def add(self, other: Counts) -> None:
@@ -68,6 +70,7 @@ class Counts:
         for name in ("saved_tokens", "unattributed", "first_attempts", "first_passed", "remote_hits", "remote_calls"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.remote_seconds += other.remote_seconds
+        self.kept += other.kept
         self.statuses.update(other.statuses)
         self.approvals.update(other.approvals)
         for template, sig in other.signatures.items():
@@ -97,6 +100,7 @@ class Counts:
             "remote_saved_model_calls": {"value": self.remote_calls, "steps": self.remote_hits},
             "remote_saved_seconds": {"value": round(self.remote_seconds, 3)},
             "verify_first_pass_rate": _rate(self.first_passed, self.first_attempts, passed=self.first_passed),
+            "edits_kept": {"value": self.kept},
             "approvals_asked": {"value": self.approvals["asked"]},
             "approvals_approved": {"value": self.approvals["approved"]},
             "approvals_rejected": {"value": self.approvals["rejected"]},
@@ -220,6 +224,8 @@ def _count_run(view: RunView, produced: _Produced, pending: dict[str, dict]) -> 
             continue  # an aggregate runs nothing: it is neither a hit nor a miss
         if status in DECIDED:
             c.statuses[status] += 1
+        elif status == "kept":  # neither a hit nor a miss: no cache served it, nothing ran
+            c.kept += 1
         if is_agent:
             if status in ("cached", "restored"):
                 c.saved_steps += 1

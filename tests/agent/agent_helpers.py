@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -158,3 +159,41 @@ class Server:
 
     def requests(self) -> list[dict]:
         return [json.loads(line) for line in self.log.read_text().splitlines()] if self.log.exists() else []
+
+
+# ---- the quickstart, offline ------------------------------------------------------------------------------
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "quickstart"
+MINE = "\n# a case the agent missed, added by hand\n"
+
+
+class Quickstart:
+    """A copy of examples/quickstart (what a run makes left out), driven through the CLI with no key: its agent
+    steps are served by the replay worker. `root`: a project already there (a git clone of one) instead."""
+
+    def __init__(self, tmp_path: Path, root: Path | None = None):
+        self.root = tmp_path / "quickstart" if root is None else root
+        if root is not None:
+            return
+        generated = {".runner", "build", "tests", "docs"}  # what a run makes at the top (not replays/tests)
+        shutil.copytree(
+            EXAMPLE, self.root, ignore=lambda d, names: generated & set(names) if Path(d) == EXAMPLE else set()
+        )
+
+    def run(self, *args: str, **env: str) -> subprocess.CompletedProcess:
+        # no key anywhere: nothing can call a model
+        environ = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(self.root), **env}
+        command = [sys.executable, "-m", "runner", *args]
+        return subprocess.run(command, cwd=self.root, capture_output=True, text=True, env=environ, timeout=300)
+
+    def make(self, *args: str, **env: str) -> tuple[subprocess.CompletedProcess, dict[str, dict]]:
+        result = self.run("make", "--json", *args, **env)
+        events = [json.loads(line) for line in result.stdout.splitlines()]
+        return result, {e["intent"]: e for e in events if e["event"] == "step_finished"} | {"": events[-1]}
+
+    def history(self) -> list[dict]:
+        return json.loads(self.run("history", "tests", "--json").stdout)["versions"]
+
+    def plan(self, *args: str) -> dict[str, list[str]]:
+        steps = json.loads(self.run("status", "--json", *args).stdout)["steps"]
+        return {s["intent"]: s["reasons"] for s in steps if s["action"] == "run" or s["reasons"] != ["up to date"]}

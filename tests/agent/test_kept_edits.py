@@ -3,7 +3,8 @@ point 1), through the real CLI: on the quickstart (served offline by the replay 
 status, make -n and explain, kept by make (history, show, the dependant run), a deletion restoring the person's
 version, rollback bringing the agent's back, a kill in the middle of keeping it; a shell step's edited output
 still restored; and, against the fake Responses server, an edit together with an input (the step runs from the
-edit, never restored over it, unless the cached answer is the edit) and an edit of an output edited in place."""
+edit, never restored over it, unless the cached answer is the edit), an edit of an output edited in place, and
+`runner approve` refusing a pending change drafted before the output was edited."""
 
 from __future__ import annotations
 
@@ -13,39 +14,10 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
-from agent_helpers import CALC, PASSING_TEST
-
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "quickstart"
-MINE = "\n# a case the agent missed, added by hand\n"
-
-
-class Quickstart:
-    def __init__(self, tmp_path: Path):
-        self.root = tmp_path / "quickstart"
-        generated = {".runner", "build", "tests", "docs"}  # what a run makes at the top (not replays/tests)
-        shutil.copytree(
-            EXAMPLE, self.root, ignore=lambda d, names: generated & set(names) if Path(d) == EXAMPLE else set()
-        )
-
-    def run(self, *args: str, **env: str) -> subprocess.CompletedProcess:
-        # no key anywhere: nothing can call a model
-        environ = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(self.root), **env}
-        command = [sys.executable, "-m", "runner", *args]
-        return subprocess.run(command, cwd=self.root, capture_output=True, text=True, env=environ, timeout=300)
-
-    def make(self, *args: str, **env: str) -> tuple[subprocess.CompletedProcess, dict[str, dict]]:
-        result = self.run("make", "--json", *args, **env)
-        events = [json.loads(line) for line in result.stdout.splitlines()]
-        return result, {e["intent"]: e for e in events if e["event"] == "step_finished"} | {"": events[-1]}
-
-    def history(self) -> list[dict]:
-        return json.loads(self.run("history", "tests", "--json").stdout)["versions"]
-
-    def plan(self, *args: str) -> dict[str, list[str]]:
-        steps = json.loads(self.run("status", "--json", *args).stdout)["steps"]
-        return {s["intent"]: s["reasons"] for s in steps if s["action"] == "run" or s["reasons"] != ["up to date"]}
+from agent_helpers import CALC, MINE, PASSING_TEST, Quickstart
 
 
 def _built(tmp_path: Path) -> tuple[Quickstart, bytes]:
@@ -87,6 +59,9 @@ def test_an_edit_is_kept_as_the_next_version_and_rollback_brings_the_agent_s_bac
     assert (steps[""]["kept"], steps[""]["ran"], steps[""]["restored"]) == (1, 1, 0)
     assert test_file.read_bytes() == edited
     assert "Ran" in (qs.root / "build/report.txt").read_text()  # the dependant ran on the person's tests
+    audit = json.loads(qs.run("audit", "--json").stdout)["figures"]
+    assert audit["edits_kept"] == {"value": 1, "previous": None, "trend": None}
+    assert audit["cache_hit_rate"]["of"] == 5  # tests and docs and check ran, then docs cached and check ran
 
     one, two = qs.history()
     assert (one["kind"], two["kind"], two["edits"], two["tokens"], two["verified"]) == ("make", "edit", 1, 0, False)
@@ -354,3 +329,102 @@ def test_an_edit_of_an_output_edited_in_place_is_kept_and_the_step_stays_up_to_d
     assert agent.run("rollback", "tidy").code == 0
     assert source.read_text() == TIDIED
     assert agent.make().step("tidy")["status"] == "cached" and len(srv.requests()) == 1
+
+
+# ---- a pending change (approval asked) and an edit made after it was drafted -----------------------------------
+
+
+def test_approve_refuses_a_change_drafted_before_the_output_was_edited(agent):
+    agent.spec(agent.fake_codex_worker({"files": {"tests/test_calc.py": PASSING_TEST}}))
+    assert agent.make().code == 0  # version 1
+    agent.spec(
+        agent.fake_codex_worker({"files": {"tests/test_calc.py": SECOND_TEST}}),
+        policy='[policy.default]\nwrite_files = "ask"',
+    )
+    (agent.root / "src/calc.py").write_text(MARKED)
+    blocked = agent.make()
+    assert blocked.code == 3 and blocked.step("tests")["status"] == "blocked", blocked.out
+    test_file = agent.root / "tests/test_calc.py"
+    mine = PASSING_TEST + "# mine\n"
+    test_file.write_text(mine)  # after the change was drafted, before it is approved
+
+    said = (
+        "failed tests: tests/test_calc.py changed since the change was drafted; applying it would lose that edit. "
+        "`runner approve tests --reject` drops the change, and the next `runner make` drafts it again from the "
+        "files as they are now\n"
+    )
+    refused = agent.run("approve", "tests")
+    assert (refused.code, refused.out) == (1, said), refused.err
+    assert test_file.read_text() == mine
+    pending = agent.root / ".runner/pending/tests.json"
+    assert pending.is_file()  # nothing dropped: the person chooses
+    entry = json.loads(pending.read_text())
+    del entry["base"]  # a change drafted before drafts kept their base: judged by the step's last result
+    pending.write_text(json.dumps(entry))
+    assert agent.run("approve", "tests").out == said
+    assert test_file.read_text() == mine
+
+    assert agent.run("approve", "tests", "--reject").code == 0
+    again = agent.make()  # the edit kept as version 2, the change drafted again from it
+    assert again.code == 3 and again.step("tests")["status"] == "blocked", again.out
+    assert test_file.read_text() == mine
+    applied = agent.run("approve", "tests")
+    assert applied.code == 0 and applied.out == "applied tests: tests/test_calc.py\n", applied.out + applied.err
+    assert test_file.read_text() == SECOND_TEST
+    versions = json.loads(agent.run("history", "tests", "--json").out)["versions"]
+    assert [v["kind"] for v in versions] == ["make", "edit", "make"]
+    assert json.loads(agent.run("show", "tests@2", "--json").out)["diff"].endswith("+# mine\n")
+
+
+# ---- an edit made while the agent works: its change was made in a copy, from the bytes before the edit --------
+
+
+def test_an_output_edited_while_the_agent_step_runs_is_not_written_over(agent):
+    agent.spec(agent.fake_codex_worker({"files": {"tests/test_calc.py": PASSING_TEST}}))
+    assert agent.make().code == 0  # version 1
+    gate = agent.home  # outside the project: the verify command runs in the attempt's copy
+    wait = f"if [ -e {gate}/hold ]; then : > {gate}/started; while [ ! -e {gate}/go ]; do sleep 0.01; done; fi"
+    (agent.root / "adapters/local.toml").write_text(
+        f'name = "local"\n[commands.test]\nrun = "{wait}; rm -f {gate}/hold; {sys.executable} -m pytest -q '
+        f'-p no:cacheprovider"\nparse = ["pytest"]\n'
+    )
+    agent.spec(agent.fake_codex_worker({"files": {"tests/test_calc.py": SECOND_TEST}}))
+    (agent.root / "src/calc.py").write_text(MARKED)
+    (gate / "hold").write_text("")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "runner", "make", "--json"],
+        cwd=agent.root,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        env=agent.env(),
+    )
+    deadline = time.monotonic() + 120
+    while not (gate / "started").exists():  # the change is made, its verification under way
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.02)
+    test_file = agent.root / "tests/test_calc.py"
+    mine = PASSING_TEST + "# mine, while the agent worked\n"
+    test_file.write_text(mine)
+    (gate / "go").write_text("")
+    out, err = proc.communicate(timeout=180)
+    assert proc.returncode == 1, err
+    events = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    step = next(e for e in events if e["event"] == "step_finished" and e["intent"] == "tests")
+    run_id = events[0]["run_id"]
+    assert (step["status"], step["error"]) == (
+        "failed",
+        "output tests/test_calc.py edited while the step ran: its change is not applied, so the edit stands (its "
+        f"diff: .runner/runs/{run_id}/attempts/tests/c1-a1/diff.patch); the next `runner make` keeps the edit and "
+        "runs the step again",
+    )
+    assert test_file.read_text() == mine
+    assert len(json.loads(agent.run("history", "tests", "--json").out)["versions"]) == 1
+
+    again = agent.make()  # the edit kept as version 2, then the step runs from it
+    assert again.code == 0, again.err
+    assert again.step("tests")["status"] == "ran" and test_file.read_text() == SECOND_TEST
+    versions = json.loads(agent.run("history", "tests", "--json").out)["versions"]
+    assert [v["kind"] for v in versions] == ["make", "edit", "make"]
+    assert json.loads(agent.run("show", "tests@2", "--json").out)["diff"].endswith("+# mine, while the agent worked\n")

@@ -18,7 +18,7 @@ every output it said to restore is restored), until nothing but the failing step
 compared with the clean build's bytes.
 
 Profiles (tests/conftest.py): `ci` (the default) runs 300 sequences from a fixed seed;
-`--hypothesis-profile=long` explores 5,000 with a random seed.
+`--hypothesis-profile=long` explores 5,000 with a random seed, `--hypothesis-profile=explore` 2,000 (the issue's floor).
 """
 
 from __future__ import annotations
