@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from .plan import Planner
 
 KIND = "edit"  # the kind of the version an edit becomes (runner history)
+CACHED_KIND = "cache"  # a fresh clone's version 1 under a kept edit: the agent's, as the shared cache held it
 
 
 class KeptEdit:
@@ -110,6 +111,7 @@ def decide_agent(
     """The rule for an agent step, with a person's edit of its outputs kept first (see above)."""
     last = planner.state.get(name)
     edits = edited_outputs(planner, name, last[1]) if last else None
+    fresh = False  # no last good result: the edit's base is the cache's record
     if not edits:
         plain = decide(planner, name, dep_outputs, pending)
         if last is not None or not plain.restore:
@@ -120,10 +122,13 @@ def decide_agent(
         if not edits:
             return plain
         last = (plain.key, dict(plain.outputs), plain.inplace)
+        fresh = True
     assert last is not None
     result = (last[0], {**last[1], **edits}, last[2])
     decision = decide(planner, name, dep_outputs, pending, result)
     number = next_version(_state_dir(planner), name)
+    if fresh and number == 1:
+        number = 2  # version 1 is the agent's, as the cache holds it: keep() records it under the edit
     said = [edit_reason(path, number) for path in sorted(edits)]
     over = sorted(path for path in edits if path in decision.restore)
     if over:  # a cached result of the new key holds other bytes: never written over the edit
@@ -220,7 +225,15 @@ def keep(planner: Planner, name: str, decision: Decision, run_id: str, retirer: 
             if copy is not None:
                 datas[digest] = copy
     numbers = version_numbers(state_dir, name)
-    files = _files(folder, numbers[-1]) if numbers else {}  # the files its change wrote beside its outputs
+    staged: dict[str, bytes] = {}
+    first = _cached_version(planner, folder, name, kept) if not numbers and kept.number == 2 else None
+    if first is not None:  # a fresh clone: the agent's version as the cache holds it, version 1, the edit's base
+        record1, diff1, datas1 = first
+        staged.update(version_files(state_dir, cache.mask.obj(record1), cache.mask.text(diff1), None, datas1))
+        numbers = [1]
+        files = dict(record1["files"])
+    else:
+        files = _files(folder, numbers[-1]) if numbers else {}  # the files its change wrote beside its outputs
     files.update((rel, d) for rel, d in outputs.items() if d is not None and (d in datas or _copied(folder, d)))
     record: dict = {
         "intent": name,
@@ -237,7 +250,7 @@ def keep(planner: Planner, name: str, decision: Decision, run_id: str, retirer: 
         "verify": [],
         "checkpoint": [],
     }
-    edited = next((n for n in reversed(numbers) if _holds(_files(folder, n), kept)), None)
+    edited = 1 if first is not None else next((n for n in reversed(numbers) if _holds(_files(folder, n), kept)), None)
     if edited is not None:
         record["edits"] = edited  # the version whose bytes the person edited
     diff = cache.mask.text("".join(diffs))
@@ -248,11 +261,47 @@ def keep(planner: Planner, name: str, decision: Decision, run_id: str, retirer: 
     step = StepRecord(name, key, outputs, old.ingredients if old else {}, created=time.time(), run_id=run_id)
     cache.put_many(datas, [step], share=False)
     planner.state.set(name, key, outputs, inplace)
-    staged = version_files(state_dir, cache.mask.obj(record), diff, None, datas)
+    staged.update(version_files(state_dir, cache.mask.obj(record), diff, None, datas))
     staged[Path(planner.state.path).name] = planner.state.file_bytes()
     apply_change(root, state_dir, Change(), f"{run_id}-{name}-{KIND}", staged, retirer)
     planner.state.saved_with_journal()
     return record
+
+
+def _cached_version(planner: Planner, folder: Path, name: str, kept: KeptEdit) -> tuple[dict, str, dict] | None:
+    """The record the cache would have restored over a fresh clone's edit, as a version (kind "cache"): the agent's
+    change as the team's cache holds it, so that `runner rollback` can bring it back over the edit. Its record,
+    diff and bytes; None when the cache no longer holds every file's bytes."""
+    from .apply import diff_stat
+    from .attempt import file_diff
+
+    key, outputs = kept.before[0], kept.before[1]
+    files = {rel: d for rel, d in sorted(outputs.items()) if d is not None}
+    datas: dict[str, bytes] = {}
+    for digest in set(files.values()):
+        data = _bytes(planner, folder, digest)
+        if data is None:
+            return None
+        datas[digest] = data
+    diff = "".join(file_diff(rel, None, datas[d]) for rel, d in files.items())
+    old = planner.cache.get_record(key)
+    record = {
+        "intent": name,
+        "version": 1,
+        "kind": CACHED_KIND,
+        "run": (old.run_id if old else "") or "",
+        "time": time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(old.created if old else time.time())),
+        "key": key,
+        "files": files,
+        "created": [],
+        "tokens": 0,
+        "attempts": 0,
+        "verified": True,  # the cache holds only changes that passed their verify commands where they were made
+        "verify": [],
+        "checkpoint": [],
+        "diffstat": diff_stat(diff),
+    }
+    return record, diff, datas
 
 
 def _bytes(planner: Planner, folder: Path, digest: str, path: Path | None = None) -> bytes | None:

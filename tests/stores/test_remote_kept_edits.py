@@ -47,7 +47,7 @@ def test_an_edit_in_a_fresh_clone_is_kept_not_restored_over(tmp_path):
     edited = agents + MINE.encode()
     test_file.write_bytes(edited)  # before the first `runner make` of this clone
 
-    kept = "output tests/test_calc.py edited: keep as version 1"
+    kept = "output tests/test_calc.py edited: keep as version 2"  # version 1: the agent's, as the cache holds it
     status = clone.run("status", "--json", **remote)
     assert status.returncode == 0, status.stderr
     tests = next(s for s in json.loads(status.stdout)["steps"] if s["intent"] == "tests")
@@ -56,19 +56,23 @@ def test_an_edit_in_a_fresh_clone_is_kept_not_restored_over(tmp_path):
 
     result, steps = clone.make(**remote)
     assert result.returncode == 0, result.stderr
-    assert (steps["tests"]["status"], steps["tests"]["version"], steps["tests"]["reasons"]) == ("kept", 1, [kept])
+    assert (steps["tests"]["status"], steps["tests"]["version"], steps["tests"]["reasons"]) == ("kept", 2, [kept])
     assert steps["check"]["status"] == "ran"  # its dependant ran on the person's tests
     assert test_file.read_bytes() == edited
-    (one,) = clone.history()
-    assert (one["kind"], one["diffstat"]) == ("edit", {"files": 1, "insertions": 2, "deletions": 0})
-    shown = clone.run("show", "tests@1")
+    cached, edit = clone.history()
+    assert (cached["kind"], cached["tokens"], cached["verified"]) == ("cache", 0, True)
+    assert (edit["kind"], edit["edits"], edit["diffstat"]) == ("edit", 1, {"files": 1, "insertions": 2, "deletions": 0})
+    shown = clone.run("show", "tests@2")
     assert "+# a case the agent missed, added by hand\n" in shown.stdout, shown.stdout + shown.stderr
 
     again, steps = clone.make(**remote)  # up to date with the edit
     assert (steps["tests"]["status"], steps[""]["ran"]) == ("cached", 0), again.stdout
     assert test_file.read_bytes() == edited
-    back = clone.run("rollback", "tests")  # only version 1: nothing earlier to go back to, said
-    assert back.returncode == 2 and "has only version 1" in back.stderr, back.stderr
+    back = clone.run("rollback", "tests")  # the agent's version back, from the cache's bytes kept as version 1
+    assert back.returncode == 0, back.stderr
+    assert test_file.read_bytes() == agents
+    assert clone.run("rollback", "tests", "--to", "2").returncode == 0  # and the edit back again: nothing lost
+    assert test_file.read_bytes() == edited
 
     # the edit stays in this clone: another fresh clone still gets the agent's bytes from the shared cache
     other = _clone(team, tmp_path / "other")
@@ -94,7 +98,7 @@ def test_a_new_untracked_file_in_a_fresh_clone_is_kept(tmp_path):
     (clone.root / "tests/test_calc.py").write_bytes(mine)
     result, steps = clone.make(**remote)
     assert result.returncode == 0, result.stderr
-    assert (steps["tests"]["status"], steps["tests"]["version"]) == ("kept", 1), result.stdout
+    assert (steps["tests"]["status"], steps["tests"]["version"]) == ("kept", 2), result.stdout
     assert (clone.root / "tests/test_calc.py").read_bytes() == mine
 
 
@@ -121,6 +125,6 @@ def test_outside_git_an_output_that_differs_from_the_cache_is_kept(tmp_path):
     (copy.root / "tests").mkdir()
     (copy.root / "tests/test_calc.py").write_bytes(agents + MINE.encode())
     result, steps = copy.make(**remote)
-    assert (steps["tests"]["status"], steps["tests"]["version"]) == ("kept", 1), result.stdout
+    assert (steps["tests"]["status"], steps["tests"]["version"]) == ("kept", 2), result.stdout
     assert (copy.root / "tests/test_calc.py").read_bytes() == agents + MINE.encode()
     assert steps["docs"]["status"] == "restored" and steps["docs"]["remote"] is True  # no file there: restored
