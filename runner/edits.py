@@ -289,7 +289,7 @@ def _cached_version(planner: Planner, folder: Path, name: str, kept: KeptEdit) -
         "intent": name,
         "version": 1,
         "kind": CACHED_KIND,
-        "run": (old.run_id if old else "") or "",
+        "run": old.run_id if old else "",
         "time": time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(old.created if old else time.time())),
         "key": key,
         "files": files,

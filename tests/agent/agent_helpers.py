@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -145,6 +146,38 @@ class AgentProject:
                 if p.is_file() and not p.is_symlink() and self.key.encode() in p.read_bytes():
                     hits.append(str(p))
         return hits
+
+
+def verify_that_waits(agent: AgentProject) -> Path:
+    """The `test` verify command of agent's adapter, made to wait at its start while `hold` is in the folder this
+    returns (outside the project: the command runs in the attempt's copy), until `go` is there."""
+    gate = agent.home
+    wait = f"if [ -e {gate}/hold ]; then : > {gate}/started; while [ ! -e {gate}/go ]; do sleep 0.01; done; fi"
+    (agent.root / "adapters/local.toml").write_text(
+        f'name = "local"\n[commands.test]\nrun = "{wait}; rm -f {gate}/hold; {sys.executable} -m pytest -q '
+        f'-p no:cacheprovider"\nparse = ["pytest"]\n'
+    )
+    return gate
+
+
+def make_held_in_verify(agent: AgentProject, gate: Path) -> subprocess.Popen:
+    """`runner make --json` started and seen to wait in its verify command (verify_that_waits): the agent's change
+    is made, its verification under way. Write gate/go to let it go on."""
+    (gate / "hold").write_text("")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "runner", "make", "--json"],
+        cwd=agent.root,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        env=agent.env(),
+    )
+    deadline = time.monotonic() + 120
+    while not (gate / "started").exists():
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.02)
+    return proc
 
 
 @dataclass

@@ -5,40 +5,14 @@ approval, not recorded, and the next `runner make` asks again."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-import textwrap
-import time
 
-from agent_helpers import CALC, PASSING_TEST
+from agent_helpers import CALC, PASSING_TEST, make_held_in_verify, verify_that_waits
 
 
 def test_a_change_verified_while_its_input_was_edited_is_not_applied_and_the_next_run_asks_again(agent):
-    gate = agent.home  # outside the project: the verify command runs in the attempt's copy
-    wait = f"if [ -e {gate}/hold ]; then : > {gate}/started; while [ ! -e {gate}/go ]; do sleep 0.01; done; fi"
-    (agent.root / "adapters/local.toml").write_text(
-        textwrap.dedent(f"""\
-        name = "local"
-        [commands.test]
-        run = "{wait}; rm -f {gate}/hold; {sys.executable} -m pytest -q -p no:cacheprovider"
-        parse = ["pytest"]
-        """)
-    )
+    gate = verify_that_waits(agent)
     agent.spec(agent.fake_codex_worker({"files": {"tests/test_calc.py": PASSING_TEST}}))
-    (gate / "hold").write_text("")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "runner", "make", "--json"],
-        cwd=agent.root,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        stdin=subprocess.DEVNULL,
-        text=True,
-        env=agent.env(),
-    )
-    deadline = time.monotonic() + 120
-    while not (gate / "started").exists():  # the change is made, its verification under way
-        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
-        time.sleep(0.02)
+    proc = make_held_in_verify(agent, gate)
     edited = CALC + "\n# edited while the tests step ran\n"
     (agent.root / "src/calc.py").write_text(edited)
     (gate / "go").write_text("")

@@ -11,13 +11,10 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import subprocess
-import sys
 import textwrap
-import time
 from pathlib import Path
 
-from agent_helpers import CALC, MINE, PASSING_TEST, Quickstart
+from agent_helpers import CALC, MINE, PASSING_TEST, Quickstart, make_held_in_verify, verify_that_waits
 
 
 def _built(tmp_path: Path) -> tuple[Quickstart, bytes]:
@@ -382,28 +379,10 @@ def test_approve_refuses_a_change_drafted_before_the_output_was_edited(agent):
 def test_an_output_edited_while_the_agent_step_runs_is_not_written_over(agent):
     agent.spec(agent.fake_codex_worker({"files": {"tests/test_calc.py": PASSING_TEST}}))
     assert agent.make().code == 0  # version 1
-    gate = agent.home  # outside the project: the verify command runs in the attempt's copy
-    wait = f"if [ -e {gate}/hold ]; then : > {gate}/started; while [ ! -e {gate}/go ]; do sleep 0.01; done; fi"
-    (agent.root / "adapters/local.toml").write_text(
-        f'name = "local"\n[commands.test]\nrun = "{wait}; rm -f {gate}/hold; {sys.executable} -m pytest -q '
-        f'-p no:cacheprovider"\nparse = ["pytest"]\n'
-    )
+    gate = verify_that_waits(agent)
     agent.spec(agent.fake_codex_worker({"files": {"tests/test_calc.py": SECOND_TEST}}))
     (agent.root / "src/calc.py").write_text(MARKED)
-    (gate / "hold").write_text("")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "runner", "make", "--json"],
-        cwd=agent.root,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        stdin=subprocess.DEVNULL,
-        text=True,
-        env=agent.env(),
-    )
-    deadline = time.monotonic() + 120
-    while not (gate / "started").exists():  # the change is made, its verification under way
-        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
-        time.sleep(0.02)
+    proc = make_held_in_verify(agent, gate)
     test_file = agent.root / "tests/test_calc.py"
     mine = PASSING_TEST + "# mine, while the agent worked\n"
     test_file.write_text(mine)
