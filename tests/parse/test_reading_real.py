@@ -200,3 +200,19 @@ def test_minitest_reporters_unnumbered_headers_and_tests_wording_are_read():
     found = parse("minitest/rec__minitest_reporters.log")
     assert found["failed_tests"] == ["Minitest::Result#test_cls_bench_linear"]  # as this reporter names it
     assert found["summary"] == {"passed": 13, "failed": 0, "skipped": 0, "errors": 1, "total": 14}
+
+
+def test_a_test_whose_goroutine_panicked_is_the_failing_test_though_go_printed_no_result_for_it():
+    # a panic in a goroutine TestRemove started kills the binary: no `--- FAIL` line, no fail event, only the
+    # package's FAIL; the test go announced last (`=== RUN`, a run event) is the one the crash cut off
+    for log in (
+        "gotest/rec__golist_goroutine_json.log",  # Go 1.19
+        "gotest/rec__go127list_goroutine_json.log",  # Go 1.27
+        "gotest/rec__go127list_goroutine_v.log",
+    ):
+        found = parse(log, "--adapter", "go", "--command", "test")
+        assert found["failed_tests"] == ["TestRemove"], log
+        assert found["summary"] == {"passed": 2, "failed": 1, "skipped": 0, "errors": None}, log
+    # a panic testing caught names its test as it always did, once: the fail event comes after the trace
+    found = parse("gotest/rec__golist_panic_json.log", "--adapter", "go", "--command", "test")
+    assert found["failed_tests"] == ["TestRemove"]
