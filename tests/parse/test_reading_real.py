@@ -216,3 +216,13 @@ def test_a_test_whose_goroutine_panicked_is_the_failing_test_though_go_printed_n
     # a panic testing caught names its test as it always did, once: the fail event comes after the trace
     found = parse("gotest/rec__golist_panic_json.log", "--adapter", "go", "--command", "test")
     assert found["failed_tests"] == ["TestRemove"]
+
+
+def test_an_rspec_example_that_failed_more_than_once_is_named_by_its_header():
+    # aggregate_failures: RSpec prints `Got 1 failure and 1 other error:` under the header, not `Failure/Error:`
+    found = parse("rspec/rec__ttycolor_rspec_aggregate.log")
+    assert found["failed_tests"] == [
+        "TTY::Color integratation defaults verbose mode to false",
+        "TTY::Color integratation accesses disabled support",
+    ]
+    assert found["summary"] == {"passed": 58, "failed": 2, "skipped": 0, "errors": None, "total": 60}
