@@ -226,3 +226,19 @@ def test_an_rspec_example_that_failed_more_than_once_is_named_by_its_header():
         "TTY::Color integratation accesses disabled support",
     ]
     assert found["summary"] == {"passed": 58, "failed": 2, "skipped": 0, "errors": None, "total": 60}
+
+
+def test_catch2s_automake_reporter_names_each_failing_test_case_and_counts_its_lines():
+    # `--reporter automake`: a `:test-result: PASS|FAIL name` line per test case and nothing else, read with no flags
+    found = parse("catch2/rec__roman_automake.log")
+    assert found["failed_tests"] == [
+        "4_is_iv",
+        "9_is_ix",
+        "49_is_xlix",
+        "59_is_lix",
+        "1024_is_mxxiv",
+        "3999_is_mmmcmxcix",
+    ]
+    assert found["summary"] == {"passed": 21, "failed": 6, "skipped": 0, "errors": None}
+    found = parse("catch2/rec__roman_automake_pass.log")
+    assert (found["failed_tests"], found["summary"]["passed"], found["summary"]["failed"]) == ([], 27, 0)
