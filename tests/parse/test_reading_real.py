@@ -242,3 +242,15 @@ def test_catch2s_automake_reporter_names_each_failing_test_case_and_counts_its_l
     assert found["summary"] == {"passed": 21, "failed": 6, "skipped": 0, "errors": None}
     found = parse("catch2/rec__roman_automake_pass.log")
     assert (found["failed_tests"], found["summary"]["passed"], found["summary"]["failed"]) == ([], 27, 0)
+
+
+def test_unittest_names_the_test_of_each_failing_subtest_once_and_counts_every_subtest():
+    # `FAIL: test_basic (test_recipes.GrouperTests.test_basic) (n=4)`, three times for test_basic, three for test_fill
+    found = parse("unittest/rec__moreit_unittest_subtests.log")
+    assert found["failed_tests"] == [
+        "test_basic (test_recipes.GrouperTests.test_basic)",
+        "test_fill (test_recipes.GrouperTests.test_fill)",
+        "grouper (more_itertools.recipes)",  # a doctest
+    ]
+    # `Ran 774 tests` / `FAILED (failures=7, skipped=1)`: unittest counts each failing subtest as a failure
+    assert found["summary"] == {"passed": 766, "failed": 7, "skipped": 1, "errors": 0, "total": 774}
