@@ -254,3 +254,10 @@ def test_unittest_names_the_test_of_each_failing_subtest_once_and_counts_every_s
     ]
     # `Ran 774 tests` / `FAILED (failures=7, skipped=1)`: unittest counts each failing subtest as a failure
     assert found["summary"] == {"passed": 766, "failed": 7, "skipped": 1, "errors": 0, "total": 774}
+
+
+def test_ruffs_and_mypys_closing_counts_are_lint_and_type_check_findings_not_compile_errors():
+    # ruff: `Found 96 errors.` (then `[*] 32 fixable with --fix ...`); mypy: `Found 17 errors in 5 files (checked ...)`
+    assert parse("ruff/rec__toolz_ruff.log")["cause"] == "lint findings: 96 errors"
+    assert parse("mypy/rec__toolz_mypy.log")["cause"] == "type-check findings: 17 errors in 5 files"
+    assert "cause: type-check findings: 17 errors in 5 files" in plain("mypy/rec__toolz_mypy.log").splitlines()
