@@ -261,3 +261,16 @@ def test_ruffs_and_mypys_closing_counts_are_lint_and_type_check_findings_not_com
     assert parse("ruff/rec__toolz_ruff.log")["cause"] == "lint findings: 96 errors"
     assert parse("mypy/rec__toolz_mypy.log")["cause"] == "type-check findings: 17 errors in 5 files"
     assert "cause: type-check findings: 17 errors in 5 files" in plain("mypy/rec__toolz_mypy.log").splitlines()
+
+
+def test_ruffs_full_output_names_each_finding_by_the_arrow_line_under_its_code():
+    # ruff's default output: `F401 `functools.partial` imported but unused`, then `  --> toolz/__init__.py:9:23`
+    found = parse("ruff/rec__toolz_ruff.log")
+    assert len(found["diagnostics"]) == 96  # `Found 96 errors.`
+    assert found["diagnostics"][1] == {
+        "file": "toolz/__init__.py",
+        "line": 9,
+        "column": 23,
+        "message": "`functools.partial` imported but unused",
+        "code": "F401",
+    }
