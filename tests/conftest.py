@@ -70,8 +70,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     sends the biggest group first, so they start at once) while the other workers share the rest. No two of them
     time signals at once, and none waits behind the rest of the suite."""
     for item in items:
-        if item.get_closest_marker("slow"):
-            item.add_marker(pytest.mark.xdist_group("slow"))
+        if item.get_closest_marker("slow") and not item.get_closest_marker("xdist_group"):
+            item.add_marker(pytest.mark.xdist_group("slow"))  # a slow test with a group of its own keeps it
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """`-n auto`: half as many workers again as cores. The suite's tests wait on the processes they start about half
+    the time (CPU ~54% used with one worker per core, 2026-12-01), so a core has room for more than one worker.
+    PYTEST_XDIST_AUTO_NUM_WORKERS still decides when set (xdist's own hook reads it)."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None
+    cores = len(os.sched_getaffinity(0))
+    return cores + max(1, cores // 2)
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's, which sends the ids to the controller
