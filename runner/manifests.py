@@ -160,10 +160,25 @@ def npm_scripts(root: Path) -> dict[str, str]:
     return out
 
 
+def _factor_choices(braced: str) -> list[str]:
+    """One {...} of a tox name: its comma-separated factors, a numeric range among them (`8-10, 13`: 8, 9, 10, 13)
+    counted out as tox does."""
+    out: list[str] = []
+    for c in (c.strip() for c in braced.split(",")):
+        span = re.fullmatch(r"(\d+)\s*-\s*(\d+)", c)
+        if span:
+            low, high = int(span.group(1)), int(span.group(2))
+            out += [str(n) for n in (range(low, high + 1) if low <= high else range(low, high - 1, -1))]
+        else:
+            out.append(c)
+    return out
+
+
 def _expand_braces(env: str) -> list[str]:
-    """tox's generative names: py{311,312}-django{4,5} -> py311-django4, py311-django5, ..."""
+    """tox's generative names: py{311,312}-django{4,5} -> py311-django4, py311-django5, ...; py3{9-14} -> py39 ...
+    py314."""
     parts = re.split(r"(\{[^{}]*\})", env)
-    choices = [[c.strip() for c in p[1:-1].split(",")] if p.startswith("{") else [p] for p in parts]
+    choices = [_factor_choices(p[1:-1]) if p.startswith("{") else [p] for p in parts]
     return ["".join(combo) for combo in itertools.product(*choices)]
 
 

@@ -163,6 +163,18 @@ def test_tox_toml_and_pyproject_tox_tables_are_read(tmp_path):
     ]
 
 
+def test_tox_numeric_ranges_are_counted_out_as_tox_does(tmp_path):
+    """attrs' `py3{9-14}-tests` became one intent `tox -e py39-14-tests`, an environment tox does not have."""
+    ini = "[tox]\nenv_list = py3{9-14}-tests, py3{8-9, 11}-lint\n"
+    root = tree(tmp_path / "a", {"pyproject.toml": "[project]\nname = 'a'\n", "tox.ini": ini})
+    assert init(root, "--dry-run")["offered"] == [
+        *(f"tox-py3{n}-tests" for n in range(9, 15)),
+        "tox-py38-lint",
+        "tox-py39-lint",
+        "tox-py311-lint",
+    ]
+
+
 @pytest.mark.parametrize(
     "files,says,line",
     [
