@@ -539,7 +539,8 @@ def _judge(
     claimed = _claimed_outside(answer.events, ws) if job.worker["kind"] == "codex" else []
     problems = [f"{p}: outside the project (policy '{policy.name}')" for p in claimed]
     problems += check_change(change, policy, intent)
-    missing = [o for o in intent.outputs if not expand(str(ws), (o,))]
+    # a literal path is expanded as it is, present or not: an output is there when one of its files is
+    missing = [o for o in intent.outputs if not any(os.path.lexists(ws / rel) for rel in expand(str(ws), (o,)))]
     if problems and not claimed and only_outside_scope(change, policy, intent):
         # nothing it may write was changed: a green step would apply nothing (retried, with this feedback)
         revert(ws, job.root, change.files)  # the next attempt starts without them
@@ -553,15 +554,14 @@ def _judge(
         done.kind = "policy"
         done.error = "refused: " + "; ".join(problems)
         return
-    if not change:
-        # an attempt that did nothing has not done its goal, even when its outputs already exist
+    if missing:
+        if change:
+            done.kind, done.error = "logic", f"declared outputs not produced: {', '.join(missing)}"
+            return
+        # nothing there and nothing made: the goal is not done (retried with this reason)
         done.kind, done.retry = "policy", True
         done.error = f"the attempt changed nothing: an agent step must change its {writable_scope(policy, intent)}"
-        if missing:
-            done.error += f" (the outputs {', '.join(missing)} do not exist)"
-        return
-    if missing:
-        done.kind, done.error = "logic", f"declared outputs not produced: {', '.join(missing)}"
+        done.error += f" (the outputs {', '.join(missing)} do not exist)"
         return
     failure = _verify(job, ws, cancel, journal, log_path)
     with _FILE_WORK.finishing():
@@ -569,7 +569,11 @@ def _judge(
     if failure:
         # a verify cut short by Ctrl-C says nothing about the change: not a retry with feedback
         done.kind, done.error = ("interrupted" if cancel.is_set() else "logic"), failure
+        if not change and not cancel.is_set():  # the outputs as they stand are not right, and it left them so
+            done.error = f"the attempt changed nothing, and {failure}"
         return
+    # an attempt that changed nothing where the outputs exist and verify: the answer still holds (its last
+    # version, or a person's kept edit), so the step is done at the cost of this one attempt
     done.ok = True
 
 
