@@ -92,3 +92,24 @@ def test_changing_nothing_where_verify_fails_is_retried_with_the_failure_then_fa
     assert "the attempt changed nothing, and verification `test`" in json.dumps(srv.requests()[1]["body"]["input"])
     assert agent.files() == before
     assert agent.make().step("tests")["status"] == "failed"  # nothing recorded
+
+
+def test_moving_the_endpoint_or_the_key_s_variable_reruns_nothing(agent, server):
+    first, moved = server(same_answer()), server(same_answer())
+    agent.spec(openai_worker(first.base_url, 'extra = { reasoning_effort = "low" }'))
+    assert agent.make().code == 0
+    spec = (agent.root / "intents.toml").read_text()
+    spec = spec.replace(first.base_url, moved.base_url).replace('"FAKE_KEY"', '"OTHER_KEY"')
+    (agent.root / "intents.toml").write_text(spec.replace("timeout = 30", "timeout = 40\nidle_timeout = 20"))
+    env = dict(agent.env(), OTHER_KEY=agent.key)
+    status = json.loads(agent.run("status", "--json", env=env).out)["steps"]
+    assert [(s["intent"], s["action"], s["reasons"]) for s in status] == [("tests", "skip", ["up to date"])]
+    again = agent.make(env=env)
+    assert again.code == 0 and again.step("tests")["status"] == "cached"
+    assert (len(first.requests()), len(moved.requests())) == (1, 0)
+    # what decides the answer is in the key: the reasoning effort
+    (agent.root / "intents.toml").write_text(spec.replace('reasoning_effort = "low"', 'reasoning_effort = "high"'))
+    status = json.loads(agent.run("status", "--json", env=env).out)["steps"]
+    assert status[0]["action"] == "run"
+    assert agent.make(env=env).step("tests")["status"] == "ran"
+    assert len(moved.requests()) == 1
