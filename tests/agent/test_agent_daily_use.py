@@ -113,3 +113,54 @@ def test_moving_the_endpoint_or_the_key_s_variable_reruns_nothing(agent, server)
     assert status[0]["action"] == "run"
     assert agent.make(env=env).step("tests")["status"] == "ran"
     assert len(moved.requests()) == 1
+
+
+ASK = '[policy.default]\nwrite_files = "ask"\n'
+
+
+def answer_saying(text: str, summary: str) -> list[dict]:
+    said = json.dumps({"summary": summary})
+    message = f"<<MIS:START>>\n<<MIS:FILE path=tests/test_calc.py>>\n{text}<<MIS:JSON>>\n{said}\n<<MIS:END>>\n"
+    return [{"steps": [{"message": message}]}]
+
+
+def test_status_says_a_change_waits_and_approve_show_prints_it_without_approving(agent, server):
+    srv = server(answer_saying(PASSING_TEST, "Wrote the tests. Renamed the mean helper."))
+    agent.spec(openai_worker(srv.base_url), policy=ASK, intent_extra='non_goals = ["rename the mean helper"]')
+    assert agent.make().code == 3  # no terminal: the verified change waits
+    status = agent.run("status")
+    assert status.code == 0, status.err
+    lines = status.out.splitlines()
+    assert lines[0] == (
+        "wait  tests  waiting for approval: `runner approve tests --show` shows the change, `runner approve tests` "
+        "applies it (no model call), `runner approve tests --reject` drops it"
+    )
+    assert lines[1] == "0 to run, 1 waiting for approval, 0 up to date"
+    assert not any(line.startswith("agent steps:") for line in lines)  # no model call would be made
+    steps = json.loads(agent.run("status", "--json").out)["steps"]
+    assert steps[0]["reasons"][0].startswith("waiting for approval: ")
+
+    shown = agent.run("approve", "tests", "--show")
+    assert shown.code == 0, shown.err
+    out = shown.out.splitlines()
+    assert out[0].startswith("tests: a verified change to 1 file(s) waits for approval (run ")
+    assert out[0].endswith("; policy 'default')")
+    assert out[1] == "verify: passed (test)"
+    assert out[2].startswith("  log: .runner/runs/") and out[2].endswith("/attempts/tests/c1-a1/verify.log")
+    assert out[3] == "drift: 1 flag(s)"
+    assert out[4].startswith("  DRIFT tests: ") and "rename the mean helper" in out[4]
+    assert "+++ b/tests/test_calc.py" in out and "+def test_mean():" in out
+    assert out[-1] == "`runner approve tests` applies it, `runner approve tests --reject` drops it"
+    assert not (agent.root / "tests/test_calc.py").exists()  # shown, not approved
+    as_json = json.loads(agent.run("approve", "tests", "--show", "--json").out)["waiting"]
+    assert [(w["intent"], w["files"], w["verify"]["passed"], w["verify"]["commands"]) for w in as_json] == [
+        ("tests", ["tests/test_calc.py"], True, ["test"])
+    ]
+    assert as_json[0]["drift"][0]["message"] == out[4].removeprefix("  DRIFT tests: ")
+    assert "+def test_mean():" in as_json[0]["diff"]
+    assert agent.run("approve", "--show").out.splitlines()[0] == out[0]  # every waiting change
+
+    assert agent.run("approve", "tests").code == 0
+    assert agent.run("approve", "tests", "--show").out == "nothing waits for approval for tests\n"
+    assert agent.run("status").out.splitlines()[0] == "skip  tests  up to date"
+    assert len(srv.requests()) == 1
