@@ -191,6 +191,16 @@ def record_and_apply(
     outputs = _outputs_after(root, intent, change, planner)
     datas = _keep_blobs(planner, root, outputs, change)
     record = version_record(planner, state_dir, intent, key, change, outputs, run_id, about or {})
+    # what each file it writes held before (None: absent), and a copy of those bytes: `runner rollback --to 0`
+    # puts back the project as it was before the intent's first version
+    record["before"] = {}
+    for rel in sorted(change.files):
+        try:
+            data = (root / rel).read_bytes()
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            record["before"][rel] = None
+            continue
+        datas[record["before"].setdefault(rel, hashlib.sha256(data).hexdigest())] = data
     diff = planner.cache.mask.text(change.diff(root))  # against the project as it is before the apply
     record["diffstat"] = diff_stat(diff) | {"files": len(change.files)}
     transcript = _read(about.get("transcript")) if about else None

@@ -164,3 +164,51 @@ def test_status_says_a_change_waits_and_approve_show_prints_it_without_approving
     assert agent.run("approve", "tests", "--show").out == "nothing waits for approval for tests\n"
     assert agent.run("status").out.splitlines()[0] == "skip  tests  up to date"
     assert len(srv.requests()) == 1
+
+
+def test_rollback_to_0_puts_the_files_back_as_before_the_first_version(agent, server):
+    srv = server(same_answer())
+    agent.spec(openai_worker(srv.base_url), policy='[policy.default]\nscope = ["src/**"]\n')
+    (agent.root / "tests").mkdir()
+    assert agent.make().code == 0
+    assert agent.run("rollback", "tests").err == (
+        "error: agent intent 'tests' has only version 1: there is no earlier version "
+        "(`runner rollback tests --to 0` puts the files back as they were before it)\n"
+    )
+    (agent.root / "tests/test_calc.py").write_text(PASSING_TEST + "# mine\n")  # kept as version 2 by the next make
+    assert agent.make().step("tests")["status"] == "kept"
+    rolled = agent.run("rollback", "tests", "--to", "0")
+    assert rolled.code == 0, rolled.err
+    assert rolled.out == "rolled tests back to version 0 as version 3: tests/test_calc.py\n"  # no dependants
+    assert not (agent.root / "tests/test_calc.py").exists()  # the first version created it
+    versions = json.loads(agent.run("history", "tests", "--json").out)["versions"]
+    assert [(v["version"], v["kind"], v.get("restores")) for v in versions] == [
+        (1, "make", None),
+        (2, "edit", None),
+        (3, "rollback", 0),
+    ]
+    assert agent.run("history", "tests").out.splitlines()[3].endswith("no: as before version 1")
+    # up to date as it now stands, as after any rollback: no model call, nothing restored over it
+    assert agent.run("status").out.splitlines()[0] == "skip  tests  up to date"
+    assert agent.make().step("tests")["status"] == "cached"
+    assert not (agent.root / "tests/test_calc.py").exists() and len(srv.requests()) == 1
+    assert agent.run("rollback", "tests", "--to", "2").code == 0  # and back again
+    assert (agent.root / "tests/test_calc.py").read_text() == PASSING_TEST + "# mine\n"
+
+
+def test_rollback_to_0_restores_a_file_the_first_version_changed_and_refuses_over_an_edit(agent, server):
+    srv = server(same_answer())
+    agent.spec(openai_worker(srv.base_url))
+    (agent.root / "tests").mkdir()
+    (agent.root / "tests/test_calc.py").write_text(FAILING_TEST)  # a person's start, which the agent rewrites
+    assert agent.make().code == 0
+    (agent.root / "tests/test_calc.py").write_text(PASSING_TEST + "# edited, not yet kept\n")
+    refused = agent.run("rollback", "tests", "--to", "0")
+    assert (refused.code, refused.err) == (
+        2,
+        "error: tests/test_calc.py changed since version 1 of 'tests' was applied; a rollback would lose that "
+        "change: keep it elsewhere, or pass --force\n",
+    )
+    (agent.root / "tests/test_calc.py").write_text(PASSING_TEST)
+    assert agent.run("rollback", "tests", "--to", "0").code == 0
+    assert (agent.root / "tests/test_calc.py").read_text() == FAILING_TEST

@@ -156,7 +156,10 @@ def test_rollback_restores_version_1_bytes_and_the_dependants_are_out_of_date(ag
     assert [(v["version"], v["kind"]) for v in versions] == [(1, "make"), (2, "improve"), (3, "rollback")]
     back = agent.run("rollback", "tests", "--to", "2")
     assert back.code == 0, back.err
-    assert back.out.splitlines()[0] == "rolled tests back to version 2 as version 4: tests/test_calc.py"
+    assert back.out.splitlines() == [
+        "rolled tests back to version 2 as version 4: tests/test_calc.py",
+        "its dependants are now out of date: `runner status` lists them, `runner make` brings them up to date",
+    ]  # report depends on it
     assert (agent.root / "tests/test_calc.py").read_text() == SECOND_TEST
     assert not agent.leaks()
 
@@ -282,7 +285,8 @@ def test_only_one_version_means_nothing_to_roll_back_to(agent, server):
     result = agent.run("rollback", "tests")
     assert (result.code, result.err) == (
         2,
-        "error: agent intent 'tests' has only version 1: there is no earlier version\n",
+        "error: agent intent 'tests' has only version 1: there is no earlier version "
+        "(`runner rollback tests --to 0` puts the files back as they were before it)\n",
     )
 
 
