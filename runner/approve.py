@@ -149,6 +149,7 @@ def record_unchanged(
             run_id=run_id,
             drift=drift or None,
             attempts=(about or {}).get("attempts") or None,
+            duration=(about or {}).get("seconds") or 0.0,
         )
     )
     inplace = {p: d for p, d in decision.inputs.items() if p in outputs}
@@ -215,6 +216,7 @@ def record_and_apply(
             run_id=run_id,
             drift=drift or None,
             attempts=(about or {}).get("attempts") or None,  # what a remote hit on it spares (runner audit)
+            duration=(about or {}).get("seconds") or 0.0,
         )
     )
     inplace = {p: d for p, d in inputs.items() if p in outputs}

@@ -122,6 +122,7 @@ class AgentStep:
                 error=f"policy '{policy.name}' forbids running the verify commands "
                 f"(run_shell = \"never\"); drop 'verify' or allow run_shell",
             )
+        began = time.monotonic()
         n = intent.candidates
         results = [CandidateResult(candidate=i + 1) for i in range(n)]
         threads = [threading.Thread(target=self._candidate, args=(ctx, run, r), daemon=True) for r in results]
@@ -146,6 +147,7 @@ class AgentStep:
             # attempts that reached the worker (one stopped by a budget before it started is not counted)
             "attempts": sum(r.spent.attempts for r in results),
             "usage": {k: sum(r.usage[k] for r in results) for k in USAGE_KEYS},
+            "seconds": round(time.monotonic() - began, 3),  # the step's own time, its verify commands' included
         }
         final = best.final
         worker = next((a.worker for a in reversed(best.attempts) if a.worker), None)  # on a Dask cluster
@@ -166,7 +168,11 @@ class AgentStep:
             return StepOutcome(ok=False, blocked=final.error, error=final.error, details=details, worker=worker)
         if final.kind == "interrupted":
             return StepOutcome(ok=False, interrupted=True, error="interrupted", details=details, worker=worker)
-        return StepOutcome(ok=False, error=final.error, details=details, worker=worker)
+        log = _verify_log(run, intent, final)
+        error = final.error
+        if log is not None and error:  # the failure block reads the log as a shell step's: its findings once
+            error = error.split("\n", 1)[0]
+        return StepOutcome(ok=False, error=error, details=details, worker=worker, log=log)
 
     # ---- one candidate: attempts with feedback ---------------------------------------------
     def _candidate(self, ctx: StepContext, run: AgentRun, result: CandidateResult) -> None:
@@ -225,6 +231,7 @@ class AgentStep:
                 **({"prompt": result.prompt} if result.prompt else {}),
             },
         )
+        began = time.monotonic()
         job = AttemptJob(
             root=run.root,
             intent=intent,
@@ -253,7 +260,8 @@ class AgentStep:
         attempt.ok, attempt.kind, attempt.error, attempt.retry = done.ok, done.kind, done.error, done.retry
         attempt.change = change if done.ok else None
         attempt.worker = done.worker
-        attempt.tokens, attempt.seconds = answer.usage.total, answer.duration_s
+        # the attempt's time is its whole: the model's answer, the change found and its verify commands run
+        attempt.tokens, attempt.seconds = answer.usage.total, time.monotonic() - began
         attempt.summary = answer.final_message or ""
         if done.called:  # an attempt stopped before its call (a cluster gone) spent nothing
             result.spent.tokens += answer.usage.total
@@ -661,6 +669,20 @@ def _claimed_outside(events: list[dict], ws: Path) -> list[str]:
             if full != root and not full.startswith(root + os.sep):
                 out.append(path)
     return sorted(set(out))
+
+
+def _verify_log(run: AgentRun, intent: Intent, final: Attempt) -> str | None:
+    """A step that failed its verify has that output as its log, as a shell step has (the failure block reads
+    it and ends with its path), when the verify commands printed something a reader can go by; a silent one
+    (its findings from its reports) keeps them in its error instead."""
+    if final.kind != "logic":
+        return None
+    log = run.attempts_dir / intent.name / f"c{final.candidate}-a{final.number}" / "verify.log"
+    try:
+        text = log.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    return str(log) if any(line.strip() and not line.startswith("$ ") for line in text.splitlines()) else None
 
 
 def _template(ctx: StepContext) -> str | None:

@@ -5,7 +5,10 @@ there is nothing yet or verify fails); the endpoint is not in the key."""
 from __future__ import annotations
 
 import json
+import re
+import sys
 import textwrap
+from pathlib import Path
 
 from agent_helpers import FAILING_TEST, PASSING_TEST
 
@@ -212,3 +215,88 @@ def test_rollback_to_0_restores_a_file_the_first_version_changed_and_refuses_ove
     (agent.root / "tests/test_calc.py").write_text(PASSING_TEST)
     assert agent.run("rollback", "tests", "--to", "0").code == 0
     assert (agent.root / "tests/test_calc.py").read_text() == FAILING_TEST
+
+
+CODEX_TURN = [
+    {"type": "thread.started", "thread_id": "t"},
+    {"type": "turn.started"},
+    {"type": "item.completed", "item": {"id": "i0", "type": "reasoning", "text": "Look at calc first."}},
+    {
+        "type": "item.completed",
+        "item": {
+            "id": "i1",
+            "type": "command_execution",
+            "command": "python3 -m pytest -q",
+            "aggregated_output": "1 passed in 0.01s\n",
+            "exit_code": 0,
+            "status": "completed",
+        },
+    },
+    {
+        "type": "item.completed",
+        "item": {"id": "i2", "type": "file_change", "changes": [{"path": "tests/test_calc.py", "kind": "add"}]},
+    },
+    {"type": "item.completed", "item": {"id": "i3", "type": "agent_message", "text": "Wrote the tests.\nAll pass."}},
+    {"type": "turn.completed", "usage": {"input_tokens": 1200, "cached_input_tokens": 200, "output_tokens": 30}},
+]
+
+
+def test_show_prints_a_codex_transcript_as_a_conversation_and_raw_on_request(agent):
+    scenario = {"files": {"tests/test_calc.py": PASSING_TEST}, "lines": CODEX_TURN}
+    agent.spec(agent.fake_codex_worker(scenario))
+    assert agent.make().code == 0
+    lines = agent.run("show", "tests").out.splitlines()
+    start = lines.index("transcript (`--raw` for its JSON lines):")
+    assert lines[start + 1 :] == [
+        "(thinking) Look at calc first.",
+        "$ python3 -m pytest -q",
+        "  1 passed in 0.01s",
+        "  exit 0",
+        "changed tests/test_calc.py (add)",
+        "agent:",
+        "  Wrote the tests.",
+        "  All pass.",
+        "tokens: 1,200 input (200 cached), 30 output",
+    ]
+    raw = agent.run("show", "tests", "--raw").out.splitlines()
+    assert [json.loads(line) for line in raw[raw.index("transcript (raw JSON lines):") + 1 :]] == CODEX_TURN
+
+
+def slow_verify(agent, seconds: float) -> None:
+    (agent.root / "adapters/local.toml").write_text(
+        f'name = "local"\n[commands.test]\nrun = "sleep {seconds}; {sys.executable} -m pytest -q -p no:cacheprovider"'
+        '\nparse = ["pytest"]\n'
+    )
+
+
+def test_explain_and_the_attempts_give_the_time_the_verify_took(agent, server):
+    srv = server(same_answer())
+    agent.spec(openai_worker(srv.base_url))
+    slow_verify(agent, 0.6)
+    result = agent.make()
+    assert result.code == 0, result.err
+    (attempt,) = [e for e in result.events() if e["event"] == "attempt_finished"]
+    assert attempt["seconds"] >= 0.6
+    assert result.step("tests")["duration"] >= attempt["seconds"]
+    explained = agent.run("explain", "tests").out
+    seconds = float(re.search(r"last run: \S+ \(key \w+, ([\d.]+)s\)", explained).group(1))
+    assert attempt["seconds"] <= seconds <= result.step("tests")["duration"]
+    log = agent.run("log").out
+    assert re.search(r"attempt 1 of candidate 1: verified, 37 tokens, (\d+\.\d)s", log).group(1) != "0.0"
+    assert float(re.search(r"verified, 37 tokens, ([\d.]+)s", log).group(1)) >= 0.6
+
+
+def test_a_failed_agent_step_s_block_ends_with_its_verify_log_as_a_shell_step_s_does(agent, server):
+    srv = server(same_answer(FAILING_TEST))
+    agent.spec(openai_worker(srv.base_url), intent_extra="max_attempts = 1")
+    result = agent.run("make")
+    assert result.code == 1
+    block = result.err[result.err.index("FAILED tests: ") :].splitlines()
+    assert block[0] == (
+        f"FAILED tests: verification `test` ({sys.executable} -m pytest -q -p no:cacheprovider) failed (exit 1)."
+    )
+    assert block[1:3] == ["  failing tests (1):", "    tests/test_calc.py::test_mean"]
+    assert sum("tests/test_calc.py::test_mean" in line for line in block) == 2  # the list, the log's summary line
+    (log_line,) = [line for line in block if line.startswith("  log: ")]
+    log = Path(log_line.removeprefix("  log: "))
+    assert log.name == "verify.log" and log.parent.name == "c1-a1" and "assert 1.5 == 2" in log.read_text()

@@ -119,9 +119,14 @@ def test_show_prints_a_version_s_diff_and_transcript(agent, server):
     lines = shown.out.splitlines()
     assert re.fullmatch(r"tests version 1: make, run \S+, \S+", lines[0])
     assert "--- /dev/null\n+++ b/tests/test_calc.py\n" in shown.out
-    assert "+def test_mean():" in shown.out and "test_mean_even" not in shown.out.split("transcript:")[0]
+    transcript = lines.index("transcript (`--raw` for its JSON lines):")
+    assert "+def test_mean():" in shown.out and "test_mean_even" not in "\n".join(lines[:transcript])
     assert "verified  yes (test)" in lines
-    assert "transcript:" in lines and "response.completed" in shown.out
+    # a conversation: the answer once, then the tokens; no streaming JSON
+    assert lines[transcript + 1] == "answer:" and lines[-1] == "tokens: 30 input (0 cached), 7 output"
+    assert "response.completed" not in shown.out and shown.out.count("<<MIS:START>>") == 1
+    raw = agent.run("show", "tests@1", "--raw").out
+    assert "transcript (raw JSON lines):" in raw.splitlines() and "response.completed" in raw
     latest = json.loads(agent.run("show", "tests", "--json").out)
     assert latest["version"] == 2 and "+def test_mean_even():" in latest["diff"]
     assert latest["diff"].startswith("--- a/tests/test_calc.py\n+++ b/tests/test_calc.py\n")
