@@ -149,6 +149,8 @@ class AgentStep:
             "usage": {k: sum(r.usage[k] for r in results) for k in USAGE_KEYS},
             "seconds": round(time.monotonic() - began, 3),  # the step's own time, its verify commands' included
         }
+        if run.worker_config.kind == "replay":  # recorded answers: their tokens were spent once, when recorded
+            details["replayed"] = True
         final = best.final
         worker = next((a.worker for a in reversed(best.attempts) if a.worker), None)  # on a Dask cluster
         for home in {a.workspace for r in results for a in r.attempts if a.workspace}:
