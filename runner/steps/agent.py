@@ -218,7 +218,8 @@ class AgentStep:
         index = (attempt.candidate - 1) * intent.max_attempts + attempt.number
         folder = run.attempts_dir / intent.name / f"c{attempt.candidate}-a{attempt.number}"
         folder.mkdir(parents=True, exist_ok=True)
-        prompt = render(template, intent, run.root, run.input_files, feedback)
+        # a one-call worker (openai) reads no file and runs no command: its prompt shows the files and says so
+        prompt = render(template, intent, run.root, run.input_files, feedback, run.worker_config.kind == "openai")
         if run.improve:
             prompt += run.improve
         mask = ctx.mask  # every artefact of the attempt is masked as it is written; the change itself is not

@@ -10,6 +10,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+from agent_helpers import CALC as CALC_TEXT
 from agent_helpers import FAILING_TEST, PASSING_TEST
 
 
@@ -300,3 +301,36 @@ def test_a_failed_agent_step_s_block_ends_with_its_verify_log_as_a_shell_step_s_
     (log_line,) = [line for line in block if line.startswith("  log: ")]
     log = Path(log_line.removeprefix("  log: "))
     assert log.name == "verify.log" and log.parent.name == "c1-a1" and "assert 1.5 == 2" in log.read_text()
+
+
+def test_the_one_call_prompt_shows_named_files_first_lists_what_it_left_out_and_asks_no_test_run(agent, server):
+    srv = server(same_answer())
+    agent.spec(openai_worker(srv.base_url))
+    spec = (agent.root / "intents.toml").read_text()
+    spec = spec.replace('inputs = ["src/calc.py"]', 'inputs = ["data/*.txt", "src/big.py", "src/calc.py"]')
+    (agent.root / "intents.toml").write_text(spec)
+    (agent.root / "src/big.py").write_text("# big\n" + "x = 1\n" * 5_000)  # 30,006 characters: whole, being named
+    (agent.root / "data").mkdir()
+    sizes = {"a": 50_000, "b": 10_000, "c": 45_000, "d": 55_000, "e": 58_000, "f": 59_000}
+    for name, size in sizes.items():
+        (agent.root / f"data/{name}.txt").write_text(name * size)
+    assert agent.make().code == 0
+    prompt = srv.requests()[0]["body"]["input"]
+    shown = re.findall(r"^### (\S+)$", prompt, re.MULTILINE)
+    named = ["src/big.py", "src/calc.py"]  # in the intent's order
+    assert shown == [*named, "data/b.txt", "data/c.txt", "data/a.txt", "data/d.txt", "data/e.txt"]
+    assert "x = 1\n" * 5_000 in prompt  # over the 20,000 of a file its globs matched: named, so whole
+    left = prompt[prompt.index("### Left out") :]
+    assert left.splitlines()[4:10] == [
+        "- data/c.txt: cut after 20,000 of 45,000 characters",
+        "- data/a.txt: cut after 20,000 of 50,000 characters",
+        "- data/d.txt: cut after 20,000 of 55,000 characters",
+        f"- data/e.txt: cut after {120_000 - 30_006 - len(CALC_TEXT) - 10_000 - 60_000:,} of 58,000 characters",
+        "- data/f.txt: not shown (59,000 characters)",
+        "",
+    ]
+    assert "answer with <<MIS:ERR>> naming it: the intent can then name it in full in its inputs" in left
+    assert "Run the tests before you" not in prompt
+    assert "You cannot run commands here: once you answer, runner runs the verify commands (test) on your change" in (
+        prompt
+    )
