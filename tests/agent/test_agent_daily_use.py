@@ -164,6 +164,12 @@ def test_status_says_a_change_waits_and_approve_show_prints_it_without_approving
     assert "+def test_mean():" in as_json[0]["diff"]
     assert agent.run("approve", "--show").out.splitlines()[0] == out[0]  # every waiting change
 
+    calc = (agent.root / "src/calc.py").read_text()
+    (agent.root / "src/calc.py").write_text(calc + "# changed since the change was drafted\n")
+    assert agent.run("status").out.splitlines()[0] == "run   tests  no cache entry"  # another key: not waiting
+    (agent.root / "src/calc.py").write_text(calc)
+    assert agent.run("status").out.splitlines()[0].startswith("wait  tests  waiting for approval: ")
+
     assert agent.run("approve", "tests").code == 0
     assert agent.run("approve", "tests", "--show").out == "nothing waits for approval for tests\n"
     assert agent.run("status").out.splitlines()[0] == "skip  tests  up to date"
