@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 OUTPUT_LINES = 5  # of a command's output shown under it: the rest is in the raw transcript (`--raw`)
+WORKSPACE = "ws"  # the folder of an attempt's copy of the project (attempt.make_workspace)
 
 
 def conversation(text: str) -> list[str]:
@@ -48,7 +49,7 @@ def _codex_item(item: dict) -> list[str]:
         lines[1:1] = ["  " + line for line in output[-OUTPUT_LINES:]]
         return lines
     if kind == "file_change":
-        return [f"changed {c.get('path')} ({c.get('kind')})" for c in item.get("changes") or []]
+        return [f"changed {_in_project(str(c.get('path')))} ({c.get('kind')})" for c in item.get("changes") or []]
     if kind == "agent_message":
         return ["agent:", *_indented(item.get("text") or "")]
     if kind == "reasoning":
@@ -105,6 +106,12 @@ def _usage(usage: dict) -> str:
         f"tokens: {usage.get('input_tokens', 0):,} input ({cached or 0:,} cached), "
         f"{usage.get('output_tokens', 0):,} output"
     )
+
+
+def _in_project(path: str) -> str:
+    """A path Codex reported under the attempt's copy of the project (an absolute `.../ws/...`, attempt.py), as
+    the project names it."""
+    return path.rsplit(f"/{WORKSPACE}/", 1)[1] if path.startswith("/") and f"/{WORKSPACE}/" in path else path
 
 
 def _indented(text: str) -> list[str]:

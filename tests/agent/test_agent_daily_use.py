@@ -241,7 +241,11 @@ CODEX_TURN = [
     },
     {
         "type": "item.completed",
-        "item": {"id": "i2", "type": "file_change", "changes": [{"path": "tests/test_calc.py", "kind": "add"}]},
+        "item": {
+            "id": "i2",
+            "type": "file_change",
+            "changes": [{"path": "tests/test_calc.py", "kind": "add"}],
+        },
     },
     {"type": "item.completed", "item": {"id": "i3", "type": "agent_message", "text": "Wrote the tests.\nAll pass."}},
     {"type": "turn.completed", "usage": {"input_tokens": 1200, "cached_input_tokens": 200, "output_tokens": 30}},

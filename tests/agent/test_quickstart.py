@@ -167,3 +167,10 @@ def test_an_offline_run_says_it_replayed_the_recorded_tokens_never_that_it_spent
     assert lines[-1].startswith("agent steps replayed 3 attempts, ")
     assert lines[-1].endswith(" output tokens from recordings (no model was called)")
     assert (EXAMPLE / "intents.toml").read_text().startswith("# The quickstart shows a retry on purpose: ")
+    # the recorded transcript as a conversation: the path Codex reported in its copy of the project, as the
+    # project names it
+    shown = subprocess.run(
+        [sys.executable, "-m", "runner", "show", "tests"], cwd=root, capture_output=True, text=True, env=env, timeout=60
+    ).stdout.splitlines()
+    transcript = shown[shown.index("transcript (`--raw` for its JSON lines):") + 1 :]
+    assert transcript[0] == "changed tests/test_calc.py (update)" and transcript[1] == "agent:"
