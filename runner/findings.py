@@ -119,6 +119,8 @@ def parse_findings(
             hits = fam.finditer_naive(text, stages) if naive else fam.finditer(text, stages)
         heading: dict[str, str] = {}  # the file or test that the lines below a heading line belong to
         ended = False  # the test binary printed its verdict: a crash after it cut off no test
+        running: dict[str, None] = {}  # tests announced as running whose result has not been printed yet
+        cut_off: dict[str, None] = {}  # the test announced last before the binary died
         for m in hits:
             found.matches.append(m)
             p = patterns[m.pattern]
@@ -159,6 +161,22 @@ def parse_findings(
                 started = True
             elif m.kind == "partial":
                 partial = partial or not ended
+                if not ended and running:
+                    cut_off[next(reversed(running))] = None  # the test the tool had announced last
+            elif m.kind == "running":
+                name = (m.fields.get("name") or "").strip()
+                running.pop(name, None)  # resumed (=== CONT): announced again, last
+                running[name] = None
+            elif m.kind == "stopped":
+                stopped = m.fields.get("name") or m.fields.get("paused") or ""
+                running.pop(stopped.strip(), None)
+        # the test a crash interrupted, if the tool never printed its result (a panic in a goroutine the test
+        # started kills the binary before testing can report it), is a failing test: the one it announced last
+        interrupted = [name for name in cut_off if name and name in running]
+        for name in interrupted:
+            if name not in found.failed_tests:
+                found.failed_tests.append(name)
+        tally.count("failed", len(interrupted))
         tally.close_family()
     found.summary.update(tally.result())
     found.complete = found.complete and not incomplete
@@ -230,6 +248,11 @@ class _Tally:
             else:
                 self.printed[key] = value
             self.pending[key] = 0  # this summary covers the result lines above it
+
+    def count(self, key: str, n: int) -> None:
+        """n more results of this kind, read from result lines (none when n is 0)."""
+        if n:
+            self._count(key, n)
 
     def _count(self, key: str, n: int) -> None:
         self.counted[key] = self.counted.get(key, 0) + n

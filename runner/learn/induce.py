@@ -57,7 +57,7 @@ _WHOLE = re.compile("|".join(f"(?:{rx.pattern})" for rx in (_URL, _PATH, _IP, _H
 
 _OPEN = "([{<'\"`"
 _QUOTES = "'\"`"  # a token that is one quoted string ('x', "x", `x`) is a value
-_CLOSE = ")]}>'\"`,;:.!?"
+_CLOSE = ")]}>'\"`,;:.!?…"  # … : a value cut short (a key printed as its first 16 hex digits and an ellipsis)
 # inside a token, the value after one of these is judged alone: key=value, key:value, a,b lists, a##b; then, in
 # what is not a value as a whole, f(x), a[x], a{x}, a/b
 _SPLIT = re.compile(r"(=|,|;|\||&|#+|(?<=[A-Za-z0-9\])]):)")

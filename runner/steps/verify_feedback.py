@@ -1,6 +1,6 @@
 """A failed verify command's feedback for the next attempt: what its JUnit reports and the regex library say of its
-output (the failing tests, each with its location and message, and the error locations), else the excerpt of the
-output that explains the failure."""
+output (the failing tests, each with its location and message, and the error locations), and the excerpt of the
+output that explains the failure where those do not say why."""
 
 from __future__ import annotations
 
@@ -25,8 +25,8 @@ def reports_read(ws: Path, patterns: tuple[str, ...], since: float) -> dict | No
 def findings_text(job: AttemptJob, families: tuple[str, ...], output: str, read: dict | None = None) -> str:
     """What the regex library understood of the failing output, not the whole log: the failing tests (from the
     command's JUnit reports first, with each one's location and message) and error locations; when no family
-    knows the tool (or its families found neither), the excerpt of the output that explains the failure
-    (excerpt.py)."""
+    knows the tool (or its families found neither), or a failing test has no message from a report, the excerpt of
+    the output that explains the failure (excerpt.py)."""
     from ..excerpt import excerpt, render_excerpt
 
     lines: list[str] = []
@@ -61,7 +61,13 @@ def findings_text(job: AttemptJob, families: tuple[str, ...], output: str, read:
                 lines.append(f"- {where}: {d.get('message', '')}".strip())
         if found.get("cause"):
             lines.append(f"Cause: {found['cause']}")
-    if not found.get("failed_tests") and not found.get("diagnostics"):
+    failed = found.get("failed_tests") or ()
+    # a failing test's name says what to fix only with its message, which a JUnit report gives and a text family
+    # does not: then the output's own lines say why (an assertion's values, a traceback); a compiler's findings
+    # carry their messages
+    told_why = {f["test"] for f in (found.get("reports") or {}).get("failures") or () if f.get("message")}
+    explained = all(t in told_why for t in failed) if failed else bool(found.get("diagnostics"))
+    if not explained:
         ranges = excerpt(output, chosen)
         if ranges:
             lines.append("The lines of the output that explain the failure (numbered; ... marks lines left out):")

@@ -35,6 +35,7 @@ def test_failed_verification_is_retried_with_the_failing_test_named(agent):
     assert FEEDBACK not in first
     assert "tests/test_calc.py::test_mean" in second  # what the regex library extracted, not the log
     assert "Failing tests:" in second
+    assert "assert 1.5 == 2" in second  # and why it failed: a name alone does not say what to fix
     attempts = [e for e in result.events() if e["event"] == "attempt_finished"]
     assert [(a["attempt"], a["ok"], a["kind"]) for a in attempts] == [(1, False, "logic"), (2, True, None)]
 

@@ -200,3 +200,77 @@ def test_minitest_reporters_unnumbered_headers_and_tests_wording_are_read():
     found = parse("minitest/rec__minitest_reporters.log")
     assert found["failed_tests"] == ["Minitest::Result#test_cls_bench_linear"]  # as this reporter names it
     assert found["summary"] == {"passed": 13, "failed": 0, "skipped": 0, "errors": 1, "total": 14}
+
+
+def test_a_test_whose_goroutine_panicked_is_the_failing_test_though_go_printed_no_result_for_it():
+    # a panic in a goroutine TestRemove started kills the binary: no `--- FAIL` line, no fail event, only the
+    # package's FAIL; the test go announced last (`=== RUN`, a run event) is the one the crash cut off
+    for log in (
+        "gotest/rec__golist_goroutine_json.log",  # Go 1.19
+        "gotest/rec__go127list_goroutine_json.log",  # Go 1.27
+        "gotest/rec__go127list_goroutine_v.log",
+    ):
+        found = parse(log, "--adapter", "go", "--command", "test")
+        assert found["failed_tests"] == ["TestRemove"], log
+        assert found["summary"] == {"passed": 2, "failed": 1, "skipped": 0, "errors": None}, log
+    # a panic testing caught names its test as it always did, once: the fail event comes after the trace
+    found = parse("gotest/rec__golist_panic_json.log", "--adapter", "go", "--command", "test")
+    assert found["failed_tests"] == ["TestRemove"]
+
+
+def test_an_rspec_example_that_failed_more_than_once_is_named_by_its_header():
+    # aggregate_failures: RSpec prints `Got 1 failure and 1 other error:` under the header, not `Failure/Error:`
+    found = parse("rspec/rec__ttycolor_rspec_aggregate.log")
+    assert found["failed_tests"] == [
+        "TTY::Color integratation defaults verbose mode to false",
+        "TTY::Color integratation accesses disabled support",
+    ]
+    assert found["summary"] == {"passed": 58, "failed": 2, "skipped": 0, "errors": None, "total": 60}
+
+
+def test_catch2s_automake_reporter_names_each_failing_test_case_and_counts_its_lines():
+    # `--reporter automake`: a `:test-result: PASS|FAIL name` line per test case and nothing else, read with no flags
+    found = parse("catch2/rec__roman_automake.log")
+    assert found["failed_tests"] == [
+        "4_is_iv",
+        "9_is_ix",
+        "49_is_xlix",
+        "59_is_lix",
+        "1024_is_mxxiv",
+        "3999_is_mmmcmxcix",
+    ]
+    assert found["summary"] == {"passed": 21, "failed": 6, "skipped": 0, "errors": None}
+    found = parse("catch2/rec__roman_automake_pass.log")
+    assert (found["failed_tests"], found["summary"]["passed"], found["summary"]["failed"]) == ([], 27, 0)
+
+
+def test_unittest_names_the_test_of_each_failing_subtest_once_and_counts_every_subtest():
+    # `FAIL: test_basic (test_recipes.GrouperTests.test_basic) (n=4)`, three times for test_basic, three for test_fill
+    found = parse("unittest/rec__moreit_unittest_subtests.log")
+    assert found["failed_tests"] == [
+        "test_basic (test_recipes.GrouperTests.test_basic)",
+        "test_fill (test_recipes.GrouperTests.test_fill)",
+        "grouper (more_itertools.recipes)",  # a doctest
+    ]
+    # `Ran 774 tests` / `FAILED (failures=7, skipped=1)`: unittest counts each failing subtest as a failure
+    assert found["summary"] == {"passed": 766, "failed": 7, "skipped": 1, "errors": 0, "total": 774}
+
+
+def test_ruffs_and_mypys_closing_counts_are_lint_and_type_check_findings_not_compile_errors():
+    # ruff: `Found 96 errors.` (then `[*] 32 fixable with --fix ...`); mypy: `Found 17 errors in 5 files (checked ...)`
+    assert parse("ruff/rec__toolz_ruff.log")["cause"] == "lint findings: 96 errors"
+    assert parse("mypy/rec__toolz_mypy.log")["cause"] == "type-check findings: 17 errors in 5 files"
+    assert "cause: type-check findings: 17 errors in 5 files" in plain("mypy/rec__toolz_mypy.log").splitlines()
+
+
+def test_ruffs_full_output_names_each_finding_by_the_arrow_line_under_its_code():
+    # ruff's default output: `F401 `functools.partial` imported but unused`, then `  --> toolz/__init__.py:9:23`
+    found = parse("ruff/rec__toolz_ruff.log")
+    assert len(found["diagnostics"]) == 96  # `Found 96 errors.`
+    assert found["diagnostics"][1] == {
+        "file": "toolz/__init__.py",
+        "line": 9,
+        "column": 23,
+        "message": "`functools.partial` imported but unused",
+        "code": "F401",
+    }
