@@ -291,7 +291,7 @@ def test_explain_and_the_attempts_give_the_time_the_verify_took(agent, server):
     assert result.step("tests")["duration"] >= attempt["seconds"]
     explained = agent.run("explain", "tests").out
     seconds = float(re.search(r"last run: \S+ \(key \w+, ([\d.]+)s\)", explained).group(1))
-    assert attempt["seconds"] <= seconds <= result.step("tests")["duration"]
+    assert 0.6 <= seconds <= result.step("tests")["duration"] + 0.005  # explain rounds to 0.01 s
     log = agent.run("log").out
     assert re.search(r"attempt 1 of candidate 1: verified, 37 tokens, (\d+\.\d)s", log).group(1) != "0.0"
     assert float(re.search(r"verified, 37 tokens, ([\d.]+)s", log).group(1)) >= 0.6
