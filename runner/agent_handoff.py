@@ -230,6 +230,7 @@ class AgentHandoff:
             "kind": "make",
             "tokens": details.get("tokens", 0),
             "attempts": details.get("attempts", 0),
+            "seconds": details.get("seconds", 0.0),  # the step's time, for its record (`runner explain`)
             "transcript": str(self.record.dir / "attempts" / name / f"c{chosen}-a{tries}" / "transcript.jsonl"),
         }
         improving = self.options.improve.get(name)

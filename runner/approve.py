@@ -81,6 +81,9 @@ def finish(
     planner = ctx.planner
     policy = planner.spec.policies[intent.policy]
     root = Path(planner.spec.root)
+    if not change:  # verified as the project holds it: nothing to ask about, apply or make a version of
+        assert decision.key is not None
+        return RAN, record_unchanged(planner, intent, decision, change, ctx.run_id, drift, about), None
     ask_needed = needs_approval(WRITE_FILES, policy, ctx.halt_on) or (
         policy.approval == "confirm-phase" and not ctx.apply_confirmed
     )
@@ -126,6 +129,52 @@ def finish(
     return RAN, outputs, None
 
 
+def record_unchanged(
+    planner: Planner, intent: Intent, decision: Decision, change: Change, run_id: str, drift, about: dict | None
+) -> dict:
+    """The step's result under its new key when its attempt changed nothing and its outputs verified as they are
+    (its last version, or a person's kept edit): recorded in the cache and the state as any result, no version
+    (no file changed)."""
+    assert decision.key is not None
+    root = Path(planner.spec.root)
+    outputs = _outputs_after(root, intent, change, planner)
+    _keep_blobs(planner, root, outputs, change)
+    planner.cache.put_record(
+        StepRecord(
+            intent=intent.name,
+            key=decision.key,
+            outputs=outputs,
+            created=time.time(),
+            ingredients=planner.ingredients(intent.name, decision),
+            run_id=run_id,
+            drift=drift or None,
+            attempts=(about or {}).get("attempts") or None,
+            duration=(about or {}).get("seconds") or 0.0,
+        )
+    )
+    inplace = {p: d for p, d in decision.inputs.items() if p in outputs}
+    planner.state.set(intent.name, decision.key, outputs, inplace)
+    planner.state.save()
+    return outputs
+
+
+def _keep_blobs(planner: Planner, root: Path, outputs: dict[str, str], change: Change) -> dict[str, bytes]:
+    """Every output's bytes into the cache (the change's and the unchanged ones, so a restore never misses one):
+    digest -> bytes."""
+    datas: dict[str, bytes] = {}
+    for data in change.files.values():
+        if data is not None:
+            datas[hashlib.sha256(data).hexdigest()] = data
+            planner.cache.put_blob(hashlib.sha256(data).hexdigest(), data)
+    for rel, digest in outputs.items():
+        if rel not in change.files:
+            data = (root / rel).read_bytes()
+            datas[digest] = data
+            if not planner.cache.has_blob(digest):
+                planner.cache.put_blob(digest, data)
+    return datas
+
+
 def record_and_apply(
     planner: Planner,
     state_dir: Path,
@@ -141,18 +190,18 @@ def record_and_apply(
 ) -> dict:
     root = Path(planner.spec.root)
     outputs = _outputs_after(root, intent, change, planner)
-    datas: dict[str, bytes] = {}
-    for data in change.files.values():
-        if data is not None:
-            datas[hashlib.sha256(data).hexdigest()] = data
-            planner.cache.put_blob(hashlib.sha256(data).hexdigest(), data)
-    for rel, digest in outputs.items():  # unchanged outputs too, so a restore never misses one
-        if rel not in change.files:
-            data = (root / rel).read_bytes()
-            datas[digest] = data
-            if not planner.cache.has_blob(digest):
-                planner.cache.put_blob(digest, data)
+    datas = _keep_blobs(planner, root, outputs, change)
     record = version_record(planner, state_dir, intent, key, change, outputs, run_id, about or {})
+    # what each file it writes held before (None: absent), and a copy of those bytes: `runner rollback --to 0`
+    # puts back the project as it was before the intent's first version
+    record["before"] = {}
+    for rel in sorted(change.files):
+        try:
+            data = (root / rel).read_bytes()
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            record["before"][rel] = None
+            continue
+        datas[record["before"].setdefault(rel, hashlib.sha256(data).hexdigest())] = data
     diff = planner.cache.mask.text(change.diff(root))  # against the project as it is before the apply
     record["diffstat"] = diff_stat(diff) | {"files": len(change.files)}
     transcript = _read(about.get("transcript")) if about else None
@@ -167,6 +216,7 @@ def record_and_apply(
             run_id=run_id,
             drift=drift or None,
             attempts=(about or {}).get("attempts") or None,  # what a remote hit on it spares (runner audit)
+            duration=(about or {}).get("seconds") or 0.0,
         )
     )
     inplace = {p: d for p, d in inputs.items() if p in outputs}

@@ -31,7 +31,8 @@ from .memory import key_parts as memory_parts
 from .spec import BUILTIN_DIR, STEP_AGENT, STEP_AGGREGATE, STEP_SHELL, Intent, Spec, env_refs, runs_always
 from .workspace import Layout
 
-_FORMAT = 24  # 24: a document's digest made of its intents' tables' digests (toml_read.document_digests)
+_FORMAT = 25  # 25: an agent step's worker part holds what decides the answer, not base_url (spec.answer_parts)
+# 24: a document's digest made of its intents' tables' digests (toml_read.document_digests)
 # 23: the positions of each step's dependencies and declared paths (Compiled.graph)
 # 22: the digests of the spec files' documents (a comment keeps the compilation)
 # 21: the digests of the spec files as read (reused by content after a touch)
@@ -477,7 +478,7 @@ def _static_parts(spec: Spec, name: str, gated: list, loaded: dict) -> tuple[dic
         extra_sources += _evidence_files(Path(spec.root), resolved.adapter)
     if intent.kind == STEP_AGENT:
         w = spec.worker
-        parts["worker"] = digest_value([w.kind, w.model, list(w.fallback_models), w.base_url])
+        parts["worker"] = digest_value(w.answer_parts())
         p = spec.policies[intent.policy]
         parts["policy"] = digest_value([p.write_files, p.run_shell, p.network, list(p.scope)])
         parts.update(memory_parts(intent))  # one part per field, so a reason can say which one changed

@@ -49,6 +49,12 @@ def _inputs_block(root: Path, files: list[str]) -> str:
     return "\n".join(parts) or "(none)"
 
 
+def _one_call_block(root: Path, intent: Intent, input_files: list[str]) -> str:
+    from .one_call import files_block
+
+    return files_block(root, intent, input_files)
+
+
 def feedback_block(feedback: str | None) -> str:
     if not feedback:
         return ""
@@ -70,8 +76,20 @@ def improve_block(version: int, feedback: str, diff: str) -> str:
     )
 
 
-def render(template: str | None, intent: Intent, root: Path, input_files: list[str], feedback: str | None) -> str:
+def render(
+    template: str | None,
+    intent: Intent,
+    root: Path,
+    input_files: list[str],
+    feedback: str | None,
+    one_call: bool = False,
+) -> str:
+    """The prompt; `one_call`: for a worker that answers in one call and reads nothing itself (runner/one_call.py)."""
     text = template if template is not None else DEFAULT_TEMPLATE
+    if one_call:
+        from .one_call import without_run_asks
+
+        text = without_run_asks(text, intent.verify)
     memory = memory_section(intent)
     if memory and "{{memory}}" not in text:
         # a template without the slot (every one written before it) gets the memory right after the goal, or last;
@@ -84,7 +102,7 @@ def render(template: str | None, intent: Intent, root: Path, input_files: list[s
         "memory": memory,
         "acceptance": acceptance,
         "outputs": outputs,
-        "inputs": _inputs_block(root, input_files),
+        "inputs": _one_call_block(root, intent, input_files) if one_call else _inputs_block(root, input_files),
         "feedback": feedback_block(feedback),
         "intent": intent.name,
     }

@@ -85,6 +85,7 @@ class PlainReporter:
         self.total = 0  # the run's steps
         self.shown = 0  # steps whose end was shown
         self.unshown = 0  # steps that ended without a line (cached, skipped: shown with -v only)
+        self.replayed = False  # agent steps served from recordings (the replay worker): nothing was spent
 
     @property
     def counter(self) -> str:
@@ -97,13 +98,14 @@ class PlainReporter:
         elif kind == "step_started" and self.verbose:
             _out(f"run {event['intent']}: {'; '.join(event.get('reasons', []))}")
         elif kind == "step_finished":
+            self.replayed = self.replayed or bool((event.get("agent") or {}).get("replayed"))
             if self.verbose or event["status"] not in _QUIET:
                 self.shown += 1
                 self.step_line(event)
             else:
                 self.unshown += 1
         elif kind == "run_finished":
-            _out(summary_line(event), err=event.get("status") != "ok")
+            _out(summary_line(event, self.replayed), err=event.get("status") != "ok")
         elif kind == "attempt_finished" and not event.get("ok"):
             first_line = (event.get("error") or "").splitlines()[0] if event.get("error") else ""
             _out(
@@ -129,7 +131,8 @@ class PlainReporter:
     def step_line(self, event: dict) -> None:
         status, name = event["status"], event["intent"]
         if status == "ran":
-            spent = f"; {spent_text(event)}" if "usage" in event else ""
+            replayed = "replayed " if (event.get("agent") or {}).get("replayed") else ""
+            spent = f"; {replayed}{spent_text(event)}" if "usage" in event else ""
             spent += f" on {event['worker']}" if event.get("worker") else ""  # a step run on a Dask worker
             # an input that changed while it ran: the last reason says which, and that nothing was cached
             moved = f": {event['reasons'][-1]}" if event.get("inputs_changed") else ""
@@ -234,7 +237,7 @@ def failure_text(event: dict) -> str:
 LEFT_SHOWN = 10  # the steps a summary names as not done; the rest it counts
 
 
-def summary_line(event: dict) -> str:
+def summary_line(event: dict, replayed: bool = False) -> str:
     parts = [
         f"{event.get(k, 0)} {k}"
         for k in ("ran", "cached", "restored", "kept", "failed", "blocked", "skipped")
@@ -251,7 +254,9 @@ def summary_line(event: dict) -> str:
     if status == "ok" and not event.get("ran") and not event.get("restored") and not event.get("kept"):
         head = "runner: nothing to do:"
     line = f"{head} {what} in {event.get('duration', 0):.2f}s (run {event.get('run_id')})"
-    if event.get("attempts"):
+    if event.get("attempts") and replayed:  # recorded answers: what they cost once, not what this run spent
+        line += f"\nagent steps replayed {spent_text(event)} from recordings (no model was called)"
+    elif event.get("attempts"):
         line += f"\nagent steps spent {spent_text(event)}"
     if event.get("left"):
         left = event["left"]

@@ -54,6 +54,17 @@ class WorkerSettings(NamedTuple):
     replays_dir: str = "replays"
     extra: tuple[tuple[str, str], ...] = ()
 
+    def answer_parts(self) -> list:
+        """What decides a worker's answer, for an agent step's key: its kind, models and the settings that shape
+        the model's work; never where the request goes (base_url), the key's variable, the binary's path, time
+        limits or retries (a teammate behind another proxy shares the cache)."""
+        shaping = [[k, v] for k, v in self.extra if k in ANSWER_EXTRAS]
+        return [self.kind, self.model, list(self.fallback_models), shaping]
+
+
+# the `[worker] extra` settings that change what the model does (the others say how it is reached or retried)
+ANSWER_EXTRAS = frozenset({"reasoning_effort", "sandbox"})
+
 
 class ExecutorSettings(NamedTuple):
     """The `[executor]` table: where shell steps run. `local` (the default) on this machine; `dask` on the

@@ -193,8 +193,13 @@ def rollback(project, name: str, to: int | None, force: bool, stop_cluster, say)
         latest = pick(records, name, None)
         if to is None:
             if len(records) < 2:
-                raise UsageError(f"error: agent intent '{name}' has only version 1: there is no earlier version")
+                raise UsageError(
+                    f"error: agent intent '{name}' has only version 1: there is no earlier version "
+                    f"(`runner rollback {name} --to 0` puts the files back as they were before it)"
+                )
             target = records[-2]
+        elif to == 0:
+            target = before_first(records, name)
         else:
             target = pick(records, name, to)
         if target is latest:
@@ -208,7 +213,7 @@ def rollback(project, name: str, to: int | None, force: bool, stop_cluster, say)
                 f"error: {', '.join(edited)} changed since version {latest['version']} of '{name}' was applied; "
                 "a rollback would lose that change: keep it elsewhere, or pass --force"
             )
-        later = records[records.index(target) + 1 :]
+        later = records[records.index(target) + 1 :] if target["version"] else records
         wanted: dict[str, str | None] = dict(target["files"])
         for record in later:  # a file a later version created is not part of the restored version
             for rel in record.get("created", ()):
@@ -286,6 +291,29 @@ def rollback(project, name: str, to: int | None, force: bool, stop_cluster, say)
             made = record["checkpoint"] if by_git else None
             checkpoint(root, state_dir, record, sorted(change.files), mask, commits=made)
     return record
+
+
+def before_first(records: list[dict], name: str) -> dict:
+    """Version 0: the files as they were before the intent's first version (None: absent), from what each version
+    says its files held before it (the first time a version names a file). A version made before runner kept
+    that can say it only of the files it created."""
+    files: dict[str, str | None] = {}
+    for record in records:
+        before = record.get("before")
+        if before is None:
+            unknown = sorted(
+                rel for rel in record["files"] if rel not in files and rel not in record.get("created", ())
+            )
+            if unknown:
+                raise UsageError(
+                    f"error: version {record['version']} of '{name}' does not say what {', '.join(unknown)} held "
+                    f"before it (it was made by an older runner): there is no version 0 to roll back to; "
+                    f"`runner rollback {name} --to 1` is the earliest"
+                )
+            before = dict.fromkeys(record.get("created", ()))
+        for rel, digest in before.items():
+            files.setdefault(rel, digest)
+    return {"version": 0, "files": files, "key": records[0]["key"], "verified": False, "verify": []}
 
 
 def _blobs(state_dir: Path, name: str, target: dict, wanted: dict[str, str | None]) -> dict[str, bytes]:

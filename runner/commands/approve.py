@@ -13,9 +13,14 @@ def run(
     reject: bool,
     prompt: str | None,
     pattern: str | None,
+    show: bool = False,
 ) -> int:
     if prompt is not None or pattern is not None:
         return _candidate(inv, prompt, pattern, reject)
+    if show:
+        if reject:
+            raise UsageError("error: --show only shows a waiting change; drop --reject (or --show) and run it again")
+        return _show(inv, intents, spec_file)
     from ..apply import load_pending
     from ..approve import approve as approve_pending
     from ..approve import grant
@@ -67,6 +72,37 @@ def run(
     return EXIT_STEP_FAILED if any(d["action"] == "failed" for d in done) else EXIT_OK
 
 
+def _show(inv: Invocation, intents: tuple[str, ...], spec_file: str | None) -> int:
+    """Each waiting change (of INTENT, or every one): diff, verify result, drift; nothing is approved."""
+    from ..apply import load_pending
+    from ..pipeline import load_project
+    from ..suggest import did_you_mean
+    from ..waiting import render, views
+
+    project = load_project(inv.directory, spec_file=spec_file)
+    pending = load_pending(project.layout.state_dir)
+    agents = {n for n, i in project.spec.intents.items() if i.kind == "agent"}
+    for name in intents:
+        if name not in pending and name not in agents:
+            raise UsageError(
+                f"error: '{name}' is not an agent step{did_you_mean(name, agents)}; "
+                f"changes waiting: {', '.join(sorted(pending)) or 'none'}"
+            )
+    shown = views(project.spec, project.layout.state_dir, list(intents))
+    if inv.as_json:
+        print_json({"waiting": shown})
+        return EXIT_OK
+    if not shown:
+        which = f" for {', '.join(intents)}" if intents else ""
+        echo(f"nothing waits for approval{which}")
+    for i, view in enumerate(shown):
+        if i:
+            echo("")
+        for line in render(view):
+            echo(line)
+    return EXIT_OK
+
+
 def _candidate(inv: Invocation, prompt: str | None, pattern: str | None, reject: bool) -> int:
     """A variant of a prompt template (into canary, or promoted once ready there), or a pattern ready to be
     promoted ([learn] approve_patterns); --reject retires either."""
@@ -95,6 +131,7 @@ COMMAND = Command(
         argument("intents", nargs=-1),
         SPEC_FILE,
         flag("--reject", dest="reject", help="Drop the pending change instead of applying it."),
+        flag("--show", dest="show", help="Show the waiting change (diff, verify, drift) without approving it."),
         option(
             "--prompt",
             dest="prompt",

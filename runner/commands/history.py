@@ -11,7 +11,7 @@ def summary(record: dict) -> dict:
     """What history lists of a version (show gives the rest: files, diff, transcript)."""
     out = {k: record.get(k) for k in FIELDS} | {"checkpoint": record.get("checkpoint") or []}
     for extra in ("feedback", "improves", "restores", "edits", "applied_by", "checkpoint_error"):
-        if record.get(extra):
+        if record.get(extra) is not None and record[extra] != "":  # restores 0: before the first version
             out[extra] = record[extra]
     return out
 
@@ -24,13 +24,15 @@ def change_text(stat: dict) -> str:
 def verified_text(record: dict) -> str:
     if record.get("kind") == "edit":
         return "no: a person's edit"
+    if record.get("kind") == "rollback" and record.get("restores") == 0:
+        return "no: as before version 1"
     return f"yes ({', '.join(record['verify'])})" if record.get("verified") else "no verify declared"
 
 
 def kind_text(record: dict, version: str = "") -> str:
     """The kind of a version, with the version it restores, improves or edits (`version `: as show says it)."""
-    of = record.get("restores") or record.get("improves") or record.get("edits")
-    return record["kind"] + (f" of {version}{of}" if of else "")
+    of = next((record[k] for k in ("restores", "improves", "edits") if record.get(k) is not None), None)
+    return record["kind"] + (f" of {version}{of}" if of is not None else "")
 
 
 def run(inv: Invocation, intent: str, spec_file: str | None) -> None:

@@ -1,4 +1,5 @@
-"""`runner rollback INTENT [--to VERSION]`: restore an earlier version of an agent intent's outputs."""
+"""`runner rollback INTENT [--to VERSION]`: restore an earlier version of an agent intent's outputs (0: as they
+were before its first version)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,8 @@ def run(inv: Invocation, intent: str, to: int | None, spec_file: str | None, for
     echo(f"rolled {intent} back to version {record['restores']} as version {record['version']}: {restored}")
     if how and record.get("kind") == "rollback":
         echo(f"checkpoint: {how}")
-    echo("its dependants are now out of date: `runner status` lists them, `runner make` brings them up to date")
+    if dependants(project.spec, intent):
+        echo("its dependants are now out of date: `runner status` lists them, `runner make` brings them up to date")
 
 
 COMMAND = Command(
@@ -31,9 +33,20 @@ COMMAND = Command(
     "its next version; the steps that depend on it become out of date.",
     (
         target_argument("intent", required=True),
-        option("--to", dest="to", help="The version to restore (see `runner history`).", type=int, minimum=1),
+        option(
+            "--to",
+            dest="to",
+            help="The version to restore (see `runner history`); 0: as before the first version.",
+            type=int,
+            minimum=0,
+        ),
         SPEC_FILE,
         flag("--force", dest="force", help="Roll back even though its files changed since the latest version."),
     ),
     run,
 )
+
+
+def dependants(spec, name: str) -> list[str]:
+    """The intents that depend on `name` (its outputs are their inputs): what a rollback leaves out of date."""
+    return sorted(n for n, i in spec.intents.items() if name in i.deps)

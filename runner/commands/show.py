@@ -1,11 +1,12 @@
-"""`runner show INTENT[@VERSION]`: one version of an agent intent, with its diff and the transcript behind it."""
+"""`runner show INTENT[@VERSION]`: one version of an agent intent, with its diff and the transcript behind it (as a
+conversation; `--raw`: the worker's JSON lines)."""
 
 from __future__ import annotations
 
 from . import SPEC_FILE, Command, Invocation, argument, echo, flag, print_json
 
 
-def run(inv: Invocation, ref: str, spec_file: str | None, no_transcript: bool) -> None:
+def run(inv: Invocation, ref: str, spec_file: str | None, no_transcript: bool, raw: bool = False) -> None:
     from ..pipeline import load_project
     from ..versions import agent_intent, details, parse_ref, pick, versions
     from .history import change_text, kind_text, verified_text
@@ -33,8 +34,14 @@ def run(inv: Invocation, ref: str, spec_file: str | None, no_transcript: bool) -
         if shown["transcript"] is None:
             echo("(no transcript: this version was not made by a model call)")
         else:
-            echo("transcript:")
-            echo(shown["transcript"].rstrip("\n"))
+            echo("transcript (raw JSON lines):" if raw else "transcript (`--raw` for its JSON lines):")
+            if raw:
+                echo(shown["transcript"].rstrip("\n"))
+            else:
+                from ..transcript import conversation
+
+                for line in conversation(shown["transcript"]):
+                    echo(line)
 
 
 COMMAND = Command(
@@ -44,6 +51,7 @@ COMMAND = Command(
         argument("ref"),
         SPEC_FILE,
         flag("--no-transcript", dest="no_transcript", help="Leave out the worker's transcript."),
+        flag("--raw", dest="raw", help="The transcript as the worker's JSON lines, not as a conversation."),
     ),
     run,
 )

@@ -17,17 +17,43 @@ def show_plan(
             obj["agent"] = agents.to_json()
         print_json(obj)
         return
-    runs = [d for d in decisions if d.action == "run"]
+    waits = [d for d in decisions if d.action == "run" and d.reasons[:1] and d.reasons[0].startswith(WAITING)]
+    runs = [d for d in decisions if d.action == "run" and d not in waits]
     width = max((len(d.intent) for d in decisions), default=0)
     for d in decisions:
-        echo(f"{d.action:<4}  {d.intent:<{width}}  {'; '.join(d.reasons)}")
+        echo(f"{'wait' if d in waits else d.action:<4}  {d.intent:<{width}}  {'; '.join(d.reasons)}")
     which = f" (target {target})" if isinstance(target, str) else f" (targets {', '.join(target)})" if target else ""
-    echo(f"{len(runs)} to run, {len(decisions) - len(runs)} up to date{which}")
+    waiting = f"{len(waits)} waiting for approval, " if waits else ""
+    echo(f"{len(runs)} to run, {waiting}{len(decisions) - len(runs) - len(waits)} up to date{which}")
     if agents is not None:
         from ..preflight import render
 
         for line in render(agents):
             echo(line)
+
+
+WAITING = "waiting for approval"
+
+
+def _mark_waiting(state_dir, decisions: list, agents):
+    """A step whose verified change waits for approval under the key it would run with says so (`runner make`
+    waits for `runner approve`, it calls no model): its reason, and it leaves the agent preview."""
+    from ..waiting import reason, waiting
+
+    names = waiting(state_dir, decisions)
+    if not names:
+        return agents
+    for d in decisions:
+        if d.intent in names:
+            d.reasons = [reason(d.intent)]
+    if agents is None:
+        return None
+    steps = [s for s in agents.steps if s["intent"] not in names]
+    if not steps:
+        return None
+    attempts = agents.run_budget.get("attempts") if agents.run_budget else None
+    calls = sum(s["calls"] for s in steps)
+    return agents._replace(steps=steps, calls=calls if attempts is None else min(calls, attempts))
 
 
 def setup_failed(root, agents) -> None:
@@ -47,6 +73,7 @@ def run(inv: Invocation, targets: tuple[str, ...], spec_file: str | None, force:
     project = load_project(inv.directory, spec_file=spec_file)
     remote = mirror_named(project.spec, mode="read")  # what make would find there too
     target, decisions, warnings, agents = plan(project, targets, force, remote=remote)
+    agents = _mark_waiting(project.layout.state_dir, decisions, agents)
     show_plan(target, decisions, inv.as_json, warnings, agents)
     warn(warnings)
     setup_failed(project.spec.root, agents)

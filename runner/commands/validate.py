@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from ..errors import SetupNotReady, SpecError
-from . import SPEC_FILE, Command, Invocation, echo, print_json, warn
+from . import SPEC_FILE, Command, Invocation, echo, flag, print_json, warn
 
 
-def run(inv: Invocation, spec_file: str | None) -> None:
+def run(inv: Invocation, spec_file: str | None, strict_agents: bool = False) -> None:
     from ..pipeline import load_project
     from ..preflight import problems, render
 
@@ -26,22 +26,37 @@ def run(inv: Invocation, spec_file: str | None) -> None:
     warnings = unmatched_warnings(spec, files.unmatched, compiled.produced)
     n = len(spec.intents)
     agents = _agents(spec)
-    ok = agents is None or agents.ok
+    ready = agents is None or agents.ok
+    # the agent set-up is the machine's, not the spec's: a warning (shell steps run without it; `runner make`
+    # checks it for the agent steps it selects), a failure with --agents
+    ok = ready or not strict_agents
+    set_up = SetupNotReady(agents.worker, problems(spec.root, agents.checks)) if agents and not ready else None
+    if set_up is not None and not strict_agents:
+        warnings = [*warnings, _setup_warning(set_up)]
     if inv.as_json:
         obj: dict = {"ok": ok, "intents": n, "problems": [], "warnings": warnings}
         if agents is not None:
-            obj["problems"] = [p.to_json() for p in problems(spec.root, agents.checks)]
+            if strict_agents:
+                obj["problems"] = [p.to_json() for p in problems(spec.root, agents.checks)]
             obj["agent"] = agents.to_json()
         print_json(obj)
+        if set_up is not None:
+            set_up.answered_in_json = True  # the document above lists the problems: no second one after it
     else:
         spec_ok = "" if ok else " in the spec"
         echo(f"ok: {n} intent{'s' if n != 1 else ''}, no problems{spec_ok}" + _warnings(warnings))
         for line in render(agents) if agents is not None else []:
             echo(line)
     warn(warnings)
-    if not ok:
-        assert agents is not None
-        raise SetupNotReady(agents.worker, problems(spec.root, agents.checks))
+    if set_up is not None and strict_agents:
+        raise set_up
+
+
+def _setup_warning(set_up: SetupNotReady) -> str:
+    """The set-up problems as one warning: what `runner make` of an agent step would stop on (exit 2)."""
+    lines = ("warning: " + set_up.render().removeprefix("error: ")).splitlines()
+    lines[0] += " (its agent steps would stop at their first call; `runner validate --agents` fails on this)"
+    return "\n".join(lines)
 
 
 def _agents(spec):
@@ -62,4 +77,16 @@ def _warnings(warnings: list[str]) -> str:
     return f", {n} warning{'s' if n != 1 else ''}" if n else ""
 
 
-COMMAND = Command("validate", "Check intents.toml and adapters; report every problem at once.", (SPEC_FILE,), run=run)
+COMMAND = Command(
+    "validate",
+    "Check intents.toml and adapters; report every problem at once.",
+    (
+        SPEC_FILE,
+        flag(
+            "--agents",
+            dest="strict_agents",
+            help="Fail (exit 2) when the agent set-up cannot start the agent steps, not only warn.",
+        ),
+    ),
+    run=run,
+)

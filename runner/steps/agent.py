@@ -122,6 +122,7 @@ class AgentStep:
                 error=f"policy '{policy.name}' forbids running the verify commands "
                 f"(run_shell = \"never\"); drop 'verify' or allow run_shell",
             )
+        began = time.monotonic()
         n = intent.candidates
         results = [CandidateResult(candidate=i + 1) for i in range(n)]
         threads = [threading.Thread(target=self._candidate, args=(ctx, run, r), daemon=True) for r in results]
@@ -146,7 +147,10 @@ class AgentStep:
             # attempts that reached the worker (one stopped by a budget before it started is not counted)
             "attempts": sum(r.spent.attempts for r in results),
             "usage": {k: sum(r.usage[k] for r in results) for k in USAGE_KEYS},
+            "seconds": round(time.monotonic() - began, 3),  # the step's own time, its verify commands' included
         }
+        if run.worker_config.kind == "replay":  # recorded answers: their tokens were spent once, when recorded
+            details["replayed"] = True
         final = best.final
         worker = next((a.worker for a in reversed(best.attempts) if a.worker), None)  # on a Dask cluster
         for home in {a.workspace for r in results for a in r.attempts if a.workspace}:
@@ -166,7 +170,11 @@ class AgentStep:
             return StepOutcome(ok=False, blocked=final.error, error=final.error, details=details, worker=worker)
         if final.kind == "interrupted":
             return StepOutcome(ok=False, interrupted=True, error="interrupted", details=details, worker=worker)
-        return StepOutcome(ok=False, error=final.error, details=details, worker=worker)
+        log = _verify_log(run, intent, final)
+        error = final.error
+        if log is not None and error:  # the failure block reads the log as a shell step's: its findings once
+            error = error.split("\n", 1)[0]
+        return StepOutcome(ok=False, error=error, details=details, worker=worker, log=log)
 
     # ---- one candidate: attempts with feedback ---------------------------------------------
     def _candidate(self, ctx: StepContext, run: AgentRun, result: CandidateResult) -> None:
@@ -210,7 +218,8 @@ class AgentStep:
         index = (attempt.candidate - 1) * intent.max_attempts + attempt.number
         folder = run.attempts_dir / intent.name / f"c{attempt.candidate}-a{attempt.number}"
         folder.mkdir(parents=True, exist_ok=True)
-        prompt = render(template, intent, run.root, run.input_files, feedback)
+        # a one-call worker (openai) reads no file and runs no command: its prompt shows the files and says so
+        prompt = render(template, intent, run.root, run.input_files, feedback, run.worker_config.kind == "openai")
         if run.improve:
             prompt += run.improve
         mask = ctx.mask  # every artefact of the attempt is masked as it is written; the change itself is not
@@ -225,6 +234,7 @@ class AgentStep:
                 **({"prompt": result.prompt} if result.prompt else {}),
             },
         )
+        began = time.monotonic()
         job = AttemptJob(
             root=run.root,
             intent=intent,
@@ -253,7 +263,8 @@ class AgentStep:
         attempt.ok, attempt.kind, attempt.error, attempt.retry = done.ok, done.kind, done.error, done.retry
         attempt.change = change if done.ok else None
         attempt.worker = done.worker
-        attempt.tokens, attempt.seconds = answer.usage.total, answer.duration_s
+        # the attempt's time is its whole: the model's answer, the change found and its verify commands run
+        attempt.tokens, attempt.seconds = answer.usage.total, time.monotonic() - began
         attempt.summary = answer.final_message or ""
         if done.called:  # an attempt stopped before its call (a cluster gone) spent nothing
             result.spent.tokens += answer.usage.total
@@ -539,7 +550,8 @@ def _judge(
     claimed = _claimed_outside(answer.events, ws) if job.worker["kind"] == "codex" else []
     problems = [f"{p}: outside the project (policy '{policy.name}')" for p in claimed]
     problems += check_change(change, policy, intent)
-    missing = [o for o in intent.outputs if not expand(str(ws), (o,))]
+    # a literal path is expanded as it is, present or not: an output is there when one of its files is
+    missing = [o for o in intent.outputs if not any(os.path.lexists(ws / rel) for rel in expand(str(ws), (o,)))]
     if problems and not claimed and only_outside_scope(change, policy, intent):
         # nothing it may write was changed: a green step would apply nothing (retried, with this feedback)
         revert(ws, job.root, change.files)  # the next attempt starts without them
@@ -553,15 +565,14 @@ def _judge(
         done.kind = "policy"
         done.error = "refused: " + "; ".join(problems)
         return
-    if not change:
-        # an attempt that did nothing has not done its goal, even when its outputs already exist
+    if missing:
+        if change:
+            done.kind, done.error = "logic", f"declared outputs not produced: {', '.join(missing)}"
+            return
+        # nothing there and nothing made: the goal is not done (retried with this reason)
         done.kind, done.retry = "policy", True
         done.error = f"the attempt changed nothing: an agent step must change its {writable_scope(policy, intent)}"
-        if missing:
-            done.error += f" (the outputs {', '.join(missing)} do not exist)"
-        return
-    if missing:
-        done.kind, done.error = "logic", f"declared outputs not produced: {', '.join(missing)}"
+        done.error += f" (the outputs {', '.join(missing)} do not exist)"
         return
     failure = _verify(job, ws, cancel, journal, log_path)
     with _FILE_WORK.finishing():
@@ -569,7 +580,11 @@ def _judge(
     if failure:
         # a verify cut short by Ctrl-C says nothing about the change: not a retry with feedback
         done.kind, done.error = ("interrupted" if cancel.is_set() else "logic"), failure
+        if not change and not cancel.is_set():  # the outputs as they stand are not right, and it left them so
+            done.error = f"the attempt changed nothing, and {failure}"
         return
+    # an attempt that changed nothing where the outputs exist and verify: the answer still holds (its last
+    # version, or a person's kept edit), so the step is done at the cost of this one attempt
     done.ok = True
 
 
@@ -657,6 +672,20 @@ def _claimed_outside(events: list[dict], ws: Path) -> list[str]:
             if full != root and not full.startswith(root + os.sep):
                 out.append(path)
     return sorted(set(out))
+
+
+def _verify_log(run: AgentRun, intent: Intent, final: Attempt) -> str | None:
+    """A step that failed its verify has that output as its log, as a shell step has (the failure block reads
+    it and ends with its path), when the verify commands printed something a reader can go by; a silent one
+    (its findings from its reports) keeps them in its error instead."""
+    if final.kind != "logic":
+        return None
+    log = run.attempts_dir / intent.name / f"c{final.candidate}-a{final.number}" / "verify.log"
+    try:
+        text = log.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    return str(log) if any(line.strip() and not line.startswith("$ ") for line in text.splitlines()) else None
 
 
 def _template(ctx: StepContext) -> str | None:

@@ -1,7 +1,8 @@
 """What an agent run costs, after the fact: each agent step's step_finished and the run's run_finished give the
 attempts and tokens (input, cached input, output), as does the plain summary; and an attempt that changed
-nothing (or only files its policy does not let it write) is no success: it is retried with that reason, then
-the step fails, never recorded as done. Driven through the CLI with the fake codex (10 input tokens, 2 of them
+nothing where there is nothing yet (or only files its policy does not let it write) is no success: it is retried
+with that reason, then the step fails, never recorded as done (test_agent_daily_use.py: where the outputs exist and
+verify, it is). Driven through the CLI with the fake codex (10 input tokens, 2 of them
 cached, 3 output tokens a call)."""
 
 from __future__ import annotations
@@ -58,14 +59,15 @@ def test_the_plain_summary_gives_them_per_step_and_in_all(agent):
     assert lines[-1] == "agent steps spent 4 attempts, 40 input tokens (8 cached), 12 output tokens"
 
 
-def test_an_attempt_that_changes_nothing_is_retried_then_fails_and_is_never_cached(agent):
-    (agent.root / "tests").mkdir()
-    (agent.root / "tests/test_calc.py").write_text(PASSING_TEST)  # it would verify: green, committing nothing
-    agent.spec(agent.fake_codex_worker({}))
+def test_an_attempt_that_changes_nothing_where_there_is_nothing_yet_is_retried_then_fails_uncached(agent):
+    agent.spec(agent.fake_codex_worker({}))  # the output does not exist, and the agent writes nothing
     before = agent.files()
     result = agent.make()
     assert result.code == 1
-    reason = "the attempt changed nothing: an agent step must change its outputs tests/test_calc.py"
+    reason = (
+        "the attempt changed nothing: an agent step must change its outputs tests/test_calc.py "
+        "(the outputs tests/test_calc.py do not exist)"
+    )
     assert result.step("tests")["error"] == reason
     attempts = [(e["attempt"], e["kind"], e["error"]) for e in result.events() if e["event"] == "attempt_finished"]
     assert attempts == [(1, "policy", reason), (2, "policy", reason), (3, "policy", reason)]

@@ -49,7 +49,7 @@ def test_validate_checks_the_codex_set_up_and_never_calls_a_model_nor_shows_the_
 
 def test_validate_names_the_unset_key_variable_where_it_is_declared_and_exits_2(agent):
     agent.spec(agent.fake_codex_worker({}, extra=PROVIDER))
-    result = agent.run("validate", env=_without(agent.env(), "FAKE_KEY"))
+    result = agent.run("validate", "--agents", env=_without(agent.env(), "FAKE_KEY"))
     assert result.code == 2
     assert result.err == (
         "error: the agent set-up is not ready: the codex worker cannot start the agent steps\n"
@@ -60,9 +60,34 @@ def test_validate_names_the_unset_key_variable_where_it_is_declared_and_exits_2(
     assert "  FAIL  key       the environment variable FAKE_KEY is not set" in result.out
 
 
+def test_validate_warns_of_an_unset_key_and_exits_0_unless_agents_is_asked_for(agent):
+    """The agent set-up is the machine's: a spec whose shell steps run is valid without it; `runner make` stops
+    on it for the agent steps it selects, `validate --agents` fails on it."""
+    agent.spec(agent.fake_codex_worker({}, extra=PROVIDER), intent_extra='\n[intent.check]\nrun = "true"\n')
+    env = _without(agent.env(), "FAKE_KEY")
+    result = agent.run("validate", env=env)
+    assert result.code == 0, result.err
+    assert result.out.startswith("ok: 2 intents, no problems, 1 warning\n")
+    assert "  FAIL  key       the environment variable FAKE_KEY is not set" in result.out
+    assert result.err == (
+        "warning: the agent set-up is not ready: the codex worker cannot start the agent steps (its agent steps "
+        "would stop at their first call; `runner validate --agents` fails on this)\n"
+        f"  intents.toml:{_line(agent, 'env_key')}: worker.env_key: key: the environment variable FAKE_KEY is not "
+        "set: codex sends it to http://127.0.0.1:9/v1 ([worker] env_key names the variable)\n"
+    )
+    as_json = json.loads(agent.run("validate", "--json", env=env).out)
+    assert (as_json["ok"], as_json["problems"], as_json["agent"]["ok"]) == (True, [], False)
+    assert as_json["warnings"][0].startswith("warning: the agent set-up is not ready")
+    strict = agent.run("validate", "--agents", "--json", env=env)
+    assert strict.code == 2 and json.loads(strict.out)["ok"] is False
+    assert [p["path"] for p in json.loads(strict.out)["problems"]] == ["worker.env_key"]
+    check = agent.run("make", "check", env=env)  # shell steps only: the agent set-up is not looked at
+    assert check.code == 0, check.err
+
+
 def test_validate_says_when_the_codex_binary_is_missing(agent, tmp_path):
     agent.spec(f'[worker]\nkind = "codex"\nbinary = "{tmp_path}/no/codex"\n')
-    result = agent.run("validate")
+    result = agent.run("validate", "--agents")
     assert result.code == 2
     assert result.err.splitlines()[1] == (
         f"  intents.toml:{_line(agent, 'binary')}: worker.binary: binary: worker.binary = '{tmp_path}/no/codex' "
@@ -72,7 +97,7 @@ def test_validate_says_when_the_codex_binary_is_missing(agent, tmp_path):
 
 def test_a_key_no_line_declares_is_reported_at_the_worker_table(agent):
     agent.spec(agent.fake_codex_worker({}, extra=f'extra = {{ codex_home = "{agent.home}/codex-home" }}'))
-    result = agent.run("validate", env=_without(agent.env(), "CODEX_API_KEY", "CODEX_HOME"))
+    result = agent.run("validate", "--agents", env=_without(agent.env(), "CODEX_API_KEY", "CODEX_HOME"))
     assert result.code == 2
     assert result.err.splitlines()[1].startswith(
         f"  intents.toml:{_line(agent, '[worker]')}: worker: key: the environment variable CODEX_API_KEY is not set"
@@ -89,7 +114,7 @@ def test_make_n_checks_the_worker_the_run_would_use(agent):
 def test_the_builtin_provider_needs_codex_api_key_or_a_login(agent):
     agent.spec(agent.fake_codex_worker({}, extra=f'extra = {{ codex_home = "{agent.home}/codex-home" }}'))
     env = _without(agent.env(), "CODEX_API_KEY", "CODEX_HOME")
-    result = agent.run("validate", env=env)
+    result = agent.run("validate", "--agents", env=env)
     assert result.code == 2
     assert (
         f"key: the environment variable CODEX_API_KEY is not set and there is no login in "
@@ -98,7 +123,7 @@ def test_the_builtin_provider_needs_codex_api_key_or_a_login(agent):
     ) in result.err
     (agent.home / "codex-home").mkdir()
     (agent.home / "codex-home/auth.json").write_text("{}")
-    assert agent.run("validate", env=env).code == 0
+    assert agent.run("validate", "--agents", env=env).code == 0
 
 
 @pytest.mark.parametrize(
@@ -110,14 +135,14 @@ def test_the_builtin_provider_needs_codex_api_key_or_a_login(agent):
 )
 def test_an_openai_base_url_that_is_no_url_is_refused(agent, url, why):
     agent.spec(f'[worker]\nkind = "openai"\nbase_url = "{url}"\n')
-    result = agent.run("validate")
+    result = agent.run("validate", "--agents")
     assert result.code == 2
     assert f"worker.base_url: base_url: [worker] base_url = '{url}' {why}" in result.err
 
 
 def test_the_replay_worker_needs_a_recording_of_each_step(agent):
     agent.spec('[worker]\nkind = "replay"\n')
-    result = agent.run("validate")
+    result = agent.run("validate", "--agents")
     assert result.code == 2
     assert (
         f"recordings: no recording in {agent.root}/replays/ for tests: run once with a live worker and "

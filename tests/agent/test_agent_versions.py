@@ -119,9 +119,14 @@ def test_show_prints_a_version_s_diff_and_transcript(agent, server):
     lines = shown.out.splitlines()
     assert re.fullmatch(r"tests version 1: make, run \S+, \S+", lines[0])
     assert "--- /dev/null\n+++ b/tests/test_calc.py\n" in shown.out
-    assert "+def test_mean():" in shown.out and "test_mean_even" not in shown.out.split("transcript:")[0]
+    transcript = lines.index("transcript (`--raw` for its JSON lines):")
+    assert "+def test_mean():" in shown.out and "test_mean_even" not in "\n".join(lines[:transcript])
     assert "verified  yes (test)" in lines
-    assert "transcript:" in lines and "response.completed" in shown.out
+    # a conversation: the answer once, then the tokens; no streaming JSON
+    assert lines[transcript + 1] == "answer:" and lines[-1] == "tokens: 30 input (0 cached), 7 output"
+    assert "response.completed" not in shown.out and shown.out.count("<<MIS:START>>") == 1
+    raw = agent.run("show", "tests@1", "--raw").out
+    assert "transcript (raw JSON lines):" in raw.splitlines() and "response.completed" in raw
     latest = json.loads(agent.run("show", "tests", "--json").out)
     assert latest["version"] == 2 and "+def test_mean_even():" in latest["diff"]
     assert latest["diff"].startswith("--- a/tests/test_calc.py\n+++ b/tests/test_calc.py\n")
@@ -156,7 +161,10 @@ def test_rollback_restores_version_1_bytes_and_the_dependants_are_out_of_date(ag
     assert [(v["version"], v["kind"]) for v in versions] == [(1, "make"), (2, "improve"), (3, "rollback")]
     back = agent.run("rollback", "tests", "--to", "2")
     assert back.code == 0, back.err
-    assert back.out.splitlines()[0] == "rolled tests back to version 2 as version 4: tests/test_calc.py"
+    assert back.out.splitlines() == [
+        "rolled tests back to version 2 as version 4: tests/test_calc.py",
+        "its dependants are now out of date: `runner status` lists them, `runner make` brings them up to date",
+    ]  # report depends on it
     assert (agent.root / "tests/test_calc.py").read_text() == SECOND_TEST
     assert not agent.leaks()
 
@@ -282,7 +290,8 @@ def test_only_one_version_means_nothing_to_roll_back_to(agent, server):
     result = agent.run("rollback", "tests")
     assert (result.code, result.err) == (
         2,
-        "error: agent intent 'tests' has only version 1: there is no earlier version\n",
+        "error: agent intent 'tests' has only version 1: there is no earlier version "
+        "(`runner rollback tests --to 0` puts the files back as they were before it)\n",
     )
 
 

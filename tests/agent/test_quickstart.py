@@ -152,3 +152,25 @@ def test_a_reader_that_goes_away_stops_nothing(tmp_path):
     assert "Traceback" not in err and "BrokenPipe" not in err, err
     last = (root / ".runner" / "runs" / first["run_id"] / "events.jsonl").read_text().splitlines()[-1]
     assert json.loads(last)["event"] == "run_finished" and json.loads(last)["status"] == "ok"
+
+
+def test_an_offline_run_says_it_replayed_the_recorded_tokens_never_that_it_spent_them(tmp_path):
+    root = _copy(tmp_path)
+    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(root)}
+    result = subprocess.run(
+        [sys.executable, "-m", "runner", "make"], cwd=root, capture_output=True, text=True, env=env, timeout=300
+    )
+    assert result.returncode == 0, result.stderr
+    assert "spent" not in result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    assert any(line.startswith("[") and " ran tests (" in line and "; replayed 2 attempts, " in line for line in lines)
+    assert lines[-1].startswith("agent steps replayed 3 attempts, ")
+    assert lines[-1].endswith(" output tokens from recordings (no model was called)")
+    assert (EXAMPLE / "intents.toml").read_text().startswith("# The quickstart shows a retry on purpose: ")
+    # the recorded transcript as a conversation: the path Codex reported in its copy of the project, as the
+    # project names it
+    shown = subprocess.run(
+        [sys.executable, "-m", "runner", "show", "tests"], cwd=root, capture_output=True, text=True, env=env, timeout=60
+    ).stdout.splitlines()
+    transcript = shown[shown.index("transcript (`--raw` for its JSON lines):") + 1 :]
+    assert transcript[0] == "changed tests/test_calc.py (update)" and transcript[1] == "agent:"
