@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -83,6 +85,41 @@ def _step(root: Path, name: str, adapter: Adapter, command: str, d: Detection, i
         f"inputs = {_list(inputs)}",
         "",
     ]
+
+
+# words a shell runs itself: nothing to install
+_SHELL_WORDS = {"cd", "echo", "exec", "exit", "export", "set", "test", "true", "false", ":", ".", "[", "if", "for"}
+
+
+def _program(root: Path, line: str) -> str | None:
+    """The program a run line starts (after VAR=value assignments), if it is not to be found here: on PATH, or as a
+    path from the project's root (./gradlew). None when it is there, is the shell's own, or the line is not plain."""
+    try:
+        words = shlex.split(line)
+    except ValueError:
+        return None
+    words = [w for w in words if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", w)]
+    if not words or words[0] in _SHELL_WORDS:
+        return None
+    word = words[0]
+    found = (root / word).exists() if "/" in word else shutil.which(word) is not None
+    return None if found else word
+
+
+def not_installed(root: Path, found: list[Detection], adapters: dict[str, Adapter]) -> dict[str, list[str]]:
+    """The programs the generated lint and test steps would start that this machine does not have, each with the
+    steps that start it: attrs' `uv run pytest` failed with `uv: not found` on the first `runner make`."""
+    missing: dict[str, list[str]] = {}
+    for d in found:
+        adapter = adapters[d.adapter]
+        if adapter.command("test", d.variants) is None:  # render() writes no step for it
+            continue
+        for command in ("lint", "test"):
+            cmd = adapter.command(command, d.variants)
+            program = _program(root, cmd.run) if cmd is not None else None
+            if cmd is not None and program is not None:
+                missing.setdefault(program, []).append(f"{command} ({adapter.name}: {cmd.run})")
+    return missing
 
 
 def _same_command(a: str, b: str) -> bool:
@@ -291,6 +328,12 @@ def init_project(root: Path, dry_run: bool = False) -> tuple[str, dict]:
             lines.append(f"lint ({d.adapter}) follows the project's own configuration: {config[0]}")
     if note:
         lines.append(f"the example agent intent '{EXAMPLE_INTENT}' is {note}")
+    missing = not_installed(root, found, adapters)
+    for program, steps in missing.items():
+        lines.append(
+            f"warning: {program} is not installed here, and {'; '.join(steps)} start{'s' if len(steps) == 1 else ''} "
+            f"it: install {program}, or change the run line in {SPEC_FILE}"
+        )
     if dry_run:
         lines += ["", text.rstrip("\n")]
     obj = {
@@ -303,6 +346,7 @@ def init_project(root: Path, dry_run: bool = False) -> tuple[str, dict]:
         "name_from": named[1] if named else None,
         "offered": [o.name for o in kept],
         "note": note or None,
+        "not_installed": missing,
         "content": text,
     }
     return "\n".join(lines), obj

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -161,6 +162,25 @@ def test_tox_toml_and_pyproject_tox_tables_are_read(tmp_path):
         "tox-py310-django42",
         "tox-py310-django50",
     ]
+
+
+def test_init_says_which_program_a_generated_step_needs_is_not_installed(tmp_path):
+    """attrs (uv.lock): init wrote `uv run pytest` where no uv is installed, and both steps failed with `uv: not
+    found`; a program that is there (python3, ruff when installed) is not named."""
+    pyproject = "[project]\nname = 'a'\n[tool.uv]\ndev-dependencies = []\n"
+    root = tree(tmp_path / "a", {"pyproject.toml": pyproject, "uv.lock": "version = 1\n", "tests/test_a.py": ""})
+    assert shutil.which("uv") is None  # the machine this runs on has no uv (as attrs' user had none)
+    steps = ["lint (python: uv run python -m ruff check --output-format concise .)", "test (python: uv run pytest)"]
+    assert init(root, "--dry-run")["not_installed"] == {"uv": steps}
+    result = runner(root, "init")
+    assert result.returncode == 0, result.stderr
+    said = [line for line in result.stdout.splitlines() if line.startswith("warning:")]
+    assert said == [
+        f"warning: uv is not installed here, and {'; '.join(steps)} start it: install uv, or change the run "
+        "line in intents.toml"
+    ]
+    python_only = tree(tmp_path / "b", {"pyproject.toml": "[project]\nname = 'b'\n", "tests/test_b.py": ""})
+    assert "uv" not in init(python_only, "--dry-run")["not_installed"]
 
 
 def test_tox_numeric_ranges_are_counted_out_as_tox_does(tmp_path):
