@@ -23,6 +23,12 @@ NPM_LIFECYCLE = {
     "prepack",
     "postpack",
     "dependencies",
+    # `npm version` and `npm publish` run these: a release's steps, not a task (minimist's `version` was offered)
+    "preversion",
+    "version",
+    "postversion",
+    "publish",
+    "postpublish",
 }
 # a Makefile rule line: targets, one or two colons, not an assignment (`X := y`, `X ::= y`)
 _RULE = re.compile(r"^(?P<targets>[^\s:#=][^:#=]*?)\s*::?(?![:=])")

@@ -183,6 +183,19 @@ def test_init_says_which_program_a_generated_step_needs_is_not_installed(tmp_pat
     assert "uv" not in init(python_only, "--dry-run")["not_installed"]
 
 
+def test_npm_version_and_publish_hooks_are_not_offered(tmp_path):
+    """minimist's `version` script (auto-changelog, run by `npm version`) was offered as the intent npm-version."""
+    scripts = {
+        "version": "auto-changelog && git add CHANGELOG.md",
+        "postversion": "git push",
+        "publish": "x",
+        "tests-only": "tape test/*.js",
+        "test": "npm run tests-only",
+    }
+    root = tree(tmp_path / "m", {"package.json": json.dumps({"name": "m", "scripts": scripts})})
+    assert init(root, "--dry-run")["offered"] == ["npm-tests-only"]
+
+
 def test_tox_numeric_ranges_are_counted_out_as_tox_does(tmp_path):
     """attrs' `py3{9-14}-tests` became one intent `tox -e py39-14-tests`, an environment tox does not have."""
     ini = "[tox]\nenv_list = py3{9-14}-tests, py3{8-9, 11}-lint\n"
