@@ -11,15 +11,29 @@ import click
 
 from . import __version__
 from .commands import NAMES, Command, Invocation, Param, load
-from .errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, RunnerError, from_a_ctrl_c
+from .errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, RunnerError, UsageError, from_a_ctrl_c
+from .project_root import joined_directory
 from .report import asked_for_json, error_line
 
 _directory = [Path(".")]  # the -C of the running command: where an internal error's traceback goes
 
 
-def _remember_directory(ctx, param, value: Path) -> Path:
+def _remember_directory(ctx: click.Context, param: click.Parameter, value: Path) -> Path:
+    """A command's -C, taken from the one before the command (`runner -C proj status`, as git, make and just take
+    it): given both, the second is relative to the first, as git takes two."""
+    before = ctx.find_root().params.get("directory")
+    if before is not None and ctx.parent is not None:
+        if ctx.get_parameter_source(param.name or "directory") == click.core.ParameterSource.DEFAULT:
+            value = before
+        else:
+            value = Path(joined_directory(str(before), str(value)))
     _directory[0] = value
     return value
+
+
+def _leading_spec_file(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """A command's -f, or else the one before the command (`runner -f other.toml list`)."""
+    return ctx.find_root().params.get("spec_file") if value is None else value
 
 
 _SHARED = (
@@ -95,6 +109,7 @@ def _click_param(p: Param) -> click.Parameter:
         metavar=p.metavar,
         help=p.help,
         shell_complete=complete,
+        callback=_leading_spec_file if p.dest == "spec_file" else None,
     )
 
 
@@ -109,8 +124,10 @@ def _build(command: Command) -> click.Command:
     def callback(directory: Path = Path("."), as_json: bool = False, **values) -> None:
         from .workspace import at_terminal
 
-        if run is not None and not click.get_current_context().invoked_subcommand:
-            sys.exit(run(Invocation(directory, as_json, _ask if at_terminal() else None), **values) or EXIT_OK)
+        ctx = click.get_current_context()
+        if run is not None and not ctx.invoked_subcommand:
+            asks = _ask if at_terminal() else None
+            sys.exit(run(Invocation(directory, as_json, asks, ctx.find_root().obj), **values) or EXIT_OK)
 
     params = [_click_param(p) for p in command.params] + list(_SHARED) if run is not None else []
     if not command.subcommands:
@@ -135,17 +152,51 @@ class _Commands(click.Group):
 
 @click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="runner")
-def cli() -> None:
+@click.option(
+    "-C",
+    "--directory",
+    "directory",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Run as if started in DIR (like git -C and make -C), for any command.",
+)
+@click.option(
+    "-f",
+    "--file",
+    "spec_file",
+    default=None,
+    metavar="FILE",
+    help="Read the intents from FILE, for any command that reads them.",
+)
+def cli(directory: Path | None, spec_file: str | None) -> None:
     """Make for coding agents: intents in TOML become a cached, content-hashed DAG of steps."""
+    if directory is not None:
+        _directory[0] = directory
+    if spec_file is None:
+        return
+    if spec_file == "":
+        raise UsageError("error: -f: expected a file name, got an empty one")
+    ctx = click.get_current_context()
+    name = ctx.invoked_subcommand
+    if name is not None and not _reads_intents(load(name)):
+        raise UsageError(
+            f"error: -f {spec_file}: `runner {name}` reads no intents file; leave -f out, or name -C DIR instead"
+        )
+
+
+def _reads_intents(command: Command) -> bool:
+    """Whether `command` (or one of its subcommands) takes -f FILE."""
+    return any(p.dest == "spec_file" for p in command.params) or any(map(_reads_intents, command.subcommands))
 
 
 # ---- the error boundary ----------------------------------------------------------------------
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None, missed: object = None) -> None:
+    """`missed`: what the warm no-op read before it found the proof broken (proof.Missed), for `runner make`."""
     as_json = asked_for_json(sys.argv[1:] if argv is None else argv)
     try:
-        cli.main(args=argv, prog_name="runner", standalone_mode=False)
+        cli.main(args=argv, prog_name="runner", standalone_mode=False, obj=missed)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.ClickException as exc:

@@ -23,12 +23,12 @@ from itertools import accumulate, chain
 from pathlib import Path
 
 from . import __version__
-from .freshness import NEVER, stat_of, vouches
 from .globs import GLOB_CHARS
 from .index_file import PackedTable, give_back_memory, map_file, replacing, write_marshal
 from .keys import content_digest, digest_bytes, digest_value
 from .memory import key_parts as memory_parts
 from .spec import BUILTIN_DIR, STEP_AGENT, STEP_AGGREGATE, STEP_SHELL, Intent, Spec, env_refs, runs_always
+from .stat_cache import NEVER, stat_of, vouches
 from .workspace import Layout
 
 _FORMAT = 24  # 24: a document's digest made of its intents' tables' digests (toml_read.document_digests)

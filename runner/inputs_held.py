@@ -6,7 +6,7 @@ bytes it never read: put the old bytes back, and the cache, local and shared, se
 ones. So once the step has ended, each input is looked at again against the stat cache entry its digest came from
 (`Decision.seen`), as git's index is:
 
-- its stats (size, mtime, ctime, inode) are the entry's and vouch for its bytes (freshness.vouches: neither time
+- its stats (size, mtime, ctime, inode) are the entry's and vouch for its bytes (stat_cache.vouches: neither time
   within the racy window of the hashing): unchanged, no byte read. A write since moved its ctime, which nobody
   can set back.
 - the same stats, too fresh to vouch (a write within the same clock tick may have kept them all): its bytes say.
@@ -33,15 +33,16 @@ from __future__ import annotations
 
 import marshal
 import os
+from typing import TYPE_CHECKING
 
-from .freshness import stat_is_file, vouches
 from .globs import GLOB_CHARS
 from .keys import digest_file
+from .stat_cache import stat_is_file, vouches
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from .freshness import Decision, StatCache
+    from .freshness import Decision
     from .plan import Planner
+    from .stat_cache import StatCache
 
 CHANGED, CREATED, DELETED = "changed", "created", "deleted"
 
@@ -105,7 +106,7 @@ _open: list[tuple[str, int]] = []  # the one project folder held open: (root, de
 def _folder(root: str) -> int:
     """The project's folder, opened once for the run's re-checks: a path looked up from it costs the kernel only
     its own parts, not the root's again for each (half the stat of a clean build's ~2 inputs a step, measured on
-    this machine's deep roots; freshness._stats_here does the same). One at a time: another root closes it."""
+    this machine's deep roots; proof.stats_here does the same). One at a time: another root closes it."""
     if _open and _open[0][0] == root:
         return _open[0][1]
     while _open:

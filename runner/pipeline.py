@@ -12,25 +12,18 @@ from pathlib import Path
 
 from .cache import Cache, State
 from .compiled import Compiled, edited_since, load_compiled, save_unsaved
+from .cone import FirstLook, doubtful_steps, first_look
 from .execute import Executor
-from .freshness import (
-    FirstLook,
-    StatCache,
-    doubtful_steps,
-    drop_proof,
-    first_look,
-    proof_name,
-    record_proof,
-    snapshot_paths,
-)
 from .graph import resolve_targets, selected_order
 from .index_file import give_back_memory
 from .nospace import no_space_error, nothing_started, unwritten
 from .plan import Planner, make_plan, unmatched_warnings
+from .proof import Missed, drop_proof, proof_name, record_proof, snapshot_paths
 from .record import RunRecord, prune
 from .redact import Mask, mask_for_run
 from .run_options import RunOptions
-from .summary import Summary
+from .stat_cache import StatCache
+from .summary import Summary, named, run_finished
 from .workspace import Layout, ProjectLock, locate, recover_inflight
 
 
@@ -52,11 +45,6 @@ def load_project(directory: Path, use_cache: bool = True, spec_file: str | None 
     `-f FILE`, relative to `directory`; the project root is then the folder holding it."""
     root, name = locate(directory, spec_file)
     return Project(Layout(root), load_compiled(root, use_cache=use_cache, spec_file=name), name)
-
-
-def named(targets: Sequence[str]) -> str | list[str] | None:
-    """The targets as events and JSON results show them: None, the one name, or the list of them."""
-    return None if not targets else targets[0] if len(targets) == 1 else list(targets)
 
 
 def select(project: Project, targets: Sequence[str] = ()) -> tuple[str | list[str] | None, list[str]]:
@@ -128,15 +116,15 @@ def _proved(
     requested: str | None,
     resolved: list[str] | None,
     decide_all: bool,
-    reuse: bool = False,
+    missed: Missed | None = None,
     recording: bool = False,
 ) -> tuple[list[str], FirstLook, list[str], set[str] | None]:
     """What the last good run's proof of the target `requested` (proof_name) says now: (the files the proof
     stats before the declared ones: the compiled spec's and the worker's; the first look at the target's files;
     its steps in order; the steps the rule must decide, None for every one: freshness.doubtful_steps).
-    `decide_all`: -B, or another worker's keys. `reuse`: the stats a failed no-op proof took in this process
-    stand (no other runner held the lock). `recording`: the run records the next proof, from the first look,
-    whose stats are then taken even where no proof says which steps to decide."""
+    `decide_all`: -B, or another worker's keys. `missed`: what a failed no-op proof read and took in this
+    process, which stands (no other runner held the lock since). `recording`: the run records the next proof,
+    from the first look, whose stats are then taken even where no proof says which steps to decide."""
     compiled = project.compiled
     root = str(project.layout.root)
     sources = compiled.sources + (_worker_files(planner) if compiled.agents else [])
@@ -146,7 +134,7 @@ def _proved(
         requested,
         compiled.token,
         sources,
-        reuse=reuse,
+        missed=missed,
         previous=replaced and replaced[0],
         n_spec=len(compiled.sources),
     )
@@ -268,11 +256,13 @@ def make(
     remote=None,
     *,
     stop_cluster,
+    missed: Missed | None = None,
 ) -> Summary:
     """Stages 3-5 under the project lock: plan each step as it becomes ready, run it, record it. `remote`: a
     shared cache (runner/stores/mirror.py): read on a local miss, given the successes; its account
     (`finish()`) goes into run_finished. `stop_cluster`: what kills a killed run's tasks on a Dask cluster
-    (executors.stop_abandoned, which the command brings: workspace.recover_inflight)."""
+    (executors.stop_abandoned, which the command brings: workspace.recover_inflight). `missed`: what the warm
+    no-op read before it found the proof broken, in this process (noop.prove_target)."""
     targets = [targets] if isinstance(targets, str) else list(targets)
     layout = project.layout
     lock = ProjectLock(layout, "runner make " + " ".join(sys.argv[2:]))
@@ -311,7 +301,7 @@ def make(
             requested,
             resolved,
             bool(options.force or options.worker),
-            reuse=not lock.waited,
+            missed=None if lock.waited else missed,
             recording=True,
         )
         agent_steps = not compiled.agents.isdisjoint(order)
@@ -345,17 +335,16 @@ def make(
             from .shadow import observe
 
             observe(project.spec, record.dir, summary.observed, mask)
-        finished: dict[str, object] = {
-            "event": "run_finished",
-            "run_id": record.run_id,
-            # as named on the command line, as the fast no-op (which never loads the spec) can say it too
-            "target": named(targets),
-            "status": status,
-            **summary.counts,
-            "attempts": summary.attempts,
-            "usage": summary.usage,
-            "duration": round(time.monotonic() - started, 3),
-        }
+        # the targets as named on the command line, as the fast no-op (which never loads the spec) says them too
+        finished = run_finished(
+            record.run_id,
+            targets,
+            status,
+            summary.counts,
+            time.monotonic() - started,
+            summary.attempts,
+            summary.usage,
+        )
         if status != "ok":
             finished["left"] = summary.left
         if summary.drift:
@@ -371,22 +360,7 @@ def make(
         if agent_steps and options.worker:
             drop_proof(root, requested)  # keys made by another worker prove nothing for a plain run
         elif status == "ok":
-            record_proof(
-                root,
-                requested,
-                compiled.token,
-                len(sources),
-                compiled.spec_stats,
-                compiled.spec_kept,
-                compiled.spec_read,
-                order,
-                look,
-                planner.stat,
-                doubtful,
-                compiled.declared_by,
-                compiled.env_names,
-                aggregates=compiled.aggregates,
-            )
+            record_proof(root, requested, compiled, len(sources), order, look, planner.stat.views, doubtful)
         summary.no_space = summary.no_space or unwritten(planner.stat.save, layout.stat_file)
         prune(layout.runs_dir)
         summary.warnings = unmatched_warnings(project.spec, planner.input_files.unmatched)

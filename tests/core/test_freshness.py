@@ -16,7 +16,8 @@ import time
 import racy
 import runner_cli
 
-from runner.freshness import StatCache, _vouched, stat_of
+from runner.noop import _vouched
+from runner.stat_cache import StatCache, stat_of
 
 WAIT_FOR_GO = "touch started; while [ ! -e go ]; do sleep 0.01; done"
 
@@ -405,7 +406,7 @@ def test_a_touch_never_trusts_a_stat_cache_digest_its_stats_did_not_vouch_for(pr
 
 def test_a_stat_cache_entry_made_from_stats_taken_before_a_write_never_stands_for_the_written_bytes(project):
     """The first no-op after a build leaves the bytes it checked in the stat cache under the stats it took before
-    reading them, without taking them again (freshness._vouched, read_after): a write between those stats and the
+    reading them, without taking them again (noop._vouched, read_after): a write between those stats and the
     read, even one that keeps the size and puts the mtime back, gave the file a later ctime, so the entry, of
     whatever bytes the read saw, is never taken for the file's bytes."""
     project.write("in.txt", "one\n", age=5)
@@ -604,7 +605,7 @@ def _compiled_token(project) -> str:
 def test_a_touch_of_intents_toml_keeps_its_compilation_and_decides_nothing(chain):
     """The spec's bytes as they were under new stats (a checkout of another branch and back, an editor's save
     of an unchanged file): the fast no-op proves it by one hash of the file, against the digest of the bytes its
-    loader read (freshness._touched), without loading the spec; and the full pipeline finds its compilation by
+    loader read (noop._touched), without loading the spec; and the full pipeline finds its compilation by
     those bytes (compiled._unchanged) rather than making it again (~1.5 s at 10,000 steps, ~20 s at 100,000),
     and the last proof stands for every step."""
     chain.age_all()
