@@ -12,28 +12,15 @@ import click
 from . import __version__
 from .commands import NAMES, Command, Invocation, Param, load
 from .errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, RunnerError, UsageError, from_a_ctrl_c
-from .project_root import joined_directory
+from .project_root import directory_given, reads_intents, spec_file_given
 from .report import asked_for_json, error_line
 
 _directory = [Path(".")]  # the -C of the running command: where an internal error's traceback goes
 
 
 def _remember_directory(ctx: click.Context, param: click.Parameter, value: Path) -> Path:
-    """A command's -C, taken from the one before the command (`runner -C proj status`, as git, make and just take
-    it): given both, the second is relative to the first, as git takes two."""
-    before = ctx.find_root().params.get("directory")
-    if before is not None and ctx.parent is not None:
-        if ctx.get_parameter_source(param.name or "directory") == click.core.ParameterSource.DEFAULT:
-            value = before
-        else:
-            value = Path(joined_directory(str(before), str(value)))
-    _directory[0] = value
+    _directory[0] = value = Path(directory_given(ctx, value))
     return value
-
-
-def _leading_spec_file(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    """A command's -f, or else the one before the command (`runner -f other.toml list`)."""
-    return ctx.find_root().params.get("spec_file") if value is None else value
 
 
 _SHARED = (
@@ -109,7 +96,7 @@ def _click_param(p: Param) -> click.Parameter:
         metavar=p.metavar,
         help=p.help,
         shell_complete=complete,
-        callback=_leading_spec_file if p.dest == "spec_file" else None,
+        callback=spec_file_given if p.dest == "spec_file" else None,
     )
 
 
@@ -150,43 +137,20 @@ class _Commands(click.Group):
         return _build(load(name)) if name in NAMES else None
 
 
-@click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
+# before the command, as git, make and just take them: `runner -C proj status`, `runner -f other.toml list`
+_LEADING = [
+    click.Option(["-C", "--directory", "directory"], type=click.Path(file_okay=False), multiple=True, help="As -C."),
+    click.Option(["-f", "--file", "spec_file"], metavar="FILE", help="As -f, for a command that reads the intents."),
+]
+
+
+@click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]}, params=_LEADING)
 @click.version_option(__version__, prog_name="runner")
-@click.option(
-    "-C",
-    "--directory",
-    "directory",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="Run as if started in DIR (like git -C and make -C), for any command.",
-)
-@click.option(
-    "-f",
-    "--file",
-    "spec_file",
-    default=None,
-    metavar="FILE",
-    help="Read the intents from FILE, for any command that reads them.",
-)
-def cli(directory: Path | None, spec_file: str | None) -> None:
+def cli(directory: tuple[str, ...], spec_file: str | None) -> None:
     """Make for coding agents: intents in TOML become a cached, content-hashed DAG of steps."""
-    if directory is not None:
-        _directory[0] = directory
-    if spec_file is None:
-        return
-    if spec_file == "":
-        raise UsageError("error: -f: expected a file name, got an empty one")
-    ctx = click.get_current_context()
-    name = ctx.invoked_subcommand
-    if name is not None and not _reads_intents(load(name)):
-        raise UsageError(
-            f"error: -f {spec_file}: `runner {name}` reads no intents file; leave -f out, or name -C DIR instead"
-        )
-
-
-def _reads_intents(command: Command) -> bool:
-    """Whether `command` (or one of its subcommands) takes -f FILE."""
-    return any(p.dest == "spec_file" for p in command.params) or any(map(_reads_intents, command.subcommands))
+    name = click.get_current_context().invoked_subcommand
+    if spec_file is not None and name is not None and not reads_intents(load(name)):
+        raise UsageError(f"error: -f {spec_file}: `runner {name}` reads no intents file; leave -f out")
 
 
 # ---- the error boundary ----------------------------------------------------------------------

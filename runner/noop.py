@@ -30,6 +30,7 @@ from .proof import (
     Taken,
     changed_stats,
     env_digest,
+    joined,
     load_proofs,
     names_of,
     pieces_digest,
@@ -113,7 +114,7 @@ def _leading(argv: list[str]) -> tuple[dict | None, int]:
         where = _WITH_VALUE.get(name)
         if where not in ("directory", "spec_file") or not value:
             return None, i  # another option, or -f "": click says what is wrong with it
-        found[where] = value
+        found[where] = joined_directory(found.get(where, "."), value) if where == "directory" else value
         i += 1
     return found, i
 
@@ -283,7 +284,7 @@ def prove_target(root: str, target: str | None) -> Proved | Missed:
             # what the dropped digests said goes to the stat cache, so a later touch of the file finds its bytes
             dropped = {rel: (taken[position[rel]], taken_at, d) for rel, d in kept.items() if rel not in still}
             _vouched(root, {rel: found for rel, found in dropped.items() if rel not in folders}, read_after=True)
-    return Proved(entry.order, entry.aggregates)
+    return Proved(joined(entry.order), entry.aggregates)  # a proof of the layout before holds a list
 
 
 def _vouched(root: str, found: Mapping[str, tuple], index: IndexFile | None = None, read_after: bool = False) -> None:

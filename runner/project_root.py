@@ -32,3 +32,29 @@ def find_root(directory: str) -> str:
 def joined_directory(before: str, after: str) -> str:
     """`-C before COMMAND -C after`: the second relative to the first, as git takes two `-C`s."""
     return before if after == "." else os.path.join(before, after)
+
+
+# ---- -C DIR and -f FILE before the command (`runner -C proj status`, `runner -f other.toml list`), as git, make and
+# just take them. The command line's (click) callbacks: they only read the context they are given.
+
+
+def directory_given(ctx, value) -> str:
+    """A command's -C, on top of the one before the command: given both, the second is relative to the first."""
+    leading = ctx.find_root().params.get("directory")  # each -C before the command, relative to the one before it
+    if not leading or ctx.parent is None:
+        return str(value)
+    before = "."
+    for directory in leading:
+        before = joined_directory(before, str(directory))
+    given = ctx.get_parameter_source("directory").name != "DEFAULT"
+    return joined_directory(before, str(value)) if given else before
+
+
+def spec_file_given(ctx, param, value: str | None) -> str | None:
+    """A command's -f, or else the one before the command."""
+    return ctx.find_root().params.get("spec_file") if value is None else value
+
+
+def reads_intents(command) -> bool:
+    """Whether a command (runner.commands.Command) or one of its subcommands takes -f FILE."""
+    return any(p.dest == "spec_file" for p in command.params) or any(map(reads_intents, command.subcommands))
