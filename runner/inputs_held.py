@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING
 
 from .globs import GLOB_CHARS
 from .keys import digest_file
-from .stat_cache import stat_is_file, vouches
+from .stat_cache import StatEntry, stat_is_file, vouches
 
 if TYPE_CHECKING:
     from .freshness import Decision
@@ -65,9 +65,9 @@ def changed_inputs(planner: Planner, name: str, decision: Decision) -> dict[str,
                 st = None
             # the usual answer, inline (a clean build asks it of every input): the entry's stats, and they vouch
             if st is not None and entry is not None:
-                was = loads(entry)
+                was = StatEntry._make(loads(entry))
                 now = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
-                if now == was[:4] and (own.get(rel) is entry or vouches(now, was[4])):
+                if now == was.stat and (own.get(rel) is entry or vouches(now, was.hashed_at)):
                     continue
             how = _how(stat, root, rel, st, entry)
             if how is not None:
@@ -88,11 +88,11 @@ def _how(stat: StatCache, root: str, rel: str, st: os.stat_result | None, entry:
         return CREATED if stat_is_file(st) else None
     if not stat_is_file(st):
         return DELETED  # a folder or a device in its place: no file to read
-    was = marshal.loads(entry)
-    if (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino) != was[:4]:
+    was = StatEntry._make(marshal.loads(entry))
+    if (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino) != was.stat:
         return CHANGED
     try:  # the entry's stats, too fresh to vouch: a write in the same clock tick kept them all, or none did
-        same = digest_file(root + "/" + rel) == was[5]
+        same = digest_file(root + "/" + rel) == was.digest
     except OSError:
         return DELETED
     if not same:

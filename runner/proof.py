@@ -12,7 +12,7 @@ from . import __version__, forked
 from .index_file import write_marshal
 from .stat_cache import NEVER, seen, vouches
 
-TYPE_CHECKING = False  # the no-op imports this module: typing only for mypy (noop.py says why)
+TYPE_CHECKING = False  # the no-op imports this module: typing for mypy only (runner/noop.py says why)
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 

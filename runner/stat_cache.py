@@ -7,6 +7,7 @@ import marshal
 import os
 import time
 from collections import namedtuple
+from stat import S_ISREG  # os imports stat: free
 
 from .index_file import IndexFile
 from .keys import digest_file
@@ -30,8 +31,8 @@ def vouches(stat: tuple[int, int, int, int], taken_ns: int) -> bool:
 
 
 def stat_is_file(st: os.stat_result) -> bool:
-    """stat.S_ISREG, from the stat just taken (os.path.isfile would take another)."""
-    return st.st_mode & 0o170000 == 0o100000
+    """Whether the stat just taken is a regular file's (os.path.isfile would take another)."""
+    return S_ISREG(st.st_mode)
 
 
 class StatEntry(namedtuple("StatEntry", "size mtime_ns ctime_ns inode hashed_at digest")):
