@@ -752,3 +752,21 @@ def test_a_proof_stands_only_beside_the_compilation_that_replaced_its_own(chain)
     assert result.statuses() == {"a": "cached", "b": "cached", "c": "ran"}, result.out
     assert chain.read("out/c.txt") == "1\n"
     _settled(chain)
+
+
+def test_each_shortcut_the_rule_lists_names_tests_that_exist():
+    """runner/freshness.py lists every shortcut with the test that goes red when it is wrong: each named test is
+    there (a renamed test would leave the list pointing at nothing)."""
+    import ast
+    import re
+    from pathlib import Path
+
+    import runner.freshness
+
+    doc = ast.get_docstring(ast.parse(Path(runner.freshness.__file__).read_text()))
+    assert doc is not None
+    named = re.findall(r"(test_\w+\.py)(?:::\s*(test_\w+))?", doc)
+    assert len({test for _file, test in named if test}) >= 20
+    here = Path(__file__).parent
+    missing = [f"{file}::{test}" for file, test in named if f"def {test or 'test_'}" not in (here / file).read_text()]
+    assert missing == []
