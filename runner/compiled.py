@@ -1,7 +1,7 @@
 """The compiled project: spec, topological order and each step's static digest, cached between runs.
 
 A warm command checks the stat of every file the spec came from and reuses the file, so an unchanged
-project is neither re-parsed nor re-validated (and jsonschema and networkx stay unimported): shortcut 2
+project is neither re-parsed nor re-validated (and jsonschema and networkx stay unimported): shortcuts 3-5
 of runner.freshness, whose docstring states the rule it keeps. Each step's
 record (its intent, dependencies, dependants, declared files, static digests) is marshal bytes in one blob
 after the pickled header, and the file is mapped: a run decodes the records of the steps it looks at, so

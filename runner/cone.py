@@ -1,5 +1,5 @@
-"""Shortcut 4 of the rule (runner/freshness.py): the edit's cone. Against the target's last proof, which steps a run
-must decide (the ones downstream of what changed) and which stand as that run found them."""
+"""Shortcuts 9 and 10 of the rule (runner/freshness.py): the edit's cone. Against the target's last proof, which
+steps a run must decide (the ones downstream of what changed) and which stand as that run found them."""
 
 from __future__ import annotations
 

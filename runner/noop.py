@@ -1,7 +1,7 @@
 """The fast path: the warm no-op answers "nothing to do" from file stats alone, before anything heavy is imported.
 
 It parses a plain `runner make`'s options, finds the project, checks the target's proof (runner/freshness.py,
-shortcut 3; the proof file is runner/proof.py's) and reports the proven steps. Anything the proof cannot vouch for,
+shortcuts 6-8; the proof file is runner/proof.py's) and reports the proven steps. Anything the proof cannot vouch for,
 or anything unusual on the command line, falls through to the full pipeline, which decides by the rule; what the
 no-op read on the way is handed to it (proof.Missed), not read twice.
 
@@ -241,7 +241,7 @@ def _report(root: str, proved: Proved, parsed: dict, started: float) -> None:
     sys.stdout.flush()
 
 
-# ---- the proof check (freshness.py, shortcut 3) ------------------------------------------------------------
+# ---- the proof check (freshness.py, shortcuts 6-8) --------------------------------------------------------
 
 
 def prove_target(root: str, target: str | None) -> Proved | Missed:
@@ -324,7 +324,7 @@ _TOUCHED_AT_MOST = 64  # more changed stats than this: an edit or a checkout, fo
 
 
 def _touched(root: str, paths: list[str], stats: Taken, entry: ProofEntry, changed: list) -> dict[str, str] | None:
-    """Shortcut 3's touch: the few declared files whose stats differ from the proof's but whose bytes are the
+    """Shortcut 7, the touch: the few declared files whose stats differ from the proof's but whose bytes are the
     ones the proof vouched for (a `touch`, a checkout that rewrote a file as it was). The new kept digests
     (`kept`, and each touched file's digest while its new stats are too fresh to vouch for it) if every
     changed path is such a file, else None. What the proof vouched for: a kept digest, or else the stat

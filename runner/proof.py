@@ -1,4 +1,4 @@
-"""Shortcut 3 of the rule (runner/freshness.py): the target's proof, what a good run records of the stats its
+"""Shortcut 6 of the rule (runner/freshness.py): the target's proof, what a good run records of the stats its
 verdicts rested on, as the file holds it, and how it is written. The warm no-op checks it (runner/noop.py)."""
 
 from __future__ import annotations
@@ -227,7 +227,7 @@ def record_proof(
     views: Mapping[str, View | str],
     doubtful: set[str] | None,
 ) -> None:
-    """After a good run of the steps `order`, record the proof of `target` (freshness.py, shortcut 3), made from
+    """After a good run of the steps `order`, record the proof of `target` (freshness.py, shortcut 6), made from
     `compiled` and the first `n_sources` paths of `look` (the compiled spec's files, then the worker's).
 
     From `compiled`: the stats the compiled spec was made from, one per spec file (`spec_stats`), the digests of

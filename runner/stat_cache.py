@@ -1,4 +1,4 @@
-"""Shortcut 1 of the rule (runner/freshness.py): a file's digest reused while its stats vouch for its bytes, as
+"""Shortcuts 1 and 2 of the rule (runner/freshness.py): a file's digest reused while its stats vouch for its bytes, as
 git's index does, and the racy window those stats rest on."""
 
 from __future__ import annotations
