@@ -26,14 +26,16 @@ red when it is wrong (tests/core/ unless named otherwise)
        mtime; only a write within one clock tick of the hashing could leave every stat as it was, and the
        racy window refuses to vouch for that tick (git's "racily clean" rule).
        Red: test_freshness.py::test_a_digest_taken_in_the_clock_tick_of_a_write_is_not_trusted,
-       test_freshness.py::test_an_input_edit_that_keeps_size_mtime_and_inode_is_seen, test_differential.py.
+       test_racy_window.py::test_the_no_op_trusts_an_outputs_stats_once_the_window_set_has_passed (the racy window
+       broken; test_differential.py stays green then: its edits never land within a clock tick of a read).
     2. The in-run racy skip (StatCache.fresh). A file this process hashed is not hashed again within the run
        while its stats are unchanged, though they are too fresh to vouch. Invariant: the run's own writes go
        through `written`/`remember`, which drop the path from `fresh`; a write from outside within the tick is
        what the input re-check after each step catches (inputs_held.py), and the path's view keeps the hashing
        time, so the proof keeps its digest and checks its bytes.
-       Red: test_inputs_held.py::test_an_input_rewritten_with_the_same_bytes_while_the_step_runs_is_not_cached_either,
-       test_freshness.py::test_a_step_that_rewrites_its_own_input_is_checked_again_and_settles.
+       Red: test_freshness.py::test_a_digest_taken_in_the_clock_tick_of_a_write_is_not_trusted (the skip taken for
+       any entry); with the re-check it rests on broken, test_differential.py and test_inputs_held.py::
+       test_an_input_rewritten_with_the_same_bytes_while_the_step_runs_is_not_cached_either.
     3. The compiled spec reused by stats (compiled.load_compiled), while each spec file's stats equal those
        taken when it was compiled, none of them modified within RACY_NS before the compile began (a spec whose
        files were that fresh is used once and not kept). Invariant: as 1, with the clock started before the
