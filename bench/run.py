@@ -128,6 +128,19 @@ TOOLS: dict[str, Tool] = {
 }
 
 
+def runner_at(name: str, binary: str) -> Tool:
+    """Another runner install measured beside this checkout's (`--runner-also NAME=PATH`): a commit before a
+    change, timed in the same run, interleaved with it, on the same machine load."""
+    return Tool(
+        name,
+        lambda d, j: [binary, "make", "-C", str(d), "-j", str(j), "--json"],
+        [".runner"],
+        _runner_count,
+        [binary, "--version"],
+        "intents.toml",
+    )
+
+
 # --- one timed child process ----------------------------------------------------------------------------
 
 
@@ -740,7 +753,19 @@ def main(argv: list[str] | None = None) -> None:
         action="store_true",
         help="keep the sizes of --results that this run does not measure (each with its own command and commit)",
     )
+    ap.add_argument(
+        "--runner-also",
+        action="append",
+        default=[],
+        metavar="NAME=PATH",
+        help="also time the runner at PATH (another venv's bin/runner) as tool NAME: main=/tmp/main/.venv/bin/runner",
+    )
     a = ap.parse_args(argv)
+    for also in a.runner_also:
+        name, eq, binary = also.partition("=")
+        if not eq or not name or name in TOOLS:
+            ap.error(f"--runner-also {also!r}: expected NAME=PATH with a NAME that is no tool's ({ALL_TOOLS})")
+        TOOLS[name] = runner_at(name, binary)
     a.slow_tools = [t for t in a.slow_tools.split(",") if t]
 
     if a.render_only:

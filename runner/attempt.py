@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .background import Background
-from .freshness import stat_of, vouches
+from .stat_cache import stat_of, vouches
 
 # never copied into an attempt, never part of a change
 PRIVATE = (".git", ".runner")
@@ -117,7 +117,7 @@ def snapshot(root: Path, private: bool = False) -> dict[str, str]:
 
     An attempt hashes its workspace three times (as it starts, once the agent is done, after the verify) and a
     kept worktree is hashed again by the next attempt: a file whose stats vouch for the digest taken last time
-    (freshness.vouches, git's racily-clean rule, as the project's own stat cache) is not read again."""
+    (stat_cache.vouches, git's racily-clean rule, as the project's own stat cache) is not read again."""
     known = _digests.setdefault(str(root), {})
     found = {
         rel: _digest(known, rel, entry.path, entry.stat(follow_symlinks=False))

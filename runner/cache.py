@@ -7,7 +7,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Mapping
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from .index_file import IndexFile, snapshot_bytes
 from .keys import digest_bytes
@@ -70,8 +70,16 @@ class Remote(Protocol):
     def refuse(self, key: str, why: str) -> None: ...
 
 
+class LastResult(NamedTuple):
+    """A step's last good result, as the state index keeps it (marshal stores a plain 3-tuple)."""
+
+    key: str
+    outputs: dict[str, str | None]  # output path -> digest
+    inplace: dict[str, str | None]  # input the step edits in place -> its digest before the step ran
+
+
 class State:
-    """intent -> (key, outputs, pre-run digests of in-place inputs): the last good result of each intent.
+    """intent -> LastResult: the last good result of each intent.
 
     A small marshal file, so a no-op answers from it without opening the cache database. Each entry is kept
     as its own marshal bytes and decoded when asked for: an edit in a 10,000-step project reads a few
@@ -82,7 +90,7 @@ class State:
         self.path = path
         self._file = IndexFile(path)
         self._encoded = self._file.read()
-        self._decoded: dict[str, tuple] = {}
+        self._decoded: dict[str, LastResult] = {}
         self._changed: set[str] = set()  # since read or saved: what an edit's save appends
 
     def intents(self) -> set[str]:
@@ -91,15 +99,15 @@ class State:
 
     def keys(self) -> set[str]:
         """The key of every intent's last good result (what `runner cache gc` keeps)."""
-        return {entry[0] for intent in self._encoded if (entry := self.get(intent)) is not None}
+        return {entry.key for intent in self._encoded if (entry := self.get(intent)) is not None}
 
-    def get(self, intent: str) -> tuple | None:
+    def get(self, intent: str) -> LastResult | None:
         entry = self._decoded.get(intent)
         if entry is None:
             encoded = self._encoded.get(intent)
             if encoded is None:
                 return None
-            entry = self._decoded[intent] = marshal.loads(encoded)
+            entry = self._decoded[intent] = LastResult._make(marshal.loads(encoded))
         return entry
 
     def set(self, intent: str, key: str, outputs: dict, inplace: dict | None = None) -> None:

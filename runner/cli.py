@@ -11,14 +11,15 @@ import click
 
 from . import __version__
 from .commands import NAMES, Command, Invocation, Param, load
-from .errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, RunnerError, from_a_ctrl_c
+from .errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, RunnerError, UsageError, from_a_ctrl_c
+from .project_root import directory_given, reads_intents, spec_file_given
 from .report import asked_for_json, error_line
 
 _directory = [Path(".")]  # the -C of the running command: where an internal error's traceback goes
 
 
-def _remember_directory(ctx, param, value: Path) -> Path:
-    _directory[0] = value
+def _remember_directory(ctx: click.Context, param: click.Parameter, value: Path) -> Path:
+    _directory[0] = value = Path(directory_given(ctx, value))
     return value
 
 
@@ -95,6 +96,7 @@ def _click_param(p: Param) -> click.Parameter:
         metavar=p.metavar,
         help=p.help,
         shell_complete=complete,
+        callback=spec_file_given if p.dest == "spec_file" else None,
     )
 
 
@@ -109,8 +111,10 @@ def _build(command: Command) -> click.Command:
     def callback(directory: Path = Path("."), as_json: bool = False, **values) -> None:
         from .workspace import at_terminal
 
-        if run is not None and not click.get_current_context().invoked_subcommand:
-            sys.exit(run(Invocation(directory, as_json, _ask if at_terminal() else None), **values) or EXIT_OK)
+        ctx = click.get_current_context()
+        if run is not None and not ctx.invoked_subcommand:
+            asks = _ask if at_terminal() else None
+            sys.exit(run(Invocation(directory, as_json, asks, ctx.find_root().obj), **values) or EXIT_OK)
 
     params = [_click_param(p) for p in command.params] + list(_SHARED) if run is not None else []
     if not command.subcommands:
@@ -133,19 +137,30 @@ class _Commands(click.Group):
         return _build(load(name)) if name in NAMES else None
 
 
-@click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
+# before the command, as git, make and just take them: `runner -C proj status`, `runner -f other.toml list`
+_LEADING = [
+    click.Option(["-C", "--directory", "directory"], type=click.Path(file_okay=False), multiple=True, help="As -C."),
+    click.Option(["-f", "--file", "spec_file"], metavar="FILE", help="As -f, for a command that reads the intents."),
+]
+
+
+@click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]}, params=_LEADING)
 @click.version_option(__version__, prog_name="runner")
-def cli() -> None:
+def cli(directory: tuple[str, ...], spec_file: str | None) -> None:
     """Make for coding agents: intents in TOML become a cached, content-hashed DAG of steps."""
+    name = click.get_current_context().invoked_subcommand
+    if spec_file is not None and name is not None and not reads_intents(load(name)):
+        raise UsageError(f"error: -f {spec_file}: `runner {name}` reads no intents file; leave -f out")
 
 
 # ---- the error boundary ----------------------------------------------------------------------
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None, missed: object = None) -> None:
+    """`missed`: what the warm no-op read before it found the proof broken (proof.Missed), for `runner make`."""
     as_json = asked_for_json(sys.argv[1:] if argv is None else argv)
     try:
-        cli.main(args=argv, prog_name="runner", standalone_mode=False)
+        cli.main(args=argv, prog_name="runner", standalone_mode=False, obj=missed)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.ClickException as exc:

@@ -1,7 +1,7 @@
 """The compiled project: spec, topological order and each step's static digest, cached between runs.
 
 A warm command checks the stat of every file the spec came from and reuses the file, so an unchanged
-project is neither re-parsed nor re-validated (and jsonschema and networkx stay unimported): shortcut 2
+project is neither re-parsed nor re-validated (and jsonschema and networkx stay unimported): shortcuts 3-5
 of runner.freshness, whose docstring states the rule it keeps. Each step's
 record (its intent, dependencies, dependants, declared files, static digests) is marshal bytes in one blob
 after the pickled header, and the file is mapped: a run decodes the records of the steps it looks at, so
@@ -23,12 +23,12 @@ from itertools import accumulate, chain
 from pathlib import Path
 
 from . import __version__
-from .freshness import NEVER, stat_of, vouches
 from .globs import GLOB_CHARS
 from .index_file import PackedTable, give_back_memory, map_file, replacing, write_marshal
 from .keys import content_digest, digest_bytes, digest_value
 from .memory import key_parts as memory_parts
 from .spec import BUILTIN_DIR, STEP_AGENT, STEP_AGGREGATE, STEP_SHELL, Intent, Spec, env_refs, runs_always
+from .stat_cache import NEVER, stat_of, vouches
 from .workspace import Layout
 
 _FORMAT = 25  # 25: an agent step's worker part holds what decides the answer, not base_url (spec.answer_parts)

@@ -10,8 +10,8 @@ import os
 
 from .nospace import no_space_error
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: an index's write (the no-op's too) clears
-if TYPE_CHECKING:  # its log through this module, and errors.py imports typing
+TYPE_CHECKING = False  # the no-op imports this module: typing for mypy only (runner/noop.py says why)
+if TYPE_CHECKING:
     from .errors import UserError
 
 STATE_DIR = ".runner"  # workspace.STATE_DIR (workspace imports this module)

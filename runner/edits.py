@@ -31,7 +31,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .freshness import RUN, UP_TO_DATE, Decision, decide
+from .cache import LastResult
+from .freshness import RUN, UP_TO_DATE, Decision, decide, why_missed
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Set
@@ -110,10 +111,10 @@ def decide_agent(
 ) -> Decision:
     """The rule for an agent step, with a person's edit of its outputs kept first (see above)."""
     last = planner.state.get(name)
-    edits = edited_outputs(planner, name, last[1]) if last else None
+    edits = edited_outputs(planner, name, last.outputs) if last else None
     fresh = False  # no last good result: the edit's base is the cache's record
     if not edits:
-        plain = decide(planner, name, dep_outputs, pending)
+        plain = decide(planner, planner.ask(name, dep_outputs, last), dep_outputs, pending)
         if last is not None or not plain.restore:
             return plain
         # no last good result here (a team mate's fresh clone, the state gone): the work tree's bytes are the last
@@ -121,18 +122,20 @@ def decide_agent(
         edits = unrecorded_edits(planner, name, plain.restore)
         if not edits:
             return plain
-        last = (plain.key, dict(plain.outputs), plain.inplace)
+        assert plain.key is not None  # a restore is decided for a key
+        last = LastResult(plain.key, dict(plain.outputs), plain.inplace)
         fresh = True
     assert last is not None
-    result = (last[0], {**last[1], **edits}, last[2])
-    decision = decide(planner, name, dep_outputs, pending, result)
+    result = LastResult(last.key, {**last.outputs, **edits}, last.inplace)
+    decision = decide(planner, planner.ask(name, dep_outputs, result), dep_outputs, pending)
     number = next_version(_state_dir(planner), name)
     if fresh and number == 1:
         number = 2  # version 1 is the agent's, as the cache holds it: keep() records it under the edit
     said = [edit_reason(path, number) for path in sorted(edits)]
     over = sorted(path for path in edits if path in decision.restore)
     if over:  # a cached result of the new key holds other bytes: never written over the edit
-        why = planner.why_missed(name, result, decision.inputs, decision.dep_digests)
+        old = planner.cache.get_record(result.key)
+        why = why_missed(old, planner.parts(name), planner.spec.intents[name], decision.inputs, decision.dep_digests)
         said.append(f"the cached result for these inputs would overwrite {', '.join(over)}: run instead")
         decision = Decision(
             name,
@@ -161,12 +164,12 @@ def edited_while_running(planner: Planner, name: str, paths: Iterable[str]) -> l
     if last is None:
         return []
     edited = []
-    for rel in sorted(set(paths) & last[1].keys()):
+    for rel in sorted(set(paths) & last.outputs.keys()):
         try:
             now: str | None = digest_file(planner.root + "/" + rel)
         except OSError:
             now = None  # deleted while it ran: the change writes it again, nothing of the person's is lost
-        if now is not None and now != last[1][rel]:
+        if now is not None and now != last.outputs[rel]:
             edited.append(rel)
     return edited
 

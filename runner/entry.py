@@ -20,20 +20,21 @@ def main() -> None:
     # again and again (~0.12 s of a 100,000-step edit's 1.8 s; bench/NOTES.md, session 13)
     gc.set_threshold(200_000, 30, 30)
     argv = sys.argv[1:]
-    from .noop import try_noop
+    from .noop import parse_plain_make, try_noop
 
     racy = os.environ.get(RACY_WINDOW)
     if racy:  # set and not empty: a test's runner
         set_racy_window(racy)
-    code = try_noop(argv)
+    parsed = parse_plain_make(argv)
+    code, missed = (None, None) if parsed is None else try_noop(parsed)
     if code is not None:
         sys.exit(code)
     from .commands.make import make, plain
 
-    args = plain(argv)
+    args = plain(parsed)
     if args is not None:  # a plain `runner make`: no click to import (~20 ms), the same run and messages
         try:
-            code = make(**args)
+            code = make(**args, missed=missed)
         except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 - the boundary, as in cli.main
             from .cli import exit_for
 
@@ -41,19 +42,19 @@ def main() -> None:
         sys.exit(code)
     from .cli import main as cli_main
 
-    cli_main(argv)
+    cli_main(argv, missed)
 
 
 def set_racy_window(value: str) -> None:
-    """RUNNER_RACY_WINDOW_MS: the racy window (freshness.RACY_NS, git's "racily clean" rule) in milliseconds, so
+    """RUNNER_RACY_WINDOW_MS: the racy window (stat_cache.RACY_NS, git's "racily clean" rule) in milliseconds, so
     that the tests wait a tenth of a second past a file's change where a user's runner waits its second. Never
     shorter than a filesystem clock's tick (a jiffy, at most 10 ms): two writes within one tick may leave every
     stat alike, and the window is there to refuse to vouch for that tick. Any other value stops the runner
     (exit 2) rather than run with a window nobody asked for."""
-    from . import freshness
+    from . import stat_cache
 
     if value.isascii() and value.isdigit() and int(value) >= 10:
-        freshness.RACY_NS = int(value) * 1_000_000
+        stat_cache.RACY_NS = int(value) * 1_000_000
         return
     from .errors import EXIT_USER_ERROR
 

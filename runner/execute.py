@@ -17,7 +17,6 @@ from .inputs_held import changed_inputs, not_cached_reason
 from .intent_env import SECRET_STAND_IN, brought_back
 from .interrupts import Interrupts
 from .keys import digest_bytes, outputs_digest
-from .noop import cached_text
 from .nospace import is_no_space, words
 from .plan import RUN, Decision, Planner, decide_each, produced_by_proven
 from .process import RUN_VAR, kill_groups
@@ -27,7 +26,7 @@ from .report import json_list as _json_list
 from .run_options import RunOptions
 from .spec import STEP_AGENT, STEP_AGGREGATE, STEP_SHELL
 from .steps import StepContext, StepOutcome, shell
-from .summary import BLOCKED, CACHED, FAILED, KEPT, RAN, RESTORED, SKIPPED, Summary
+from .summary import BLOCKED, CACHED, FAILED, KEPT, RAN, RESTORED, SKIPPED, Summary, cached_text
 from .workspace import InflightJournal, Layout
 
 if TYPE_CHECKING:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import marshal
 import os
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on the no-op path; mypy reads it as True
+TYPE_CHECKING = False  # the no-op imports this module: typing for mypy only (runner/noop.py says why)
 if TYPE_CHECKING:
     from collections.abc import Callable
     from types import TracebackType

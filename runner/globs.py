@@ -17,8 +17,8 @@ from __future__ import annotations
 import os
 import re
 from fnmatch import translate
+from typing import TYPE_CHECKING
 
-TYPE_CHECKING = False  # the no-op path imports this module (through freshness) and never loads typing
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 

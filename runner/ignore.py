@@ -14,8 +14,8 @@ command (a `.gitignore` edit changes what a glob expands to, and so the step's k
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathspec import GitIgnoreSpec
 

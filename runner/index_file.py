@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMappin
 from contextlib import contextmanager
 from itertools import accumulate
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: the no-op imports this module
+TYPE_CHECKING = False  # the no-op imports this module: typing for mypy only (runner/noop.py says why)
 if TYPE_CHECKING:
     from typing import BinaryIO
 

@@ -6,7 +6,7 @@ bytes it never read: put the old bytes back, and the cache, local and shared, se
 ones. So once the step has ended, each input is looked at again against the stat cache entry its digest came from
 (`Decision.seen`), as git's index is:
 
-- its stats (size, mtime, ctime, inode) are the entry's and vouch for its bytes (freshness.vouches: neither time
+- its stats (size, mtime, ctime, inode) are the entry's and vouch for its bytes (stat_cache.vouches: neither time
   within the racy window of the hashing): unchanged, no byte read. A write since moved its ctime, which nobody
   can set back.
 - the same stats, too fresh to vouch (a write within the same clock tick may have kept them all): its bytes say.
@@ -33,15 +33,16 @@ from __future__ import annotations
 
 import marshal
 import os
+from typing import TYPE_CHECKING
 
-from .freshness import stat_is_file, vouches
 from .globs import GLOB_CHARS
 from .keys import digest_file
+from .stat_cache import StatEntry, stat_is_file, vouches
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from .freshness import Decision, StatCache
+    from .freshness import Decision
     from .plan import Planner
+    from .stat_cache import StatCache
 
 CHANGED, CREATED, DELETED = "changed", "created", "deleted"
 
@@ -64,9 +65,9 @@ def changed_inputs(planner: Planner, name: str, decision: Decision) -> dict[str,
                 st = None
             # the usual answer, inline (a clean build asks it of every input): the entry's stats, and they vouch
             if st is not None and entry is not None:
-                was = loads(entry)
+                was = StatEntry._make(loads(entry))
                 now = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
-                if now == was[:4] and (own.get(rel) is entry or vouches(now, was[4])):
+                if now == was.stat and (own.get(rel) is entry or vouches(now, was.hashed_at)):
                     continue
             how = _how(stat, root, rel, st, entry)
             if how is not None:
@@ -87,11 +88,11 @@ def _how(stat: StatCache, root: str, rel: str, st: os.stat_result | None, entry:
         return CREATED if stat_is_file(st) else None
     if not stat_is_file(st):
         return DELETED  # a folder or a device in its place: no file to read
-    was = marshal.loads(entry)
-    if (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino) != was[:4]:
+    was = StatEntry._make(marshal.loads(entry))
+    if (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino) != was.stat:
         return CHANGED
     try:  # the entry's stats, too fresh to vouch: a write in the same clock tick kept them all, or none did
-        same = digest_file(root + "/" + rel) == was[5]
+        same = digest_file(root + "/" + rel) == was.digest
     except OSError:
         return DELETED
     if not same:
@@ -105,7 +106,7 @@ _open: list[tuple[str, int]] = []  # the one project folder held open: (root, de
 def _folder(root: str) -> int:
     """The project's folder, opened once for the run's re-checks: a path looked up from it costs the kernel only
     its own parts, not the root's again for each (half the stat of a clean build's ~2 inputs a step, measured on
-    this machine's deep roots; freshness._stats_here does the same). One at a time: another root closes it."""
+    this machine's deep roots; proof.stats_here does the same). One at a time: another root closes it."""
     if _open and _open[0][0] == root:
         return _open[0][1]
     while _open:

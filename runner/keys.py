@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from stat import S_ISDIR  # os imports stat: free
 
 
 def _unencodable(value):
@@ -68,7 +69,7 @@ def content_digest(root: str, rel: str, folders: set[str] | None = None) -> str 
     except OSError:
         return None
     try:
-        if os.fstat(fd).st_mode & 0o170000 == 0o040000:  # stat.S_ISDIR without importing stat
+        if S_ISDIR(os.fstat(fd).st_mode):
             if folders is not None:
                 folders.add(rel)
             return hashlib.sha256("\0".join(sorted(os.listdir(full))).encode()).hexdigest()

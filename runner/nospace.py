@@ -8,7 +8,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: the no-op imports record.py, which imports this
+TYPE_CHECKING = False  # the no-op imports this module: typing for mypy only (runner/noop.py says why)
 if TYPE_CHECKING:
     from .errors import NoSpaceError
 

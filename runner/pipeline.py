@@ -1,4 +1,5 @@
-"""The whole run as named stages: load → graph → plan → execute → record. Each command goes as far as it needs."""
+"""A run as named stages: load → lock → recover → plan (the proof, the cone) → execute → finish → record (`make`).
+Each command goes as far as it needs (`plan` for status and make -n)."""
 
 from __future__ import annotations
 
@@ -12,25 +13,18 @@ from pathlib import Path
 
 from .cache import Cache, State
 from .compiled import Compiled, edited_since, load_compiled, save_unsaved
+from .cone import FirstLook, doubtful_steps, first_look
 from .execute import Executor
-from .freshness import (
-    FirstLook,
-    StatCache,
-    doubtful_steps,
-    drop_proof,
-    first_look,
-    proof_name,
-    record_proof,
-    snapshot_paths,
-)
 from .graph import resolve_targets, selected_order
 from .index_file import give_back_memory
 from .nospace import no_space_error, nothing_started, unwritten
 from .plan import Planner, make_plan, unmatched_warnings
+from .proof import Missed, drop_proof, proof_name, record_proof, snapshot_paths
 from .record import RunRecord, prune
 from .redact import Mask, mask_for_run
 from .run_options import RunOptions
-from .summary import Summary
+from .stat_cache import StatCache
+from .summary import Summary, named, run_finished
 from .workspace import Layout, ProjectLock, locate, recover_inflight
 
 
@@ -52,11 +46,6 @@ def load_project(directory: Path, use_cache: bool = True, spec_file: str | None 
     `-f FILE`, relative to `directory`; the project root is then the folder holding it."""
     root, name = locate(directory, spec_file)
     return Project(Layout(root), load_compiled(root, use_cache=use_cache, spec_file=name), name)
-
-
-def named(targets: Sequence[str]) -> str | list[str] | None:
-    """The targets as events and JSON results show them: None, the one name, or the list of them."""
-    return None if not targets else targets[0] if len(targets) == 1 else list(targets)
 
 
 def select(project: Project, targets: Sequence[str] = ()) -> tuple[str | list[str] | None, list[str]]:
@@ -128,15 +117,15 @@ def _proved(
     requested: str | None,
     resolved: list[str] | None,
     decide_all: bool,
-    reuse: bool = False,
+    missed: Missed | None = None,
     recording: bool = False,
 ) -> tuple[list[str], FirstLook, list[str], set[str] | None]:
     """What the last good run's proof of the target `requested` (proof_name) says now: (the files the proof
     stats before the declared ones: the compiled spec's and the worker's; the first look at the target's files;
     its steps in order; the steps the rule must decide, None for every one: freshness.doubtful_steps).
-    `decide_all`: -B, or another worker's keys. `reuse`: the stats a failed no-op proof took in this process
-    stand (no other runner held the lock). `recording`: the run records the next proof, from the first look,
-    whose stats are then taken even where no proof says which steps to decide."""
+    `decide_all`: -B, or another worker's keys. `missed`: what a failed no-op proof read and took in this
+    process, which stands (no other runner held the lock since). `recording`: the run records the next proof,
+    from the first look, whose stats are then taken even where no proof says which steps to decide."""
     compiled = project.compiled
     root = str(project.layout.root)
     sources = compiled.sources + (_worker_files(planner) if compiled.agents else [])
@@ -146,7 +135,7 @@ def _proved(
         requested,
         compiled.token,
         sources,
-        reuse=reuse,
+        missed=missed,
         previous=replaced and replaced[0],
         n_spec=len(compiled.sources),
     )
@@ -268,130 +257,48 @@ def make(
     remote=None,
     *,
     stop_cluster,
+    missed: Missed | None = None,
 ) -> Summary:
-    """Stages 3-5 under the project lock: plan each step as it becomes ready, run it, record it. `remote`: a
-    shared cache (runner/stores/mirror.py): read on a local miss, given the successes; its account
-    (`finish()`) goes into run_finished. `stop_cluster`: what kills a killed run's tasks on a Dask cluster
-    (executors.stop_abandoned, which the command brings: workspace.recover_inflight)."""
+    """`runner make` under the project lock, in named stages: recover what a killed run left, plan (the proof of
+    the target says which steps the rule must decide), execute (decide each step as it becomes ready, run it),
+    say how it ended, and record the next proof. `remote`: a shared cache (runner/stores/mirror.py): read on a
+    local miss, given the successes; its account (`finish()`) goes into run_finished. `stop_cluster`: what kills a
+    killed run's tasks on a Dask cluster (executors.stop_abandoned, which the command brings:
+    workspace.recover_inflight). `missed`: what the warm no-op read before it found the proof broken, in this
+    process (noop.prove_target), which stands only if no other runner held the lock since."""
     targets = [targets] if isinstance(targets, str) else list(targets)
     layout = project.layout
-    lock = ProjectLock(layout, "runner make " + " ".join(sys.argv[2:]))
-    with nothing_started(str(layout.root)):
-        layout.ensure()
-        read_back = save_unsaved(layout.root)
-        if read_back is not None:  # the spec as the saved file holds it: the dicts it was made in go now
-            project.compiled = read_back
-            give_back_memory(len(read_back.order))
-        lock.acquire(wait=wait_for_lock, on_wait=on_wait)
-    mask = mask_for_run(project.spec)
+    lock = _locked(project, wait_for_lock, on_wait)
+    mask = mask_for_run(project.spec)  # from here on, what any message says is masked
     previous = signal.signal(signal.SIGTERM, _terminate_as_interrupt)
     record = executor = None
     try:
-        recovered = recover_inflight(layout, stop_cluster)
-        if (layout.state_dir / "apply").is_dir():  # an agent step's apply that a crash cut short
-            from .apply import recover as recover_applies
-
-            recovered += recover_applies(layout.root, layout.state_dir)
-        requested = proof_name(targets, project.spec_file)  # the proof's name: as the fast no-op finds it
-        resolved = resolve_targets(project.spec, targets)
-        compiled = project.compiled
-        if compiled.env_names:
-            mask = mask_for_run(project.spec, extra=_env_secrets(project.spec, compiled, resolved))
-        planner = planner_for(project, options.force, options.worker, owner=True, mask=mask, remote=remote)
-        planner.forced = frozenset(options.improve)
+        recovered = _recover(layout, stop_cluster)
+        planner, resolved, mask = _planner(project, targets, options, remote, mask)
         record = RunRecord(layout.runs_dir)
-        root = str(layout.root)
-        if compiled.env_names:  # a variable an `env` value reads is not set: said before anything runs
-            for name in selected_order(compiled, resolved):
-                planner.env(name)
-        # what a no-op proof read before the lock stands only if no other runner held it meanwhile
+        requested = proof_name(targets, project.spec_file)  # the proof's name: as the fast no-op finds it
         sources, look, order, doubtful = _proved(
             project,
             planner,
             requested,
             resolved,
             bool(options.force or options.worker),
-            reuse=not lock.waited,
+            missed=None if lock.waited else missed,
             recording=True,
         )
-        agent_steps = not compiled.agents.isdisjoint(order)
-
         sink = _Sink(record, emit, mask)
         for line in recovered:  # reported once the run has a record, which keeps them too
             sink({"event": "recovered", "message": line})
-
         executor = Executor(planner, layout, record, sink, options, doubtful=doubtful, mask=mask)
-        started = time.monotonic()
-        # steps run from the project root, as make -C runs from its folder (a plain command then needs no
-        # shell to get there); the caller's folder is restored after the run
-        caller_cwd = _chdir(str(layout.root))
-        try:
-            summary = executor.run(order)
-        finally:
-            if caller_cwd:
-                _chdir(caller_cwd)
-        # the last good results, before the run says how it ended: a full disk that refuses them fails it
-        summary.no_space = summary.no_space or unwritten(planner.state.save, layout.state_file)
-        status = (
-            "interrupted"
-            if summary.interrupted
-            else "failed"
-            if summary.failed or summary.no_space
-            else "blocked"
-            if summary.blocked
-            else "ok"
-        )
-        if summary.observed:  # candidate patterns beside the active ones, for the learning loop's gate
-            from .shadow import observe
-
-            observe(project.spec, record.dir, summary.observed, mask)
-        finished: dict[str, object] = {
-            "event": "run_finished",
-            "run_id": record.run_id,
-            # as named on the command line, as the fast no-op (which never loads the spec) can say it too
-            "target": named(targets),
-            "status": status,
-            **summary.counts,
-            "attempts": summary.attempts,
-            "usage": summary.usage,
-            "duration": round(time.monotonic() - started, 3),
-        }
-        if status != "ok":
-            finished["left"] = summary.left
-        if summary.drift:
-            finished["drift"] = summary.drift
-        if planner.cache.refused:  # records naming what their steps may not write (runner/confine.py)
-            finished["refused"] = sorted({intent for intent, _why in planner.cache.refused.values()})
-        if summary.uncached:  # their inputs changed while they ran: nothing of theirs was cached
-            finished["inputs_changed"] = summary.uncached
-        if remote is not None:  # the uploads are waited for (bounded) so the account is whole
-            summary.remote = finished["remote"] = remote.finish()
-        sink(finished)
-        planner.cache.close()
-        if agent_steps and options.worker:
-            drop_proof(root, requested)  # keys made by another worker prove nothing for a plain run
-        elif status == "ok":
+        summary, duration = _execute(executor, order, str(layout.root))
+        _finish(project, planner, record, sink, summary, targets, duration, remote)
+        if options.worker and not project.compiled.agents.isdisjoint(order):
+            drop_proof(str(layout.root), requested)  # keys made by another worker prove nothing for a plain run
+        elif _status(summary) == "ok":
             record_proof(
-                root,
-                requested,
-                compiled.token,
-                len(sources),
-                compiled.spec_stats,
-                compiled.spec_kept,
-                compiled.spec_read,
-                order,
-                look,
-                planner.stat,
-                doubtful,
-                compiled.declared_by,
-                compiled.env_names,
-                aggregates=compiled.aggregates,
+                str(layout.root), requested, project.compiled, len(sources), order, look, planner.stat.views, doubtful
             )
-        summary.no_space = summary.no_space or unwritten(planner.stat.save, layout.stat_file)
-        prune(layout.runs_dir)
-        summary.warnings = unmatched_warnings(project.spec, planner.input_files.unmatched)
-        record.close()
-        summary.no_space = summary.no_space or record.unwritten
+        _close(project, planner, record, summary)
         return summary
     except Exception as exc:
         # a full disk before the first step could start (the lock, the journal, the run's record) is exit 2
@@ -404,3 +311,103 @@ def make(
             record.close()  # whatever happened: the process may end without the interpreter's teardown
         signal.signal(signal.SIGTERM, previous)
         lock.release()
+
+
+def _locked(project: Project, wait: bool, on_wait) -> ProjectLock:
+    """The project lock, the state folder made and a spec the last run left unsaved saved first; a full disk here
+    is said as nothing started."""
+    layout = project.layout
+    lock = ProjectLock(layout, "runner make " + " ".join(sys.argv[2:]))
+    with nothing_started(str(layout.root)):
+        layout.ensure()
+        read_back = save_unsaved(layout.root)
+        if read_back is not None:  # the spec as the saved file holds it: the dicts it was made in go now
+            project.compiled = read_back
+            give_back_memory(len(read_back.order))
+        lock.acquire(wait=wait, on_wait=on_wait)
+    return lock
+
+
+def _recover(layout: Layout, stop_cluster) -> list[str]:
+    """What a killed run left: its processes stopped, an agent step's apply it cut short finished; the lines that
+    say so."""
+    recovered = recover_inflight(layout, stop_cluster)
+    if (layout.state_dir / "apply").is_dir():
+        from .apply import recover as recover_applies
+
+        recovered += recover_applies(layout.root, layout.state_dir)
+    return recovered
+
+
+def _planner(
+    project: Project, targets: list[str], options: RunOptions, remote, mask: Mask
+) -> tuple[Planner, list[str] | None, Mask]:
+    """The planner of this run, the targets resolved to intents, and the run's mask: `mask` and the secrets the
+    selected steps' `env` reads. A variable an `env` value reads that is not set is said before anything runs."""
+    resolved = resolve_targets(project.spec, targets)
+    compiled = project.compiled
+    if compiled.env_names:
+        mask = mask_for_run(project.spec, extra=_env_secrets(project.spec, compiled, resolved))
+    planner = planner_for(project, options.force, options.worker, owner=True, mask=mask, remote=remote)
+    planner.forced = frozenset(options.improve)
+    if compiled.env_names:
+        for name in selected_order(compiled, resolved):
+            planner.env(name)
+    return planner, resolved, mask
+
+
+def _execute(executor: Executor, order: list[str], root: str):
+    """The scheduler's run of `order` (and how long it took): steps run from the project root, as make -C runs
+    from its folder (a plain command then needs no shell to get there); the caller's folder is restored after."""
+    started = time.monotonic()
+    caller_cwd = _chdir(root)
+    try:
+        summary = executor.run(order)
+    finally:
+        if caller_cwd:
+            _chdir(caller_cwd)
+    return summary, time.monotonic() - started
+
+
+def _status(summary: Summary) -> str:
+    if summary.interrupted:
+        return "interrupted"
+    if summary.failed or summary.no_space:
+        return "failed"
+    return "blocked" if summary.blocked else "ok"
+
+
+def _finish(project: Project, planner: Planner, record: RunRecord, sink, summary: Summary, targets, duration, remote):
+    """Say how the run ended: the last good results saved first (a full disk that refuses them fails the run),
+    the candidate patterns observed, then run_finished."""
+    layout = project.layout
+    summary.no_space = summary.no_space or unwritten(planner.state.save, layout.state_file)
+    status = _status(summary)
+    if summary.observed:  # candidate patterns beside the active ones, for the learning loop's gate
+        from .shadow import observe
+
+        observe(project.spec, record.dir, summary.observed, sink.mask)
+    # the targets as named on the command line, as the fast no-op (which never loads the spec) says them too
+    finished = run_finished(record.run_id, targets, status, summary.counts, duration, summary.attempts, summary.usage)
+    if status != "ok":
+        finished["left"] = summary.left
+    if summary.drift:
+        finished["drift"] = summary.drift
+    if planner.cache.refused:  # records naming what their steps may not write (runner/confine.py)
+        finished["refused"] = sorted({intent for intent, _why in planner.cache.refused.values()})
+    if summary.uncached:  # their inputs changed while they ran: nothing of theirs was cached
+        finished["inputs_changed"] = summary.uncached
+    if remote is not None:  # the uploads are waited for (bounded) so the account is whole
+        summary.remote = finished["remote"] = remote.finish()
+    sink(finished)
+    planner.cache.close()
+
+
+def _close(project: Project, planner: Planner, record: RunRecord, summary: Summary) -> None:
+    """The stat cache saved, old runs pruned, the warnings of the spec as the run found it, the record closed."""
+    layout = project.layout
+    summary.no_space = summary.no_space or unwritten(planner.stat.save, layout.stat_file)
+    prune(layout.runs_dir)
+    summary.warnings = unmatched_warnings(project.spec, planner.input_files.unmatched)
+    record.close()
+    summary.no_space = summary.no_space or record.unwritten

@@ -7,13 +7,13 @@ from collections.abc import Mapping, Set
 from functools import partial
 from typing import TYPE_CHECKING
 
-from .cache import Cache, State, StepRecord
+from .cache import Cache, LastResult, State, StepRecord
 from .compiled import Compiled
-from .freshness import ALWAYS, RUN, SKIP, UP_TO_DATE, Decision, StatCache, decide
+from .freshness import ALWAYS, RUN, SKIP, UP_TO_DATE, Asked, Decision, decide, waiting_on
 from .globs import GLOB_CHARS, expand, may_overlap
 from .keys import digest_value, outputs_digest, step_key
-from .memory import FIELDS, PART_PREFIX
-from .spec import STEP_AGENT, Intent, expand_env
+from .spec import STEP_AGENT, STEP_AGGREGATE, Intent, expand_env
+from .stat_cache import StatCache
 
 if TYPE_CHECKING:
     from .ignore import IgnoreRules
@@ -139,47 +139,16 @@ class Planner:
             from .edits import decide_agent
 
             return decide_agent(self, name, dep_outputs, pending)
-        return decide(self, name, dep_outputs, pending)
+        return decide(self, self.ask(name, dep_outputs), dep_outputs, pending)
 
-    def why_missed(self, name: str, last, inputs: dict, deps: dict) -> list[str]:
-        """Why a step with no recorded success for its key must run: its last recorded run compared
-        ingredient by ingredient."""
-        record: StepRecord | None = self.cache.get_record(last[0]) if last else None
-        if record is None:
-            return ["no cache entry"]
-        before = record.ingredients
-        reasons = []
-        parts, old_parts = self.parts(name), before.get("parts", {})
-        # the memory's fields in one reason, added and dropped ones too (an intent without memory has no part)
-        memory = [p for p in FIELDS if old_parts.get(PART_PREFIX + p) != parts.get(PART_PREFIX + p)]
-        if memory:
-            reasons.append(f"intent memory changed: {', '.join(memory)}")
-        for part, value in parts.items():
-            if part.startswith(PART_PREFIX):
-                continue
-            if old_parts.get(part) != value:
-                label = {"definition": "definition changed", "env": "a variable its env reads changed"}.get(part)
-                if part == "prompt":
-                    label = f"prompt {self.spec.intents[name].prompt} changed"
-                reasons.append(label or f"{part} changed")
-        old_inputs = before.get("inputs", {})
-        for path in sorted(set(inputs) | set(old_inputs)):
-            if path not in old_inputs:
-                reasons.append(f"input {path} added")
-            elif path not in inputs:
-                reasons.append(f"input {path} removed")
-            elif inputs[path] != old_inputs[path]:
-                reasons.append(f"input {path} {'deleted' if inputs[path] is None else 'changed'}")
-        old_deps = before.get("deps", {})
-        for dep, value in deps.items():
-            if dep not in old_deps:
-                reasons.append(f"new dependency {dep}")
-            elif old_deps[dep] != value:
-                reasons.append(f"dependency {dep} produced new outputs")
-        for dep in old_deps:
-            if dep not in deps:
-                reasons.append(f"dependency {dep} removed")
-        return reasons or ["no cache entry for this combination of inputs"]
+    def ask(self, name: str, dep_outputs: Mapping[str, str | None], last: LastResult | None = None) -> Asked:
+        """What the rule is asked about step `name`: its input files (the globs expanded), its static digest once
+        no dependency is waiting, and its last good result (`last`: as a kept edit makes it, edits.py)."""
+        intent = self.spec.intents[name]
+        if intent.kind == STEP_AGGREGATE:
+            return Asked(name, intent, [], None, None)
+        static = None if waiting_on(intent, dep_outputs) else self.static_digest(name)
+        return Asked(name, intent, self.input_files(name, intent), static, last or self.state.get(name))
 
     def parts(self, name: str) -> dict[str, str]:
         """The digest of each key ingredient but the files: the compiled parts, and the expanded env's."""
@@ -267,7 +236,7 @@ def _waves(planner: Planner, order: list[str]) -> list[list[str]]:
 def produced_by_proven(state, name: str) -> str:
     """The output digest a proved step's dependants see: its last good result's."""
     last = state.get(name)
-    return outputs_digest(last[1] if last else {})
+    return outputs_digest(last.outputs if last else {})
 
 
 def decide_each(planner: Planner, names: list[str], produced, pending) -> None:

@@ -6,7 +6,7 @@ import json
 import sys
 import time
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: the no-op imports summary_line from here
+TYPE_CHECKING = False  # the no-op imports this module: typing for mypy only (runner/noop.py says why)
 if TYPE_CHECKING:
     from rich.live import Live
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from .errors import LockHeldError
 from .nospace import is_no_space
 from .process import boot_time, groups_holding, kill_groups, same_process
+from .project_root import locate as locate_str
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -174,15 +175,11 @@ def _locked(path: str) -> bool:
 def find_root(start: Path, spec_file: str | None = None) -> Path:
     """The nearest folder at or above `start` holding intents.toml (as git finds .git); else `start`. With
     `-f FILE` (`spec_file`, relative to `start`): the folder holding FILE, as paths in it are relative to it."""
-    from .noop import locate
-
-    return Path(locate(str(start), spec_file)[0])
+    return Path(locate_str(str(start), spec_file)[0])
 
 
 def locate(start: Path, spec_file: str | None = None) -> tuple[Path, str]:
     """(the project root, the intents file's name in it): find_root's root, and `-f FILE`'s name or intents.toml."""
-    from .noop import locate as locate_str
-
     root, name = locate_str(str(start), spec_file)
     return Path(root), name
 

@@ -26,7 +26,7 @@ if str(Path(__file__).parent) not in sys.path:
 import racy  # noqa: E402 - after the path above
 import runner_cli  # noqa: E402 - after the path above
 
-from runner import freshness  # noqa: E402
+from runner import stat_cache  # noqa: E402
 
 # The differential test (tests/core/test_differential.py) and other explorations: a fixed seed and a bounded
 # count in CI; `--hypothesis-profile=long` explores further. No examples database in the repository.
@@ -107,7 +107,7 @@ def real_racy_window(monkeypatch) -> None:
     """The racy window a user's runner has (git's second), for this test's runners and its in-process ones: for a
     test about the racy rule itself, which needs a change to stay inside the window while a runner starts."""
     monkeypatch.delenv(racy.RACY_WINDOW, raising=False)
-    monkeypatch.setattr(freshness, "RACY_NS", racy.DEFAULT_NS)
+    monkeypatch.setattr(stat_cache, "RACY_NS", racy.DEFAULT_NS)
 
 
 def _files_with(root: Path, needle: bytes) -> list[str]:

@@ -8,10 +8,10 @@ from __future__ import annotations
 import os
 import time
 
-from runner import freshness
+from runner import stat_cache
 from runner.entry import RACY_WINDOW, set_racy_window
 
-DEFAULT_NS = freshness.RACY_NS  # git's second: the window of a runner started without the setting
+DEFAULT_NS = stat_cache.RACY_NS  # git's second: the window of a runner started without the setting
 TEST_MS = "50"  # five jiffies at the coarsest kernel clock (10 ms): never within one tick of a change
 
 
@@ -25,4 +25,4 @@ def shorten() -> None:
 
 def wait_out() -> None:
     """Sleep past the racy window of a change made just now (a write; a utime, which moves the ctime to now)."""
-    time.sleep(freshness.RACY_NS / 1e9 + 0.05)
+    time.sleep(stat_cache.RACY_NS / 1e9 + 0.05)

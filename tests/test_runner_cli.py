@@ -18,7 +18,7 @@ import runner_cli
 from click.testing import CliRunner
 
 import runner.report
-from runner import freshness
+from runner import stat_cache
 from runner.cli import cli
 
 SPEC = """\
@@ -122,7 +122,7 @@ def test_what_the_test_process_did_to_runners_modules_never_reaches_a_runner(tmp
     root = _project(tmp_path, "proj", SPEC.replace("exit 3", "exit 0"))
     assert CliRunner().invoke(cli, ["make", "-C", str(root)], catch_exceptions=False).exit_code == 0
     monkeypatch.setattr(runner.report, "summary_line", lambda *a, **k: "polluted")
-    monkeypatch.setattr(freshness, "RACY_NS", 10**15)  # nothing would ever vouch
+    monkeypatch.setattr(stat_cache, "RACY_NS", 10**15)  # nothing would ever vouch
     (root / "in.txt").write_text("two\n")
     got = runner_cli.run(["make"], root)
     assert got.returncode == 0, got.stderr

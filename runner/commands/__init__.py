@@ -77,6 +77,8 @@ class Invocation(NamedTuple):
     directory: Path
     as_json: bool
     ask: Callable[[str, str], bool] | None  # (question, detail) -> yes; None when nobody is at a terminal
+    # `runner make`: what the warm no-op read before it found the target's proof broken (proof.Missed)
+    missed: object = None
 
 
 def argument(name: str, required: bool = True, nargs: int = 1, default: object = None) -> Param:

@@ -68,7 +68,7 @@ def gc(inv: Invocation) -> None:
 
 def clear(inv: Invocation) -> None:
     from ..cache import Cache
-    from ..freshness import forget
+    from ..proof import forget
     from ..workspace import Layout, ProjectLock, find_root
 
     layout = Layout(find_root(inv.directory))

@@ -35,11 +35,13 @@ def make(
     remote_mode: str | None = None,
     executor: str | None = None,
     hermetic: bool = False,
+    missed=None,
 ) -> int:
     """Bring `targets` (intents or declared output paths; none: the default) up to date; the exit code says how
     it went. `ask(question, detail)` asks a human. `remote`, `remote_mode`: the shared cache (runner/stores),
     over RUNNER_REMOTE_CACHE and `[cache]`. `executor`: --executor (local, dask://HOST:PORT). `hermetic`:
-    --hermetic, steps on the cluster see only their declared inputs (runner/executors/hermetic.py)."""
+    --hermetic, steps on the cluster see only their declared inputs (runner/executors/hermetic.py). `missed`:
+    what the warm no-op read before it found the proof broken (proof.Missed), for the pipeline to stand on."""
     from ..execute import RunOptions
     from ..executors import build, stop_abandoned
     from ..pipeline import load_project
@@ -80,6 +82,7 @@ def make(
             on_wait=on_wait or _say_waiting,
             remote=mirror,
             stop_cluster=stop_abandoned,
+            missed=missed,
         )
     finally:
         reporter.close()
@@ -134,14 +137,13 @@ def _say_waiting(holder: str) -> None:
     print(f"runner: waiting for the lock held by {holder}", file=sys.stderr, flush=True)
 
 
-def plain(argv: list[str]) -> dict | None:
-    """make()'s arguments for a plain `runner make` (noop.parse_plain_make), when nobody at a terminal could be
-    asked anything (--json, or not at one); None for anything else, which goes to click (and so does every
-    mistake: click words it)."""
-    from ..noop import parse_plain_make
+def plain(parsed: dict | None) -> dict | None:
+    """make()'s arguments for a plain `runner make` (`parsed` as the fast path parsed its options), when nobody at
+    a terminal could be asked anything (--json, or not at one); None for anything else, which goes to click (and
+    so does every mistake: click words it)."""
     from ..workspace import at_terminal
 
-    args = parse_plain_make(argv)
+    args = None if parsed is None else dict(parsed)
     if args is None or (at_terminal() and not args.get("as_json")):
         return None  # a human may be asked before an agent step: click's prompt does that
     if args.get("timeout", 0) > MAX_TIMEOUT:
@@ -216,6 +218,7 @@ def run(
         remote_mode=remote_mode,
         executor=executor,
         hermetic=hermetic,
+        missed=inv.missed,
     )
 
 

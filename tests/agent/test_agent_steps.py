@@ -351,7 +351,7 @@ def test_a_new_codex_binary_is_not_a_no_op(agent, tmp_path):
     for path in [*agent.root.rglob("*"), binary]:  # out of the racy window
         if ".runner" not in path.parts and path.is_file():
             os.utime(path, (path.stat().st_mtime - 5, path.stat().st_mtime - 5))
-    racy.wait_out()  # utime moved ctime to now: wait out the racy window (runner.freshness.vouches)
+    racy.wait_out()  # utime moved ctime to now: wait out the racy window (runner.stat_cache.vouches)
     agent.make()
     assert agent.make().events()[0].get("fast") is True
     binary.write_text(binary.read_text() + "\n# upgraded\n")

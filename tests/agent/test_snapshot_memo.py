@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from runner import attempt, freshness
+from runner import attempt, stat_cache
 
 # a window short enough for a test to wait past it, longer than any filesystem clock's tick (a jiffy, <= 10 ms)
 WINDOW_NS = 30_000_000
@@ -44,7 +44,7 @@ def _write(path: Path, data: bytes) -> None:
 
 @pytest.fixture(autouse=True)
 def short_window(monkeypatch):
-    monkeypatch.setattr(freshness, "RACY_NS", WINDOW_NS)
+    monkeypatch.setattr(stat_cache, "RACY_NS", WINDOW_NS)
 
 
 @settings(max_examples=60, deadline=None)

@@ -58,7 +58,7 @@ class Project:
 
     def age_all(self, seconds: float = 5.0) -> None:
         """Push every project file's mtime into the past, as if edited long ago. Setting an mtime moves the
-        file's ctime to now, and the racy rule (runner.freshness.vouches) trusts no stat of a file changed
+        file's ctime to now, and the racy rule (runner.stat_cache.vouches) trusts no stat of a file changed
         within the racy window: wait it out (the tests' shortened window, tests/racy.py), so the stats vouch for
         the bytes."""
         t = time.time() - seconds

@@ -200,7 +200,8 @@ def test_an_aggregate_whose_dependency_failed_is_neither_skipped_nor_left(projec
 
 def test_the_fast_no_op_imports_neither_typing_nor_rich(project):
     """The no-op prints its summary with report.summary_line: importing report.py must stay as cheap as the
-    no-op's other modules (typing alone costs it ~2 ms of its ~60 ms at 10,000 steps)."""
+    no-op's other modules (typing alone costs it ~2 ms of its ~60 ms at 10,000 steps). The runner modules it
+    imports are the fast path's and those it shares (runner/noop.py says which, and why each is cheap)."""
     _chain(project)
     project.run("make")
     racy.wait_out()  # past the racy window
@@ -209,8 +210,25 @@ def test_the_fast_no_op_imports_neither_typing_nor_rich(project):
         [sys.executable, "-X", "importtime", "-m", "runner", "make"], cwd=project.root, capture_output=True, text=True
     )
     assert timed.stdout.startswith("runner: nothing to do: 3 cached in "), timed.stdout
-    imported = {line.rsplit("|", 1)[-1].strip().split(".")[0] for line in timed.stderr.splitlines() if "|" in line}
+    names = {line.rsplit("|", 1)[-1].strip() for line in timed.stderr.splitlines() if "|" in line}
+    imported = {name.split(".")[0] for name in names}
     assert "runner" in imported and not imported & {"typing", "rich", "click"}
+    # the fast path (runner/noop.py) and what it shares with the pipeline: nothing else of runner
+    assert {name for name in names if name.startswith("runner")} == {
+        "runner",
+        "runner.entry",
+        "runner.noop",
+        "runner.proof",
+        "runner.stat_cache",
+        "runner.project_root",
+        "runner.keys",
+        "runner.index_file",
+        "runner.forked",
+        "runner.record",
+        "runner.nospace",
+        "runner.report",
+        "runner.summary",
+    }
 
 
 def test_a_failure_early_in_a_big_build_names_ten_steps_not_done_and_counts_the_rest(project):

@@ -43,7 +43,7 @@ deps = ["b"]
 
 # what two runs leave under .runner/ (the first run and the last by their ids): workspace.Layout, the run record
 # (record.py), the journal (workspace.InflightJournal), the indexes' logs (index_file.IndexFile), the compiled spec and
-# its tables (compiled.py), the proofs (freshness.PROOF); test_the_probe_meets_every_file_a_run_leaves says so
+# its tables (compiled.py), the proofs (proof.PROOF); test_the_probe_meets_every_file_a_run_leaves says so
 FILES = [
     ".gitignore",
     "lock",

@@ -17,7 +17,7 @@ from runner import forked
 
 PRELUDE = """
 import json, os, signal, sys, threading, time
-from runner import forked, freshness
+from runner import forked, proof
 here = os.getpid()
 def child_result(work):
     with forked.Child(work) as child:
@@ -105,9 +105,9 @@ def test_the_proofs_stats_taken_half_by_a_child_are_the_stats_one_by_one(tmp_pat
         root = sys.argv[1]
         names = [f"f{i}" for i in range(40)] + ["sub", "missing", "sub/missing"]
         paths = [names[i % len(names)] for i in range(forked.AT_LEAST + 11)]
-        alone = freshness._stats_here(root, paths)
-        taken = freshness._take(root, paths)
-        pieces_first = taken.pieces == freshness._stats_bytes(alone)
+        alone = proof.stats_here(root, paths)
+        taken = proof.take_stats(root, paths)
+        pieces_first = taken.pieces == proof.stat_pieces(alone)
         print(json.dumps([pieces_first, taken.stats == alone, alone.count(None)]))
     """
     missing = sum(1 for i in range(forked.AT_LEAST + 11) if i % 43 >= 41)
@@ -120,14 +120,14 @@ def test_the_proofs_stats_are_all_taken_here_when_the_child_fails(tmp_path):
     scenario = """
         root = sys.argv[1]
         paths = [f"f{i % 41}" for i in range(forked.AT_LEAST + 11)]
-        alone = freshness._stats_here(root, paths)
-        stats_here = freshness._stats_here
+        alone = proof.stats_here(root, paths)
+        stats_here = proof.stats_here
         def failing_in_the_child(root, part):
             if os.getpid() != here:
                 raise MemoryError  # a fault injected in the child only
             return stats_here(root, part)
-        freshness._stats_here = failing_in_the_child
-        taken = freshness._take(root, paths)
-        print(json.dumps([taken.pieces == freshness._stats_bytes(alone), taken.stats == alone]))
+        proof.stats_here = failing_in_the_child
+        taken = proof.take_stats(root, paths)
+        print(json.dumps([taken.pieces == proof.stat_pieces(alone), taken.stats == alone]))
     """
     assert fresh(scenario, str(tmp_path)) == [True, True]

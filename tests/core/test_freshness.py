@@ -16,7 +16,8 @@ import time
 import racy
 import runner_cli
 
-from runner.freshness import StatCache, _vouched, stat_of
+from runner.noop import _vouched
+from runner.stat_cache import StatCache, stat_of
 
 WAIT_FOR_GO = "touch started; while [ ! -e go ]; do sleep 0.01; done"
 
@@ -405,7 +406,7 @@ def test_a_touch_never_trusts_a_stat_cache_digest_its_stats_did_not_vouch_for(pr
 
 def test_a_stat_cache_entry_made_from_stats_taken_before_a_write_never_stands_for_the_written_bytes(project):
     """The first no-op after a build leaves the bytes it checked in the stat cache under the stats it took before
-    reading them, without taking them again (freshness._vouched, read_after): a write between those stats and the
+    reading them, without taking them again (noop._vouched, read_after): a write between those stats and the
     read, even one that keeps the size and puts the mtime back, gave the file a later ctime, so the entry, of
     whatever bytes the read saw, is never taken for the file's bytes."""
     project.write("in.txt", "one\n", age=5)
@@ -604,7 +605,7 @@ def _compiled_token(project) -> str:
 def test_a_touch_of_intents_toml_keeps_its_compilation_and_decides_nothing(chain):
     """The spec's bytes as they were under new stats (a checkout of another branch and back, an editor's save
     of an unchanged file): the fast no-op proves it by one hash of the file, against the digest of the bytes its
-    loader read (freshness._touched), without loading the spec; and the full pipeline finds its compilation by
+    loader read (noop._touched), without loading the spec; and the full pipeline finds its compilation by
     those bytes (compiled._unchanged) rather than making it again (~1.5 s at 10,000 steps, ~20 s at 100,000),
     and the last proof stands for every step."""
     chain.age_all()
@@ -751,3 +752,21 @@ def test_a_proof_stands_only_beside_the_compilation_that_replaced_its_own(chain)
     assert result.statuses() == {"a": "cached", "b": "cached", "c": "ran"}, result.out
     assert chain.read("out/c.txt") == "1\n"
     _settled(chain)
+
+
+def test_each_shortcut_the_rule_lists_names_tests_that_exist():
+    """runner/freshness.py lists every shortcut with the test that goes red when it is wrong: each named test is
+    there (a renamed test would leave the list pointing at nothing)."""
+    import ast
+    import re
+    from pathlib import Path
+
+    import runner.freshness
+
+    doc = ast.get_docstring(ast.parse(Path(runner.freshness.__file__).read_text()))
+    assert doc is not None
+    named = re.findall(r"(test_\w+\.py)(?:::\s*(test_\w+))?", doc)
+    assert len({test for _file, test in named if test}) >= 20
+    here = Path(__file__).parent
+    missing = [f"{file}::{test}" for file, test in named if f"def {test or 'test_'}" not in (here / file).read_text()]
+    assert missing == []

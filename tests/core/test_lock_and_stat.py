@@ -10,8 +10,8 @@ import time
 
 from runner.cache import Cache, State
 from runner.compiled import load_compiled
-from runner.freshness import StatCache
 from runner.plan import Planner, make_plan
+from runner.stat_cache import StatCache
 from runner.workspace import Layout
 
 SLOW = """

@@ -15,9 +15,9 @@ import pytest
 import racy
 
 import runner
-from runner.freshness import stat_of
 from runner.index_file import IndexFile
 from runner.spec import MAX_TIMEOUT
+from runner.stat_cache import stat_of
 
 
 def test_first_make_runs_everything_then_nothing(chain):

@@ -1,4 +1,4 @@
-"""A no-op proof records its paths' stats in pieces (runner.freshness._stats_bytes), and an edit decodes only the
+"""A no-op proof records its paths' stats in pieces (runner.proof.stat_pieces), and an edit decodes only the
 pieces whose bytes differ: the paths it finds changed are exactly those whose stats differ, at any piece size,
 and a record in another layout (an older runner's one piece of bytes) or cut short is no record at all. Its
 paths and order are stored NUL-joined, and the no-op's report is made from the joined order whole, the aggregates'
@@ -12,12 +12,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from runner import freshness
-from runner.noop import _without, cached_text
+from runner import proof, stat_cache
+from runner.noop import _without
+from runner.summary import cached_text
 
 STAT = st.one_of(
     st.none(),  # no such path
-    st.just(freshness.NEVER),
+    st.just(stat_cache.NEVER),
     st.tuples(
         st.integers(0, 2**40),
         st.integers(-(2**62), 2**62),  # an mtime before 1970 is a negative count of nanoseconds
@@ -35,23 +36,23 @@ STAT = st.one_of(
 )
 def test_the_changed_paths_are_those_whose_stats_differ(before, edits, chunk):
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(freshness, "_CHUNK", chunk)
+        patch.setattr(proof, "CHUNK", chunk)
         _check_changed(before, edits)
 
 
 def _check_changed(before: list, edits: list) -> None:
-    recorded = marshal.loads(marshal.dumps(freshness._stats_bytes(before)))  # as the proof file holds it
+    recorded = marshal.loads(marshal.dumps(proof.stat_pieces(before)))  # as the proof file holds it
     now = list(before)
     for i, stat in edits:
         if i < len(now):
             now[i] = stat
     expected = [(i, was) for i, was in enumerate(before) if was != now[i]]
-    assert freshness._changed(recorded, freshness._stats_bytes(now)) == expected
-    same = freshness._stats_digest(freshness._stats_bytes(now)) == freshness._stats_digest(recorded)
+    assert proof.changed_stats(recorded, proof.stat_pieces(now)) == expected
+    same = proof.pieces_digest(proof.stat_pieces(now)) == proof.pieces_digest(recorded)
     assert same == (now == before)
-    # the stats one by one from the pieces, when a child took those after the first `cut` (freshness._take)
-    for cut in range(0, len(now) + 1, freshness._CHUNK):
-        taken = freshness._Taken(freshness._stats_bytes(now), now[:cut], whole=False)
+    # the stats one by one from the pieces, when a child took those after the first `cut` (proof.take_stats)
+    for cut in range(0, len(now) + 1, proof.CHUNK):
+        taken = proof.Taken(proof.stat_pieces(now), now[:cut], whole=False)
         assert [taken[i] for i in reversed(range(len(now)))] == now[::-1]  # one by one, any order
         assert taken.stats == now and [taken[i] for i in range(len(now))] == now
 
@@ -66,7 +67,7 @@ def _check_changed(before: list, edits: list) -> None:
     ],
 )
 def test_a_record_in_another_layout_or_damaged_is_no_record(recorded):
-    assert freshness._changed(recorded, freshness._stats_bytes([(1, 2, 3, 5)] * 5)) is None
+    assert proof.changed_stats(recorded, proof.stat_pieces([(1, 2, 3, 5)] * 5)) is None
 
 
 NAME = st.text(alphabet="abz09_.-/é", min_size=1, max_size=8)
@@ -75,9 +76,9 @@ NAME = st.text(alphabet="abz09_.-/é", min_size=1, max_size=8)
 @settings(max_examples=300, deadline=None)
 @given(names=st.lists(NAME, max_size=20))
 def test_names_stored_joined_read_back_as_they_were_and_report_as_line_by_line(names):
-    stored = marshal.loads(marshal.dumps(freshness._joined(names)))
-    assert freshness._names(stored) == names
-    assert freshness._names(names) == names  # the layout before: a list, taken as it is
+    stored = marshal.loads(marshal.dumps(proof.joined(names)))
+    assert proof.names_of(stored) == names
+    assert proof.names_of(names) == names  # the layout before: a list, taken as it is
     if names:
         line = '{"event": "step_finished", "intent": "%s", "status": "cached", "reasons": ["up to date"]}'
         assert cached_text(stored) == "\n".join(line % name for name in names)
@@ -90,4 +91,4 @@ def test_the_no_op_report_leaves_out_the_names_at_the_aggregates_positions(names
     if data.draw(st.booleans()):  # the usual aggregate: the last name (the target naming every step)
         positions = sorted({*positions, len(names) - 1})
     kept = "\0".join(name for i, name in enumerate(names) if i not in positions)
-    assert _without(freshness._joined(names), len(names), tuple(positions)) == kept
+    assert _without(proof.joined(names), len(names), tuple(positions)) == kept
