@@ -10,7 +10,6 @@ import re
 from pathlib import Path
 
 from .globs import GLOB_CHARS
-from .prompts import MAX_FILE_CHARS, MAX_INPUT_CHARS
 from .spec import Intent
 
 # a template's sentence asking the agent to run something before it answers: a one-call worker runs nothing
@@ -28,7 +27,9 @@ def ordered(root: Path, intent: Intent, input_files: list[str]) -> tuple[list[st
     return named, others
 
 
-def files_block(root: Path, intent: Intent, input_files: list[str]) -> str:
+def files_block(root: Path, intent: Intent, input_files: list[str], file_chars: int, prompt_chars: int) -> str:
+    """The files the prompt shows, within `prompt_chars` in all and `file_chars` for a file a glob matched (the
+    prompt's budgets, prompts.py's), and what it left out."""
     named, others = ordered(root, intent, input_files)
     parts: list[str] = []
     left_out: list[str] = []
@@ -39,8 +40,8 @@ def files_block(root: Path, intent: Intent, input_files: list[str]) -> str:
         except (OSError, UnicodeDecodeError):
             left_out.append(f"- {rel}: binary or unreadable")
             continue
-        room = MAX_INPUT_CHARS - total
-        cap = room if rel in named else min(MAX_FILE_CHARS, room)
+        room = prompt_chars - total
+        cap = room if rel in named else min(file_chars, room)
         if cap <= 0:
             left_out.append(f"- {rel}: not shown ({len(text):,} characters)")
             continue
@@ -52,7 +53,7 @@ def files_block(root: Path, intent: Intent, input_files: list[str]) -> str:
     block = "\n".join(parts) or "(none)"
     if left_out:
         block += (
-            f"\n### Left out\n\nThis prompt shows at most {MAX_INPUT_CHARS:,} characters of the project: the files "
+            f"\n### Left out\n\nThis prompt shows at most {prompt_chars:,} characters of the project: the files "
             f"the intent names in full first, then the files its globs matched, smallest first. Not shown:\n\n"
             + "\n".join(left_out)
             + "\n\nYou cannot read files in this answer. If the task needs one of them, answer with <<MIS:ERR>> "

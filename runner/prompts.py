@@ -52,7 +52,7 @@ def _inputs_block(root: Path, files: list[str]) -> str:
 def _one_call_block(root: Path, intent: Intent, input_files: list[str]) -> str:
     from .one_call import files_block
 
-    return files_block(root, intent, input_files)
+    return files_block(root, intent, input_files, MAX_FILE_CHARS, MAX_INPUT_CHARS)
 
 
 def feedback_block(feedback: str | None) -> str:
