@@ -173,7 +173,7 @@ def run(
     hermetic: bool = False,
 ) -> int:
     from ..pipeline import load_project, plan
-    from .status import setup_failed, show_plan
+    from .status import mark_waiting, setup_failed, show_plan
 
     if dry_run:
         from ..pipeline import named
@@ -182,6 +182,7 @@ def run(
         project = load_project(inv.directory, spec_file=spec_file)
         mirror = mirror_named(project.spec, remote, "read")  # asked, never written
         target, decisions, warnings, agents = plan(project, targets, force, worker, remote=mirror)
+        agents = mark_waiting(project.layout.state_dir, decisions, agents)  # as `runner status` says it
         if inv.as_json:  # one line, as every `runner make --json` writes: a `plan` event (events.json)
             event = {"event": "plan", "target": named(targets), "steps": [d.to_json() for d in decisions]}
             if agents is not None:

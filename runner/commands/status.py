@@ -35,7 +35,7 @@ def show_plan(
 WAITING = "waiting for approval"
 
 
-def _mark_waiting(state_dir, decisions: list, agents):
+def mark_waiting(state_dir, decisions: list, agents):
     """A step whose verified change waits for approval under the key it would run with says so (`runner make`
     waits for `runner approve`, it calls no model): its reason, and it leaves the agent preview."""
     from ..waiting import reason, waiting
@@ -73,7 +73,7 @@ def run(inv: Invocation, targets: tuple[str, ...], spec_file: str | None, force:
     project = load_project(inv.directory, spec_file=spec_file)
     remote = mirror_named(project.spec, mode="read")  # what make would find there too
     target, decisions, warnings, agents = plan(project, targets, force, remote=remote)
-    agents = _mark_waiting(project.layout.state_dir, decisions, agents)
+    agents = mark_waiting(project.layout.state_dir, decisions, agents)
     show_plan(target, decisions, inv.as_json, warnings, agents)
     warn(warnings)
     setup_failed(project.spec.root, agents)

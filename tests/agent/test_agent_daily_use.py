@@ -143,6 +143,7 @@ def test_status_says_a_change_waits_and_approve_show_prints_it_without_approving
     assert not any(line.startswith("agent steps:") for line in lines)  # no model call would be made
     steps = json.loads(agent.run("status", "--json").out)["steps"]
     assert steps[0]["reasons"][0].startswith("waiting for approval: ")
+    assert agent.run("make", "-n").out.splitlines()[:2] == lines[:2]  # make's dry run says what status says
 
     shown = agent.run("approve", "tests", "--show")
     assert shown.code == 0, shown.err
