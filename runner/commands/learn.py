@@ -148,7 +148,8 @@ def status(inv: Invocation) -> None:
         # "disagreements" alone reads as a fault: for a new family's candidate every log it reads differs
         evidence = ", ".join(
             (
-                _count(r["runs"], "run"),
+                # the gate counts a canary's runs afresh at each weight: "1 run" alone read as its whole life
+                _count(r["runs"], "run") + (f" at {r['weight']}%" if r["stage"] == "canary" else ""),
                 _count(r["failed_checks"], "failed check"),
                 _count(r["disagreements"], "log") + " read otherwise than by the active patterns",
             )

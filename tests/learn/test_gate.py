@@ -151,6 +151,9 @@ def test_a_canary_no_run_used_since_its_last_move_stays_where_it_is(tally):
             "stays in canary at 10%: waits for 1 run that uses it (0 of 1 so far)",
         )
     assert tally.status()["tally/summary"]["failed_checks"] == 0
+    assert tally.run("learn", "status").stdout.splitlines()[0] == (
+        "tally/summary: canary 10%; 0 runs at 10%, 0 failed checks, 0 logs read otherwise than by the active patterns"
+    )
 
 
 def test_shadow_and_canary_candidates_change_no_key_outside_their_slice(tally):
