@@ -13,7 +13,12 @@ from .parse import DEFAULT_STAGES
 if TYPE_CHECKING:
     from .parse import Family, Match, Pattern
 
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()*+][0-9A-Za-z]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
+# CSI (colour, cursor), a charset choice, the string sequences (OSC `ESC ]`, APC `ESC _`, PM `ESC ^`, DCS `ESC P`,
+# SOS `ESC X`: up to BEL or ST; Buildkite's agent stamps each line with the APC `ESC _bk;t=<epoch ms> BEL`), then
+# any other two-byte escape
+_ANSI = re.compile(
+    r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()*+][0-9A-Za-z]|\x1b[\]_^PX][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]"
+)
 
 
 def strip_ansi(text: str) -> str:

@@ -274,3 +274,16 @@ def test_ruffs_full_output_names_each_finding_by_the_arrow_line_under_its_code()
         "message": "`functools.partial` imported but unused",
         "code": "F401",
     }
+
+
+def test_buildkites_timestamp_on_each_line_is_read_past(tmp_path):
+    # Buildkite's agent writes each line after an APC escape, `ESC _bk;t=<epoch ms> BEL` (its log format, as the
+    # buildkite-logs parsers read it); a log stamped so reads as the same log without the stamps
+    bare = (REAL / "playwright/rec__pwinit_list.log").read_text()
+    stamped = tmp_path / "buildkite.log"
+    stamped.write_text(
+        "".join(f"\x1b_bk;t={1745322209921 + n}\x07{line}" for n, line in enumerate(bare.splitlines(True)))
+    )
+    found = parse(str(stamped))
+    assert found["failed_tests"] == parse("playwright/rec__pwinit_list.log")["failed_tests"] != []
+    assert found["summary"] == {"passed": 0, "failed": 2, "skipped": 0, "errors": None, "total": 2}
