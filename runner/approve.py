@@ -30,6 +30,7 @@ from .apply import (
 from .attempt import Change
 from .cache import StepRecord
 from .globs import expand, matches_any
+from .keys import digest_or_none
 from .plan import Decision, Planner
 from .policy import WRITE_FILES, needs_approval
 from .spec import Intent
@@ -333,7 +334,7 @@ def pending_payload(ctx: ApplyContext, intent: Intent, decision: Decision, chang
         "files": blobs,
         "diff": ctx.planner.cache.mask.text(change.diff(Path(ctx.planner.spec.root))),  # the blobs stay as they are
         # what each file held as the change was drafted (its diff's left side): approve refuses once one differs
-        "base": {rel: _digest(Path(ctx.planner.spec.root) / rel) for rel in change.files},
+        "base": {rel: digest_or_none(Path(ctx.planner.spec.root) / rel) for rel in change.files},
         "saved": time.strftime("%Y-%m-%d %H:%M:%S"),
     }
 
@@ -394,12 +395,16 @@ def approve(planner: Planner, state_dir: Path, names: list[str] | None, reject: 
 def edited_since_drafted(planner: Planner, name: str, entry: dict) -> list[str]:
     """The files a pending change would write that changed since it was drafted: a person's edit, which applying
     it would destroy. An entry saved before drafts kept their base is judged by the step's last good result."""
-    root = Path(planner.spec.root)
     base = entry.get("base")
     if not isinstance(base, dict):
         last = planner.state.get(name)
         base = {rel: last[1][rel] for rel in entry["files"] if rel in last[1]} if last else {}
-    return sorted(rel for rel in entry["files"] if rel in base and _digest(root / rel) != base[rel])
+    return edited_since(Path(planner.spec.root), entry["files"], base)
+
+
+def edited_since(root: Path, files, base: dict) -> list[str]:
+    """Of `files`, those whose bytes are no longer the digest `base` holds for them."""
+    return sorted(rel for rel in files if rel in base and digest_or_none(root / rel) != base[rel])
 
 
 def edited_message(name: str, edited: list[str]) -> str:
@@ -408,13 +413,6 @@ def edited_message(name: str, edited: list[str]) -> str:
         f"`runner approve {name} --reject` drops the change, and the next `runner make` drafts it again from "
         f"the files as they are now"
     )
-
-
-def _digest(path: Path) -> str | None:
-    try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
-    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
-        return None
 
 
 # ---- before the model is called --------------------------------------------------------------

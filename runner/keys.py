@@ -50,6 +50,14 @@ def digest_file(path: str) -> str:
         os.close(fd)
 
 
+def digest_or_none(path: str | os.PathLike) -> str | None:
+    """The file's digest, or None when no file is there (gone, or a folder): what a person's edit is judged by."""
+    try:
+        return digest_file(os.fspath(path))
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        return None
+
+
 def digest_descriptor(fd: int) -> str:
     """The digest of what the open file `fd` holds from where it stands to its end."""
     h = hashlib.sha256()

@@ -26,6 +26,7 @@ from .apply import apply_change, diff_stat, recover, version_files, version_numb
 from .attempt import Change
 from .errors import UsageError, UserError
 from .globs import matches_any
+from .keys import digest_or_none
 from .spec import STEP_AGENT, Intent, Spec
 
 
@@ -164,13 +165,6 @@ def improve_request(state_dir: Path, name: str, feedback: str) -> dict:
     }
 
 
-def _digest(path: Path) -> str | None:
-    try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
-    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
-        return None
-
-
 def rollback(project, name: str, to: int | None, force: bool, stop_cluster, say) -> dict:
     """Restore version `to`'s files (None: the version before the latest) and record that as the next version.
     `stop_cluster`, `say`: what a killed run left is recovered first (workspace.recover_inflight), said by `say`."""
@@ -207,7 +201,7 @@ def rollback(project, name: str, to: int | None, force: bool, stop_cluster, say)
                 f"error: version {target['version']} is the latest version of '{name}': nothing to roll back; "
                 f"its versions: {', '.join(str(r['version']) for r in records)}"
             )
-        edited = sorted(rel for rel, d in latest["files"].items() if _digest(root / rel) != d)
+        edited = sorted(rel for rel, d in latest["files"].items() if digest_or_none(root / rel) != d)
         if edited and not force:
             raise UsageError(
                 f"error: {', '.join(edited)} changed since version {latest['version']} of '{name}' was applied; "
@@ -240,12 +234,16 @@ def rollback(project, name: str, to: int | None, force: bool, stop_cluster, say)
         if by_git:
             change = Change()
             diff = _revert(root, commits, record)
-            wanted = {rel: _digest(root / rel) for rel in wanted}
+            wanted = {rel: digest_or_none(root / rel) for rel in wanted}
             datas = {d: (root / rel).read_bytes() for rel, d in wanted.items() if d is not None}
         else:
             datas = _blobs(state_dir, name, target, wanted)
             change = Change(
-                files={rel: (None if d is None else datas[d]) for rel, d in wanted.items() if _digest(root / rel) != d}
+                files={
+                    rel: (None if d is None else datas[d])
+                    for rel, d in wanted.items()
+                    if digest_or_none(root / rel) != d
+                }
             )
             diff = mask.text(change.diff(root))
         record["files"] = dict(sorted(wanted.items()))

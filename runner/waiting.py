@@ -4,11 +4,11 @@ entry without applying anything."""
 
 from __future__ import annotations
 
-import hashlib
 import os
 from pathlib import Path
 
 from .apply import load_pending
+from .approve import edited_since
 from .spec import Spec
 
 
@@ -37,8 +37,7 @@ def _view(spec: Spec, name: str, entry: dict) -> dict:
     intent = spec.intents.get(name)
     transcript = (entry.get("version") or {}).get("transcript")
     log = Path(transcript).with_name("verify.log") if transcript else None
-    base = entry.get("base") or {}
-    edited = sorted(rel for rel in entry.get("files", {}) if rel in base and _digest(root / rel) != base[rel])
+    edited = edited_since(root, entry.get("files", {}), entry.get("base") or {})
     return {
         "intent": name,
         "run_id": entry.get("run_id"),
@@ -79,10 +78,3 @@ def render(view: dict) -> list[str]:
     lines += view["diff"].rstrip("\n").splitlines()
     lines += ["", f"`runner approve {name}` applies it, `runner approve {name} --reject` drops it"]
     return lines
-
-
-def _digest(path: Path) -> str | None:
-    try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
-    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
-        return None
