@@ -344,6 +344,11 @@ def test_approve_refuses_a_change_drafted_before_the_output_was_edited(agent):
     test_file = agent.root / "tests/test_calc.py"
     mine = PASSING_TEST + "# mine\n"
     test_file.write_text(mine)  # after the change was drafted, before it is approved
+    shown = agent.run("approve", "tests", "--show").out.splitlines()
+    assert "edited since it was drafted: tests/test_calc.py (approving it would be refused)" in shown, shown
+    assert json.loads(agent.run("approve", "tests", "--show", "--json").out)["waiting"][0]["edited"] == [
+        "tests/test_calc.py"
+    ]
 
     said = (
         "failed tests: tests/test_calc.py changed since the change was drafted; applying it would lose that edit. "
