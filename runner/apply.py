@@ -17,15 +17,18 @@ journal: a version is recorded exactly when its change is applied.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
 import signal
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 from .attempt import Change
 from .background import Background
+from .errors import UserError
 
 CRASH_ENV = "RUNNER_TEST_CRASH_AT"  # test hook: SIGKILL ourselves at a named point of the apply
 JOURNAL = ".journal"  # <state>/apply/<number>-<txid>.journal: committed; the number orders the replay (_next_number)
@@ -42,14 +45,13 @@ def apply_change(
     state_dir: Path,
     change: Change,
     txid: str,
-    state_files: dict[str, bytes] | None = None,
+    state_files: Mapping[str, bytes | None] | None = None,
     retirer: Retirer | None = None,
 ) -> list[str]:
     """Apply `change` to the project under root, and write `state_files` (paths under state_dir: the change's
     version record) in the same transaction; returns the project paths written or deleted. With a `retirer`,
     the written files are synced and the journal deleted by its thread, later; without, before returning."""
-    folder = state_dir / "apply"
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = make_room(state_dir, state_files or {})
     entries: list[dict] = []
     payload: list[bytes] = []
     for rel, data in sorted(change.files.items()):
@@ -60,9 +62,10 @@ def apply_change(
                 entry["mode"] = target.stat().st_mode & 0o7777
             payload.append(data)
         entries.append(entry)
-    for rel, data in sorted((state_files or {}).items()):
-        entries.append({"path": rel, "size": len(data), "state": True})
-        payload.append(data)
+    for rel, data in sorted((state_files or {}).items()):  # None: deleted (a draft the change approves)
+        entries.append({"path": rel, "size": None if data is None else len(data), "state": True})
+        if data is not None:
+            payload.append(data)
     name = f"{_next_number(folder):020d}-{txid}"
     tmp = folder / (name + JOURNAL + UNFINISHED)
     with open(tmp, "wb") as f:
@@ -81,6 +84,22 @@ def apply_change(
     else:
         _retire(journal, written)
     return sorted(change.files)
+
+
+def make_room(state_dir: Path, state_files: Mapping[str, bytes | None]) -> Path:
+    """The journal's folder, and each state file's, made; a folder standing where a state file goes refused
+    (OSError, which damaged.py names with its mend): all before the commit point, so that state damaged under
+    .runner/ stops a change before any of it is applied or its result cached, never halfway through."""
+    folder = state_dir / "apply"
+    folder.mkdir(parents=True, exist_ok=True)
+    for rel, data in state_files.items():
+        if data is None:
+            continue
+        target = state_dir / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if target.is_dir():
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(target))
+    return folder
 
 
 def _next_number(folder: Path) -> int:
@@ -156,10 +175,36 @@ class Retirer(Background):
 
 
 def _read_journal(journal: Path) -> tuple[str, list[dict], bytes]:
+    """A committed journal's txid, entries and bytes; one that is not what apply_change wrote (cut short, garbage,
+    a path leading out of its folder) is the user's error: replaying it could write anything anywhere, and
+    dropping it could leave the project with part of a change, so a person decides."""
     data = journal.read_bytes()
     header, _newline, payload = data.partition(b"\n")
-    parsed = json.loads(header)
-    return parsed["txid"], parsed["entries"], payload
+    try:
+        parsed = json.loads(header)
+        txid, entries = parsed["txid"], parsed["entries"]
+        sizes = [entry["size"] for entry in entries]
+        sound = isinstance(txid, str) and all(_journal_entry(entry) for entry in entries)
+        sound = sound and sum(size or 0 for size in sizes) == len(payload)
+    except (ValueError, TypeError, KeyError):  # not JSON, not UTF-8, or not its shape
+        sound = False
+    if not sound:
+        shown = os.path.relpath(journal, journal.parent.parent.parent)
+        raise UserError(
+            f"error: {shown} is damaged: the change it was applying cannot be finished, and the project may hold "
+            f"part of it; move the journal away (`mv {shown} {shown}.damaged`), run again, and check the files "
+            "(`runner history INTENT` lists an agent step's versions, `runner rollback INTENT` puts one back)"
+        )
+    return txid, entries, payload
+
+
+def _journal_entry(entry: object) -> bool:
+    """A journal entry as apply_change writes it: a relative path that stays in its folder, a size (None: deleted)."""
+    if not isinstance(entry, dict) or not isinstance(entry.get("path"), str):
+        return False
+    size, parts = entry.get("size"), Path(entry["path"]).parts
+    sized = size is None or (isinstance(size, int) and not isinstance(size, bool) and size >= 0)
+    return sized and bool(parts) and not Path(entry["path"]).is_absolute() and ".." not in parts
 
 
 def recover(root: Path, state_dir: Path) -> list[str]:
@@ -267,10 +312,13 @@ def pending_dir(state_dir: Path) -> Path:
     return state_dir / "pending"
 
 
+def pending_path(state_dir: Path, intent: str) -> Path:
+    return pending_dir(state_dir) / f"{intent}.json"
+
+
 def save_pending(state_dir: Path, intent: str, payload: dict) -> Path:
-    folder = pending_dir(state_dir)
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{intent}.json"
+    pending_dir(state_dir).mkdir(parents=True, exist_ok=True)
+    path = pending_path(state_dir, intent)
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(payload, indent=2))
     os.replace(tmp, path)
@@ -278,11 +326,31 @@ def save_pending(state_dir: Path, intent: str, payload: dict) -> Path:
 
 
 def load_pending(state_dir: Path) -> dict[str, dict]:
+    """Every change waiting for approval, by intent. One that is not what save_pending wrote (a disk's or a
+    person's damage) is the user's error, named with the command that mends it: a draft waits for a person's
+    decision, so it is neither guessed at nor dropped (and the model paid again) behind their back."""
     folder = pending_dir(state_dir)
     if not folder.is_dir():
         return {}
-    return {p.stem: json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))}
+    waiting = {}
+    for path in sorted(folder.glob("*.json")):
+        try:
+            entry = json.loads(path.read_bytes())
+        except ValueError:  # not JSON, or not UTF-8
+            entry = None
+        if not isinstance(entry, dict) or not isinstance(entry.get("key"), str) or not _tables(entry):
+            shown = os.path.relpath(path, state_dir.parent)
+            raise UserError(
+                f"error: {shown} is damaged: it is not a change runner saved for approval; remove it "
+                f"(`rm {shown}`), then run again (the next `runner make` drafts {path.stem}'s change again)"
+            )
+        waiting[path.stem] = entry
+    return waiting
+
+
+def _tables(entry: dict) -> bool:
+    return all(isinstance(entry.get(table), dict) for table in ("files", "inputs", "ingredients"))  # approve's
 
 
 def drop_pending(state_dir: Path, intent: str) -> None:
-    (pending_dir(state_dir) / f"{intent}.json").unlink(missing_ok=True)
+    pending_path(state_dir, intent).unlink(missing_ok=True)

@@ -22,6 +22,8 @@ from .apply import (
     diff_stat,
     drop_pending,
     load_pending,
+    make_room,
+    pending_path,
     save_pending,
     version_files,
     version_numbers,
@@ -188,7 +190,11 @@ def record_and_apply(
     drift: list | None = None,
     about: dict | None = None,
     retirer: Retirer | None = None,
+    approved_draft: bool = False,
 ) -> dict:
+    """Record the verified change (its cache record, its version, the step's state) and apply it, in one journal.
+    `approved_draft`: the change is a draft `runner approve` applies, dropped in the same journal, so that a kill
+    mid-apply never leaves it waiting for approval once the change is in place."""
     root = Path(planner.spec.root)
     outputs = _outputs_after(root, intent, change, planner)
     datas = _keep_blobs(planner, root, outputs, change)
@@ -206,7 +212,12 @@ def record_and_apply(
     diff = planner.cache.mask.text(change.diff(root))  # against the project as it is before the apply
     record["diffstat"] = diff_stat(diff) | {"files": len(change.files)}
     transcript = _read(about.get("transcript")) if about else None
-    staged = version_files(state_dir, planner.cache.mask.obj(record), diff, transcript, datas)
+    staged: dict[str, bytes | None] = dict(
+        version_files(state_dir, planner.cache.mask.obj(record), diff, transcript, datas)
+    )
+    if approved_draft:
+        staged[pending_path(state_dir, intent.name).relative_to(state_dir).as_posix()] = None
+    make_room(state_dir, staged)  # damaged state refused before the result is cached: a restore would skip its version
     planner.cache.put_record(
         StepRecord(
             intent=intent.name,
@@ -385,8 +396,8 @@ def approve(planner: Planner, state_dir: Path, names: list[str] | None, reject: 
             run_id,
             entry.get("drift"),
             about,
+            approved_draft=True,
         )
-        drop_pending(state_dir, name)
         note_answer(state_dir, entry.get("run_id"), name, "approved", "runner approve")
         done.append({"intent": name, "action": "applied", "files": sorted(entry["files"])})
     return done

@@ -40,14 +40,17 @@ def as_users_error(exc: BaseException, root: str) -> BaseException:
     if not isinstance(exc, OSError) or not exc.filename:
         return exc
     state = os.path.join(root, STATE_DIR)
-    path = os.path.abspath(os.fsdecode(exc.filename))
-    if path != state and not path.startswith(state + os.sep):
+    # a rename names two paths, and the one in the way is the target (a folder where a version's copy goes) as
+    # often as the source: each is judged, the target first
+    named = (os.path.abspath(os.fsdecode(n)) for n in (exc.filename2, exc.filename) if n)
+    paths = [path for path in named if path == state or path.startswith(state + os.sep)]
+    if not paths:
         return exc
     if isinstance(exc, PermissionError):
-        denied = next((at for at in _down_to(state, path) if not _usable(at)), path)
+        denied = next((at for path in paths for at in _down_to(state, path) if not _usable(at)), paths[-1])
         return unusable(denied, root, exc.strerror or "Permission denied")
     if exc.errno in (errno.ENOTDIR, errno.EISDIR, errno.EEXIST):
-        return misplaced(path, state, root, exc.errno) or exc
+        return next(filter(None, (misplaced(path, state, root, exc.errno) for path in paths)), exc)
     return exc
 
 

@@ -273,7 +273,7 @@ def make(
     previous = signal.signal(signal.SIGTERM, _terminate_as_interrupt)
     record = executor = None
     try:
-        recovered = _recover(layout, stop_cluster)
+        recovered = recover_killed_run(layout, stop_cluster)
         planner, resolved, mask = _planner(project, targets, options, remote, mask)
         record = RunRecord(layout.runs_dir)
         requested = proof_name(targets, project.spec_file)  # the proof's name: as the fast no-op finds it
@@ -328,9 +328,9 @@ def _locked(project: Project, wait: bool, on_wait) -> ProjectLock:
     return lock
 
 
-def _recover(layout: Layout, stop_cluster) -> list[str]:
+def recover_killed_run(layout: Layout, stop_cluster) -> list[str]:
     """What a killed run left: its processes stopped, an agent step's apply it cut short finished; the lines that
-    say so."""
+    say so. Under the project lock: every command that changes the project calls it first."""
     recovered = recover_inflight(layout, stop_cluster)
     if (layout.state_dir / "apply").is_dir():
         from .apply import recover as recover_applies

@@ -22,7 +22,7 @@ import json
 import time
 from pathlib import Path
 
-from .apply import apply_change, diff_stat, recover, version_files, version_numbers, versions_dir
+from .apply import apply_change, diff_stat, version_files, version_numbers, versions_dir
 from .attempt import Change
 from .errors import UsageError, UserError
 from .globs import matches_any
@@ -169,9 +169,10 @@ def rollback(project, name: str, to: int | None, force: bool, stop_cluster, say)
     """Restore version `to`'s files (None: the version before the latest) and record that as the next version.
     `stop_cluster`, `say`: what a killed run left is recovered first (workspace.recover_inflight), said by `say`."""
     from .cache import Cache, State, StepRecord
+    from .pipeline import recover_killed_run
     from .record import new_run_id
     from .redact import mask_for_run
-    from .workspace import ProjectLock, recover_inflight
+    from .workspace import ProjectLock
 
     spec = project.spec
     intent = agent_intent(spec, name)
@@ -179,10 +180,8 @@ def rollback(project, name: str, to: int | None, force: bool, stop_cluster, say)
     layout.ensure()
     root, state_dir = layout.root, layout.state_dir
     with ProjectLock(layout, f"runner rollback {name}"):
-        for message in recover_inflight(layout, stop_cluster):
+        for message in recover_killed_run(layout, stop_cluster):  # a rollback or an apply a kill cut short
             say(message)
-        if (state_dir / "apply").is_dir():
-            recover(root, state_dir)  # a rollback or an apply a kill cut short: completed or discarded first
         records = versions(state_dir, name)
         latest = pick(records, name, None)
         if to is None:

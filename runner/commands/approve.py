@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..errors import EXIT_OK, EXIT_STEP_FAILED, UsageError
-from . import SPEC_FILE, Command, Invocation, argument, echo, flag, option, print_json
+from . import SPEC_FILE, Command, Invocation, argument, echo, flag, option, print_json, warn
 
 
 def run(
@@ -24,13 +24,17 @@ def run(
     from ..apply import load_pending
     from ..approve import approve as approve_pending
     from ..approve import grant
-    from ..pipeline import load_project, planner_for
+    from ..executors import stop_abandoned
+    from ..pipeline import load_project, planner_for, recover_killed_run
     from ..record import new_run_id
     from ..suggest import did_you_mean
     from ..workspace import ProjectLock
 
     project = load_project(inv.directory, spec_file=spec_file)
     layout = project.layout
+    if layout.state_dir.is_dir():  # a killed run's apply (a killed approve's too) finished before anything is read
+        with ProjectLock(layout, "runner approve"):
+            warn([f"runner: {message}" for message in recover_killed_run(layout, stop_abandoned)])
     pending = load_pending(layout.state_dir)
     agents = {n for n, i in project.spec.intents.items() if i.kind == "agent"}
     granted = []
