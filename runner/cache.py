@@ -241,7 +241,10 @@ class Cache:
         self.close()
         self._started_empty, self._written = True, _Written()
         dot_runner, cache = _shown(self.directory)
-        what = "is another user's" if _not_ours(self.directory) else "is damaged"
+        if _read_only(self.directory):
+            what = "is on a read-only file system"
+        else:
+            what = "is another user's" if _not_ours(self.directory) else "is damaged"
         if self.owner:
             self.set_aside = _aside(self.directory)
             _say(
@@ -250,10 +253,8 @@ class Cache:
             )
         else:
             self._unreadable = True
-            _say(
-                f"runner: the cache database {dot_runner}/{cache}/cache.db {what} ({exc}); "
-                "read as empty until `runner make` sets it aside"
-            )
+            until = "" if what == "is on a read-only file system" else " until `runner make` sets it aside"
+            _say(f"runner: the cache database {dot_runner}/{cache}/cache.db {what} ({exc}); read as empty{until}")
         return True
 
     # records
@@ -577,6 +578,13 @@ def _damage(exc: Exception, directory: str) -> bool:
     if code == _CANTOPEN:
         return not os.path.isdir(directory) or os.path.isdir(os.path.join(directory, "cache.db"))
     return code in (_CORRUPT, _NOTADB)
+
+
+def _read_only(directory: str) -> bool:
+    try:
+        return bool(os.statvfs(directory).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
 
 
 def _not_ours(directory: str) -> bool:

@@ -46,6 +46,8 @@ def as_users_error(exc: BaseException, root: str) -> BaseException:
     paths = [path for path in named if path == state or path.startswith(state + os.sep)]
     if not paths:
         return exc
+    if exc.errno == errno.EROFS:
+        return read_only(root)
     if isinstance(exc, PermissionError):
         denied = next((at for path in paths for at in _down_to(state, path) if not _usable(at)), paths[-1])
         return unusable(denied, root, exc.strerror or "Permission denied")
@@ -84,6 +86,16 @@ def unusable(path: str, root: str, why: str) -> UserError:
     return UserError(
         f"error: {shown(path, root)} cannot be read or written ({why}): give .runner back to {user} "
         f"(`sudo chown -R {user} .runner && sudo chmod -R u+rwX .runner`), then run again"
+    )
+
+
+def read_only(root: str) -> UserError:
+    """.runner/ on a file system mounted read-only: runner keeps its state beside the project."""
+    from .errors import UserError
+
+    return UserError(
+        f"error: {shown(os.path.join(root, STATE_DIR), root)} cannot be written: the file system it is on is mounted "
+        "read-only; run runner on a writable copy of the project, or mount it read-write"
     )
 
 

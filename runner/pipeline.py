@@ -3,6 +3,7 @@ Each command goes as far as it needs (`plan` for status and make -n)."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import signal
@@ -90,7 +91,6 @@ def plan(
     resolved = resolve_targets(project.spec, targets)
     target = None if resolved is None else named(resolved)
     planner = planner_for(project, force, worker_kind, remote=remote)
-    layout = project.layout
     try:
         # the last good run's proof says which steps the rule must decide, as it does for `runner make`: at
         # 100,000 steps with nothing to do, deciding every one was 6 s and 400 MB
@@ -107,8 +107,18 @@ def plan(
         steps = [(d.intent, planner.replay_key(d.intent, d) if d.key is not None else None) for d in agents]
         return target, decisions, warnings, preview(project.spec, planner.worker_config, steps)
     finally:
-        unwritten(planner.stat.save, layout.stat_file)  # a cache of file digests: a full disk only costs speed
+        keep_stat_cache(planner)
         planner.cache.close()
+
+
+def keep_stat_cache(planner: Planner) -> None:
+    """The stat cache saved by a command that only reads (status, make -n, explain): a cache of file digests, so
+    a full disk, or a file system mounted read-only, costs only speed."""
+    try:
+        unwritten(planner.stat.save, "")
+    except OSError as exc:
+        if exc.errno != errno.EROFS:
+            raise
 
 
 def _proved(

@@ -13,7 +13,7 @@ def _short(digest: str | None) -> str | None:
 
 def explain_intent(project, name: str, remote: str | None = None) -> dict:
     """`remote`: --remote URL; else RUNNER_REMOTE_CACHE or [cache] remote, only read (explain writes nothing)."""
-    from ..pipeline import planner_for
+    from ..pipeline import keep_stat_cache, planner_for
     from ..stores import mirror_named
 
     name = resolve_target(project.spec, name) or name  # an output path names its intent; unknown: did-you-mean
@@ -27,7 +27,7 @@ def explain_intent(project, name: str, remote: str | None = None) -> dict:
         record = planner.cache.get_record(last[0]) if last else None
         remote_why = planner.cache.remote_why(decision.key) if decision.key else None
     finally:
-        planner.stat.save()
+        keep_stat_cache(planner)
         planner.cache.close()
     intent = project.spec.intents[name]
     report = {

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import textwrap
 import time
 from dataclasses import dataclass
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 import racy
 import runner_cli
+from ci import need
 from click.testing import CliRunner
 
 from runner.cli import cli
@@ -124,3 +126,23 @@ def chain(project: Project) -> Project:
     project.write("src/y.txt", "world\n")
     (project.root / "out").mkdir()
     return project
+
+
+@pytest.fixture
+def small_disk(project):
+    """mount(size, inodes): the project's folder made a tmpfs of that size, and the project in it (a full disk's
+    tests fill it, a read-only disk's remount it read-only); unmounted after the test. Root mounts it (this machine
+    and CI run the tests as root); elsewhere the test skips, and fails in CI."""
+    mounted: list[Path] = []
+
+    def mount(size: int, inodes: int | None = None):
+        project.root.mkdir(parents=True)
+        options = f"size={size}" + (f",nr_inodes={inodes}" if inodes else "")
+        done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(project.root)], capture_output=True)
+        need("a tmpfs mounted for the test", done.returncode == 0, f"run as root (mount said {done.stderr!r})")
+        mounted.append(project.root)
+        return project
+
+    yield mount
+    for where in mounted:
+        subprocess.run(["umount", "-l", str(where)], check=True)

@@ -9,30 +9,7 @@ import json
 import subprocess
 from pathlib import Path
 
-import pytest
-from ci import need
-
 MB = 1 << 20
-
-
-@pytest.fixture
-def small_disk(project):
-    """mount(size, inodes): the project's folder made a tmpfs of that size, and the project in it; unmounted after
-    the test. Root mounts it (this machine and CI run the tests as root); elsewhere the test skips, and fails in
-    CI."""
-    mounted: list[Path] = []
-
-    def mount(size: int, inodes: int | None = None):
-        project.root.mkdir(parents=True)
-        options = f"size={size}" + (f",nr_inodes={inodes}" if inodes else "")
-        done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(project.root)], capture_output=True)
-        need("a tmpfs mounted for the test", done.returncode == 0, f"run as root (mount said {done.stderr!r})")
-        mounted.append(project.root)
-        return project
-
-    yield mount
-    for where in mounted:
-        subprocess.run(["umount", "-l", str(where)], check=True)
 
 
 def _project(project, spec: str):
