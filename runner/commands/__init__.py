@@ -102,6 +102,15 @@ def option(*decls: str, dest: str, help: str, **how) -> Param:
     return Param(decls, dest, "multiple" if how.pop("multiple", False) else "value", help, **how)
 
 
+# `--affected BASE` of make and status: only the steps a change since the git commit BASE affects (runner/affected.py)
+AFFECTED = Param(
+    ("--affected",),
+    "affected",
+    help="Only the intents a change since the git commit BASE affects (inputs, definition, or a dependency's).",
+    metavar="BASE",
+)
+
+
 # `-f FILE` of the commands that read the intents: its folder is the project root, as intents.toml's is
 SPEC_FILE = Param(
     ("-f", "--file"),

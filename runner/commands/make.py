@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ..errors import EXIT_BLOCKED, EXIT_INTERRUPTED, EXIT_OK, EXIT_STEP_FAILED, SetupError, UsageError
 from ..spec import MAX_TIMEOUT
-from . import SPEC_FILE, Command, Invocation, echo, flag, option, targets_argument, warn
+from . import AFFECTED, SPEC_FILE, Command, Invocation, echo, flag, option, targets_argument, warn
 
 
 def make(
@@ -171,10 +171,15 @@ def run(
     remote_mode: str | None = None,
     executor: str | None = None,
     hermetic: bool = False,
+    affected: str | None = None,
 ) -> int:
     from ..pipeline import load_project, plan
     from .status import mark_waiting, setup_failed, show_plan
 
+    if affected is not None:
+        targets = _affected_targets(inv, targets, spec_file, affected)
+        if not targets:
+            return EXIT_OK
     if dry_run:
         from ..pipeline import named
         from ..stores import mirror_named
@@ -221,6 +226,23 @@ def run(
         hermetic=hermetic,
         missed=inv.missed,
     )
+
+
+def _affected_targets(inv: Invocation, targets: tuple[str, ...], spec_file: str | None, base: str) -> tuple:
+    """The intents of `targets` (or of the default) that a change since `base` affects, said first: one line on
+    stderr, or an `affected` event ahead of the run's."""
+    from ..pipeline import load_project
+    from .status import affected_since
+
+    project = load_project(inv.directory, spec_file=spec_file)
+    found = affected_since(project, targets, base)
+    names = found.names()
+    if inv.as_json:
+        echo(json.dumps({"event": "affected", **found.to_json()}))
+    else:
+        listed = f": {', '.join(names)}" if 0 < len(names) <= 10 else ""
+        warn([f"runner: {len(names)} of {len(found.reasons)} affected since {base} ({found.commit[:12]}){listed}"])
+    return tuple(found.steps(project.spec))
 
 
 COMMAND = Command(
@@ -293,6 +315,7 @@ COMMAND = Command(
             default="",
             metavar="BOUNDARIES",
         ),
+        AFFECTED,
     ),
     run,
 )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from . import SPEC_FILE, Command, Invocation, echo, flag, print_json, targets_argument, warn
+from . import AFFECTED, SPEC_FILE, Command, Invocation, echo, flag, print_json, targets_argument, warn
 
 
 def show_plan(
@@ -66,11 +66,30 @@ def setup_failed(root, agents) -> None:
         raise SetupNotReady(agents.worker, problems(root, agents.checks))
 
 
-def run(inv: Invocation, targets: tuple[str, ...], spec_file: str | None, force: bool) -> None:
+def affected_since(project, targets: Sequence[str], base: str):
+    """`--affected BASE`: which of the steps `targets` select a change since BASE affects (runner/affected.py)."""
+    from ..affected import affected
+    from ..graph import resolve_targets, selected_order
+
+    order = selected_order(project.compiled, resolve_targets(project.spec, list(targets)))
+    return affected(project.spec, order, base)
+
+
+def run(
+    inv: Invocation, targets: tuple[str, ...], spec_file: str | None, force: bool, affected: str | None = None
+) -> None:
     from ..pipeline import load_project, plan
     from ..stores import mirror_named
 
     project = load_project(inv.directory, spec_file=spec_file)
+    if affected is not None:  # what a pull request's CI would build, and why each intent is in or out
+        found = affected_since(project, targets, affected)
+        if inv.as_json:
+            print_json(found.to_json())
+        else:
+            for line in found.lines():
+                echo(line)
+        return
     remote = mirror_named(project.spec, mode="read")  # what make would find there too
     target, decisions, warnings, agents = plan(project, targets, force, remote=remote)
     agents = mark_waiting(project.layout.state_dir, decisions, agents)
@@ -86,6 +105,7 @@ COMMAND = Command(
         targets_argument(),
         SPEC_FILE,
         flag("-B", "--always-make", dest="force", help="Plan as if every step must run."),
+        AFFECTED,
     ),
     run,
 )
