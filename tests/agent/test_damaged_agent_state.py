@@ -54,7 +54,10 @@ CASES = [(rel, form) for rel in FILES for form in ("folder", "garbage", "empty")
 
 
 def _folder_in_the_way(rel: str) -> str:
-    return f"error: .runner/{rel} is a folder, where runner keeps a file: remove it (`rm -r .runner/{rel}`), then run again\n"
+    return (
+        f"error: .runner/{rel} is a folder, where runner keeps a file: remove it (`rm -r .runner/{rel}`), "
+        "then run again\n"
+    )
 
 
 def _file_in_the_way(rel: str) -> str:

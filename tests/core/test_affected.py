@@ -72,7 +72,8 @@ def _said(project: Project, *args: str) -> list[str]:
 def test_an_input_edited_affects_its_intent_and_its_dependants_only(mono):
     project, base = mono
     project.write("src/lib/a.txt", "a, edited\n")
-    assert _said(project, "main") == [  # in dependency order, as `runner status` lists steps
+    # in dependency order, as `runner status` lists steps
+    assert _said(project, "main") == [
         "out   docs  nothing it reads changed since main",
         "in    lib  input changed: src/lib/a.txt",
         "in    app  depends on lib, affected",
