@@ -264,6 +264,27 @@ class AgentHandoff:
 
         keep(self.planner, name, decision, self.record.run_id, self._retirer_made())
 
+    @staticmethod
+    def before_restore(folders, decision: Decision) -> dict[str, bytes | None]:
+        """What each output the cache is about to restore holds now (None: nothing), read without following a
+        link out of the project: the base of the version the restore may become."""
+        from .confine import Refused
+
+        before: dict[str, bytes | None] = {}
+        for rel in decision.restore:
+            try:
+                before[rel] = folders.read(rel)[1]
+            except (FileNotFoundError, IsADirectoryError, Refused):
+                before[rel] = None
+        return before
+
+    def keep_restored(self, name: str, decision: Decision, before: dict[str, bytes | None]) -> None:
+        """Outputs restored from the cache, recorded as the intent's next version when no version of its held
+        them (runner/edits.py); journaled as the run's applies are."""
+        from .edits import keep_restored
+
+        keep_restored(self.planner, name, decision, before, self.record.run_id, self._retirer_made())
+
     def shutdown(self) -> None:
         with self._applies:  # a change handed but never applied (the run failed on its way) holds no step back
             self._applied = self._handed

@@ -271,6 +271,66 @@ def keep(planner: Planner, name: str, decision: Decision, run_id: str, retirer: 
     return record
 
 
+def keep_restored(
+    planner: Planner,
+    name: str,
+    decision: Decision,
+    before: Mapping[str, bytes | None],
+    run_id: str,
+    retirer: Retirer | None = None,
+) -> dict | None:
+    """An agent step's outputs just restored from the cache (its own, or a team mate's through the shared one)
+    recorded as the intent's next version, of kind "cache", when its latest version does not hold those bytes:
+    `runner history` then says where the files came from (the run that made them), and `runner rollback` can go
+    back over them (to the bytes `before` held, copied among the version's own). A deleted output restored to what
+    the latest version holds is no new version. Journaled as an edit is; None when nothing was recorded."""
+    from .apply import apply_change, diff_stat, version_files, version_numbers, versions_dir
+    from .attempt import Change, file_diff
+    from .keys import digest_bytes
+
+    root, state_dir, cache = Path(planner.root), _state_dir(planner), planner.cache
+    folder = versions_dir(state_dir, name)
+    numbers = version_numbers(state_dir, name)
+    files = _files(folder, numbers[-1]) if numbers else {}
+    if all(files.get(rel) == digest for rel, digest in decision.restore.items()):
+        return None
+    datas: dict[str, bytes] = {}
+    diffs, befores = [], {}
+    for rel, digest in sorted(decision.restore.items()):
+        was, data = before.get(rel), _bytes(planner, folder, digest, root / rel)
+        if data is None:  # gone again since it was restored: the next run restores it, or runs the step
+            return None
+        diffs.append(file_diff(rel, was, data))
+        befores[rel] = None if was is None else digest_bytes(was)
+        for copy in (data, was):
+            if copy is not None and not _copied(folder, d := digest_bytes(copy)):
+                datas[d] = copy
+    files.update(decision.outputs)
+    made = cache.get_record(decision.key) if decision.key else None
+    record: dict = {
+        "intent": name,
+        "version": (numbers[-1] if numbers else 0) + 1,
+        "kind": CACHED_KIND,
+        "run": made.run_id if made and made.run_id else run_id,  # the run that made the change, maybe elsewhere
+        "restored_in": run_id,
+        "time": time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(made.created if made else time.time())),
+        "key": decision.key,
+        "files": dict(sorted(files.items())),
+        "created": sorted(rel for rel, was in before.items() if was is None),
+        "before": befores,  # what `runner rollback` puts back over it (`--to 0` over a first version)
+        "tokens": 0,
+        "attempts": 0,
+        "verified": True,  # the cache holds only changes that passed their verify commands where they were made
+        "verify": list(planner.spec.intents[name].verify),
+        "checkpoint": [],
+    }
+    diff = cache.mask.text("".join(diffs))
+    record["diffstat"] = diff_stat(diff) | {"files": len(diffs)}
+    staged = version_files(state_dir, cache.mask.obj(record), diff, None, datas)
+    apply_change(root, state_dir, Change(), f"{run_id}-{name}-{CACHED_KIND}", staged, retirer)
+    return record
+
+
 def _cached_version(planner: Planner, folder: Path, name: str, kept: KeptEdit) -> tuple[dict, str, dict] | None:
     """The record the cache would have restored over a fresh clone's edit, as a version (kind "cache"): the agent's
     change as the team's cache holds it, so that `runner rollback` can bring it back over the edit. Its record,
@@ -300,7 +360,7 @@ def _cached_version(planner: Planner, folder: Path, name: str, kept: KeptEdit) -
         "tokens": 0,
         "attempts": 0,
         "verified": True,  # the cache holds only changes that passed their verify commands where they were made
-        "verify": [],
+        "verify": list(planner.spec.intents[name].verify),
         "checkpoint": [],
         "diffstat": diff_stat(diff),
     }

@@ -666,6 +666,8 @@ class Executor:
         damaged (its digest does not match) or its way leads out of the project, the decision to run it after all."""
         status = CACHED
         if decision.restore:
+            agent = self.spec.intents[name].kind == STEP_AGENT
+            before = self.agents.before_restore(self.folders, decision) if agent else None
             for rel, digest in decision.restore.items():
                 try:
                     if not self.planner.cache.restore(digest, self.spec.root, rel):
@@ -674,6 +676,9 @@ class Executor:
                     return self._damaged_copy(decision, f"output {rel} not restored: it {exc}")
                 self.planner.stat.written(self.spec.root, rel, name)
             status = RESTORED
+            if before is not None:  # bytes the cache brought: the intent's next version when none of its held them
+                with self.interrupts.held():
+                    self.agents.keep_restored(name, decision, before)
         if decision.kept is not None:
             status = KEPT
         if self.spec.intents[name].kind == STEP_AGGREGATE:

@@ -143,12 +143,12 @@ def test_an_edit_of_outputs_the_shared_cache_gave_is_kept_as_version_1(tmp_path)
     clone = Quickstart(tmp_path / "clone")
     result, steps = clone.make(**remote)
     assert steps["tests"]["status"] == "restored" and steps["tests"]["remote"] is True, result.stdout
-    assert clone.history() == []
+    (cached,) = clone.history()  # what the shared cache brought: version 1 here, made by the first clone
+    assert (cached["kind"], cached["run"]) == ("cache", first.history()[0]["run"])
     (clone.root / "tests/test_calc.py").write_bytes(agents + MINE.encode())
     result, steps = clone.make(**remote)
-    assert (steps["tests"]["status"], steps["tests"]["version"]) == ("kept", 1), result.stdout
-    (one,) = clone.history()
-    assert one["kind"] == "edit" and "edits" not in one
+    assert (steps["tests"]["status"], steps["tests"]["version"]) == ("kept", 2), result.stdout
+    assert [(v["kind"], v.get("edits")) for v in clone.history()] == [("cache", None), ("edit", 1)]
     third = Quickstart(tmp_path / "third")
     result, steps = third.make(**remote)
     assert steps["tests"]["status"] == "restored", result.stdout
@@ -246,14 +246,14 @@ def test_a_cached_answer_for_the_new_inputs_is_never_written_over_an_edit(agent,
     source.write_text(MARKED)
     assert agent.make().step("tests")["status"] == "ran"  # version 2, the answer for B, in the cache
     source.write_text(CALC)
-    assert agent.make().step("tests")["status"] == "restored"  # A's answer: the agent's own bytes, not an edit
+    assert agent.make().step("tests")["status"] == "restored"  # A's answer, as version 3 (kind "cache")
     assert test_file.read_text() == PASSING_TEST
     calls = len(srv.requests())
 
     test_file.write_text(PASSING_TEST + "# mine\n")
     source.write_text(MARKED)  # B again: its cached answer would replace the edit
     assert _status(agent)["tests"]["reasons"] == [
-        "output tests/test_calc.py edited: keep as version 3",
+        "output tests/test_calc.py edited: keep as version 4",
         "the cached result for these inputs would overwrite tests/test_calc.py: run instead",
         "input src/calc.py changed",
     ]
@@ -261,9 +261,9 @@ def test_a_cached_answer_for_the_new_inputs_is_never_written_over_an_edit(agent,
     assert result.code == 0, result.err
     assert result.step("tests")["status"] == "ran" and len(srv.requests()) == calls + 1
     versions = json.loads(agent.run("history", "tests", "--json").out)["versions"]
-    assert [v["kind"] for v in versions] == ["make", "make", "edit", "make"]
-    assert versions[2]["edits"] == 1  # the bytes it edited were version 1's, which the cache had restored
-    edit = json.loads(agent.run("show", "tests@3", "--json").out)
+    assert [v["kind"] for v in versions] == ["make", "make", "cache", "edit", "make"]
+    assert versions[3]["edits"] == 3  # the bytes it edited were those the cache restored (version 1's, again)
+    edit = json.loads(agent.run("show", "tests@4", "--json").out)
     assert edit["diff"].endswith("     assert mean([1, 3]) == 2\n+# mine\n")
 
 
@@ -279,12 +279,12 @@ def test_an_edit_that_is_the_cached_answer_for_the_new_inputs_calls_no_model(age
     test_file.write_text(SECOND_TEST)  # by hand, exactly the answer B's inputs have in the cache
     source.write_text(MARKED)
     assert _status(agent)["tests"]["reasons"] == [
-        "output tests/test_calc.py edited: keep as version 3",
+        "output tests/test_calc.py edited: keep as version 4",
         "inputs match an earlier cached run",
     ]
     result = agent.make()
     assert result.code == 0, result.err
-    assert (result.step("tests")["status"], result.step("tests")["version"]) == ("kept", 3)
+    assert (result.step("tests")["status"], result.step("tests")["version"]) == ("kept", 4)
     assert len(srv.requests()) == calls and test_file.read_text() == SECOND_TEST
     assert agent.make().step("tests")["status"] == "cached"
 
@@ -412,3 +412,39 @@ def test_an_output_edited_while_the_agent_step_runs_is_not_written_over(agent):
     versions = json.loads(agent.run("history", "tests", "--json").out)["versions"]
     assert [v["kind"] for v in versions] == ["make", "edit", "make"]
     assert json.loads(agent.run("show", "tests@2", "--json").out)["diff"].endswith("+# mine, while the agent worked\n")
+
+
+def test_a_result_the_cache_brings_back_is_a_version_and_a_deleted_output_restored_is_none(agent):
+    """An input changed back: the cache restores the step's older result, which the history then shows (kind
+    "cache", the run that made it) and a rollback goes back over; a deleted output restored is no new version."""
+    agent.spec(
+        agent.fake_codex_worker(
+            {
+                "by_prompt": [
+                    {"match": "# version B", "files": {"tests/test_calc.py": SECOND_TEST}},
+                    {"files": {"tests/test_calc.py": PASSING_TEST}},
+                ]
+            }
+        )
+    )
+    test_file, calc = agent.root / "tests/test_calc.py", agent.root / "src/calc.py"
+    first = agent.make()
+    assert first.code == 0 and test_file.read_text() == PASSING_TEST
+    calc.write_text(MARKED)
+    assert agent.make().step("tests")["status"] == "ran" and test_file.read_text() == SECOND_TEST
+    calc.write_text(CALC)  # back as it was: the cache holds the first answer
+    back = agent.make()
+    assert back.step("tests")["status"] == "restored" and test_file.read_text() == PASSING_TEST
+    versions = json.loads(agent.run("history", "tests", "--json").out)["versions"]
+    assert [(v["version"], v["kind"], v["run"]) for v in versions] == [
+        (1, "make", first.events()[0]["run_id"]),
+        (2, "make", versions[1]["run"]),
+        (3, "cache", first.events()[0]["run_id"]),  # made by the first run, brought back by the third
+    ]
+    assert "+def test_mean_even" not in agent.run("show", "tests@3").out
+    test_file.unlink()
+    assert agent.make().step("tests")["status"] == "restored"
+    assert len(json.loads(agent.run("history", "tests", "--json").out)["versions"]) == 3  # nothing new
+    assert agent.run("rollback", "tests").code == 0
+    assert test_file.read_text() == SECOND_TEST
+    assert len(agent.prompts()) == 2  # two model calls in all: the restore and the rollback paid nothing

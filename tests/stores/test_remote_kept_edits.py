@@ -112,7 +112,13 @@ def test_a_committed_output_that_differs_from_the_cache_is_restored(tmp_path):
     assert result.returncode == 0, result.stderr
     assert steps["tests"]["status"] == "restored", result.stdout
     assert (clone.root / "tests/test_calc.py").read_bytes() == agents
-    assert clone.history() == []
+    # the restore is the intent's version 1 here, made by the first clone's run; rollback brings the committed
+    # bytes back over it
+    (restored,) = clone.history()
+    first_run = json.loads((team.root / ".runner/versions/tests/1/version.json").read_text())["run"]
+    assert (restored["kind"], restored["run"], restored["verified"]) == ("cache", first_run, True)
+    assert clone.run("rollback", "tests", "--to", "0").returncode == 0
+    assert (clone.root / "tests/test_calc.py").read_bytes() == agents + b"# committed by a team mate\n"
 
 
 def test_outside_git_an_output_that_differs_from_the_cache_is_kept(tmp_path):
