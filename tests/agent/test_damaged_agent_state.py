@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 import runner_cli
 from agent_helpers import PASSING_TEST, AgentProject
+from damage import GARBAGE, damage
 
-GARBAGE = bytes((i * 151 + 7) % 256 for i in range(512))
 MINE = PASSING_TEST + "# mine\n"  # a person's edit of the agent's output, kept as version 2
 SECOND = PASSING_TEST + "\ndef test_more():\n    assert True\n"  # the change that waits for approval
 TEST_FILE = "tests/test_calc.py"
@@ -109,23 +109,6 @@ def test_the_probe_meets_every_file_of_an_agent_intent(built):
     assert found | {"pending", "apply", "versions"} == set(FILES) | set(FOLDERS)
 
 
-def _damage(path: Path, form: str) -> None:
-    if form == "folder":
-        path.unlink()
-        path.mkdir()
-        (path / "inside").write_bytes(GARBAGE)
-    elif form == "file":
-        shutil.rmtree(path)
-        path.write_bytes(GARBAGE)
-    elif form == "garbage":
-        path.write_bytes(GARBAGE)
-    elif path.is_dir():
-        shutil.rmtree(path)
-        path.mkdir()
-    else:
-        path.write_bytes(b"")
-
-
 def _no_bug(result: subprocess.CompletedProcess, what: object) -> None:
     assert result.returncode != 4 and "Traceback" not in result.stderr, (what, result.stderr)
     assert "internal error" not in result.stderr, (what, result.stderr)
@@ -140,7 +123,7 @@ def test_damaged_agent_state_is_approved_through_or_refused_before_anything_is_a
     def run(*args: str) -> subprocess.CompletedProcess:
         return runner_cli.run(args, root, env, 120)
 
-    _damage(root / ".runner" / rel, form)
+    damage(root / ".runner" / rel, form)
     for reader in (("status",), ("log",), ("history", "tests"), ("show", "tests"), ("approve", "--show")):
         _no_bug(run(*reader), reader)
         assert (root / TEST_FILE).read_text() == MINE, reader  # what only reads never writes

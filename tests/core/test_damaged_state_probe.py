@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 from ci import need, need_tools
+from damage import damage
 
-GARBAGE = bytes((i * 151 + 7) % 256 for i in range(512))
 SPEC = """
 [project]
 name = "probe"
@@ -158,23 +158,6 @@ def test_the_probe_meets_every_file_a_run_leaves(built):
     assert _listed(built) == (set(FILES) | set(FOLDERS)) - {"."}
 
 
-def _damage(path: Path, form: str) -> None:
-    if form == "folder":
-        path.unlink()
-        path.mkdir()
-        (path / "inside").write_bytes(GARBAGE)
-    elif form == "file":
-        shutil.rmtree(path)
-        path.write_bytes(GARBAGE)
-    elif form == "garbage":
-        path.write_bytes(GARBAGE)
-    elif path.is_dir():  # emptied
-        shutil.rmtree(path)
-        path.mkdir()
-    else:
-        path.write_bytes(b"")
-
-
 def _copy(built: Path, shared: Path, rel: str, form: str) -> tuple[Path, bool]:
     """The built project copied into `shared`, `rel` under its .runner/ damaged in `form`; whether to run as
     nobody."""
@@ -183,7 +166,7 @@ def _copy(built: Path, shared: Path, rel: str, form: str) -> tuple[Path, bool]:
     runs = _runs(root / ".runner")
     target = root / ".runner" / rel.replace("FIRST", runs["FIRST"]).replace("LAST", runs["LAST"])
     if form != "unreadable":
-        _damage(target, form)
+        damage(target, form)
         return root, False
     # another user's that no one else may read: root's, mode 000; the CLI runs as nobody, who owns the rest
     need_tools("setpriv", how="install util-linux")
