@@ -249,7 +249,7 @@ def decide(
     remote = planner.cache.remote_why(key)  # the shared cache's word on a local miss (runner/stores)
     if record is None:
         old = planner.cache.get_record(last.key) if last else None
-        why = why_missed(old, planner.parts(name), intent, inputs, deps)
+        why = why_missed(old, planner.parts(name), intent, inputs, deps, planner.toolchain(name))
         return Decision(name, RUN, why + [remote] if remote else why, **made)
     return _check_outputs(planner, name, record.outputs, made, [remote or "inputs match an earlier cached run"])
 
@@ -272,11 +272,16 @@ def _check_outputs(planner: Planner, name: str, outputs: Mapping, made: dict, wh
 
 
 def why_missed(
-    before: StepRecord | None, parts: Mapping[str, str], intent: Intent, inputs: dict, deps: dict
+    before: StepRecord | None,
+    parts: Mapping[str, str],
+    intent: Intent,
+    inputs: dict,
+    deps: dict,
+    toolchain: Mapping[str, str] | None = None,
 ) -> list[str]:
     """Why a step with no recorded success for its key must run: its last recorded run (`before`) compared
     ingredient by ingredient with what its key is made of now (`parts`: the digest of each ingredient but the
-    files, plan.Planner.parts)."""
+    files, plan.Planner.parts; `toolchain`: what its runtime commands print, plan.Planner.toolchain)."""
     if before is None:
         return ["no cache entry"]
     ingredients = before.ingredients
@@ -293,6 +298,10 @@ def why_missed(
             label = {"definition": "definition changed", "env": "a variable its env reads changed"}.get(part)
             if part == "prompt":
                 label = f"prompt {intent.prompt} changed"
+            elif part == "toolchain":
+                from .toolchain import changed
+
+                label = changed(ingredients.get("toolchain"), toolchain or {})
             reasons.append(label or f"{part} changed")
     old_inputs = ingredients.get("inputs", {})
     for path in sorted(set(inputs) | set(old_inputs)):

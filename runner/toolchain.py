@@ -1,0 +1,247 @@
+"""The toolchain in a step's key: the runtime commands a step uses (its adapter's, its own), what they print (run
+once a run), the files whose stats vouch that they would print the same (the proof's witness), and the wording of
+a change.
+
+A step keys on what its runtime commands print (`python3 --version`, `python3 -m pytest --version`, `node
+--version`, an intent's own `runtime = ["protoc --version"]`): switching from the system interpreter to a venv, or
+upgrading pytest, runs its tests again. Running them at every no-op would cost more than the no-op (`pytest
+--version` is ~0.3 s), so the target's proof stats a witness instead (freshness.py, shortcut 13): for each command,
+the folders of PATH up to the one holding its program, and the program itself, with PATH's value among the
+variables the proof keeps. Installing, upgrading or removing a program (or pip putting a package's scripts beside
+a venv's interpreter) adds, removes or replaces a file in one of those folders, which changes the folder's stats.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+
+from .keys import digest_value
+
+TIMEOUT = 60.0  # seconds a version command may take; past it, it has failed
+_SHOWN = 120  # characters of a version's first line a reason shows
+
+
+def step_commands(intent, resolved) -> tuple[str, ...]:
+    """The runtime commands step `intent` keys on, each once: its adapter's (`resolved`: adapters.Resolved, or
+    None) for every command (the interpreter's), those of the adapter commands it runs (a shell step's `run`,
+    an agent step's `verify`), then its own `runtime`."""
+    found: list[str] = []
+    if resolved is not None:
+        found += resolved.adapter.runtime_of(resolved.variants)
+        names = (intent.run,) if intent.run else ()
+        for name in (*names, *intent.verify):
+            command = resolved.commands.get(name)
+            if command is not None:
+                found += command.runtime
+    found += intent.runtime
+    return tuple(dict.fromkeys(found))
+
+
+def entry_of(intent, commands: tuple[str, ...]) -> tuple[tuple[str, ...], str, str | None]:
+    """What a step's runtime commands need to run as its command does: the commands, its cwd and the PATH its
+    `env` gives it (None: runner's own)."""
+    path = next((value for key, value in intent.env if key == "PATH"), None)
+    return commands, intent.cwd, path
+
+
+def entry_digest(entry: tuple) -> str:
+    return digest_value([list(entry[0]), entry[1], entry[2]])
+
+
+# ---- running them ---------------------------------------------------------------------------------
+
+
+class Failed(Exception):
+    """A runtime command that exited with a failure, was not found, or outlived TIMEOUT."""
+
+    def __init__(self, command: str, why: str):
+        super().__init__(command, why)
+        self.command = command
+        self.why = why
+
+
+def _printed(data: bytes) -> str:
+    """A version's text as the key holds it: decoded, colour escapes out, lines stripped, blank ones dropped."""
+    import re
+
+    text = re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", data.decode("utf-8", "replace"))
+    return "\n".join(line.rstrip() for line in text.strip().splitlines() if line.strip())
+
+
+class Versions:
+    """What each runtime command printed in this run, run once per (command, folder, environment): a command that
+    1,000 steps share runs once. A failure is kept as its text (`exit 1: No module named pytest`): an adapter's
+    command whose tool is missing here keys the step on that, and the step says so when it runs; `run` raises
+    Failed for the commands a caller must not key on a failure of (an intent's own)."""
+
+    def __init__(self, root: str):
+        self.root = root
+        self._done: dict[tuple, tuple[str, bool]] = {}  # (command, cwd, env) -> (printed, succeeded)
+
+    def run(
+        self, commands: Iterable[str], cwd: str, env: Mapping[str, str], strict: Iterable[str] = ()
+    ) -> list[tuple[str, str]]:
+        """[(command, what it printed)] in order, the commands not run yet started side by side."""
+        commands = list(commands)
+        frozen = tuple(sorted(env.items()))
+        todo = [c for c in dict.fromkeys(commands) if (c, cwd, frozen) not in self._done]
+        if todo:
+            folder = os.path.join(self.root, cwd)
+            environ = {**os.environ, **env}
+            if len(todo) == 1:
+                self._done[(todo[0], cwd, frozen)] = _one(todo[0], folder, environ)
+            else:
+                from concurrent.futures import ThreadPoolExecutor
+
+                with ThreadPoolExecutor(len(todo)) as pool:
+                    for command, done in zip(todo, pool.map(lambda c: _one(c, folder, environ), todo), strict=True):
+                        self._done[(command, cwd, frozen)] = done
+        strict = set(strict)
+        out = []
+        for command in commands:
+            printed, ok = self._done[(command, cwd, frozen)]
+            if not ok and command in strict:
+                raise Failed(command, printed)
+            out.append((command, printed))
+        return out
+
+
+def _one(command: str, folder: str, environ: Mapping[str, str]) -> tuple[str, bool]:
+    import subprocess
+
+    try:
+        done = subprocess.run(
+            ["/bin/sh", "-c", command],
+            cwd=folder,
+            env=dict(environ),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            timeout=TIMEOUT,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        return f"did not finish within {TIMEOUT:.0f} s", False
+    except OSError as exc:
+        return f"could not start: {exc.strerror}", False
+    printed = _printed(done.stdout)
+    if done.returncode != 0:
+        last = printed.splitlines()[-1] if printed else "no output"
+        return f"exit {done.returncode}: {last}", False
+    return printed, True
+
+
+def runtime_failed(spec, name: str, index: int, command: str, why: str):
+    """The error for a runtime command of an intent's own that failed: where it is declared, what it said."""
+    from .errors import UsageError
+    from .load import located, toml_path
+
+    where = toml_path(["intent", name, "runtime", index])
+    problem = located(spec, [(where, "", None)])[0]
+    at = f"{problem.file}:{problem.line}" if problem.line else problem.file
+    return UsageError(
+        f"error: {at}: {where}: '{command}' failed ({why}); step {name} keys on what it prints: install the "
+        "tool it names, or fix the command"
+    )
+
+
+# ---- the witness ----------------------------------------------------------------------------------
+
+
+def _program(command: str) -> str | None:
+    """The program a shell line starts (past `NAME=value` assignments), or None when it cannot be told."""
+    import shlex
+
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None
+    for word in words:
+        if "=" in word and not word.startswith("=") and word.split("=", 1)[0].isidentifier():
+            continue
+        return word
+    return None
+
+
+def _resolution(program: str, path: str, folder: str) -> list[str]:
+    """The files and folders whose stats say where `program` resolves and what it is: each folder of PATH searched
+    up to the one holding it (a program put in an earlier one would be found first), then the program."""
+    if "/" in program:
+        return [os.path.normpath(os.path.join(folder, program))]
+    seen = []
+    for entry in path.split(os.pathsep):
+        place = os.path.normpath(os.path.join(folder, entry or "."))
+        seen.append(place)
+        candidate = os.path.join(place, program)
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            seen.append(candidate)
+            real = os.path.realpath(candidate)  # a venv's python3 is a link to its base interpreter, whose folder
+            seen.append(os.path.dirname(real))  # gets the scripts of what pip installs there
+            break
+    return seen
+
+
+# what a version manager's shims and proxies (pyenv, nodenv, asdf, rustup) read to pick a version: the files in
+# the folder a command runs in and its parents, the global choice in the home folder, and the variables (in the
+# proof's env, MANAGER_VARIABLES)
+_PICKED_BY = (".python-version", ".node-version", ".tool-versions", "rust-toolchain", "rust-toolchain.toml")
+MANAGER_VARIABLES = ("PYENV_VERSION", "NODENV_VERSION", "RUSTUP_TOOLCHAIN")
+
+
+def _manager_files(folder: str, environ: Mapping[str, str]) -> list[str]:
+    home = environ.get("HOME", os.path.expanduser("~"))
+    found = []
+    while True:
+        found += [os.path.join(folder, name) for name in _PICKED_BY]
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            break
+        folder = parent
+    found.append(os.path.join(environ.get("PYENV_ROOT", os.path.join(home, ".pyenv")), "version"))
+    found.append(os.path.join(environ.get("NODENV_ROOT", os.path.join(home, ".nodenv")), "version"))
+    found.append(os.path.join(home, ".tool-versions"))
+    found.append(os.path.join(environ.get("RUSTUP_HOME", os.path.join(home, ".rustup")), "settings.toml"))
+    return found
+
+
+def witness(root: str, entries: Iterable[tuple], environ: Mapping[str, str] | None = None) -> list[str]:
+    """The paths the proof stats for the runtime commands of `entries` (entry_of): each once, in a fixed order."""
+    from .spec import expand_env
+
+    environ = os.environ if environ is None else environ
+    found: list[str] = []
+    for commands, cwd, path_template in entries:
+        try:
+            path = environ.get("PATH", os.defpath) if path_template is None else expand_env(path_template, environ)
+        except KeyError:
+            continue  # a variable it reads is not set: the run says so before anything runs
+        folder = os.path.normpath(os.path.join(root, cwd))
+        for command in commands:
+            program = _program(command)
+            if program:
+                found += _resolution(program, path, folder)
+        found += _manager_files(folder, environ)
+    return list(dict.fromkeys(found))
+
+
+# ---- wording --------------------------------------------------------------------------------------
+
+
+def _first(text: str | None) -> str:
+    line = (text or "").splitlines()[0] if text else "nothing"
+    return line if len(line) <= _SHOWN else line[: _SHOWN - 3] + "..."
+
+
+def changed(before: Mapping[str, str] | None, now: Mapping[str, str]) -> str:
+    """`toolchain changed: python3 -m pytest --version: pytest 9.0.3 -> pytest 9.2.0` (each command whose output
+    differs; a record made before runner keyed on the toolchain says so)."""
+    if before is None:
+        return "toolchain changed: its versions were not recorded before"
+    moves = [
+        f"{command}: {_first(before.get(command)) if command in before else '(not run)'} -> {_first(printed)}"
+        for command, printed in now.items()
+        if before.get(command) != printed
+    ]
+    moves += [f"{command}: no longer run" for command in before if command not in now]
+    return "toolchain changed: " + "; ".join(moves) if moves else "toolchain changed"
