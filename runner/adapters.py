@@ -28,9 +28,7 @@ def _deep_merge(base: dict, over: dict) -> dict:
 
 def _commands(table: dict) -> tuple[AdapterCommand, ...]:
     return tuple(
-        AdapterCommand(
-            k, v["run"], tuple(v.get("parse", ())), tuple(v.get("reports", ())), tuple(v.get("runtime", ()))
-        )
+        AdapterCommand(k, v["run"], tuple(v.get("parse", ())), tuple(v.get("reports", ())), tuple(v.get("runtime", ())))
         for k, v in table.items()
     )
 
@@ -88,7 +86,9 @@ def _check(data: dict, shown: str, families: set[str] | None, problem) -> bool:
                 problem(shown, at, f"command '{cname}' has no 'run' (the shell line to run)")
                 ok = False
                 continue
-            lines += [(f"{at}.run", cmd["run"])] + [(f"{at}.runtime[{i}]", r) for i, r in enumerate(cmd.get("runtime", ()))]
+            lines += [(f"{at}.run", cmd["run"])] + [
+                (f"{at}.runtime[{i}]", r) for i, r in enumerate(cmd.get("runtime", ()))
+            ]
             for i, fam in enumerate(cmd.get("parse", ())):
                 if families is not None and fam not in families:
                     problem(

@@ -112,6 +112,21 @@ red when it is wrong (tests/core/ unless named otherwise)
        from the last proof, a path no verdict saw, that did not differ and had no kept digest keeps the stat
        the run began with, vouched for by the last proof. Invariant: 6.
        Red: test_freshness.py::test_an_edit_run_keeps_the_digests_the_last_proof_kept_for_the_steps_it_did_not_decide.
+    13. The toolchain's witness (toolchain.witness, in the proof's sources as a worker's files are; PATH and the
+       variables a version manager reads among the proof's variables). A step's key holds what its runtime
+       commands print (its adapter's and its own), run once a run when a step that uses them is decided; the
+       proof does not run them but stats, for each command, every folder of PATH up to the one holding its
+       program, the program, the folder of its real path (a venv's interpreter is a link to its base's), and the
+       files pyenv, nodenv, asdf and rustup read to pick a version (in the command's folder and each parent, and
+       the global ones). Any of them changed, or PATH, leaves every step to decide (9); the commands then run
+       again, and a step whose toolchain printed the same is up to date. Invariant: a tool installed, upgraded or
+       removed adds, removes or replaces a file in a folder of PATH it is found through, or in its interpreter's
+       folder (pip writes a package's scripts beside the interpreter of its environment), or is picked by one of
+       those files or variables. Not seen by the no-op: a package without scripts put into an interpreter's
+       site-packages from outside (`python -m pip install` under pyenv's shims): `runner make -B` decides again.
+       Red: tests/core/test_toolchain_key.py::
+       test_a_new_version_of_a_runtime_tool_runs_the_step_again_and_the_same_one_does_not (the witness left out),
+       tests/core/test_toolchain_key.py::test_another_program_first_on_path_is_not_a_no_op (PATH left out).
 """
 
 from __future__ import annotations

@@ -108,7 +108,11 @@ class Planner:
         """What step `name`'s runtime commands print (runner/toolchain.py), each run once a run; None when it has
         none. A command of the intent's own that fails stops the run (runtime_failed): keyed on, its error text
         would stand for a tool nobody has."""
-        entry = self.compiled.runtimes.get(self.compiled.parts[name].get("toolchain", "")) if self.compiled.runtimes else None
+        entry = (
+            self.compiled.runtimes.get(self.compiled.parts[name].get("toolchain", ""))
+            if self.compiled.runtimes
+            else None
+        )
         if entry is None:
             return None
         from .toolchain import Failed, Versions, runtime_failed

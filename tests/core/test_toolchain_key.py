@@ -1,0 +1,197 @@
+"""The toolchain in a step's key (runner/toolchain.py): what its runtime commands print, run once a run; the no-op
+proof's witness of them (freshness.py, shortcut 13); the reason status gives; explain; the error for a failing one."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import racy
+
+SPEC = """
+[project]
+name = "tc"
+default = "gen"
+
+[intent.gen]
+run = "mytool > out.txt"
+inputs = ["in.txt"]
+outputs = ["out.txt"]
+runtime = ["mytool --version"]
+"""
+
+
+def _tool(folder: Path, version: str, log: Path | None = None) -> None:
+    """A program `mytool` in `folder` that prints its version (and notes each start in `log`)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    note = f'echo started >> "{log}"\n' if log else ""
+    path = folder / "mytool"
+    path.write_text(f'#!/bin/sh\n{note}echo "mytool {version}"\n')
+    path.chmod(0o755)
+
+
+def _path(*folders: Path) -> dict:
+    return {"PATH": os.pathsep.join([*map(str, folders), os.environ["PATH"]])}
+
+
+def test_a_new_version_of_a_runtime_tool_runs_the_step_again_and_the_same_one_does_not(project, tmp_path):
+    tools = tmp_path / "tools"
+    _tool(tools, "1.0")
+    env = _path(tools)
+    project.spec(SPEC)
+    project.write("in.txt", "one\n")
+    project.age_all()
+    assert project.make(env=env).statuses() == {"gen": "ran"}
+    racy.wait_out()
+    assert project.make(env=env).code == 0  # records the proof once every stat vouches
+    quiet = project.make(env=env)
+    assert quiet.events()[0].get("fast") is True
+    assert quiet.statuses() == {"gen": "cached"}
+
+    _tool(tools, "2.0")  # the program replaced: its stats say the toolchain may have moved
+    status = project.run("status", env=env)
+    assert status.out.splitlines()[0] == "run   gen  toolchain changed: mytool --version: mytool 1.0 -> mytool 2.0"
+    result = project.make(env=env)
+    assert result.events()[0].get("fast") is None
+    assert result.statuses() == {"gen": "ran"}
+    assert project.read("out.txt") == "mytool 2.0\n"
+
+    racy.wait_out()
+    _tool(tools, "2.0")  # rewritten with the same version: decided again, and up to date
+    assert project.make(env=env).statuses() == {"gen": "cached"}
+    racy.wait_out()
+    assert project.make(env=env).code == 0
+    assert project.make(env=env).events()[0].get("fast") is True
+
+
+def test_another_program_first_on_path_is_not_a_no_op(project, tmp_path):
+    """PATH's value is in the proof: a venv activated puts another interpreter first without any stat moving."""
+    old, new = tmp_path / "old", tmp_path / "new"
+    _tool(old, "1.0")
+    _tool(new, "3.0")
+    project.spec(SPEC)
+    project.write("in.txt", "one\n")
+    project.age_all()
+    assert project.make(env=_path(old)).statuses() == {"gen": "ran"}
+    racy.wait_out()
+    assert project.make(env=_path(old)).code == 0
+    assert project.make(env=_path(old)).events()[0].get("fast") is True
+    result = project.make(env=_path(new, old))
+    assert result.statuses() == {"gen": "ran"}
+    assert project.read("out.txt") == "mytool 3.0\n"
+
+
+def test_switching_to_a_venv_without_pytest_runs_the_tests_again(project, tmp_path):
+    """Two real interpreters: the suite's (pytest installed) and a venv made from it without pytest. The python
+    adapter's test command keys on `python3 -m pytest --version`."""
+    suite_bin = Path(sys.executable).parent
+    assert (suite_bin / "python3").exists()
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    project.write("pyproject.toml", '[project]\nname = "x"\n')
+    project.write("tests/test_a.py", "def test_a():\n    assert True\n")
+    project.spec(
+        """
+        [project]
+        name = "x"
+        default = "test"
+
+        [intent.test]
+        adapter = "python"
+        run = "test"
+        inputs = ["**/*.py", "pyproject.toml"]
+        """
+    )
+    project.age_all()
+    with_pytest = _path(suite_bin)
+    assert project.make(env=with_pytest).statuses() == {"test": "ran"}
+    explained = json.loads(project.run("explain", "test", "--json", env=with_pytest).out)
+    import pytest
+
+    assert explained["toolchain"]["python3 -m pytest --version"] == f"pytest {pytest.__version__}"
+    assert project.make(env=with_pytest).statuses() == {"test": "cached"}
+
+    without = _path(venv / "bin", suite_bin)
+    status = project.run("status", env=without)
+    reason = status.out.splitlines()[0]
+    assert reason.startswith(
+        f"run   test  toolchain changed: python3 -m pytest --version: pytest {pytest.__version__} -> exit 1: "
+    ), status.out
+    assert reason.endswith("No module named pytest")
+    failed = project.make(env=without)
+    assert failed.statuses() == {"test": "failed"}
+
+
+def test_a_runtime_command_shared_by_many_steps_runs_once_a_run(project, tmp_path):
+    tools, log = tmp_path / "tools", tmp_path / "started.log"
+    _tool(tools, "1.0", log)
+    env = _path(tools)
+    steps = "".join(
+        f'\n[intent.s{i}]\nrun = "echo {i} > o{i}.txt"\ninputs = ["in.txt"]\noutputs = ["o{i}.txt"]\n'
+        f'runtime = ["mytool --version"]\n'
+        for i in range(30)
+    )
+    project.spec(
+        '[project]\nname = "many"\ndefault = "all"\n'
+        + steps
+        + f"\n[intent.all]\ndeps = {json.dumps([f's{i}' for i in range(30)])}\n"
+    )
+    project.write("in.txt", "one\n")
+    project.age_all()
+    assert set(project.make(env=env).statuses().values()) == {"ran"}
+    assert log.read_text().count("started") == 1
+    racy.wait_out()
+    project.make(env=env)
+    assert project.make(env=env).events()[0].get("fast") is True
+    assert log.read_text().count("started") == 1  # the no-ops stat its witness instead
+
+
+def test_explain_shows_what_each_runtime_command_printed(project, tmp_path):
+    tools = tmp_path / "tools"
+    _tool(tools, "1.0")
+    project.spec(SPEC)
+    project.write("in.txt", "one\n")
+    text = project.run("explain", "gen", env=_path(tools)).out
+    lines = text.splitlines()
+    assert "    runtime      mytool --version: mytool 1.0" in lines
+    assert any(line.startswith("    toolchain    ") for line in lines)
+
+
+def test_a_failing_runtime_command_of_the_intents_own_stops_the_run_before_anything_runs(project):
+    project.spec(SPEC.replace('"mytool --version"', '"echo fine", "no-such-tool-here --version"'))
+    project.write("in.txt", "one\n")
+    result = project.run("make")
+    assert result.code == 2
+    assert result.err.strip() == (
+        "error: intents.toml:10: intent.gen.runtime[1]: 'no-such-tool-here --version' failed (exit 127: /bin/sh: 1: "
+        "no-such-tool-here: not found); step gen keys on what it prints: install the tool it names, or fix the "
+        "command"
+    )
+    assert not project.exists("out.txt")
+    assert not (project.root / ".runner" / "runs").exists() or not any((project.root / ".runner" / "runs").iterdir())
+
+
+def test_runtime_on_an_aggregate_is_refused(project):
+    project.spec(
+        '[project]\nname = "x"\n\n[intent.a]\nrun = "true"\n\n[intent.all]\ndeps = ["a"]\nruntime = ["true"]\n'
+    )
+    result = project.run("validate")
+    assert result.code == 2
+    assert (
+        "intents.toml:9: intent.all.runtime: an aggregate target (no 'run' or 'goal') runs no tool whose version "
+        "could matter" in result.err
+    )
+
+
+def test_an_adapters_runtime_naming_no_var_is_refused(project):
+    project.write(
+        "adapters/mine.toml",
+        'name = "mine"\nruntime = ["{tool} --version"]\n[detect]\nfiles = ["x"]\n[commands.test]\nrun = "true"\n',
+    )
+    project.spec('[project]\nname = "x"\n\n[intent.a]\nrun = "test"\nadapter = "mine"\n')
+    result = project.run("validate")
+    assert result.code == 2
+    assert "runtime[0]: '{tool}' names no var; declare it under [vars] (known: none)" in result.err
