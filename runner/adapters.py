@@ -59,6 +59,7 @@ def _build(data: dict, shown: str) -> Adapter:
         variants=variants,
         inputs=tuple(data.get("inputs", ())),
         runtime=tuple(data.get("runtime", ())),
+        exclude=tuple(data.get("exclude", ())),
     )
 
 

@@ -168,6 +168,7 @@ class Adapter(NamedTuple):
     variants: tuple[AdapterVariant, ...] = ()
     inputs: tuple[str, ...] = ()  # globs whose contents the commands depend on (runner init uses them)
     runtime: tuple[str, ...] = ()  # commands printing the versions every command depends on (the interpreter's)
+    exclude: tuple[str, ...] = ()  # globs taken out of `inputs` (node_modules/**): runner init writes them too
 
     def variant(self, name: str) -> AdapterVariant | None:
         for v in self.variants:
