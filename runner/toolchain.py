@@ -73,11 +73,18 @@ class Versions:
     """What each runtime command printed in this run, run once per (command, folder, environment): a command that
     1,000 steps share runs once. A failure is kept as its text (`exit 1: No module named pytest`): an adapter's
     command whose tool is missing here keys the step on that, and the step says so when it runs; `run` raises
-    Failed for the commands a caller must not key on a failure of (an intent's own)."""
+    Failed for the commands a caller must not key on a failure of (an intent's own).
+
+    What a command printed is kept between runs (.runner/toolchain) with the stats of its witness taken before it
+    ran, and used again while they are the same and vouch (stat_cache.vouches): a target whose globs leave it
+    without a proof decides its steps at every run, and ran `python3 -m pytest --version` each time (shortcut 13's
+    invariant, where the proof's rests)."""
 
     def __init__(self, root: str):
         self.root = root
         self._done: dict[tuple, tuple[str, bool]] = {}  # (command, cwd, env) -> (printed, succeeded)
+        self._file = os.path.join(root, ".runner", "toolchain")
+        self._kept: dict | None = None  # the file's entries: key -> (witness, stats, taken_ns, printed, succeeded)
 
     def run(
         self, commands: Iterable[str], cwd: str, env: Mapping[str, str], strict: Iterable[str] = ()
@@ -87,8 +94,15 @@ class Versions:
         frozen = tuple(sorted(env.items()))
         todo = [c for c in dict.fromkeys(commands) if (c, cwd, frozen) not in self._done]
         if todo:
-            folder = os.path.join(self.root, cwd)
+            folder = os.path.normpath(os.path.join(self.root, cwd))
             environ = {**os.environ, **env}
+            todo = self._known(todo, cwd, frozen, folder, environ)
+        if todo:
+            import time
+
+            taken = time.time_ns()  # before the stats: a change while they are taken is inside the window
+            witnesses = {c: _command_witness(c, environ.get("PATH", os.defpath), folder, environ) for c in todo}
+            stats = {c: _stats(w) for c, w in witnesses.items()}
             if len(todo) == 1:
                 self._done[(todo[0], cwd, frozen)] = _one(todo[0], folder, environ)
             else:
@@ -97,6 +111,15 @@ class Versions:
                 with ThreadPoolExecutor(len(todo)) as pool:
                     for command, done in zip(todo, pool.map(lambda c: _one(c, folder, environ), todo), strict=True):
                         self._done[(command, cwd, frozen)] = done
+            kept = self._load()
+            for c in todo:
+                kept[_kept_key(c, cwd, frozen, environ)] = (
+                    witnesses[c],
+                    stats[c],
+                    taken,
+                    *self._done[(c, cwd, frozen)],
+                )
+            _save(self._file, kept)
         strict = set(strict)
         out = []
         for command in commands:
@@ -105,6 +128,65 @@ class Versions:
                 raise Failed(command, printed)
             out.append((command, printed))
         return out
+
+    def _known(self, todo: list[str], cwd: str, frozen: tuple, folder: str, environ: Mapping[str, str]) -> list[str]:
+        """The commands of `todo` whose output a run before kept with a witness that still vouches: their output
+        taken as this run's; the others, still to run."""
+        from .stat_cache import vouches
+
+        kept = self._load()
+        left = []
+        for command in todo:
+            entry = kept.get(_kept_key(command, cwd, frozen, environ))
+            if isinstance(entry, tuple) and len(entry) == 5:
+                witness, stats, taken, printed, ok = entry
+                same = witness == _command_witness(command, environ.get("PATH", os.defpath), folder, environ)
+                if same and stats == _stats(witness) and all(s is None or vouches(s, taken) for s in stats):
+                    self._done[(command, cwd, frozen)] = (printed, ok)
+                    continue
+            left.append(command)
+        return left
+
+    def _load(self) -> dict:
+        if self._kept is None:
+            import marshal
+
+            try:
+                with open(self._file, "rb") as f:
+                    loaded = marshal.loads(f.read())
+            except (OSError, EOFError, ValueError, TypeError):
+                loaded = {}
+            self._kept = loaded if isinstance(loaded, dict) else {}
+        return self._kept
+
+
+def _kept_key(command: str, cwd: str, frozen: tuple, environ: Mapping[str, str]) -> tuple:
+    """What a kept output stands for: the command, where and with what step env it ran, and the variables the
+    witness does not show (PATH, the version managers')."""
+    return (command, cwd, frozen, tuple(environ.get(n, "") for n in ("PATH", *MANAGER_VARIABLES)))
+
+
+def _stats(paths: list[str]) -> list:
+    out: list = []
+    for path in paths:
+        try:
+            st = os.stat(path)
+        except OSError:
+            out.append(None)
+            continue
+        out.append((st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino))
+    return out
+
+
+def _save(path: str, kept: dict) -> None:
+    from .index_file import write_marshal
+
+    if not os.path.isdir(os.path.dirname(path)):
+        return  # a command that only reads leaves no .runner behind
+    try:
+        write_marshal(path, kept)
+    except OSError:
+        pass  # a read-only state folder: the commands run again next time
 
 
 def _one(command: str, folder: str, environ: Mapping[str, str]) -> tuple[str, bool]:
@@ -218,11 +300,14 @@ def witness(root: str, entries: Iterable[tuple], environ: Mapping[str, str] | No
             continue  # a variable it reads is not set: the run says so before anything runs
         folder = os.path.normpath(os.path.join(root, cwd))
         for command in commands:
-            program = _program(command)
-            if program:
-                found += _resolution(program, path, folder)
-        found += _manager_files(folder, environ)
+            found += _command_witness(command, path, folder, environ)
     return list(dict.fromkeys(found))
+
+
+def _command_witness(command: str, path: str, folder: str, environ: Mapping[str, str]) -> list[str]:
+    """One command's witness: where its program resolves, and what a version manager would read."""
+    program = _program(command)
+    return (_resolution(program, path, folder) if program else []) + _manager_files(folder, environ)
 
 
 # ---- wording --------------------------------------------------------------------------------------

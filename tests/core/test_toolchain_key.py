@@ -195,3 +195,27 @@ def test_an_adapters_runtime_naming_no_var_is_refused(project):
     result = project.run("validate")
     assert result.code == 2
     assert "runtime[0]: '{tool}' names no var; declare it under [vars] (known: none)" in result.err
+
+
+def test_a_target_without_a_proof_runs_its_runtime_commands_only_when_their_witness_moved(project, tmp_path):
+    """Input globs leave a target without a proof: every run decides its steps. What a runtime command printed is
+    kept with its witness's stats (.runner/toolchain) and taken again while they vouch."""
+    tools, log = tmp_path / "tools", tmp_path / "started.log"
+    _tool(tools, "1.0", log)
+    env = _path(tools)
+    project.spec(
+        SPEC.replace('inputs = ["in.txt"]', 'inputs = ["in*.txt"]').replace("mytool > out.txt", "cat in.txt > out.txt")
+    )
+    project.write("in.txt", "one\n")
+    project.age_all()
+    racy.wait_out()
+    assert project.make(env=env).statuses() == {"gen": "ran"}
+    for _ in range(3):
+        quiet = project.make(env=env)
+        assert quiet.statuses() == {"gen": "cached"}
+        assert quiet.events()[0].get("fast") is None  # no proof: decided
+    assert log.read_text().count("started") == 1
+    racy.wait_out()
+    _tool(tools, "2.0", log)
+    assert project.make(env=env).statuses() == {"gen": "ran"}
+    assert log.read_text().count("started") == 2
