@@ -123,10 +123,15 @@ red when it is wrong (tests/core/ unless named otherwise)
        removed adds, removes or replaces a file in a folder of PATH it is found through, or in its interpreter's
        folder (pip writes a package's scripts beside the interpreter of its environment), or is picked by one of
        those files or variables. Not seen by the no-op: a package without scripts put into an interpreter's
-       site-packages from outside (`python -m pip install` under pyenv's shims): `runner make -B` decides again.
+       site-packages from outside (`python -m pip install` under pyenv's shims): `runner make -B` asks again.
+       The same witness keeps a command's output between runs (toolchain.Versions, .runner/toolchain), with its
+       stats taken before the command ran: taken again while they are the same and vouch, so a target left without
+       a proof (an input glob) does not run `pytest --version` at each run.
        Red: tests/core/test_toolchain_key.py::
        test_a_new_version_of_a_runtime_tool_runs_the_step_again_and_the_same_one_does_not (the witness left out),
-       tests/core/test_toolchain_key.py::test_another_program_first_on_path_is_not_a_no_op (PATH left out).
+       tests/core/test_toolchain_key.py::test_another_program_first_on_path_is_not_a_no_op (PATH left out),
+       tests/core/test_toolchain_key.py::
+       test_a_target_without_a_proof_runs_its_runtime_commands_only_when_their_witness_moved (nothing kept).
 """
 
 from __future__ import annotations

@@ -118,7 +118,7 @@ class Planner:
         from .toolchain import Failed, Versions, runtime_failed
 
         if self._versions is None:
-            self._versions = Versions(self.root)
+            self._versions = Versions(self.root, trust_kept=not self.force)  # -B asks every tool again
         commands, cwd, _path = entry
         own = self.spec.intents[name].runtime
         try:
