@@ -304,3 +304,50 @@ def test_init_then_make_runs_node_s_own_test_script(tmp_path):
     assert failed.returncode == 1
     # node --test's TAP, run by `npm test` (no jest anywhere), read by the tap family: the failing test named
     assert "failing tests (1):\n    adds\n" in failed.stderr
+
+
+def test_minimist_no_lint_step_beside_a_test_script_that_lints_and_the_test_reads_the_whole_tree(tmp_path):
+    """minimist (npm pack: no .gitignore): `npm test` runs `pretest` (`npm run lint`), so a lint step beside it ran
+    eslint twice; lint's inputs left out example/, which `eslint .` reads, and an error there left `runner make` at
+    nothing to do. Its un-ignored node_modules is no input, and never walked (globs._pruned)."""
+    root = copy_fixture(INIT / "minimist", tmp_path / "minimist")
+    tree(root, {"node_modules/tape/index.js": "module.exports = 1;\n", "node_modules/.bin/tape": ""})
+    result = runner(root, "init")
+    assert result.returncode == 0, result.stderr
+    assert "no lint step (node): `npm test` lints already (pretest: npm run lint)" in result.stdout.splitlines()
+    intents = tomllib.loads((root / "intents.toml").read_text())["intent"]
+    assert "lint" not in intents
+    assert intents["check"]["deps"] == ["test"]
+    assert intents["test"]["exclude"] == ["**/node_modules/**", "coverage/**"]
+    explained = json.loads(runner(root, "explain", "test", "--json").stdout)
+    inputs = sorted(explained["ingredients"]["inputs"])
+    assert inputs == [".eslintrc", ".nycrc", "example/parse.js", "index.js", "package.json", "test/parse.js"]
+    (root / "example" / "parse.js").write_text("var argv = require('../')(process.argv.slice(2))\n")
+    again = json.loads(runner(root, "explain", "test", "--json").stdout)
+    assert again["key"] != explained["key"]  # an edit there is the test step's (its pretest lints it)
+
+
+def test_more_itertools_tests_run_with_unittest_as_its_makefile_and_tox_run_them(tmp_path):
+    """more-itertools: the project's Makefile and tox run `python -m unittest -v` and pytest is in none of its
+    requirements; init wrote `python3 -m pytest`. A broken test is named from unittest's own report."""
+    root = copy_fixture(INIT / "more-itertools", tmp_path / "more-itertools")
+    obj = init(root)
+    assert obj["detected"][0]["variants"] == ["unittest", "ruff"]
+    test = tomllib.loads(obj["content"])["intent"]["test"]
+    assert test["description"] == "test with the python adapter: python3 -m unittest -v"
+    assert test["inputs"] == ["**/*.py", "**/*.pyi", "pyproject.toml", "tox.ini"]
+    first = runner(root, "make", "test")
+    assert first.returncode == 0, first.stderr + first.stdout
+    broken = root / "tests" / "test_more.py"
+    broken.write_text(broken.read_text().replace("range(4)), 0)", "range(4)), 1)"))
+    failed = runner(root, "make", "test")
+    assert failed.returncode == 1
+    assert "failing tests (1):\n    test_many (tests.test_more.FirstTests.test_many)\n" in failed.stderr
+
+
+def test_a_project_that_names_pytest_keeps_pytest_beside_a_makefile_that_mentions_unittest(tmp_path):
+    root = copy_fixture(INIT / "more-itertools", tmp_path / "p")
+    (root / "requirements" / "testing.txt").write_text("coverage\npytest\n")
+    obj = init(root, "--dry-run")
+    assert obj["detected"][0]["variants"] == ["pytest", "ruff"]
+    assert 'description = "test with the python adapter: python3 -m pytest"' in obj["content"]
