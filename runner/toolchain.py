@@ -316,7 +316,8 @@ def _command_witness(command: str, path: str, folder: str, environ: Mapping[str,
 
 def _first(text: str | None) -> str:
     line = (text or "").splitlines()[0] if text else "nothing"
-    return line if len(line) <= _SHOWN else line[: _SHOWN - 3] + "..."
+    # a long line keeps its end, where a failure says what is wrong (`...: No module named pytest`)
+    return line if len(line) <= _SHOWN else line[:40] + "..." + line[43 - _SHOWN :]
 
 
 def changed(before: Mapping[str, str] | None, now: Mapping[str, str]) -> str:
