@@ -150,6 +150,12 @@ def make_targets(root: Path) -> list[str]:
     return out
 
 
+def package_dependencies(root: Path) -> bool:
+    """Whether package.json names packages to install (dependencies of any kind)."""
+    data = _json(Path(root) / "package.json")
+    return any(isinstance(data.get(k), dict) and data[k] for k in ("dependencies", "devDependencies"))
+
+
 def npm_scripts(root: Path) -> dict[str, str]:
     """package.json's scripts, without npm's lifecycle hooks and the pre/post hooks of other scripts."""
     scripts = _json(Path(root) / "package.json").get("scripts")

@@ -144,7 +144,32 @@ def _program(root: Path, line: str) -> str | None:
         return None
     word = words[0]
     found = (root / word).exists() if "/" in word else shutil.which(word) is not None
+    if found and len(words) > 2 and words[1] == "-m" and re.match(r"^python[0-9.]*$", word):
+        return None if _has_module(word, words[2]) else words[2]  # more-itertools' lint: No module named ruff
     return None if found else word
+
+
+def _has_module(python: str, module: str) -> bool:
+    """Whether `python -m module` finds the module (the interpreter asked, as the step will run it)."""
+    import subprocess
+
+    probe = "import importlib.util, sys; sys.exit(importlib.util.find_spec(sys.argv[1]) is None)"
+    try:
+        return subprocess.run([python, "-c", probe, module], capture_output=True, timeout=30).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return True  # cannot tell: say nothing rather than something wrong
+
+
+def dependencies_missing(root: Path, found: list[Detection], adapters: dict[str, Adapter]) -> str | None:
+    """The install command to run first, when package.json names dependencies and no node_modules holds them
+    (minimist from `npm pack`: its test step failed with `eslint: not found`)."""
+    from ..manifests import package_dependencies
+
+    for d in found:
+        if d.adapter == "node" and package_dependencies(root) and not (root / "node_modules").is_dir():
+            install = adapters["node"].command("install", d.variants)
+            return install.run if install is not None else "npm install"
+    return None
 
 
 def not_installed(root: Path, found: list[Detection], adapters: dict[str, Adapter]) -> dict[str, list[str]]:
@@ -393,6 +418,12 @@ def init_project(root: Path, dry_run: bool = False) -> tuple[str, dict]:
             f"warning: {program} is not installed here, and {'; '.join(steps)} start{'s' if len(steps) == 1 else ''} "
             f"it: install {program}, or change the run line in {SPEC_FILE}"
         )
+    install = dependencies_missing(root, found, adapters)
+    if install is not None:
+        lines.append(
+            f"warning: package.json's dependencies are not installed here (no node_modules): run `{install}` "
+            "before `runner make`"
+        )
     if dry_run:
         lines += ["", text.rstrip("\n")]
     obj = {
@@ -406,6 +437,7 @@ def init_project(root: Path, dry_run: bool = False) -> tuple[str, dict]:
         "offered": [o.name for o in kept],
         "note": note or None,
         "not_installed": missing,
+        "install_first": install,
         "content": text,
     }
     return "\n".join(lines), obj

@@ -21,8 +21,13 @@ from runner.globs import matches_any
 INIT = FIXTURES / "init"
 
 
-def runner(root: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+# the suite's own interpreter first on PATH: its python3 has ruff and pytest, so what init says of them is the same
+# on every machine
+SUITE_PATH = os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]])
+
+
+def runner(root: Path, *args: str, path: str = SUITE_PATH) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PATH": path}
     return subprocess.run(
         [sys.executable, "-m", "runner", *args, "-C", str(root)],
         cwd=root,
@@ -351,3 +356,34 @@ def test_a_project_that_names_pytest_keeps_pytest_beside_a_makefile_that_mention
     obj = init(root, "--dry-run")
     assert obj["detected"][0]["variants"] == ["pytest", "ruff"]
     assert 'description = "test with the python adapter: python3 -m pytest"' in obj["content"]
+
+
+def test_init_says_which_python_module_a_generated_step_runs_is_not_installed(tmp_path):
+    """more-itertools' lint runs `python3 -m ruff`, and the python3 here had no ruff: lint failed with `No module
+    named ruff` on the first `runner make`. The interpreter the step will start is asked."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    root = copy_fixture(INIT / "more-itertools", tmp_path / "more-itertools")
+    result = runner(root, "init", path=os.pathsep.join([str(venv / "bin"), os.environ["PATH"]]))
+    assert result.returncode == 0, result.stderr
+    assert [line for line in result.stdout.splitlines() if line.startswith("warning:")] == [
+        "warning: ruff is not installed here, and lint (python: python3 -m ruff check --output-format concise .) "
+        "starts it: install ruff, or change the run line in intents.toml"
+    ]
+    (root / "intents.toml").unlink()
+    assert "warning:" not in runner(root, "init").stdout  # the suite's python3 has ruff
+
+
+def test_init_says_to_install_a_node_project_s_dependencies_first(tmp_path):
+    """minimist from `npm pack`: no node_modules, and its test step failed with `eslint: not found`."""
+    root = copy_fixture(INIT / "minimist", tmp_path / "minimist")
+    obj = init(root, "--dry-run")
+    assert obj["install_first"] == "npm install"
+    said = runner(root, "init").stdout.splitlines()
+    assert (
+        "warning: package.json's dependencies are not installed here (no node_modules): run `npm install` before "
+        "`runner make`"
+    ) in said
+    (root / "intents.toml").unlink()
+    (root / "node_modules").mkdir()
+    assert init(root, "--dry-run")["install_first"] is None
