@@ -163,8 +163,10 @@ class Versions:
 
 def _kept_key(command: str, cwd: str, frozen: tuple, environ: Mapping[str, str]) -> tuple:
     """What a kept output stands for: the command, where and with what step env it ran, and the variables the
-    witness does not show (PATH, the version managers')."""
-    return (command, cwd, frozen, tuple(environ.get(n, "") for n in ("PATH", *MANAGER_VARIABLES)))
+    witness does not show (PATH, the version managers'). The values as a digest: a step's env may hold a secret,
+    which is never written."""
+    shown = [list(frozen), [environ.get(n, "") for n in ("PATH", *MANAGER_VARIABLES)]]
+    return (command, cwd, digest_value(shown))
 
 
 def _stats(paths: list[str]) -> list:

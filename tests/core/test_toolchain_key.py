@@ -219,3 +219,19 @@ def test_a_target_without_a_proof_runs_its_runtime_commands_only_when_their_witn
     _tool(tools, "2.0", log)
     assert project.make(env=env).statuses() == {"gen": "ran"}
     assert log.read_text().count("started") == 2
+
+
+def test_a_secret_the_steps_env_reads_is_never_written_with_its_versions(project, tmp_path):
+    """The kept versions (.runner/toolchain) stand for the step's env by a digest: a key it reads stays off disk."""
+    tools = tmp_path / "tools"
+    _tool(tools, "1.0")
+    project.spec(
+        SPEC.replace(
+            'runtime = ["mytool --version"]', 'runtime = ["mytool --version"]\nenv = { API_TOKEN = "$OPENAI_API_KEY" }'
+        )
+    )
+    project.write("in.txt", "one\n")
+    assert project.make(env=_path(tools)).statuses() == {"gen": "ran"}
+    kept = (project.root / ".runner" / "toolchain").read_bytes()
+    assert b"mytool --version" in kept
+    assert os.environ["OPENAI_API_KEY"].encode() not in kept
