@@ -25,17 +25,34 @@ _SHOWN = 120  # characters of a version's first line a reason shows
 def step_commands(intent, resolved) -> tuple[str, ...]:
     """The runtime commands step `intent` keys on, each once: its adapter's (`resolved`: adapters.Resolved, or
     None) for every command (the interpreter's), those of the adapter commands it runs (a shell step's `run`,
-    an agent step's `verify`), then its own `runtime`."""
+    an agent step's `verify`), then its own `runtime`. A shell line of the intent's own that starts as one of the
+    adapter's commands runs (`python3 -m pytest -q` where no uv is installed for uv.lock's `uv run pytest`) keys on
+    that command's, with the vars it was matched under."""
     found: list[str] = []
     if resolved is not None:
-        found += resolved.adapter.runtime_of(resolved.variants)
-        names = (intent.run,) if intent.run else ()
-        for name in (*names, *intent.verify):
-            command = resolved.commands.get(name)
-            if command is not None:
-                found += command.runtime
+        variants = resolved.variants
+        commands = [resolved.commands.get(name) for name in intent.verify]
+        if intent.run and intent.run in resolved.commands:
+            commands.append(resolved.commands[intent.run])
+        elif intent.run:
+            matched = _started_as(resolved.adapter, intent.run, variants)
+            if matched is not None:
+                variants, command = matched
+                commands.append(command)
+        found += resolved.adapter.runtime_of(variants)
+        found += [line for command in commands if command is not None for line in command.runtime]
     found += intent.runtime
     return tuple(dict.fromkeys(found))
+
+
+def _started_as(adapter, line: str, variants: tuple[str, ...]):
+    """(the variants, the adapter command) a shell line starts as: under the detected variants, else the base."""
+    for chosen in (variants, ()):
+        for name in adapter.command_names(chosen):
+            command = adapter.command(name, chosen)
+            if command is not None and (line == command.run or line.startswith(command.run + " ")):
+                return chosen, command
+    return None
 
 
 def entry_of(intent, commands: tuple[str, ...]) -> tuple[tuple[str, ...], str, str | None]:

@@ -235,3 +235,24 @@ def test_a_secret_the_steps_env_reads_is_never_written_with_its_versions(project
     kept = (project.root / ".runner" / "toolchain").read_bytes()
     assert b"mytool --version" in kept
     assert os.environ["OPENAI_API_KEY"].encode() not in kept
+
+
+def test_a_run_line_of_ones_own_that_starts_as_an_adapter_command_keys_on_its_tools(project):
+    """attrs (uv.lock) where no uv is installed: init said to change the run line, and `python3 -m pytest -q` then
+    keyed on `uv run --no-sync python --version` alone, which fails the same way whatever python3 is."""
+    project.write("pyproject.toml", '[project]\nname = "a"\n[tool.uv]\ndev-dependencies = []\n')
+    project.write("uv.lock", "version = 1\n")
+    project.write("tests/test_a.py", "def test_a():\n    assert True\n")
+    project.spec(
+        """
+        [project]
+        name = "a"
+
+        [intent.test]
+        adapter = "python"
+        run = "python3 -m pytest -q"
+        inputs = ["**/*.py", "pyproject.toml"]
+        """
+    )
+    explained = json.loads(project.run("explain", "test", "--json", env=_path(Path(sys.executable).parent)).out)
+    assert list(explained["toolchain"]) == ["python3 --version", "python3 -m pytest --version"]
