@@ -7,9 +7,13 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import racy
+import runner_cli
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 SPEC = """
 [project]
@@ -256,3 +260,46 @@ def test_a_run_line_of_ones_own_that_starts_as_an_adapter_command_keys_on_its_to
     )
     explained = json.loads(project.run("explain", "test", "--json", env=_path(Path(sys.executable).parent)).out)
     assert list(explained["toolchain"]) == ["python3 --version", "python3 -m pytest --version"]
+
+
+_OPS = st.lists(
+    st.one_of(
+        st.tuples(st.just("first"), st.sampled_from("ab")),  # that folder first on PATH (a venv activated)
+        st.tuples(st.just("install"), st.sampled_from("ab"), st.sampled_from(["1", "2", "3"])),  # a new version
+        st.tuples(st.just("make")),
+    ),
+    min_size=1,
+    max_size=8,
+)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=_OPS)
+def test_whatever_moves_on_path_the_step_ran_with_the_tool_found_first_and_only_when_it_changed(tmp_path, ops):
+    """In the differential test's spirit: programs installed and folders put first on PATH in any order; after each
+    `runner make`, the output is what the program first on PATH prints, and the step ran exactly when that differs
+    from what it printed at the step's last run (the no-op's witness, PATH in the proof, the kept versions)."""
+    base = Path(tempfile.mkdtemp(dir=tmp_path))
+    folders = {name: base / name for name in "ab"}
+    installed = {"a": "1", "b": "1"}
+    for name, folder in folders.items():
+        _tool(folder, installed[name])
+    root = base / "proj"
+    root.mkdir()
+    (root / "intents.toml").write_text(SPEC)
+    (root / "in.txt").write_text("one\n")
+    first, last = "a", None
+    for op in [*ops, ("make",)]:
+        if op[0] == "first":
+            first = op[1]
+        elif op[0] == "install":
+            installed[op[1]] = op[2]
+            _tool(folders[op[1]], op[2])
+        else:
+            env = dict(os.environ, **_path(folders[first], folders["b" if first == "a" else "a"]))
+            done = runner_cli.run(["make", "--json"], root, env, 120)
+            assert done.returncode == 0, done.stderr
+            ran = any(json.loads(line).get("status") == "ran" for line in done.stdout.splitlines() if '"gen"' in line)
+            assert ran == (installed[first] != last), (op, first, installed, last)
+            assert (root / "out.txt").read_text() == f"mytool {installed[first]}\n"
+            last = installed[first]
