@@ -131,7 +131,9 @@ red when it is wrong (tests/core/ unless named otherwise)
        test_a_new_version_of_a_runtime_tool_runs_the_step_again_and_the_same_one_does_not (the witness left out),
        tests/core/test_toolchain_key.py::test_another_program_first_on_path_is_not_a_no_op (PATH left out),
        tests/core/test_toolchain_key.py::
-       test_a_target_without_a_proof_runs_its_runtime_commands_only_when_their_witness_moved (nothing kept).
+       test_a_target_without_a_proof_runs_its_runtime_commands_only_when_their_witness_moved (nothing kept),
+       and the property tests/core/test_toolchain_key.py::
+       test_whatever_moves_on_path_the_step_ran_with_the_tool_found_first_and_only_when_it_changed.
 """
 
 from __future__ import annotations
