@@ -481,12 +481,9 @@ def _static_parts(spec: Spec, name: str, gated: list, loaded: dict) -> tuple[dic
         parts["regexes"] = library.digest(families := [f for f in families if f in library.families])
         extra_sources += files
         gated.extend(_gate_entry(p) for f in families for p in library.family(f).candidates())
-    from .toolchain import entry_digest, entry_of, step_commands
+    from .toolchain import static_part  # its runtime commands; what they print is added as it is decided (plan.py)
 
-    if runtime := step_commands(intent, resolved):  # what they print is added as the step is decided (plan.py)
-        entry = entry_of(intent, runtime)
-        parts["toolchain"] = entry_digest(entry)
-        loaded.setdefault("runtimes", {})[parts["toolchain"]] = entry
+    static_part(intent, resolved, parts, loaded.setdefault("runtimes", {}))
     if resolved is not None:
         parts["adapter"] = digest_value([resolved.adapter.name, list(resolved.variants), commands])
         extra_sources += _evidence_files(Path(spec.root), resolved.adapter)
@@ -559,7 +556,7 @@ def compile_spec(spec: Spec) -> tuple[Compiled, list[str]]:
         produced=tuple(dict.fromkeys(path for name in order for path in intents[name].outputs)),
         env_names=tuple(sorted({ref for name in order for _k, v in intents[name].env for ref in env_refs(v)})),
         gates=gates,
-        runtimes=loaded.get("runtimes"),
+        runtimes=loaded.get("runtimes") or None,
         fingerprints=b"".join(_fingerprint(static[name], deps[name]) for name in order),
         graph=graph,
     ), sources

@@ -55,6 +55,15 @@ def _started_as(adapter, line: str, variants: tuple[str, ...]):
     return None
 
 
+def static_part(intent, resolved, parts: dict, runtimes: dict) -> None:
+    """A step's "toolchain" part of its static key (the digest of its runtime commands, where they run), and in
+    `runtimes` (compiled.Compiled.runtimes) what that part stands for."""
+    if runtime := step_commands(intent, resolved):
+        entry = entry_of(intent, runtime)
+        parts["toolchain"] = entry_digest(entry)
+        runtimes[parts["toolchain"]] = entry
+
+
 def entry_of(intent, commands: tuple[str, ...]) -> tuple[tuple[str, ...], str, str | None]:
     """What a step's runtime commands need to run as its command does: the commands, its cwd and the PATH its
     `env` gives it (None: runner's own)."""
