@@ -28,7 +28,8 @@ def _deep_merge(base: dict, over: dict) -> dict:
 
 def _commands(table: dict) -> tuple[AdapterCommand, ...]:
     return tuple(
-        AdapterCommand(k, v["run"], tuple(v.get("parse", ())), tuple(v.get("reports", ()))) for k, v in table.items()
+        AdapterCommand(k, v["run"], tuple(v.get("parse", ())), tuple(v.get("reports", ())), tuple(v.get("runtime", ())))
+        for k, v in table.items()
     )
 
 
@@ -57,6 +58,8 @@ def _build(data: dict, shown: str) -> Adapter:
         vars=tuple(data.get("vars", {}).items()),
         variants=variants,
         inputs=tuple(data.get("inputs", ())),
+        runtime=tuple(data.get("runtime", ())),
+        exclude=tuple(data.get("exclude", ())),
     )
 
 
@@ -76,6 +79,7 @@ def _check(data: dict, shown: str, families: set[str] | None, problem) -> bool:
         known_vars |= set(v.get("vars", {}))
     tables = [("commands", data.get("commands", {}))]
     tables += [(f"variant.{n}.commands", v.get("commands", {})) for n, v in data.get("variant", {}).items()]
+    lines = [(f"runtime[{i}]", r) for i, r in enumerate(data.get("runtime", ()))]  # shell lines that may name vars
     for where, table in tables:
         for cname, cmd in table.items():
             at = f"{where}.{cname}"
@@ -83,15 +87,9 @@ def _check(data: dict, shown: str, families: set[str] | None, problem) -> bool:
                 problem(shown, at, f"command '{cname}' has no 'run' (the shell line to run)")
                 ok = False
                 continue
-            for var in PLACEHOLDER.findall(cmd["run"]):
-                if var not in known_vars:
-                    problem(
-                        shown,
-                        f"{at}.run",
-                        f"'{{{var}}}' names no var{did_you_mean(var, known_vars)}; "
-                        f"declare it under [vars] (known: {', '.join(sorted(known_vars)) or 'none'})",
-                    )
-                    ok = False
+            lines += [(f"{at}.run", cmd["run"])] + [
+                (f"{at}.runtime[{i}]", r) for i, r in enumerate(cmd.get("runtime", ()))
+            ]
             for i, fam in enumerate(cmd.get("parse", ())):
                 if families is not None and fam not in families:
                     problem(
@@ -102,6 +100,16 @@ def _check(data: dict, shown: str, families: set[str] | None, problem) -> bool:
                         f'create regexes/{fam}.toml holding family = "{fam}" (`runner learn` adds its patterns)',
                     )
                     ok = False
+    for field, line in lines:
+        for var in PLACEHOLDER.findall(line):
+            if var not in known_vars:
+                problem(
+                    shown,
+                    field,
+                    f"'{{{var}}}' names no var{did_you_mean(var, known_vars)}; "
+                    f"declare it under [vars] (known: {', '.join(sorted(known_vars)) or 'none'})",
+                )
+                ok = False
     return ok
 
 

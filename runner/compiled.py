@@ -31,7 +31,8 @@ from .spec import BUILTIN_DIR, STEP_AGENT, STEP_AGGREGATE, STEP_SHELL, Intent, S
 from .stat_cache import NEVER, stat_of, vouches
 from .workspace import Layout
 
-_FORMAT = 25  # 25: an agent step's worker part holds what decides the answer, not base_url (spec.answer_parts)
+_FORMAT = 26  # 26: each step's runtime commands (runtimes; runner/toolchain.py)
+# 25: an agent step's worker part holds what decides the answer, not base_url (spec.answer_parts)
 # 24: a document's digest made of its intents' tables' digests (toml_read.document_digests)
 # 23: the positions of each step's dependencies and declared paths (Compiled.graph)
 # 22: the digests of the spec files' documents (a comment keeps the compilation)
@@ -99,6 +100,7 @@ class Compiled:
         graph: tuple[bytes, bytes, bytes, bytes],
         fingerprints: bytes = b"",
         previous: tuple[str, bytes] | None = None,
+        runtimes: Mapping[str, tuple] | None = None,
     ):
         self.spec = spec
         self.order = order  # every intent, topologically sorted (deterministic)
@@ -123,6 +125,9 @@ class Compiled:
         # step -> the candidate patterns (shadow, canary: compiled._gate_entry) its adapter commands are read with:
         # a run records what they find beside the active patterns; an agent step in a canary's slice keys on it
         self.gates = gates or {}
+        # a step's static "toolchain" part -> its runtime commands, cwd and env PATH (toolchain.entry_of): what the
+        # plan runs once a run (their output is in the key) and what the proof's witness is made from
+        self.runtimes = runtimes or {}
         self.token = token  # names this compilation: a no-op snapshot made from it may reuse its order and paths
         # FINGERPRINT bytes a step, in `order`: a digest of what its key takes from the spec (static, deps)
         self.fingerprints = fingerprints
@@ -174,6 +179,7 @@ class Compiled:
             self.produced,
             self.env_names,
             self.gates,
+            self.runtimes,
             self.aggregates,
             self.fingerprints,
             self.previous,
@@ -201,6 +207,7 @@ class Compiled:
             produced,
             env_names,
             gates,
+            runtimes,
             aggregates,
             fingerprints,
             previous,
@@ -227,6 +234,7 @@ class Compiled:
             produced=produced,
             env_names=env_names,
             gates=gates,
+            runtimes=runtimes,
             aggregates=aggregates,
             fingerprints=fingerprints,
             previous=previous,
@@ -473,6 +481,9 @@ def _static_parts(spec: Spec, name: str, gated: list, loaded: dict) -> tuple[dic
         parts["regexes"] = library.digest(families := [f for f in families if f in library.families])
         extra_sources += files
         gated.extend(_gate_entry(p) for f in families for p in library.family(f).candidates())
+    from .toolchain import static_part  # its runtime commands; what they print is added as it is decided (plan.py)
+
+    static_part(intent, resolved, parts, loaded.setdefault("runtimes", {}))
     if resolved is not None:
         parts["adapter"] = digest_value([resolved.adapter.name, list(resolved.variants), commands])
         extra_sources += _evidence_files(Path(spec.root), resolved.adapter)
@@ -545,6 +556,7 @@ def compile_spec(spec: Spec) -> tuple[Compiled, list[str]]:
         produced=tuple(dict.fromkeys(path for name in order for path in intents[name].outputs)),
         env_names=tuple(sorted({ref for name in order for _k, v in intents[name].env for ref in env_refs(v)})),
         gates=gates,
+        runtimes=loaded.get("runtimes") or None,
         fingerprints=b"".join(_fingerprint(static[name], deps[name]) for name in order),
         graph=graph,
     ), sources
@@ -746,6 +758,7 @@ def _recompiled(
         produced=old.produced,
         env_names=old.env_names,
         gates=gates,
+        runtimes={**old.runtimes, **loaded.get("runtimes", {})},
         aggregates=old.aggregates,
         fingerprints=bytes(fingerprints),
         graph=old.graph,

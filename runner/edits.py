@@ -135,7 +135,14 @@ def decide_agent(
     over = sorted(path for path in edits if path in decision.restore)
     if over:  # a cached result of the new key holds other bytes: never written over the edit
         old = planner.cache.get_record(result.key)
-        why = why_missed(old, planner.parts(name), planner.spec.intents[name], decision.inputs, decision.dep_digests)
+        why = why_missed(
+            old,
+            planner.parts(name),
+            planner.spec.intents[name],
+            decision.inputs,
+            decision.dep_digests,
+            planner.toolchain(name),
+        )
         said.append(f"the cached result for these inputs would overwrite {', '.join(over)}: run instead")
         decision = Decision(
             name,

@@ -112,6 +112,28 @@ red when it is wrong (tests/core/ unless named otherwise)
        from the last proof, a path no verdict saw, that did not differ and had no kept digest keeps the stat
        the run began with, vouched for by the last proof. Invariant: 6.
        Red: test_freshness.py::test_an_edit_run_keeps_the_digests_the_last_proof_kept_for_the_steps_it_did_not_decide.
+    13. The toolchain's witness (toolchain.witness, in the proof's sources as a worker's files are; PATH and the
+       variables a version manager reads among the proof's variables). A step's key holds what its runtime
+       commands print (its adapter's and its own), run once a run when a step that uses them is decided; the
+       proof does not run them but stats, for each command, every folder of PATH up to the one holding its
+       program, the program, the folder of its real path (a venv's interpreter is a link to its base's), and the
+       files pyenv, nodenv, asdf and rustup read to pick a version (in the command's folder and each parent, and
+       the global ones). Any of them changed, or PATH, leaves every step to decide (9); the commands then run
+       again, and a step whose toolchain printed the same is up to date. Invariant: a tool installed, upgraded or
+       removed adds, removes or replaces a file in a folder of PATH it is found through, or in its interpreter's
+       folder (pip writes a package's scripts beside the interpreter of its environment), or is picked by one of
+       those files or variables. Not seen by the no-op: a package without scripts put into an interpreter's
+       site-packages from outside (`python -m pip install` under pyenv's shims): `runner make -B` asks again.
+       The same witness keeps a command's output between runs (toolchain.Versions, .runner/toolchain), with its
+       stats taken before the command ran: taken again while they are the same and vouch, so a target left without
+       a proof (an input glob) does not run `pytest --version` at each run.
+       Red: tests/core/test_toolchain_key.py::
+       test_a_new_version_of_a_runtime_tool_runs_the_step_again_and_the_same_one_does_not (the witness left out),
+       tests/core/test_toolchain_key.py::test_another_program_first_on_path_is_not_a_no_op (PATH left out),
+       tests/core/test_toolchain_key.py::
+       test_a_target_without_a_proof_runs_its_runtime_commands_only_when_their_witness_moved (nothing kept),
+       and the property tests/core/test_toolchain_key.py::
+       test_whatever_moves_on_path_the_step_ran_with_the_tool_found_first_and_only_when_it_changed.
 """
 
 from __future__ import annotations
@@ -249,7 +271,7 @@ def decide(
     remote = planner.cache.remote_why(key)  # the shared cache's word on a local miss (runner/stores)
     if record is None:
         old = planner.cache.get_record(last.key) if last else None
-        why = why_missed(old, planner.parts(name), intent, inputs, deps)
+        why = why_missed(old, planner.parts(name), intent, inputs, deps, planner.toolchain(name))
         return Decision(name, RUN, why + [remote] if remote else why, **made)
     return _check_outputs(planner, name, record.outputs, made, [remote or "inputs match an earlier cached run"])
 
@@ -272,11 +294,16 @@ def _check_outputs(planner: Planner, name: str, outputs: Mapping, made: dict, wh
 
 
 def why_missed(
-    before: StepRecord | None, parts: Mapping[str, str], intent: Intent, inputs: dict, deps: dict
+    before: StepRecord | None,
+    parts: Mapping[str, str],
+    intent: Intent,
+    inputs: dict,
+    deps: dict,
+    toolchain: Mapping[str, str] | None = None,
 ) -> list[str]:
     """Why a step with no recorded success for its key must run: its last recorded run (`before`) compared
     ingredient by ingredient with what its key is made of now (`parts`: the digest of each ingredient but the
-    files, plan.Planner.parts)."""
+    files, plan.Planner.parts; `toolchain`: what its runtime commands print, plan.Planner.toolchain)."""
     if before is None:
         return ["no cache entry"]
     ingredients = before.ingredients
@@ -293,6 +320,10 @@ def why_missed(
             label = {"definition": "definition changed", "env": "a variable its env reads changed"}.get(part)
             if part == "prompt":
                 label = f"prompt {intent.prompt} changed"
+            elif part == "toolchain":
+                from .toolchain import changed
+
+                label = changed(ingredients.get("toolchain"), toolchain or {})
             reasons.append(label or f"{part} changed")
     old_inputs = ingredients.get("inputs", {})
     for path in sorted(set(inputs) | set(old_inputs)):

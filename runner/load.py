@@ -582,8 +582,10 @@ def _intent(reader: _Reader, shown: str, name: str, d: dict) -> Intent:
         why = check_glob(cwd) or reader.folders.folder(cwd)
         if why:
             reader.problem(shown, f"{where}.cwd", f"folder {_quoted(cwd)} {why}", cwd)
-    if kind == STEP_AGGREGATE and d.get("outputs"):
-        reader.problem(shown, f"{where}.outputs", "an aggregate target (no 'run' or 'goal') produces no outputs")
+    for field in ("outputs", "runtime"):
+        if kind == STEP_AGGREGATE and d.get(field):
+            what = "produces no outputs" if field == "outputs" else "runs no tool whose version could matter"
+            reader.problem(shown, f"{where}.{field}", f"an aggregate target (no 'run' or 'goal') {what}")
     if kind == STEP_AGENT and not has_run and not d.get("outputs"):  # with both, which kind is yet to say
         # its change would be applied once and then be invisible: the cache records and restores outputs only,
         # dependants see only outputs, and with the default scope (none) no change could be applied at all
@@ -634,6 +636,7 @@ def _intent(reader: _Reader, shown: str, name: str, d: dict) -> Intent:
         constraints=tuple(d.get("constraints", ())),
         open_questions=tuple(d.get("open_questions", ())),
         scope=tuple(d.get("scope", ())),
+        runtime=tuple(d.get("runtime", ())),
     )
     big = too_big(intent) if kind == STEP_AGENT else None
     if big:  # the bound holds where it is written, not when a prompt is rendered mid-run

@@ -150,6 +150,12 @@ def make_targets(root: Path) -> list[str]:
     return out
 
 
+def package_dependencies(root: Path) -> bool:
+    """Whether package.json names packages to install (dependencies of any kind)."""
+    data = _json(Path(root) / "package.json")
+    return any(isinstance(data.get(k), dict) and data[k] for k in ("dependencies", "devDependencies"))
+
+
 def npm_scripts(root: Path) -> dict[str, str]:
     """package.json's scripts, without npm's lifecycle hooks and the pre/post hooks of other scripts."""
     scripts = _json(Path(root) / "package.json").get("scripts")
@@ -164,6 +170,32 @@ def npm_scripts(root: Path) -> dict[str, str]:
             continue
         out[name] = line
     return out
+
+
+_RUNS_SCRIPT = re.compile(r"(?:^|&&|\|\||;)\s*(?:npm|pnpm|yarn)\s+(?:run(?:-script)?\s+)?([\w:.-]+)")
+
+
+def npm_runs(root: Path, script: str) -> dict[str, str]:
+    """The scripts `npm run SCRIPT` (`npm test`) runs, each with its line: its pre and post hooks around it, and
+    the scripts their lines run in turn (`npm run lint`): minimist's `npm test` runs `pretest` (`npm run lint`),
+    so a lint step beside its test step ran eslint twice."""
+    scripts = _json(Path(root) / "package.json").get("scripts")
+    if not isinstance(scripts, dict):
+        return {}
+    ran: dict[str, str] = {}
+
+    def visit(name: str) -> None:
+        for each in (f"pre{name}", name, f"post{name}"):
+            line = scripts.get(each)
+            if not isinstance(line, str) or each in ran:
+                continue
+            ran[each] = line
+            for called in _RUNS_SCRIPT.findall(line):
+                if called not in ("install", "ci", "exec", "x") and called in scripts:
+                    visit(called)
+
+    visit(script)
+    return ran
 
 
 def _factor_choices(braced: str) -> list[str]:

@@ -139,6 +139,10 @@ def _proved(
     compiled = project.compiled
     root = str(project.layout.root)
     sources = compiled.sources + (_worker_files(planner) if compiled.agents else [])
+    if compiled.runtimes:  # where each runtime command's program resolves (toolchain.witness)
+        from .toolchain import witness
+
+        sources += witness(root, compiled.runtimes.values())
     replaced = compiled.previous  # the compilation an edit of the spec replaced in this run, if any
     look = first_look(
         root,
@@ -285,7 +289,6 @@ def make(
     try:
         recovered = recover_killed_run(layout, stop_cluster)
         planner, resolved, mask = _planner(project, targets, options, remote, mask)
-        record = RunRecord(layout.runs_dir)
         requested = proof_name(targets, project.spec_file)  # the proof's name: as the fast no-op finds it
         sources, look, order, doubtful = _proved(
             project,
@@ -296,6 +299,10 @@ def make(
             missed=None if lock.waited else missed,
             recording=True,
         )
+        if project.compiled.runtimes:  # a runtime command of an intent's own that fails is said before anything runs
+            for name in order if doubtful is None else [n for n in order if n in doubtful]:
+                planner.toolchain(name)
+        record = RunRecord(layout.runs_dir)
         sink = _Sink(record, emit, mask)
         for line in recovered:  # reported once the run has a record, which keeps them too
             sink({"event": "recovered", "message": line})

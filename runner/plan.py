@@ -17,6 +17,7 @@ from .stat_cache import StatCache
 
 if TYPE_CHECKING:
     from .ignore import IgnoreRules
+    from .toolchain import Versions
     from .workers.base import WorkerConfig
 
 # the rule's words, as commands use them
@@ -76,6 +77,7 @@ class Planner:
         self._worker_config: WorkerConfig | None = None
         self.worker_kind = worker_kind  # `--worker replay`: the same steps, served from recordings
         self._agent_static: dict[str, str] = {}
+        self._versions: Versions | None = None  # what the runtime commands printed in this run (toolchain.py)
         self.input_files = InputFiles(self.root, compiled.produced)
 
     @property
@@ -102,6 +104,28 @@ class Planner:
                 raise unset_variable(self.spec, name, key, unset.args[0]) from None
         return tuple(out)
 
+    def toolchain(self, name: str) -> dict[str, str] | None:
+        """What step `name`'s runtime commands print (runner/toolchain.py), each run once a run; None when it has
+        none. A command of the intent's own that fails stops the run (runtime_failed): keyed on, its error text
+        would stand for a tool nobody has."""
+        entry = (
+            self.compiled.runtimes.get(self.compiled.parts[name].get("toolchain", ""))
+            if self.compiled.runtimes
+            else None
+        )
+        if entry is None:
+            return None
+        from .toolchain import Failed, Versions, runtime_failed
+
+        if self._versions is None:
+            self._versions = Versions(self.root, trust_kept=not self.force)  # -B asks every tool again
+        commands, cwd, _path = entry
+        own = self.spec.intents[name].runtime
+        try:
+            return dict(self._versions.run(commands, cwd, dict(self.env(name)), strict=own))
+        except Failed as failed:
+            raise runtime_failed(self.spec, name, own.index(failed.command), failed.command, failed.why) from None
+
     def record(self, name: str, key: str) -> tuple[StepRecord | None, str | None]:
         """The cache's record under `key` (the database's, or the shared cache's), and why it must not be restored
         for step `name`, or None: a record names only what its step declares (runner/confine.py). The state
@@ -116,16 +140,18 @@ class Planner:
     def static_digest(self, name: str) -> str:
         """An agent step's key also holds the worker's version (a Codex upgrade re-runs it), asked once; a step
         whose `env` reads variables, their values (the expanded env is what the key holds)."""
+        toolchain = self.toolchain(name) if self.compiled.runtimes else None
+        also = [["toolchain", sorted(toolchain.items())]] if toolchain is not None else []
         if self.spec.intents[name].kind != STEP_AGENT:
             static = self.compiled.static[name]
             if self.compiled.env_names and any("$" in v for _k, v in self.spec.intents[name].env):
-                return digest_value([static, self.env(name)])
-            return static
+                return digest_value([static, self.env(name), *also])
+            return digest_value([static, *also]) if also else static
         if name not in self._agent_static:
             from .workers import get_worker
 
             version = get_worker(self.worker_config).version(self.worker_config)
-            self._agent_static[name] = digest_value([self.compiled.static[name], version])
+            self._agent_static[name] = digest_value([self.compiled.static[name], version, *also])
         return self._agent_static[name]
 
     def replay_key(self, name: str, decision: Decision) -> str:
@@ -155,10 +181,16 @@ class Planner:
         parts = self.compiled.parts[name]
         if self.compiled.env_names and any("$" in v for _k, v in self.spec.intents[name].env):
             parts = {**parts, "env": digest_value(self.env(name))}
+        if "toolchain" in parts:  # what the runtime commands print, not which they are
+            parts = {**parts, "toolchain": digest_value(sorted((self.toolchain(name) or {}).items()))}
         return parts
 
     def ingredients(self, name: str, decision: Decision) -> dict:
-        return {"parts": self.parts(name), "inputs": decision.inputs, "deps": decision.dep_digests}
+        made = {"parts": self.parts(name), "inputs": decision.inputs, "deps": decision.dep_digests}
+        toolchain = self.toolchain(name) if self.compiled.runtimes else None
+        if toolchain is not None:  # each command's output, for the reason a later run words (toolchain.changed)
+            made["toolchain"] = toolchain
+        return made
 
 
 def unmatched_warnings(

@@ -286,6 +286,10 @@ def record_proof(
             kept[rel] = digest
     stats_bytes = stat_pieces(stats)
     env_names = compiled.env_names
+    if compiled.runtimes:  # where runtime commands' programs resolve, and what a version manager's shims read
+        from .toolchain import MANAGER_VARIABLES
+
+        env_names = tuple(sorted({*env_names, "PATH", *MANAGER_VARIABLES}))
     env = (env_names, env_digest(env_names)) if env_names else ((), "")
     aggregates = compiled.aggregates
     if look.order is order:  # the last proof's paths and order, from the same compiled spec: stored as they were

@@ -92,6 +92,8 @@ class AdapterCommand(NamedTuple):
     run: str  # may hold {var} placeholders, filled from the adapter's and its variants' vars
     parse: tuple[str, ...] = ()  # regex families that parse this command's output
     reports: tuple[str, ...] = ()  # globs of the JUnit XML reports it writes by default (reports.py reads them)
+    # commands that print the versions of the tools it runs: their output is part of the key (runner/toolchain.py)
+    runtime: tuple[str, ...] = ()
 
 
 class AdapterVariant(NamedTuple):
@@ -165,6 +167,8 @@ class Adapter(NamedTuple):
     vars: tuple[tuple[str, str], ...] = ()
     variants: tuple[AdapterVariant, ...] = ()
     inputs: tuple[str, ...] = ()  # globs whose contents the commands depend on (runner init uses them)
+    runtime: tuple[str, ...] = ()  # commands printing the versions every command depends on (the interpreter's)
+    exclude: tuple[str, ...] = ()  # globs taken out of `inputs` (node_modules/**): runner init writes them too
 
     def variant(self, name: str) -> AdapterVariant | None:
         for v in self.variants:
@@ -182,7 +186,16 @@ class Adapter(NamedTuple):
                 found = next((c for c in v.commands if c.name == name), found)
         if found is None:
             return None
-        return AdapterCommand(found.name, expand_vars(found.run, values), found.parse, found.reports)
+        runtime = tuple(expand_vars(r, values) for r in found.runtime)
+        return AdapterCommand(found.name, expand_vars(found.run, values), found.parse, found.reports, runtime)
+
+    def runtime_of(self, variants: tuple[str, ...] = ()) -> tuple[str, ...]:
+        """The adapter-wide runtime commands with these variants' vars filled in."""
+        values = dict(self.vars)
+        for v in self.variants:
+            if v.name in variants:
+                values.update(v.vars)
+        return tuple(expand_vars(r, values) for r in self.runtime)
 
     def command_names(self, variants: tuple[str, ...] = ()) -> list[str]:
         names = [c.name for c in self.commands]
@@ -238,6 +251,8 @@ class Intent(NamedTuple):
     open_questions: tuple[str, ...] = ()
     # globs it may change besides its outputs without being flagged as drift; never wider than its policy allows
     scope: tuple[str, ...] = ()
+    # commands printing the versions of tools its command uses beyond its adapter's (runner/toolchain.py)
+    runtime: tuple[str, ...] = ()
 
     def definition(self) -> dict:
         """What the user wrote that changes what the step does (part of its key)."""
@@ -256,6 +271,7 @@ class Intent(NamedTuple):
             "env": [list(kv) for kv in self.env],
             "cwd": self.cwd,
             **({"exclude": list(self.exclude)} if self.exclude else {}),  # absent: the keys of specs without it stay
+            **({"runtime": list(self.runtime)} if self.runtime else {}),
         }
 
 

@@ -23,6 +23,7 @@ def explain_intent(project, name: str, remote: str | None = None) -> dict:
     try:
         decision = make_plan(planner, order)[-1]
         parts = planner.parts(name)  # the expanded env's digest too, when it reads variables
+        toolchain = planner.toolchain(name)  # what its runtime commands print (runner/toolchain.py)
         last = planner.state.get(name)
         record = planner.cache.get_record(last[0]) if last else None
         remote_why = planner.cache.remote_why(decision.key) if decision.key else None
@@ -45,6 +46,8 @@ def explain_intent(project, name: str, remote: str | None = None) -> dict:
         },
         "last_run": None,
     }
+    if toolchain is not None:
+        report["toolchain"] = toolchain
     if intent.run:
         report["run"] = intent.run
     report["cwd"] = intent.cwd
@@ -111,6 +114,9 @@ def render_explanation(r: dict) -> str:
     width = max([12, *map(len, r["ingredients"]["static"])])  # memory.open_questions is the longest name
     for part, digest in r["ingredients"]["static"].items():
         lines.append(f"    {part:<{width}} {digest}")
+    for command, printed in r.get("toolchain", {}).items():
+        shown = "; ".join(printed.splitlines()[:3]) or "(nothing)"
+        lines.append(f"    runtime      {command}: {shown}")
     for path, digest in r["ingredients"]["inputs"].items():
         lines.append(f"    input        {path} {digest or '(missing)'}")
     for dep in r["deps"]:

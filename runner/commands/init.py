@@ -14,7 +14,7 @@ from ..adapters import Detection, detect, variant_evidence
 from ..errors import InternalError, SpecError, UsageError
 from ..globs import matches_any
 from ..load import load_project_adapters
-from ..manifests import Offered, offered, project_name
+from ..manifests import Offered, npm_runs, offered, project_name
 from ..spec import Adapter
 from . import Command, Invocation, echo, flag, print_json
 
@@ -46,9 +46,49 @@ def _list(values) -> str:
 
 
 def _inputs(root: Path, adapter: Adapter) -> list[str]:
-    """The adapter's input globs that match something here (all of them when none does yet)."""
-    matching = [g for g in adapter.inputs if next(iter(root.glob(g)), None) is not None] if adapter.inputs else []
+    """The adapter's input globs that match something here, as a step reads them (what git ignores and the
+    adapter's `exclude` left out, never walked); all of them when none does yet."""
+    from ..globs import expand
+    from ..ignore import IgnoreRules
+
+    ignore = IgnoreRules(str(root))
+    matching = [g for g in adapter.inputs if expand(str(root), (g,), ignore, adapter.exclude) and _there(root, g)]
     return matching or list(adapter.inputs)
+
+
+def _there(root: Path, pattern: str) -> bool:
+    """A literal input is returned by the expansion whether it exists or not: it counts when it does."""
+    from ..globs import GLOB_CHARS
+
+    return not GLOB_CHARS.isdisjoint(pattern) or (root / pattern).exists()
+
+
+def _exclude(adapter: Adapter, inputs: list[str]) -> list[str]:
+    """`exclude = [...]` for a step with these inputs: the adapter's, when an input is a glob (else refused)."""
+    from ..globs import GLOB_CHARS
+
+    if adapter.exclude and any(not GLOB_CHARS.isdisjoint(p) for p in inputs):
+        return [f"exclude = {_list(adapter.exclude)}"]
+    return []
+
+
+_TEST_SCRIPT = re.compile(r"^(?:npm|pnpm|yarn)(?: run)? test$")
+_LINTERS = ("eslint", "biome", "standard", "xo", "oxlint")
+
+
+def lint_in_test(root: Path, adapter: Adapter, d: Detection) -> tuple[str, str] | None:
+    """(the script `npm test` runs that lints, its line) when the package's test script already runs the lint
+    (minimist: `pretest` is `npm run lint`): a lint step beside it would lint twice."""
+    test, lint = adapter.command("test", d.variants), adapter.command("lint", d.variants)
+    if adapter.name != "node" or test is None or lint is None or not _TEST_SCRIPT.match(test.run):
+        return None
+    tools = [t for t in _LINTERS if re.search(rf"\b{t}\b", lint.run)]
+    for name, line in npm_runs(root, "test").items():
+        if re.search(r"\brun lint\b", line) and lint.run.endswith("run lint"):
+            return name, line
+        if any(re.search(rf"\b{t}\b", line) for t in tools) or (name == "lint" and lint.run.endswith("run lint")):
+            return name, line
+    return None
 
 
 def lint_config(root: Path, adapter: Adapter, d: Detection) -> tuple[str, str] | None:
@@ -83,6 +123,7 @@ def _step(root: Path, name: str, adapter: Adapter, command: str, d: Detection, i
         f"adapter = {_q(adapter.name)}",
         f"run = {_q(command)}",
         f"inputs = {_list(inputs)}",
+        *_exclude(adapter, inputs),
         "",
     ]
 
@@ -103,7 +144,32 @@ def _program(root: Path, line: str) -> str | None:
         return None
     word = words[0]
     found = (root / word).exists() if "/" in word else shutil.which(word) is not None
+    if found and len(words) > 2 and words[1] == "-m" and re.match(r"^python[0-9.]*$", word):
+        return None if _has_module(word, words[2]) else words[2]  # more-itertools' lint: No module named ruff
     return None if found else word
+
+
+def _has_module(python: str, module: str) -> bool:
+    """Whether `python -m module` finds the module (the interpreter asked, as the step will run it)."""
+    import subprocess
+
+    probe = "import importlib.util, sys; sys.exit(importlib.util.find_spec(sys.argv[1]) is None)"
+    try:
+        return subprocess.run([python, "-c", probe, module], capture_output=True, timeout=30).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return True  # cannot tell: say nothing rather than something wrong
+
+
+def dependencies_missing(root: Path, found: list[Detection], adapters: dict[str, Adapter]) -> str | None:
+    """The install command to run first, when package.json names dependencies and no node_modules holds them
+    (minimist from `npm pack`: its test step failed with `eslint: not found`)."""
+    from ..manifests import package_dependencies
+
+    for d in found:
+        if d.adapter == "node" and package_dependencies(root) and not (root / "node_modules").is_dir():
+            install = adapters["node"].command("install", d.variants)
+            return install.run if install is not None else "npm install"
+    return None
 
 
 def not_installed(root: Path, found: list[Detection], adapters: dict[str, Adapter]) -> dict[str, list[str]]:
@@ -115,6 +181,8 @@ def not_installed(root: Path, found: list[Detection], adapters: dict[str, Adapte
         if adapter.command("test", d.variants) is None:  # render() writes no step for it
             continue
         for command in ("lint", "test"):
+            if command == "lint" and lint_in_test(root, adapter, d) is not None:
+                continue  # render() writes no lint step: the test script lints
             cmd = adapter.command(command, d.variants)
             program = _program(root, cmd.run) if cmd is not None else None
             if cmd is not None and program is not None:
@@ -175,9 +243,13 @@ def render(
     for d in usable:
         adapter = adapters[d.adapter]
         inputs = _inputs(root, adapter)
+        linted = lint_in_test(root, adapter, d)
         for command in ("lint", "test"):
             cmd = adapter.command(command, d.variants)
             if cmd is None:
+                continue
+            if command == "lint" and linted is not None:
+                body.append(f"# no lint step: `{_test_line(adapter, d)}` lints already ({linted[0]}: {linted[1]})")
                 continue
             name = command if single else f"{command}-{adapter.name}"
             body += _step(root, name, adapter, command, d, inputs)
@@ -223,6 +295,11 @@ def render(
     return "\n".join(head + body).rstrip("\n") + "\n", names
 
 
+def _test_line(adapter: Adapter, d: Detection) -> str:
+    cmd = adapter.command("test", d.variants)
+    return cmd.run if cmd is not None else "test"
+
+
 def _agent_example(root: Path, adapter: Adapter, d: Detection) -> list[str]:
     return [
         "# An agent step: Codex writes tests in an isolated copy of the project; the adapter's test command",
@@ -233,6 +310,7 @@ def _agent_example(root: Path, adapter: Adapter, d: Detection) -> list[str]:
         f"prompt = {_q(EXAMPLE_PROMPT)}",
         f"adapter = {_q(adapter.name)}",
         f"inputs = {_list(_inputs(root, adapter))}",
+        *_exclude(adapter, _inputs(root, adapter)),
         f"outputs = {_list([_test_files(root, adapter.name)])}  # what it may write; cached, restored",
         'verify = ["test"]',
         'deps = ["test"]' if adapter.command("test", d.variants) else "",
@@ -326,6 +404,12 @@ def init_project(root: Path, dry_run: bool = False) -> tuple[str, dict]:
         config = lint_config(root, adapters[d.adapter], d)
         if config is not None and any(n == "lint" or n == f"lint-{d.adapter}" for n in names):
             lines.append(f"lint ({d.adapter}) follows the project's own configuration: {config[0]}")
+        linted = lint_in_test(root, adapters[d.adapter], d)
+        if linted is not None:
+            lines.append(
+                f"no lint step ({d.adapter}): `{_test_line(adapters[d.adapter], d)}` lints already "
+                f"({linted[0]}: {linted[1]})"
+            )
     if note:
         lines.append(f"the example agent intent '{EXAMPLE_INTENT}' is {note}")
     missing = not_installed(root, found, adapters)
@@ -333,6 +417,12 @@ def init_project(root: Path, dry_run: bool = False) -> tuple[str, dict]:
         lines.append(
             f"warning: {program} is not installed here, and {'; '.join(steps)} start{'s' if len(steps) == 1 else ''} "
             f"it: install {program}, or change the run line in {SPEC_FILE}"
+        )
+    install = dependencies_missing(root, found, adapters)
+    if install is not None:
+        lines.append(
+            f"warning: package.json's dependencies are not installed here (no node_modules): run `{install}` "
+            "before `runner make`"
         )
     if dry_run:
         lines += ["", text.rstrip("\n")]
@@ -347,6 +437,7 @@ def init_project(root: Path, dry_run: bool = False) -> tuple[str, dict]:
         "offered": [o.name for o in kept],
         "note": note or None,
         "not_installed": missing,
+        "install_first": install,
         "content": text,
     }
     return "\n".join(lines), obj

@@ -92,7 +92,10 @@ def test_evidence_names_the_files_and_the_variants_not_taken(tmp_path, adapters)
         "linter: no evidence for lint-script, eslint, biome: the base commands",
     )
     py = detect(make_tree(tmp_path / "q", {"pyproject.toml": ""}), adapters)[0]
-    assert py.evidence[-1] == "manager: no evidence for uv, poetry, requirements: the base commands"
+    assert py.evidence[-2:] == (
+        "manager: no evidence for uv, poetry, requirements: the base commands",
+        "test-runner: no evidence for pytest, unittest: the base commands",
+    )
     assert py.to_json() == {
         "adapter": "python",
         "variant": None,

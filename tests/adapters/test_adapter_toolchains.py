@@ -36,7 +36,7 @@ def python_project(tmp_path, adapters):
         "the repository's .venv with pytest", _has_module("pytest"), "python3 -m venv .venv && pip install -e '.[test]'"
     )
     project = copy_fixture(FIXTURES / "python", tmp_path / "calc")
-    _detected(project, adapters, "python")
+    _detected(project, adapters, "python", ("pytest",))  # its pyproject.toml names pytest
     return project
 
 

@@ -21,8 +21,13 @@ from runner.globs import matches_any
 INIT = FIXTURES / "init"
 
 
-def runner(root: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+# the suite's own interpreter first on PATH: its python3 has ruff and pytest, so what init says of them is the same
+# on every machine
+SUITE_PATH = os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]])
+
+
+def runner(root: Path, *args: str, path: str = SUITE_PATH) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PATH": path}
     return subprocess.run(
         [sys.executable, "-m", "runner", *args, "-C", str(root)],
         cwd=root,
@@ -304,3 +309,81 @@ def test_init_then_make_runs_node_s_own_test_script(tmp_path):
     assert failed.returncode == 1
     # node --test's TAP, run by `npm test` (no jest anywhere), read by the tap family: the failing test named
     assert "failing tests (1):\n    adds\n" in failed.stderr
+
+
+def test_minimist_no_lint_step_beside_a_test_script_that_lints_and_the_test_reads_the_whole_tree(tmp_path):
+    """minimist (npm pack: no .gitignore): `npm test` runs `pretest` (`npm run lint`), so a lint step beside it ran
+    eslint twice; lint's inputs left out example/, which `eslint .` reads, and an error there left `runner make` at
+    nothing to do. Its un-ignored node_modules is no input, and never walked (globs._pruned)."""
+    root = copy_fixture(INIT / "minimist", tmp_path / "minimist")
+    tree(root, {"node_modules/tape/index.js": "module.exports = 1;\n", "node_modules/.bin/tape": ""})
+    result = runner(root, "init")
+    assert result.returncode == 0, result.stderr
+    assert "no lint step (node): `npm test` lints already (pretest: npm run lint)" in result.stdout.splitlines()
+    intents = tomllib.loads((root / "intents.toml").read_text())["intent"]
+    assert "lint" not in intents
+    assert intents["check"]["deps"] == ["test"]
+    assert intents["test"]["exclude"] == ["**/node_modules/**", "coverage/**"]
+    explained = json.loads(runner(root, "explain", "test", "--json").stdout)
+    inputs = sorted(explained["ingredients"]["inputs"])
+    assert inputs == [".eslintrc", ".nycrc", "example/parse.js", "index.js", "package.json", "test/parse.js"]
+    (root / "example" / "parse.js").write_text("var argv = require('../')(process.argv.slice(2))\n")
+    again = json.loads(runner(root, "explain", "test", "--json").stdout)
+    assert again["key"] != explained["key"]  # an edit there is the test step's (its pretest lints it)
+
+
+def test_more_itertools_tests_run_with_unittest_as_its_makefile_and_tox_run_them(tmp_path):
+    """more-itertools: the project's Makefile and tox run `python -m unittest -v` and pytest is in none of its
+    requirements; init wrote `python3 -m pytest`. A broken test is named from unittest's own report."""
+    root = copy_fixture(INIT / "more-itertools", tmp_path / "more-itertools")
+    obj = init(root)
+    assert obj["detected"][0]["variants"] == ["unittest", "ruff"]
+    test = tomllib.loads(obj["content"])["intent"]["test"]
+    assert test["description"] == "test with the python adapter: python3 -m unittest -v"
+    assert test["inputs"] == ["**/*.py", "**/*.pyi", "pyproject.toml", "tox.ini"]
+    first = runner(root, "make", "test")
+    assert first.returncode == 0, first.stderr + first.stdout
+    broken = root / "tests" / "test_more.py"
+    broken.write_text(broken.read_text().replace("range(4)), 0)", "range(4)), 1)"))
+    failed = runner(root, "make", "test")
+    assert failed.returncode == 1
+    assert "failing tests (1):\n    test_many (tests.test_more.FirstTests.test_many)\n" in failed.stderr
+
+
+def test_a_project_that_names_pytest_keeps_pytest_beside_a_makefile_that_mentions_unittest(tmp_path):
+    root = copy_fixture(INIT / "more-itertools", tmp_path / "p")
+    (root / "requirements" / "testing.txt").write_text("coverage\npytest\n")
+    obj = init(root, "--dry-run")
+    assert obj["detected"][0]["variants"] == ["pytest", "ruff"]
+    assert 'description = "test with the python adapter: python3 -m pytest"' in obj["content"]
+
+
+def test_init_says_which_python_module_a_generated_step_runs_is_not_installed(tmp_path):
+    """more-itertools' lint runs `python3 -m ruff`, and the python3 here had no ruff: lint failed with `No module
+    named ruff` on the first `runner make`. The interpreter the step will start is asked."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    root = copy_fixture(INIT / "more-itertools", tmp_path / "more-itertools")
+    result = runner(root, "init", path=os.pathsep.join([str(venv / "bin"), os.environ["PATH"]]))
+    assert result.returncode == 0, result.stderr
+    assert [line for line in result.stdout.splitlines() if line.startswith("warning:")] == [
+        "warning: ruff is not installed here, and lint (python: python3 -m ruff check --output-format concise .) "
+        "starts it: install ruff, or change the run line in intents.toml"
+    ]
+    (root / "intents.toml").unlink()
+    assert "warning:" not in runner(root, "init").stdout  # the suite's python3 has ruff
+
+
+def test_init_says_to_install_a_node_project_s_dependencies_first(tmp_path):
+    """minimist from `npm pack`: no node_modules, and its test step failed with `eslint: not found`."""
+    root = copy_fixture(INIT / "minimist", tmp_path / "minimist")
+    obj = init(root, "--dry-run")
+    assert obj["install_first"] == "npm install"
+    said = runner(root, "init").stdout.splitlines()
+    assert (
+        "warning: package.json's dependencies are not installed here (no node_modules): run `npm install` before "
+        "`runner make`"
+    ) in said
+    (root / "intents.toml").unlink()
+    (root / "node_modules").mkdir()
+    assert init(root, "--dry-run")["install_first"] is None

@@ -99,3 +99,45 @@ def test_on_random_trees_the_matcher_selects_exactly_what_the_expansion_finds(tm
         pattern = "/".join(rng.choice(_PARTS) for _ in range(rng.randint(1, 4)))
         found = set(expand(str(tmp_path), (pattern,))) & files  # a literal pattern is returned even if absent
         assert {f for f in files if matches(f, pattern)} == found, pattern
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_on_random_trees_an_exclude_takes_out_what_it_matches_and_nothing_else(tmp_path, seed):
+    """The walk does not enter a folder an exclude `X/**` takes whole (globs._pruned): what it yields is still the
+    expansion without the exclude, less what the exclude matches."""
+    rng = random.Random(seed)
+    files: set[str] = set()
+    for _ in range(40):
+        rel = "/".join(rng.choice(_NAMES) for _ in range(rng.randint(1, 4)))
+        if not any(rel.startswith(f + "/") or f.startswith(rel + "/") for f in files):
+            files.add(rel)
+    _tree(tmp_path, *files)
+    for _ in range(200):
+        pattern = "/".join(rng.choice(_PARTS) for _ in range(rng.randint(1, 4)))
+        exclude = tuple("/".join(rng.choice(_PARTS) for _ in range(rng.randint(1, 3))) + "/**" for _ in range(2))
+        whole = set(expand(str(tmp_path), (pattern,))) & files
+        found = set(expand(str(tmp_path), (pattern,), exclude=exclude)) & files
+        assert found == {f for f in whole if not any(matches(f, x) for x in exclude)}, (pattern, exclude)
+
+
+def test_an_excluded_folder_is_not_walked(tmp_path):
+    """An un-ignored node_modules/ (a project from `npm pack` has no .gitignore) under `exclude` is never listed:
+    its 100,000 files would be walked by every run only to be dropped after."""
+    _tree(tmp_path, "index.js", "example/parse.js", "node_modules/dep/index.js")
+    locked = tmp_path / "node_modules" / "dep"
+    entered: list[str] = []
+    import os
+
+    real_scandir = os.scandir
+
+    def watching(path):
+        entered.append(str(path))
+        return real_scandir(path)
+
+    os.scandir = watching  # the standard library's, watched: which folders the walk lists
+    try:
+        found = expand(str(tmp_path), ("**/*.js",), exclude=("**/node_modules/**",))
+    finally:
+        os.scandir = real_scandir
+    assert found == ["example/parse.js", "index.js"]
+    assert not any(str(locked.parent) in p for p in entered)
