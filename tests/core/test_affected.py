@@ -10,7 +10,6 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from conftest import Project
 
 SPEC = """
 [project]
@@ -53,7 +52,7 @@ def _repo(root: Path) -> str:
 
 
 @pytest.fixture
-def mono(project: Project) -> tuple[Project, str]:
+def mono(project) -> tuple:
     project.spec(SPEC)
     project.write("src/lib/a.txt", "a\n")
     project.write("src/app.txt", "app\n")
@@ -63,7 +62,7 @@ def mono(project: Project) -> tuple[Project, str]:
     return project, _repo(project.root)
 
 
-def _said(project: Project, *args: str) -> list[str]:
+def _said(project, *args: str) -> list[str]:
     result = project.run("status", "--affected", *args)
     assert (result.code, result.err) == (0, ""), result.err
     return result.out.splitlines()
@@ -144,9 +143,9 @@ def test_targets_narrow_the_selection_and_json_says_the_same(mono):
         jsonschema.validate(line, EVENTS)
 
 
-def test_a_project_in_a_folder_of_its_repository(tmp_path):
+def test_a_project_in_a_folder_of_its_repository(project, tmp_path):
     repo = tmp_path / "repo"
-    project = Project(repo / "services/api")
+    project = type(project)(repo / "services/api")
     project.spec(SPEC)
     project.write("src/lib/a.txt", "a\n")
     project.write("src/app.txt", "app\n")
@@ -173,7 +172,7 @@ def test_a_base_git_does_not_know_or_no_repository_is_the_user_s_error(mono, tmp
         "error: --affected no-such-branch: git knows no commit 'no-such-branch' (a branch, a tag or a commit id; "
         "in a shallow CI clone, fetch it first: `git fetch --depth=1 origin no-such-branch`)\n",
     )
-    outside = Project(tmp_path / "plain")
+    outside = type(project)(tmp_path / "plain")
     outside.spec(SPEC)
     result = outside.run("status", "--affected", "main")
     assert (result.code, result.err) == (
