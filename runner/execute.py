@@ -11,19 +11,19 @@ from typing import TYPE_CHECKING
 
 from .agent_handoff import AgentHandoff
 from .cache import StepRecord
-from .confine import Folders, Refused, record_refusal, remove
+from .confine import Folders, Refused
 from .events import cached_text, run_started, step_finished, step_ran, step_skipped, step_started, step_stopped
-from .globs import expand
 from .inputs_held import changed_inputs, not_cached_reason
 from .intent_env import SECRET_STAND_IN, brought_back
 from .interrupts import Interrupts
-from .keys import digest_bytes, outputs_digest
+from .keys import outputs_digest
 from .nospace import is_no_space, words
 from .plan import RUN, Decision, Planner, decide_each, produced_by_proven
 from .process import RUN_VAR, kill_groups
 from .record import RunRecord, tail
 from .redact import Mask
 from .run_options import RunOptions
+from .step_outputs import damaged_copy, hash_outputs, remove_outputs, restore_produced
 from .steps import StepContext, StepKind, StepOutcome, kind_of
 from .steps.shell import CreatedAhead, RunningShell
 from .summary import BLOCKED, CACHED, FAILED, KEPT, RAN, RESTORED, SKIPPED, Summary
@@ -206,7 +206,7 @@ class Executor:
         finally:
             self._store_deferred()
             for name, journal in self._unrecorded:  # no output is kept without its record
-                self._remove_outputs(self.spec.intents[name].outputs)
+                remove_outputs(self.spec.root, self.spec.intents[name].outputs)
                 if journal:
                     self.inflight.end(journal)
             if self.created_ahead is not None:  # before anyone looks at the outputs: none for a step that did not start
@@ -408,14 +408,14 @@ class Executor:
         datas: dict = {}
         if outcome.ok and outcome.change is None:
             if outcome.produced is None:
-                outputs, datas, problem = self._hash_outputs(name)
+                outputs, datas, problem = hash_outputs(self.planner, self.folders, name)
             else:  # a hermetic step: its outputs are in the remote cache, not yet here
-                outputs, datas, problem = self._restore_produced(name, outcome.produced)
+                outputs, datas, problem = restore_produced(self.planner, name, outcome.produced)
             if problem:
                 outcome = StepOutcome(ok=False, exit_code=0, error=problem)
         journal = self.journals.pop(name, None)
         if not outcome.ok and journal:
-            self._remove_outputs(self.spec.intents[name].outputs)  # never leave a half-written output behind
+            remove_outputs(self.spec.root, self.spec.intents[name].outputs)  # never leave a half-written output behind
             self.inflight.end(journal)
         duration = time.monotonic() - active.started
         if outcome.ok and outcome.change is None:
@@ -602,38 +602,6 @@ class Executor:
 
         return explain_step(self.spec, self.spec.intents[name], log, self.record.dir.parent, self.record.run_id)
 
-    def _hash_outputs(self, name: str) -> tuple[dict[str, str], dict[str, bytes], str | None]:
-        """(path -> digest, digest -> bytes, what is wrong with the first output not produced or leading out of the
-        project): each output is read once, never through a link out (confine.Folders.read)."""
-        outputs, datas = {}, {}
-        for rel in expand(self.spec.root, self.spec.intents[name].outputs):
-            try:
-                st, data = self.folders.read(rel)
-            except (FileNotFoundError, IsADirectoryError):
-                return {}, {}, f"declared output {rel} was not produced"
-            except Refused as exc:
-                return {}, {}, f"declared output {rel} {exc}"
-            digest = digest_bytes(data)
-            self.planner.stat.remember(rel, st, digest, name)
-            outputs[rel] = digest
-            datas[digest] = data
-        return outputs, datas, None
-
-    def _restore_produced(self, name: str, produced: dict[str, str]) -> tuple[dict[str, str], dict, str | None]:
-        """A hermetic step's outputs written into the project from the cache (which reads through to the remote,
-        checking each digest), atomically: as _hash_outputs, with the blobs already stored."""
-        root = self.spec.root
-        if refused := record_refusal(root, self.spec.intents[name], produced):  # as any record: runner/confine.py
-            return {}, {}, f"the worker's outputs refused: {refused}"
-        for rel, digest in produced.items():
-            try:
-                if not self.planner.cache.restore(digest, root, rel):
-                    return {}, {}, f"declared output {rel} was not produced"
-            except Refused as exc:
-                return {}, {}, f"declared output {rel} not restored: it {exc}"
-            self.planner.stat.remember(rel, os.stat(os.path.join(root, rel)), digest, name)  # the bytes just checked
-        return dict(produced), {}, None
-
     def _report_proven(self, names: list[str]) -> None:
         """Report the steps known to be up to date as cached from the state index alone, before anything
         starts: a 10,000-step graph with one edited file is mostly these. Each has a last good result and none
@@ -650,9 +618,9 @@ class Executor:
             for rel, digest in decision.restore.items():
                 try:
                     if not self.planner.cache.restore(digest, self.spec.root, rel):
-                        return self._damaged_copy(decision)
+                        return damaged_copy(decision)
                 except Refused as exc:  # a link met on the way: nothing written through it
-                    return self._damaged_copy(decision, f"output {rel} not restored: it {exc}")
+                    return damaged_copy(decision, f"output {rel} not restored: it {exc}")
                 self.planner.stat.written(self.spec.root, rel, name)
             status = RESTORED
         if decision.kept is not None:
@@ -668,21 +636,6 @@ class Executor:
             more["remote"] = True  # the shared cache served it: the step line says so
         self.emit(step_finished(name, status=status, reasons=decision.reasons, **more))
         return status
-
-    @staticmethod
-    def _damaged_copy(decision: Decision, why: str | None = None) -> Decision:
-        """The RUN decision for a step whose cached outputs could not be restored."""
-        paths = ", ".join(decision.restore)
-        return Decision(
-            decision.intent,
-            RUN,
-            [why or f"the cached copy of {paths} is gone or damaged"],
-            key=decision.key,
-            inputs=decision.inputs,
-            dep_digests=decision.dep_digests,
-            inplace=decision.inplace,
-            seen=decision.seen,
-        )
 
     def _skip(self, name: str, why: str) -> None:
         if not kind_of(self.spec.intents[name]).reported:
@@ -700,10 +653,6 @@ class Executor:
             self.waiting[name] = -1  # never becomes ready
             self._skip(name, f"dependency {failed} failed")
             stack.extend(self.dependants[name])
-
-    def _remove_outputs(self, patterns) -> None:
-        for rel in expand(self.spec.root, tuple(patterns)):
-            remove(self.spec.root, rel)  # never through a link out of the project, nor a folder
 
     def _interrupt(self, selector) -> None:
         """Stop every child group and agent step, wait for them, drop their partial outputs."""
