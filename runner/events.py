@@ -1,5 +1,6 @@
-"""Every event a run writes (runner/schemas/events.json), built here: the scheduler's, the pipeline's, an agent step's
-attempts' and the fast no-op's, so that each event has one spelling and one place to add a key.
+"""Every event `runner make --json` writes (runner/schemas/events.json), built here: the scheduler's, the pipeline's,
+an agent step's attempts', the fast no-op's, `make -n`'s plan, the roadmap's and a command's error object, so that
+each event has one spelling and one place to add a key.
 
 The events a big build writes thousands of times (a step started, a shell step that ran, the cached steps) come
 with their JSON line made by hand, which the record writes as is (an encoder call each is ~5 us a step). Intent
@@ -72,6 +73,29 @@ def run_finished(
         "duration": round(duration, 3),
         **more,
     }
+
+
+def recovered(message: str) -> dict:
+    """What the run's start put right of a run a kill cut short (an apply finished or undone, a child stopped)."""
+    return {"event": "recovered", "message": message}
+
+
+def plan(targets, steps: list[dict], agent: dict | None = None) -> dict:
+    """`runner make -n`'s one line: each step's decision, and what its agent steps would spend."""
+    event: dict = {"event": "plan", "target": named(targets), "steps": steps}
+    if agent is not None:
+        event["agent"] = agent
+    return event
+
+
+def error(code: int, message: str, problems: list) -> dict:
+    """A command that cannot do its work, in one line a script reads as it reads the command's results."""
+    return {"event": "error", "code": code, "message": message, "problems": problems}
+
+
+def roadmap_synced(ticked: list[dict], unmarked: list[dict], missing: list[dict]) -> dict:
+    """`make --sync-roadmap`: the roadmap items marked done, and those it could not mark."""
+    return {"event": "roadmap_synced", "ticked": ticked, "unmarked": unmarked, "missing": missing}
 
 
 # ---- a step -----------------------------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from .cache import Cache, State
 from .compiled import Compiled, edited_since, load_compiled, save_unsaved
 from .cone import FirstLook, doubtful_steps, first_look
 from .events import named, run_finished, step_cached
+from .events import recovered as recovered_event
 from .execute import Executor
 from .graph import resolve_targets, selected_order
 from .index_file import give_back_memory
@@ -289,7 +290,7 @@ def make(
         )
         sink = _Sink(record, emit, mask)
         for line in recovered:  # reported once the run has a record, which keeps them too
-            sink({"event": "recovered", "message": line})
+            sink(recovered_event(line))
         executor = Executor(planner, layout, record, sink, options, doubtful=doubtful, mask=mask)
         summary, duration = _execute(executor, order, str(layout.root))
         _finish(project, planner, record, sink, summary, targets, duration, remote)

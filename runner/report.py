@@ -6,7 +6,7 @@ import json
 import sys
 import time
 
-from .events import step_cached
+from .events import error, step_cached
 
 TYPE_CHECKING = False  # the no-op imports this module: typing for mypy only (runner/noop.py says why)
 if TYPE_CHECKING:
@@ -307,9 +307,9 @@ def error_line(code: int, message: str, problems=(), when: bool = True) -> None:
 
     mask = current_mask()
     message = mask.text(message.removeprefix("error: ").removeprefix("Error: "))
-    error = {"event": "error", "code": code, "message": message, "problems": mask.obj([p.to_json() for p in problems])}
+    line = json.dumps(error(code, message, mask.obj([p.to_json() for p in problems])))
     try:
-        _out(json.dumps(error))
+        _out(line)
     except (BrokenPipeError, OSError):
         pass  # nobody reads stdout any more: stderr and the exit code still say it
 
