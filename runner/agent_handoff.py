@@ -10,8 +10,7 @@ from typing import TYPE_CHECKING
 
 from .plan import RUN, Decision, Planner
 from .record import RunRecord
-from .spec import STEP_AGENT
-from .steps import StepContext, StepOutcome, step_for
+from .steps import StepContext, StepOutcome
 from .workspace import Layout
 
 if TYPE_CHECKING:
@@ -144,9 +143,11 @@ class AgentHandoff:
     def _attempts(self, name: str, decision: Decision, handed: int) -> StepOutcome:
         """In a pool thread: the attempts; the scheduler thread then asks, applies and records."""
         self._warm.wait()
+        from .steps.agent import AgentAttempts
+
         ctx: StepContext = self.context(name)
         ctx.extra["agent"] = self._agent_run(name, decision, handed)
-        return step_for(STEP_AGENT).run(ctx)
+        return AgentAttempts().run(ctx)
 
     def _agent_run(self, name: str, decision: Decision, handed: int) -> AgentRun:
         from .steps.agent import AgentRun

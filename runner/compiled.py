@@ -1,4 +1,5 @@
-"""The compiled project: spec, topological order and each step's static digest, cached between runs.
+"""The compiled project: spec, topological order and each step's static digest, cached between runs under its
+fingerprint (the stats and digests of the files it came from); its table format is runner/compiled_table.py.
 
 A warm command checks the stat of every file the spec came from and reuses the file, so an unchanged
 project is neither re-parsed nor re-validated (and jsonschema and networkx stay unimported): shortcuts 3-5
@@ -17,17 +18,16 @@ import mmap
 import os
 import pickle
 import time
-from array import array
-from collections.abc import Iterable, Iterator, Mapping
-from itertools import accumulate, chain
 from pathlib import Path
+from typing import NamedTuple
 
 from . import __version__
+from .compiled_table import _COLUMNS, Compiled, _Column, _graph
 from .globs import GLOB_CHARS
 from .index_file import PackedTable, give_back_memory, map_file, replacing, write_marshal
 from .keys import content_digest, digest_bytes, digest_value
 from .memory import key_parts as memory_parts
-from .spec import BUILTIN_DIR, STEP_AGENT, STEP_AGGREGATE, STEP_SHELL, Intent, Spec, env_refs, runs_always
+from .spec import BUILTIN_DIR, STEP_AGENT, STEP_AGGREGATE, STEP_SHELL, Spec, env_refs, runs_always
 from .stat_cache import NEVER, stat_of, vouches
 from .workspace import Layout
 
@@ -44,244 +44,17 @@ _FORMAT = 26  # 26: each step's runtime commands (runtimes; runner/toolchain.py)
 _WATCHED_DIRS = ("adapters", "prompts", "regexes")
 
 
-def _step_record(blob: bytes) -> tuple:
-    record = marshal.loads(blob)
-    return (Intent._make(record[0]),) + record[1:]
+class Fingerprint(NamedTuple):
+    """What a compilation is saved under, first in its file and unpickled alone (as a plain tuple: a file another
+    runner wrote reads the same), so a stale compilation is found without unpickling the rest."""
 
-
-class _Column(Mapping):
-    """One field of every step's compiled record, by step name (the records are decoded on first use)."""
-
-    def __init__(self, records: PackedTable, index: int):
-        self._records = records
-        self._index = index
-
-    def __getitem__(self, name: str):
-        return self._records[name][self._index]
-
-    def __contains__(self, name) -> bool:
-        return name in self._records
-
-    def __iter__(self):
-        return iter(self._records)
-
-    def __len__(self) -> int:
-        return len(self._records)
-
-
-# the per-step tables, in the order of a step's record after its intent
-_COLUMNS = ("deps", "dependants", "declared", "static", "static_replay", "parts")
-
-
-class Compiled:
-    """The spec with what every run needs worked out once: the order, and per step its dependencies and
-    dependants, declared files and static digests."""
-
-    def __init__(
-        self,
-        spec: Spec,
-        order: list[str],
-        sources: list[str],
-        *,
-        deps: Mapping[str, tuple[str, ...]],
-        dependants: Mapping[str, tuple[str, ...]],
-        declared: Mapping[str, tuple[str, ...]],
-        static: Mapping[str, str],
-        static_replay: Mapping[str, str],
-        parts: Mapping[str, dict[str, str]],
-        declared_by: Mapping[str, tuple[str, ...]],
-        agents: frozenset[str],
-        unprovable: frozenset[str],
-        token: str,
-        produced: tuple[str, ...] = (),
-        env_names: tuple[str, ...] = (),
-        gates: Mapping[str, tuple] | None = None,
-        aggregates: frozenset[str] = frozenset(),
-        graph: tuple[bytes, bytes, bytes, bytes],
-        fingerprints: bytes = b"",
-        previous: tuple[str, bytes] | None = None,
-        runtimes: Mapping[str, tuple] | None = None,
-    ):
-        self.spec = spec
-        self.order = order  # every intent, topologically sorted (deterministic)
-        self.sources = sources  # files and folders the spec depends on
-        self.deps = deps
-        self.dependants = dependants  # intent -> the intents that need it
-        self.declared = declared  # intent -> its inputs, then outputs
-        self.static = static  # intent -> digest of everything but its files and dependencies
-        self.static_replay = static_replay  # the same without the worker part
-        self.parts = parts  # intent -> digest per key ingredient
-        self.declared_by = declared_by  # literal path -> the intents naming it
-        self.agents = agents  # agent steps
-        # targets with only deps: no step of their own, so a run neither reports nor counts them
-        self.aggregates = aggregates
-        # steps no stat snapshot can prove up to date: they run every time, or a glob could match a new file
-        self.unprovable = unprovable
-        # every intent's declared outputs: an input glob reads what they name even where git ignores it
-        self.produced = produced
-        # the variables of runner's environment that `env` values read ($NAME): their values are part of the
-        # keys of the steps that read them, so the target's proof holds them (as a digest) with the files
-        self.env_names = env_names
-        # step -> the candidate patterns (shadow, canary: compiled._gate_entry) its adapter commands are read with:
-        # a run records what they find beside the active patterns; an agent step in a canary's slice keys on it
-        self.gates = gates or {}
-        # a step's static "toolchain" part -> its runtime commands, cwd and env PATH (toolchain.entry_of): what the
-        # plan runs once a run (their output is in the key) and what the proof's witness is made from
-        self.runtimes = runtimes or {}
-        self.token = token  # names this compilation: a no-op snapshot made from it may reuse its order and paths
-        # FINGERPRINT bytes a step, in `order`: a digest of what its key takes from the spec (static, deps)
-        self.fingerprints = fingerprints
-        # (token, fingerprints in `order`, zeros for a step it had not) of the compilation this one replaced
-        # (load_compiled): a proof made from that one stands for the steps the edit left alone (edited_since)
-        self.previous = previous
-        # array("I") bytes, step by step in `order`: the positions in `order` of its dependencies, where each
-        # step's end; the positions in `declared_by` of its declared paths, where each step's end (_graph). A walk
-        # of the whole graph reads these, not every step's record (decoding them all took 0.7 s at 100,000)
-        self.graph = graph
-        self._arrays: list[array] | None = None
-        # the stats of `sources` the spec was compiled from, and the digests of those too fresh for their
-        # stats to vouch for the bytes read: what the target's proof records for them
-        self.spec_stats: list = []
-        self.spec_kept: dict[str, str | None] = {}
-        # spec file -> digest of the bytes its loader read (the files it read itself: not folders, prompts, regexes);
-        # the fast no-op's proof keeps them, so that a touch of intents.toml is proved by one hash
-        self.spec_read: dict[str, str] = {}
-
-    def packed(self) -> tuple[tuple, Iterator[bytes]]:
-        """(a picklable header, the pieces to write after it, in order): what `unpacked` reads back."""
-        intents = self.spec.intents
-        columns = [getattr(self, name) for name in _COLUMNS]
-        keys = list(self.order)
-        records_pieces: Iterable
-        paths_pieces: Iterable
-        table = _records_table(intents, columns)
-        if table is not None:  # read from a file (or spliced, _recompiled): its bytes are written as they are
-            blob, records_ends = table.raw()
-            records_pieces = [blob]
-        else:
-
-            def records():  # each step's record made as it is encoded: every step's at once was ~40 MB at 100,000
-                return ((tuple(intents[name]), *(column[name] for column in columns)) for name in keys)
-
-            records_pieces, records_ends = PackedTable.pack(records)
-        paths = list(self.declared_by)
-        if isinstance(self.declared_by, PackedTable):
-            blob, paths_ends = self.declared_by.raw()
-            paths_pieces = [blob]
-        else:
-            paths_pieces, paths_ends = PackedTable.pack(lambda: map(self.declared_by.__getitem__, paths))
-        header = (
-            self.spec._replace(intents={}),
-            self.sources,
-            self.agents,
-            self.unprovable,
-            self.token,
-            self.produced,
-            self.env_names,
-            self.gates,
-            self.runtimes,
-            self.aggregates,
-            self.fingerprints,
-            self.previous,
-            self.graph,
-            keys,
-            records_ends,
-            array("Q", records_ends)[-1] if records_ends else 0,
-            paths,
-            paths_ends,
-            PackedTable.sorted_positions(keys),
-            PackedTable.sorted_positions(paths),
-        )
-        return header, chain(records_pieces, paths_pieces)
-
-    @classmethod
-    def unpacked(cls, header: tuple, blobs, release=None) -> Compiled:
-        """The compiled spec over `blobs` (a memoryview of the file, mapped: only the records a run asks
-        for are read from it); `release()` hands the mapped pages read so far back (PackedTable)."""
-        (
-            spec,
-            sources,
-            agents,
-            unprovable,
-            token,
-            produced,
-            env_names,
-            gates,
-            runtimes,
-            aggregates,
-            fingerprints,
-            previous,
-            graph,
-            order,
-            records_ends,
-            split,
-            paths,
-            paths_ends,
-            order_by_name,
-            paths_by_name,
-        ) = header
-        if len(blobs) != split + (array("Q", paths_ends)[-1] if paths_ends else 0):
-            raise ValueError("the compiled spec's records are cut short")  # load_compiled makes it again
-        steps = PackedTable(order, blobs[:split], records_ends, _step_record, order_by_name, release=release)
-        columns = {name: _Column(steps, index) for index, name in enumerate(_COLUMNS, start=1)}
-        return cls(
-            spec._replace(intents=_Column(steps, 0)),
-            order,
-            sources,
-            agents=agents,
-            unprovable=unprovable,
-            token=token,
-            produced=produced,
-            env_names=env_names,
-            gates=gates,
-            runtimes=runtimes,
-            aggregates=aggregates,
-            fingerprints=fingerprints,
-            previous=previous,
-            graph=graph,
-            declared_by=PackedTable(paths, blobs[split:], paths_ends, by_key=paths_by_name, release=release),
-            **columns,
-        )
-
-    def arrays(self) -> list[array]:
-        """`graph` as four arrays (made once)."""
-        if self._arrays is None:
-            self._arrays = [array("I", part) for part in self.graph]
-        return self._arrays
-
-    def declared_paths(self, order: list[str]) -> list[str]:
-        """The paths the steps of `order` declare (inputs, then outputs), each once, in that order."""
-        _deps, _dep_ends, at, ends = self.arrays()
-        if order == self.order:  # the whole graph: its paths' positions are `at` itself
-            positions = at
-        else:
-            where = {name: i for i, name in enumerate(self.order)}
-            positions = array("I")
-            for i in map(where.__getitem__, order):
-                positions.extend(at[ends[i - 1] if i else 0 : ends[i]])
-        paths = list(self.declared_by)
-        return [paths[j] for j in dict.fromkeys(positions)]
-
-
-def _records_table(intents: Mapping, columns: list) -> PackedTable | None:
-    """The one table of packed records that the intents and every column read, if they do (Compiled.unpacked)."""
-    if not isinstance(intents, _Column):
-        return None
-    table = intents._records
-    if all(isinstance(column, _Column) and column._records is table for column in columns):
-        return table
-    return None
-
-
-def _graph(order: list[str], deps: Mapping, declared: Mapping, paths: Mapping[str, int]) -> tuple:
-    """Compiled.graph, from the dicts compile_spec made (`paths`: path -> its position in declared_by)."""
-    position = {name: i for i, name in enumerate(order)}
-    return (
-        array("I", [position[d] for name in order for d in deps[name]]).tobytes(),
-        array("I", accumulate(len(deps[name]) for name in order)).tobytes(),
-        array("I", [paths[p] for name in order for p in declared[name]]).tobytes(),
-        array("I", accumulate(len(declared[name]) for name in order)).tobytes(),
-    )
+    format: int  # _FORMAT: another layout is compiled again
+    version: str  # runner's own
+    root: str  # the project's root: a copied project (cp -a keeps every mtime) is not run against the original's
+    paths: list[str]  # the files the spec came from (and the folders watched: _watched)
+    stats: list  # their stats as compiled; NEVER where too fresh to vouch for the bytes read
+    read: list[str | None]  # the digest of each file's bytes as the loader read them; None: not read by it
+    parsed: list[str | None]  # the digest of the TOML document each one read as (toml_read.document_digests)
 
 
 def _watched(root: Path, sources) -> list[str]:
@@ -356,7 +129,7 @@ def _same_document(path: str, parsed: str | None, documents: dict) -> str | None
     return None
 
 
-def _reused(cache_file: str, f, fingerprint: tuple, now: list, read: list, began: int) -> Compiled:
+def _reused(cache_file: str, f, fingerprint: Fingerprint, now: list, read: list, began: int) -> Compiled:
     """The compiled spec whose file `f` is open past its fingerprint, its files found to read as they did
     although their stats moved (_unchanged), `read` the digests of their bytes now. The file is saved again with
     the stats of now once they vouch for those bytes, so the next run compares stats only; until then the proof
@@ -364,16 +137,17 @@ def _reused(cache_file: str, f, fingerprint: tuple, now: list, read: list, began
     those stats as NEVER: the next run compares the new bytes, not the document."""
     start = f.tell()
     compiled = _mapped(f)
-    paths = fingerprint[3]
+    paths = fingerprint.paths
     compiled.spec_stats = now
     kept = compiled.spec_kept = {p: d for p, s, d in zip(paths, now, read, strict=True) if s and not vouches(s, began)}
     compiled.spec_read = _read_by_path(paths, read)
-    if not kept or read != fingerprint[5]:
+    if not kept or read != fingerprint.read:
         stats = [NEVER if p in kept else s for p, s in zip(paths, now, strict=True)]
         tmp = f"{cache_file}.{os.getpid()}.tmp"
         try:
             with open(tmp, "wb") as out:
-                pickle.dump((*fingerprint[:4], stats, read, *fingerprint[6:]), out, protocol=pickle.HIGHEST_PROTOCOL)
+                again = tuple(fingerprint._replace(stats=stats, read=read))
+                pickle.dump(again, out, protocol=pickle.HIGHEST_PROTOCOL)
                 f.seek(start)
                 while chunk := f.read(1 << 22):
                     out.write(chunk)
@@ -613,23 +387,24 @@ def load_compiled(root: Path, use_cache: bool = True, spec_file: str = "intents.
     previous = None
     documents: dict = {}  # spec files parsed already (_same_document), for load_spec
     # the compilation an edit replaces, its fingerprint, the stats now and when their check began (_recompiled)
-    stale: tuple[Compiled, tuple, list, int] | None = None
+    stale: tuple[Compiled, Fingerprint, list, int] | None = None
     if use_cache:
         try:
             with open(cache_file, "rb") as f:
-                fingerprint = pickle.load(f)  # first and alone: a stale spec is not unpickled at all
+                saved = pickle.load(f)  # first and alone: a stale spec is not unpickled at all
                 # its root too: a copied project (cp -a keeps every mtime) would otherwise find the original's
                 # spec files unchanged at their absolute paths and run against the original's root
-                if fingerprint[:3] == (_FORMAT, __version__, str(root)):
-                    _format, _version, _root, paths, stats, read, parsed = fingerprint
-                    now = _stats(paths)
-                    if stats == now:
+                if saved[:3] == (_FORMAT, __version__, str(root)):
+                    fingerprint = Fingerprint._make(saved)
+                    now = _stats(fingerprint.paths)
+                    if fingerprint.stats == now:
                         compiled = _mapped(f)
-                        compiled.spec_stats = stats
-                        compiled.spec_read = _read_by_path(paths, read)
+                        compiled.spec_stats = fingerprint.stats
+                        compiled.spec_read = _read_by_path(fingerprint.paths, fingerprint.read)
                         return compiled
                     began = time.time_ns()
-                    now_read = _unchanged(paths, stats, now, read, parsed, documents)
+                    was = fingerprint
+                    now_read = _unchanged(was.paths, was.stats, now, was.read, was.parsed, documents)
                     if now_read is not None:
                         return _reused(cache_file, f, fingerprint, now, now_read, began)
                     stale = (_mapped(f), fingerprint, now, began)
@@ -662,7 +437,7 @@ def load_compiled(root: Path, use_cache: bool = True, spec_file: str = "intents.
     return compiled
 
 
-def _fingerprinted(root: Path, compiled: Compiled, began: int, previous: tuple | None) -> tuple:
+def _fingerprinted(root: Path, compiled: Compiled, began: int, previous: tuple | None) -> Fingerprint:
     """What a compilation is saved under (and its spec_stats, spec_kept, spec_read and previous, set): the stats
     and digests of the files it came from, as read since `began`."""
     read_digests, document_digests = dict(compiled.spec.read), dict(compiled.spec.parsed)
@@ -676,11 +451,11 @@ def _fingerprinted(root: Path, compiled: Compiled, began: int, previous: tuple |
     # spec is reused only once its bytes are found the same (_unchanged), else it names itself to the next one
     kept = compiled.spec_kept
     stats = [NEVER if p in kept else s for p, s in zip(compiled.sources, compiled.spec_stats, strict=True)]
-    return (_FORMAT, __version__, str(root), compiled.sources, stats, read, parsed)
+    return Fingerprint(_FORMAT, __version__, str(root), compiled.sources, stats, read, parsed)
 
 
 def _recompiled(
-    root: Path, cache_file: str, old: Compiled, fingerprint: tuple, now: list, began: int, documents: dict
+    root: Path, cache_file: str, old: Compiled, fingerprint: Fingerprint, now: list, began: int, documents: dict
 ) -> Compiled | None:
     """The compilation after an edit of some intents' tables in the intents file that leaves what every other
     intent and the graph read of them as it was (load.edited_intents), every other file as it was: `old`, the
@@ -691,7 +466,7 @@ def _recompiled(
 
     spec = old.spec
     spec_path = str(Path(spec.root) / spec.file)
-    paths, stats, read, parsed = fingerprint[3:7]
+    paths, stats, read, parsed = (fingerprint.paths, fingerprint.stats, fingerprint.read, fingerprint.parsed)
     if list(documents) != [spec_path] or documents[spec_path][2] is None or spec_path not in paths:
         return None
     digest, document, digests = documents[spec_path]
@@ -794,13 +569,13 @@ def save_unsaved(root: Path) -> Compiled | None:
     return _read_back(*pending[:3])
 
 
-def _read_back(cache_file: str, fingerprint: tuple, compiled: Compiled) -> Compiled:
+def _read_back(cache_file: str, fingerprint: Fingerprint, compiled: Compiled) -> Compiled:
     """The compiled spec just saved, as read back from its file: packed and mapped, as every later run has it,
     instead of the dicts it was made in (~2 KB a step: at 100,000 steps the clean build ran with ~190 MB more
     than the runs after it). Where it cannot be read back, the one in memory."""
     try:
         with open(cache_file, "rb") as f:
-            if pickle.load(f) == fingerprint:
+            if pickle.load(f) == tuple(fingerprint):
                 packed = _mapped(f)
                 packed.spec_stats, packed.spec_kept = compiled.spec_stats, compiled.spec_kept
                 packed.spec_read = compiled.spec_read
@@ -821,7 +596,7 @@ def _mapped(f) -> Compiled:
     return Compiled.unpacked(header, memoryview(mapped)[start:], release)
 
 
-def _save(cache_file: str, fingerprint: tuple, compiled: Compiled, tables: tuple | None = None) -> None:
+def _save(cache_file: str, fingerprint: Fingerprint, compiled: Compiled, tables: tuple | None = None) -> None:
     """The compiled spec's file, written whole and then put in place; beside it, `tables` (the intents file's
     document_digests but the first), for the next edit of some intents (_recompiled). Not written (a read-only
     checkout, a full disk), the next run compiles again: no half-written copy is left (index_file.replacing)."""
@@ -833,7 +608,7 @@ def _save(cache_file: str, fingerprint: tuple, compiled: Compiled, tables: tuple
     try:
         with replacing(cache_file) as f:
             header, blobs = compiled.packed()
-            pickle.dump(fingerprint, f, protocol=pickle.HIGHEST_PROTOCOL)
+            pickle.dump(tuple(fingerprint), f, protocol=pickle.HIGHEST_PROTOCOL)
             pickle.dump(header, f, protocol=pickle.HIGHEST_PROTOCOL)
             f.writelines(blobs)
     except OSError:

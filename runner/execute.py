@@ -11,22 +11,22 @@ from typing import TYPE_CHECKING
 
 from .agent_handoff import AgentHandoff
 from .cache import StepRecord
-from .confine import Folders, Refused, record_refusal, remove
-from .globs import expand
+from .confine import Folders, Refused
+from .events import cached_text, run_started, step_finished, step_ran, step_skipped, step_started, step_stopped
 from .inputs_held import changed_inputs, not_cached_reason
 from .intent_env import SECRET_STAND_IN, brought_back
 from .interrupts import Interrupts
-from .keys import digest_bytes, outputs_digest
+from .keys import outputs_digest
 from .nospace import is_no_space, words
 from .plan import RUN, Decision, Planner, decide_each, produced_by_proven
 from .process import RUN_VAR, kill_groups
 from .record import RunRecord, tail
 from .redact import Mask
-from .report import json_list as _json_list
 from .run_options import RunOptions
-from .spec import STEP_AGENT, STEP_AGGREGATE, STEP_SHELL
-from .steps import StepContext, StepOutcome, shell
-from .summary import BLOCKED, CACHED, FAILED, KEPT, RAN, RESTORED, SKIPPED, Summary, cached_text
+from .step_outputs import damaged_copy, hash_outputs, remove_outputs, restore_produced
+from .steps import StepContext, StepKind, StepOutcome, kind_of
+from .steps.shell import CreatedAhead, RunningShell
+from .summary import BLOCKED, CACHED, FAILED, KEPT, RAN, RESTORED, SKIPPED, Summary
 from .workspace import InflightJournal, Layout
 
 if TYPE_CHECKING:
@@ -35,19 +35,21 @@ if TYPE_CHECKING:
 _EXITED, _PRINTED = "exited", "printed"  # what a shell step's file descriptor in the selector says
 PREFETCH = 63  # ready steps whose shared-cache reads are made together with the next one's (_prefetch)
 _UNREAD = "unread"  # stands for a proven step's outputs where only an aggregate no step reads would see them
-_AGGREGATE = "aggregate"  # what _finish_skip says of an aggregate: its dependencies are done, nothing to report
+_AGGREGATE = "aggregate"  # what _finish_skip says of a step no kind reports: its dependencies are done
 
 
 class _Active:
-    """A step that is running: a shell child (watched through its pidfd) or an agent step's future."""
+    """A step that is running, as it is waited for: a child of the scheduler's (watched through its pidfd and its
+    output pipe) or a future (an agent step's attempts, a step on a cluster)."""
 
-    __slots__ = ("name", "decision", "started", "shell", "future", "pidfd", "watching_output")
+    __slots__ = ("name", "decision", "kind", "started", "shell", "future", "pidfd", "watching_output")
 
-    def __init__(self, name: str, decision: Decision, started: float):
+    def __init__(self, name: str, decision: Decision, kind: StepKind, started: float):
         self.name = name
         self.decision = decision
+        self.kind = kind
         self.started = started
-        self.shell: shell.RunningShell | None = None
+        self.shell: RunningShell | None = None
         self.future: Future | None = None
         self.pidfd: int | None = None
         self.watching_output = False  # a shell step's output pipe is in the selector
@@ -75,7 +77,7 @@ class Executor:
         self._emit = emit
         self._scheduler = threading.get_ident()
         self.options = options
-        self.agents = AgentHandoff(planner, layout, record, options, self.emit, self._context)
+        self.agents = AgentHandoff(planner, layout, record, options, self.emit, self.context)
         self.cancelled = threading.Event()
         self.journals: dict[str, str] = {}
         self.inflight = InflightJournal(layout)
@@ -90,9 +92,9 @@ class Executor:
         # with a core to spare, the scheduler makes the next steps' redirect files while a child runs; with
         # every core busy that only moves the work (measured: 10k clean -j2 on 2 cores, 12.6 s -> 13.1 s)
         ahead = options.jobs < (os.cpu_count() or 1) and self.cluster is None  # a remote step makes its own
-        self.created_ahead = shell.CreatedAhead() if ahead else None
+        self.created_ahead = CreatedAhead() if ahead else None
         self.folders = Folders(self.spec.root)  # where its folders lead, links followed: worked out once a run
-        self._escapes: dict[str, str | None] = {}  # a step decided ahead: its check before the start, made then
+        self.escapes: dict[str, str | None] = {}  # a step decided ahead: its check before the start, made then
         self._deferred: list[tuple] = []  # shell steps finished, their records not yet stored
         self._deferred_names: set[str] = set()
         self._deferred_since = time.monotonic()
@@ -131,7 +133,7 @@ class Executor:
         # Each one is in `todo`: with no result of its own to vouch for it, it is never proved up to date.
         self.aggregates = aggregates = self.planner.compiled.aggregates
         steps = len(order) - sum(1 for name in aggregates if name in self.position)
-        self.emit({"event": "run_started", "run_id": self.record.run_id, "steps": steps, "jobs": self.options.jobs})
+        self.emit(run_started(self.record.run_id, steps, self.options.jobs))
         if doubtful is not None:
             self._report_proven([n for n in order if n not in doubtful])
         self.dependants: dict[str, list[str]] = {n: [] for n in todo}
@@ -204,7 +206,7 @@ class Executor:
         finally:
             self._store_deferred()
             for name, journal in self._unrecorded:  # no output is kept without its record
-                self._remove_outputs(self.spec.intents[name].outputs)
+                remove_outputs(self.spec.root, self.spec.intents[name].outputs)
                 if journal:
                     self.inflight.end(journal)
             if self.created_ahead is not None:  # before anyone looks at the outputs: none for a step that did not start
@@ -237,11 +239,12 @@ class Executor:
             if self._deferred and not self._deferred_names.isdisjoint(self.planner.compiled.deps[name]):
                 self._store_deferred()  # a step's report never comes before its dependencies' reports
             decision = self._decided.pop(name, None) or self.planner.decide(name, self.produced)
+            kind = kind_of(self.spec.intents[name])
             if decision.kept is not None:  # never written over: the intent's next version before anything else
                 with self.interrupts.held():
                     self.agents.keep_edit(name, decision)
             if decision.action != RUN:
-                status = self._finish_skip(name, decision)
+                status = self._finish_skip(name, decision, kind)
                 if isinstance(status, str):
                     if status is not _AGGREGATE:
                         summary.counts[status] += 1
@@ -249,21 +252,15 @@ class Executor:
                     self._release(name)
                     continue
                 decision = status  # its cached copy could not be restored: it runs, an agent step through its gate
-            held = self.agents.held(name, decision) if self.spec.intents[name].kind == STEP_AGENT else None
+            held = kind.held(self, name, decision)
             if held:
                 status = FAILED if held.startswith("you declined") else BLOCKED
                 summary.counts[status] += 1
                 (summary.failed if status == FAILED else summary.blocked).append(name)
-                self.emit(
-                    {"event": "step_finished", "intent": name, "status": status, "error": held, "reasons": [held]}
-                )
+                self.emit(step_stopped(name, status, held))
                 continue
-            started_event = {"event": "step_started", "intent": name, "reasons": decision.reasons}
-            self.emit(
-                started_event,
-                f'{{"event": "step_started", "intent": "{name}", "reasons": {_json_list(decision.reasons)}}}',
-            )
-            active = _Active(name, decision, time.monotonic())
+            self.emit(*step_started(name, decision.reasons))
+            active = _Active(name, decision, kind, time.monotonic())
             with self.interrupts.held():  # an interrupt here would leave a child that nobody kills
                 started = self._start(active, selector, wake_w)
             self.interrupts.take()
@@ -288,35 +285,24 @@ class Executor:
             return
         for _position, name in self.ready[: self.options.jobs]:
             intent = self.spec.intents[name]
-            if name not in self._decided and intent.kind != STEP_AGENT:
+            kind = kind_of(intent)
+            if name not in self._decided and kind.decided_ahead:
                 if self._prefetched is not None and name not in self._prefetched:
                     self._prefetch(name)
                 decision = self._decided[name] = self.planner.decide(name, self.produced)
-                if decision.action == RUN and intent.kind != STEP_AGGREGATE and self.created_ahead is not None:
-                    # never a file made through a link out of the project: the check its start makes, made now
-                    escape = self._escapes[name] = self.folders.before_start(intent)
-                    if escape is None:
-                        shell.create_ahead(self.spec, intent, self.environ, self.created_ahead)
+                if decision.action == RUN and self.created_ahead is not None:
+                    kind.ahead(self, name, intent)
 
     def _start(self, active: _Active, selector, wake_w: int) -> StepOutcome | None:
         """Start the step and put it where an interrupt finds it (`active`), or say why it could not start."""
         name = active.name
-        if self.spec.intents[name].kind == STEP_AGENT:
-            active.future = self.agents.submit(name, active.decision, lambda _f: os.write(wake_w, b"."))
-            self.active[name] = active
-            return None
-        intent = self.spec.intents[name]
-        escape = self._escapes.pop(name) if name in self._escapes else self.folders.before_start(intent)
-        if escape is not None:  # an output or the cwd leads out through a link made since the spec was checked
-            return StepOutcome(ok=False, error=escape)
-        if self.cluster is not None:  # on the cluster: a future, as an agent step's; no pid here to journal
-            self.journals[name] = self.inflight.start(name, 0, list(intent.outputs))
-            active.future = self.cluster.submit(self._context(name), active.decision, lambda: os.write(wake_w, b"."))
-            self.active[name] = active
-            return None
-        started = shell.start(self._context(name))
+        started = active.kind.start(self, name, active.decision, lambda *_done: os.write(wake_w, b"."))
         if isinstance(started, StepOutcome):
             return started
+        if not isinstance(started, RunningShell):  # a future: it wakes the loop when done
+            active.future = started
+            self.active[name] = active
+            return None
         active.shell = started
         self.active[name] = active
         active.pidfd = os.pidfd_open(started.pid)
@@ -422,14 +408,14 @@ class Executor:
         datas: dict = {}
         if outcome.ok and outcome.change is None:
             if outcome.produced is None:
-                outputs, datas, problem = self._hash_outputs(name)
+                outputs, datas, problem = hash_outputs(self.planner, self.folders, name)
             else:  # a hermetic step: its outputs are in the remote cache, not yet here
-                outputs, datas, problem = self._restore_produced(name, outcome.produced)
+                outputs, datas, problem = restore_produced(self.planner, name, outcome.produced)
             if problem:
                 outcome = StepOutcome(ok=False, exit_code=0, error=problem)
         journal = self.journals.pop(name, None)
         if not outcome.ok and journal:
-            self._remove_outputs(self.spec.intents[name].outputs)  # never leave a half-written output behind
+            remove_outputs(self.spec.root, self.spec.intents[name].outputs)  # never leave a half-written output behind
             self.inflight.end(journal)
         duration = time.monotonic() - active.started
         if outcome.ok and outcome.change is None:
@@ -528,7 +514,7 @@ class Executor:
         self._deferred_since = time.monotonic()
 
     # ---- one step -------------------------------------------------------------------------------
-    def _context(self, name: str) -> StepContext:
+    def context(self, name: str) -> StepContext:
         intent = self.spec.intents[name]
 
         def on_process(pid: int) -> None:
@@ -555,63 +541,58 @@ class Executor:
         self, name: str, decision: Decision, outcome: StepOutcome, duration: float, outputs: dict, moved=None
     ) -> tuple[str, dict]:
         """Report a step that ran; `moved`: a shell step's inputs that changed while it ran (inputs_held.py)."""
-        event = {"event": "step_finished", "intent": name, "duration": round(duration, 3)}
+        duration = round(duration, 3)
+        more: dict = {}  # the keys between its duration and its status, as they apply
         reasons = decision.reasons
         if outcome.worker:
-            event["worker"] = outcome.worker
+            more["worker"] = outcome.worker
         if outcome.log:
-            event["log"] = outcome.log
-            if name in self.planner.compiled.gates and self.spec.intents[name].kind == STEP_SHELL:
-                self.summary.observed.append((name, decision.slice_key, outcome.log, outcome.ok))
-        if name in self.planner.compiled.gates and self.spec.intents[name].kind == STEP_AGENT:
-            # an agent step's attempts: the candidates are compared on each verify command's output
-            attempts = str(self.record.dir / "attempts" / name)
-            self.summary.observed.append((name, decision.slice_key, attempts, outcome.ok))
+            more["log"] = outcome.log
+        if name in self.planner.compiled.gates:  # what its candidate patterns are compared on (shadow.observe)
+            observed = kind_of(self.spec.intents[name]).observed(self.record.dir, name, outcome)
+            if observed is not None:
+                self.summary.observed.append((name, decision.slice_key, observed, outcome.ok))
         if outcome.details:
-            event["agent"] = {k: v for k, v in outcome.details.items() if k != "drift"}
+            more["agent"] = {k: v for k, v in outcome.details.items() if k != "drift"}
             if "usage" in outcome.details:  # what the step spent, as run_finished gives it for the run
-                event["attempts"] = outcome.details["attempts"]
-                event["usage"] = outcome.details["usage"]
+                more["attempts"] = outcome.details["attempts"]
+                more["usage"] = outcome.details["usage"]
         drift = outcome.details.get("drift")
         if drift:  # flagged whatever becomes of the change: applied, waiting for approval, or rejected
-            event["drift"] = drift
+            more["drift"] = drift
             self.summary.drift.append(name)
         if outcome.ok and outcome.change is not None:  # verified on copies of its inputs: are they as its key says?
             moved = None if self.hermetic else changed_inputs(self.planner, name, decision)
         if moved:
-            event["inputs_changed"] = list(moved)
+            more["inputs_changed"] = list(moved)
             reasons = [*reasons, not_cached_reason(moved)]
             self.summary.uncached.append(name)
         if outcome.ok and outcome.change is not None:
             status, outputs, message = self.agents.finish(name, decision, outcome.change, drift, outcome.details, moved)
             if status != RAN:
-                self.emit({**event, "status": status, "error": message, "reasons": [message]})
+                self.emit(step_stopped(name, status, message, duration=duration, **more))
                 return status, {}
-            event["outputs"] = outputs  # what `runner replay` compares a re-execution against
+            more["outputs"] = outputs  # what `runner replay` compares a re-execution against
         if outcome.ok:
-            line = None
-            if len(event) == 3:  # the usual shell step: printed nothing, no agent details: no JSON encoder
-                line = (
-                    f'{{"event": "step_finished", "intent": "{name}", "duration": {event["duration"]!r}, '
-                    f'"status": "ran", "reasons": {_json_list(reasons)}}}'
-                )
-            self.emit({**event, "status": RAN, "reasons": reasons}, line)
+            self.emit(*step_ran(name, duration, reasons, **more))
             return RAN, outputs
         if outcome.blocked:
-            self.emit({**event, "status": BLOCKED, "error": outcome.blocked, "reasons": [outcome.blocked]})
+            self.emit(step_stopped(name, BLOCKED, outcome.blocked, duration=duration, **more))
             return BLOCKED, {}
         self.emit(
-            {
-                **event,
-                "status": FAILED,
-                "reasons": decision.reasons,  # why it ran: every step_finished says why (events.json)
-                "exit_code": outcome.exit_code,
-                "error": outcome.error,
-                "timed_out": outcome.timed_out,
-                "interrupted": outcome.interrupted,
-                "log_tail": tail(outcome.log) if outcome.log else None,
+            step_finished(
+                name,
+                duration=duration,
+                **more,
+                status=FAILED,
+                reasons=decision.reasons,  # why it ran: every step_finished says why (events.json)
+                exit_code=outcome.exit_code,
+                error=outcome.error,
+                timed_out=outcome.timed_out,
+                interrupted=outcome.interrupted,
+                log_tail=tail(outcome.log) if outcome.log else None,
                 **self._explain(name, outcome.log),
-            }
+            )
         )
         return FAILED, {}
 
@@ -621,38 +602,6 @@ class Executor:
 
         return explain_step(self.spec, self.spec.intents[name], log, self.record.dir.parent, self.record.run_id)
 
-    def _hash_outputs(self, name: str) -> tuple[dict[str, str], dict[str, bytes], str | None]:
-        """(path -> digest, digest -> bytes, what is wrong with the first output not produced or leading out of the
-        project): each output is read once, never through a link out (confine.Folders.read)."""
-        outputs, datas = {}, {}
-        for rel in expand(self.spec.root, self.spec.intents[name].outputs):
-            try:
-                st, data = self.folders.read(rel)
-            except (FileNotFoundError, IsADirectoryError):
-                return {}, {}, f"declared output {rel} was not produced"
-            except Refused as exc:
-                return {}, {}, f"declared output {rel} {exc}"
-            digest = digest_bytes(data)
-            self.planner.stat.remember(rel, st, digest, name)
-            outputs[rel] = digest
-            datas[digest] = data
-        return outputs, datas, None
-
-    def _restore_produced(self, name: str, produced: dict[str, str]) -> tuple[dict[str, str], dict, str | None]:
-        """A hermetic step's outputs written into the project from the cache (which reads through to the remote,
-        checking each digest), atomically: as _hash_outputs, with the blobs already stored."""
-        root = self.spec.root
-        if refused := record_refusal(root, self.spec.intents[name], produced):  # as any record: runner/confine.py
-            return {}, {}, f"the worker's outputs refused: {refused}"
-        for rel, digest in produced.items():
-            try:
-                if not self.planner.cache.restore(digest, root, rel):
-                    return {}, {}, f"declared output {rel} was not produced"
-            except Refused as exc:
-                return {}, {}, f"declared output {rel} not restored: it {exc}"
-            self.planner.stat.remember(rel, os.stat(os.path.join(root, rel)), digest, name)  # the bytes just checked
-        return dict(produced), {}, None
-
     def _report_proven(self, names: list[str]) -> None:
         """Report the steps known to be up to date as cached from the state index alone, before anything
         starts: a 10,000-step graph with one edited file is mostly these. Each has a last good result and none
@@ -661,19 +610,18 @@ class Executor:
         with self._emit_lock:
             self._emit.cached(names, cached_text("\0".join(names)))
 
-    def _finish_skip(self, name: str, decision: Decision) -> str | Decision:
+    def _finish_skip(self, name: str, decision: Decision, kind: StepKind) -> str | Decision:
         """Report a step that need not run, restoring its outputs first; or, when a cached copy turned out gone or
         damaged (its digest does not match) or its way leads out of the project, the decision to run it after all."""
         status = CACHED
         if decision.restore:
-            agent = self.spec.intents[name].kind == STEP_AGENT
-            before = self.agents.before_restore(self.folders, decision) if agent else None
+            before = self.agents.before_restore(self.folders, decision) if kind.versioned else None
             for rel, digest in decision.restore.items():
                 try:
                     if not self.planner.cache.restore(digest, self.spec.root, rel):
-                        return self._damaged_copy(decision)
+                        return damaged_copy(decision)
                 except Refused as exc:  # a link met on the way: nothing written through it
-                    return self._damaged_copy(decision, f"output {rel} not restored: it {exc}")
+                    return damaged_copy(decision, f"output {rel} not restored: it {exc}")
                 self.planner.stat.written(self.spec.root, rel, name)
             status = RESTORED
             if before is not None:  # bytes the cache brought: the intent's next version when none of its held them
@@ -681,38 +629,23 @@ class Executor:
                     self.agents.keep_restored(name, decision, before)
         if decision.kept is not None:
             status = KEPT
-        if self.spec.intents[name].kind == STEP_AGGREGATE:
+        if not kind.reported:
             return _AGGREGATE
         if decision.key:
             self.planner.state.set(name, decision.key, decision.outputs, decision.inplace)
-        event: dict = {"event": "step_finished", "intent": name, "status": status, "reasons": decision.reasons}
+        more: dict = {}
         if decision.kept is not None:
-            event["version"] = decision.kept.number
+            more["version"] = decision.kept.number
         if decision.key and self.planner.cache.from_remote(decision.key):
-            event["remote"] = True  # the shared cache served it: the step line says so
-        self.emit(event)
+            more["remote"] = True  # the shared cache served it: the step line says so
+        self.emit(step_finished(name, status=status, reasons=decision.reasons, **more))
         return status
 
-    @staticmethod
-    def _damaged_copy(decision: Decision, why: str | None = None) -> Decision:
-        """The RUN decision for a step whose cached outputs could not be restored."""
-        paths = ", ".join(decision.restore)
-        return Decision(
-            decision.intent,
-            RUN,
-            [why or f"the cached copy of {paths} is gone or damaged"],
-            key=decision.key,
-            inputs=decision.inputs,
-            dep_digests=decision.dep_digests,
-            inplace=decision.inplace,
-            seen=decision.seen,
-        )
-
     def _skip(self, name: str, why: str) -> None:
-        if name in self.aggregates:
+        if not kind_of(self.spec.intents[name]).reported:
             return
         self.summary.counts[SKIPPED] += 1
-        self.emit({"event": "step_finished", "intent": name, "status": SKIPPED, "reasons": [why]})
+        self.emit(step_skipped(name, why))
 
     def _skip_dependants(self, failed: str) -> None:
         seen, stack = set(), list(self.dependants[failed])
@@ -724,10 +657,6 @@ class Executor:
             self.waiting[name] = -1  # never becomes ready
             self._skip(name, f"dependency {failed} failed")
             stack.extend(self.dependants[name])
-
-    def _remove_outputs(self, patterns) -> None:
-        for rel in expand(self.spec.root, tuple(patterns)):
-            remove(self.spec.root, rel)  # never through a link out of the project, nor a folder
 
     def _interrupt(self, selector) -> None:
         """Stop every child group and agent step, wait for them, drop their partial outputs."""

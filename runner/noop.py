@@ -8,7 +8,7 @@ no-op read on the way is handed to it (proof.Missed), not read twice.
 Only the console entry (runner/entry.py) imports this module (tests/test_house.py). The cheap-import rule, which
 holds for this module and every runner module it imports, is here and nowhere else: what the no-op imports is
 fenced (tests/core/test_console.py): the standard library's cheapest, and runner's proof, stat_cache,
-project_root, keys, index_file, forked, record, nospace, report and summary (damaged, when a write replaces an
+project_root, keys, index_file, forked, record, nospace, report, events and summary (damaged, when a write replaces an
 index). Those modules import no typing at run time: typing alone costs ~2-4 ms of a ~60 ms no-op at 10,000
 steps, so they import it for mypy only (`TYPE_CHECKING = False` then `if TYPE_CHECKING:`). The other tricks the
 no-op's figures rest on: the stats taken from the project's folder descriptor and half of them by a forked child
@@ -215,9 +215,10 @@ def _holds(path: str, measure) -> bool:
 def _report(root: str, proved: Proved, parsed: dict, started: float) -> None:
     """The events of the full pipeline's no-op, key for key (runner/schemas/events.json), with "fast": true.
     The aggregates (at their positions in the proved order) are no steps: neither reported nor counted."""
+    from .events import cached_text, run_finished, run_started_fast
     from .record import new_run_id
     from .report import summary_line
-    from .summary import CACHED, cached_text, no_counts, run_finished
+    from .summary import CACHED, no_counts
 
     run_id = new_run_id()
     order, aggregates = proved
@@ -225,7 +226,7 @@ def _report(root: str, proved: Proved, parsed: dict, started: float) -> None:
     total = order.count("\0") + 1 if order else 0
     count = total - len(aggregates)
     steps = [cached_text(_without(order, total, aggregates))] if count else []
-    lines = [f'{{"event": "run_started", "run_id": "{run_id}", "steps": {count}, "jobs": {jobs}, "fast": true}}']
+    lines = [run_started_fast(run_id, count, jobs)]
     lines += steps
     finished = run_finished(run_id, parsed["targets"], "ok", {**no_counts(), CACHED: count}, time.monotonic() - started)
     lines.append(json.dumps(finished))

@@ -421,7 +421,7 @@ def _load_file(path: Path, shown: str, problems: list[Problem]) -> Family | None
         problem(f"not valid TOML: {exc}", line=int(at_line.group(1)) if at_line else None)
         return None
     where = _locate(text)
-    from runner.load import schema_errors
+    from runner.schema_check import schema_errors
 
     errors = schema_errors(doc, "regexes.json")
     for parts, message in errors:

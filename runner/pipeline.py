@@ -15,6 +15,8 @@ from pathlib import Path
 from .cache import Cache, State
 from .compiled import Compiled, edited_since, load_compiled, save_unsaved
 from .cone import FirstLook, doubtful_steps, first_look
+from .events import named, run_finished, step_cached
+from .events import recovered as recovered_event
 from .execute import Executor
 from .graph import resolve_targets, selected_order
 from .index_file import give_back_memory
@@ -25,7 +27,7 @@ from .record import RunRecord, prune
 from .redact import Mask, mask_for_run
 from .run_options import RunOptions
 from .stat_cache import StatCache
-from .summary import Summary, named, run_finished
+from .summary import Summary
 from .workspace import Layout, ProjectLock, locate, recover_inflight
 
 
@@ -240,7 +242,7 @@ class _Sink:
             self.emit(event)
 
     def cached(self, names: list[str], text: str) -> None:
-        """The `cached` lines of steps proven up to date (`text`: noop.cached_text of their names)."""
+        """The `cached` lines of steps proven up to date (`text`: events.cached_text of their names)."""
         if not text:
             return
         if self.mask:
@@ -252,7 +254,7 @@ class _Sink:
             self.cached_steps(names)
         else:
             for name in names:
-                self.emit({"event": "step_finished", "intent": name, "status": "cached", "reasons": ["up to date"]})
+                self.emit(step_cached(name))
 
     def flush(self) -> None:
         self.record.flush()
@@ -305,7 +307,7 @@ def make(
         record = RunRecord(layout.runs_dir)
         sink = _Sink(record, emit, mask)
         for line in recovered:  # reported once the run has a record, which keeps them too
-            sink({"event": "recovered", "message": line})
+            sink(recovered_event(line))
         executor = Executor(planner, layout, record, sink, options, doubtful=doubtful, mask=mask)
         summary, duration = _execute(executor, order, str(layout.root))
         _finish(project, planner, record, sink, summary, targets, duration, remote)
@@ -405,18 +407,20 @@ def _finish(project: Project, planner: Planner, record: RunRecord, sink, summary
 
         observe(project.spec, record.dir, summary.observed, sink.mask)
     # the targets as named on the command line, as the fast no-op (which never loads the spec) says them too
-    finished = run_finished(record.run_id, targets, status, summary.counts, duration, summary.attempts, summary.usage)
+    more: dict = {}
     if status != "ok":
-        finished["left"] = summary.left
+        more["left"] = summary.left
     if summary.drift:
-        finished["drift"] = summary.drift
+        more["drift"] = summary.drift
     if planner.cache.refused:  # records naming what their steps may not write (runner/confine.py)
-        finished["refused"] = sorted({intent for intent, _why in planner.cache.refused.values()})
+        more["refused"] = sorted({intent for intent, _why in planner.cache.refused.values()})
     if summary.uncached:  # their inputs changed while they ran: nothing of theirs was cached
-        finished["inputs_changed"] = summary.uncached
+        more["inputs_changed"] = summary.uncached
     if remote is not None:  # the uploads are waited for (bounded) so the account is whole
-        summary.remote = finished["remote"] = remote.finish()
-    sink(finished)
+        summary.remote = more["remote"] = remote.finish()
+    sink(
+        run_finished(record.run_id, targets, status, summary.counts, duration, summary.attempts, summary.usage, **more)
+    )
     planner.cache.close()
 
 

@@ -127,7 +127,7 @@ def pieces_digest(pieces: list[bytes]) -> str:
 def joined(names: list[str] | str) -> str:
     """A proof's paths or order as it stores them: one string of the names joined by NULs (no path or intent
     name holds one). Loaded, one split makes the list (12 ms for 110,000 paths, where the marshal of the list
-    took 31 ms), and the no-op's report is made from the string whole (`noop.cached_text`)."""
+    took 31 ms), and the no-op's report is made from the string whole (`events.cached_text`)."""
     return names if isinstance(names, str) else "\0".join(names)
 
 

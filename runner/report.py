@@ -6,24 +6,11 @@ import json
 import sys
 import time
 
+from .events import error, step_cached
+
 TYPE_CHECKING = False  # the no-op imports this module: typing for mypy only (runner/noop.py says why)
 if TYPE_CHECKING:
     from rich.live import Live
-
-
-_encoded_lists: dict[tuple[str, ...], str] = {}  # a step's reasons as JSON: a clean build's are mostly one list
-
-
-def json_list(items: list[str]) -> str:
-    """json.dumps(items), kept for the few lists that repeat over thousands of events. Intent names need no
-    escaping in an event line ([A-Za-z0-9_.-], the schema says so), so only the reasons are encoded."""
-    key = tuple(items)
-    line = _encoded_lists.get(key)
-    if line is None:
-        line = json.dumps(items)
-        if len(_encoded_lists) < 256:
-            _encoded_lists[key] = line
-    return line
 
 
 def _out(text: str, err: bool = False) -> None:
@@ -120,7 +107,7 @@ class PlainReporter:
         of them, so 100,000 of them are one count, not 100,000 events."""
         if self.verbose:
             for name in names:
-                self({"event": "step_finished", "intent": name, "status": "cached", "reasons": ["up to date"]})
+                self(step_cached(name))
         else:
             self.unshown += len(names)
 
@@ -320,9 +307,9 @@ def error_line(code: int, message: str, problems=(), when: bool = True) -> None:
 
     mask = current_mask()
     message = mask.text(message.removeprefix("error: ").removeprefix("Error: "))
-    error = {"event": "error", "code": code, "message": message, "problems": mask.obj([p.to_json() for p in problems])}
+    line = json.dumps(error(code, message, mask.obj([p.to_json() for p in problems])))
     try:
-        _out(json.dumps(error))
+        _out(line)
     except (BrokenPipeError, OSError):
         pass  # nobody reads stdout any more: stderr and the exit code still say it
 

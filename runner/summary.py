@@ -1,53 +1,16 @@
 """What a run did, step by step counted: the statuses a step ends with, and the account the scheduler keeps of them
-(execute.py fills it, pipeline.py reports it in run_finished)."""
+(execute.py fills it, pipeline.py reports it in run_finished: runner/events.py)."""
 
 from __future__ import annotations
 
 RAN, CACHED, RESTORED, FAILED, SKIPPED, BLOCKED = "ran", "cached", "restored", "failed", "skipped", "blocked"
 KEPT = "kept"  # an agent step whose output a person edited: the edit kept as its next version (runner/edits.py)
-# Imported by the warm no-op (runner/noop.py), which ends its run with run_finished() too: no imports here.
-
-
-_CACHED_BEFORE = '{"event": "step_finished", "intent": "'
-_CACHED_AFTER = '", "status": "cached", "reasons": ["up to date"]}'
-
-
-def cached_text(joined: str) -> str:
-    """The `step_finished` lines of the steps reported up to date, the names `joined` by NULs (as a proof stores
-    its order), joined by newlines. Intent names are [A-Za-z0-9_.-] (the schema says so), so the lines need no JSON
-    encoder: a 10,000-step no-op or edit is mostly these. Made by one replace over the string, not a line per name
-    (~2 ms for 100,000 names instead of ~20). No names: ""."""
-    if not joined:
-        return ""
-    return _CACHED_BEFORE + joined.replace("\0", _CACHED_AFTER + "\n" + _CACHED_BEFORE) + _CACHED_AFTER
+# Imported by the warm no-op (runner/noop.py), which counts its cached steps with no_counts(): no imports here.
 
 
 def no_counts() -> dict[str, int]:
     """Each status a step ends with, counted zero times."""
     return {RAN: 0, CACHED: 0, RESTORED: 0, KEPT: 0, FAILED: 0, SKIPPED: 0, BLOCKED: 0}
-
-
-def named(targets) -> str | list[str] | None:
-    """The targets as events and JSON results show them: None, the one name, or the list of them."""
-    return None if not targets else targets[0] if len(targets) == 1 else list(targets)
-
-
-def run_finished(
-    run_id: str, targets, status: str, counts: dict[str, int], duration: float, attempts: int = 0, usage=None
-) -> dict:
-    """The run_finished event (runner/schemas/events.json) as every run ends, the fast no-op's too; the pipeline
-    adds what only a run that ran steps can say (left, drift, refused, inputs_changed, remote). `targets`: as
-    named on the command line (the no-op never loads the spec to learn [project] default)."""
-    return {
-        "event": "run_finished",
-        "run_id": run_id,
-        "target": named(targets),
-        "status": status,
-        **counts,
-        "attempts": attempts,
-        "usage": usage or {"input_tokens": 0, "cached_input_tokens": 0, "output_tokens": 0},
-        "duration": round(duration, 3),
-    }
 
 
 class Summary:

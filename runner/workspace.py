@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
 STATE_DIR = ".runner"
-SPEC_FILE = "intents.toml"  # as runner.load names it (a warm run never imports the loader)
+SPEC_FILE = "intents.toml"  # runner.load takes it from here (a warm run never imports the loader)
 
 
 class Layout(NamedTuple):

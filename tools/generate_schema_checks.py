@@ -18,7 +18,7 @@ from pathlib import Path
 import fastjsonschema
 
 SCHEMAS = Path(__file__).resolve().parent.parent / "runner" / "schemas"
-CHECKED = ("intents.json", "adapter.json", "regexes.json")  # the schemas runner.load validates against
+CHECKED = ("intents.json", "adapter.json", "regexes.json")  # the schemas runner.schema_check validates against
 
 
 # fastjsonschema names each item it checks with `"...{var}...".format(**locals())`: a dict of every local of

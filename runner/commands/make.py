@@ -181,7 +181,7 @@ def run(
         if not targets:
             return EXIT_OK
     if dry_run:
-        from ..pipeline import named
+        from ..events import plan as plan_event
         from ..stores import mirror_named
 
         project = load_project(inv.directory, spec_file=spec_file)
@@ -189,10 +189,8 @@ def run(
         target, decisions, warnings, agents = plan(project, targets, force, worker, remote=mirror)
         agents = mark_waiting(project.layout.state_dir, decisions, agents)  # as `runner status` says it
         if inv.as_json:  # one line, as every `runner make --json` writes: a `plan` event (events.json)
-            event = {"event": "plan", "target": named(targets), "steps": [d.to_json() for d in decisions]}
-            if agents is not None:
-                event["agent"] = agents.to_json()
-            echo(json.dumps(event))
+            steps = [d.to_json() for d in decisions]
+            echo(json.dumps(plan_event(targets, steps, agents.to_json() if agents is not None else None)))
         else:
             show_plan(target, decisions, inv.as_json, agents=agents)
         warn(warnings)

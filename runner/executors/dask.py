@@ -3,7 +3,7 @@
 The runner that the user started still plans, keys, records and applies: a task only runs the step's command
 in the project's folder on a worker that sees the project at the same path (a shared filesystem), and returns
 its exit code, what it printed and the worker's name. The outputs it wrote are hashed by the runner, as a local
-step's are (execute.py `_hash_outputs`). Hermetic mode (runner/executors/hermetic.py): the worker does not see
+step's are (step_outputs.py `hash_outputs`). Hermetic mode (runner/executors/hermetic.py): the worker does not see
 the project; the task gets the step's inputs from the remote cache and puts its outputs there.
 
 A worker that dies mid-step: the scheduler gives the task to another worker (Dask's allowed-failures), and the

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import NamedTuple
 
+from ..events import roadmap_synced
 from ..toml_read import loads
 from ..toml_write import replace_file
 from .markdown import Entry, parse
@@ -22,7 +23,7 @@ class Synced(NamedTuple):
     missing: list[dict]  # completed, but no item of its file has its text any more
 
     def to_json(self) -> dict:
-        return {"event": "roadmap_synced", "ticked": self.ticked, "unmarked": self.unmarked, "missing": self.missing}
+        return roadmap_synced(self.ticked, self.unmarked, self.missing)
 
     def lines(self) -> list[str]:
         out = [f"roadmap: ticked {t['file']}:{t['line']} ({t['intent']})" for t in self.ticked]

@@ -1,19 +1,18 @@
-"""The step kinds behind one small protocol (steps/base.py), in an explicit registry."""
+"""The step kinds behind one protocol (steps/base.py's StepKind), in an explicit registry."""
 
 from __future__ import annotations
 
-from .base import Step, StepContext, StepOutcome
+from ..spec import STEP_AGENT, STEP_AGGREGATE, STEP_SHELL, Intent
+from .agent_kind import AgentStep
+from .aggregate import AggregateStep
+from .base import Scheduler, StepContext, StepKind, StepOutcome
+from .shell import ShellStep
 
-__all__ = ["Step", "StepContext", "StepOutcome", "step_for"]
+__all__ = ["KINDS", "Scheduler", "StepContext", "StepKind", "StepOutcome", "kind_of"]
+
+KINDS: dict[str, StepKind] = {STEP_SHELL: ShellStep(), STEP_AGENT: AgentStep(), STEP_AGGREGATE: AggregateStep()}
 
 
-def step_for(kind: str) -> Step:
-    """The blocking step kinds, run in the scheduler's pool. Shell steps are not among them: the scheduler
-    starts them with steps.shell.start and waits for many at once."""
-    from . import agent
-
-    registry = {"agent": agent.AgentStep()}
-    try:
-        return registry[kind]
-    except KeyError:
-        raise NotImplementedError(f"{kind} steps are not available in this version") from None
+def kind_of(intent: Intent) -> StepKind:
+    """The kind of step `intent` is (its kind is one of these: the schema and spec.Intent say so)."""
+    return KINDS[intent.kind]

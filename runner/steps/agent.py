@@ -1,5 +1,6 @@
-"""Agent steps: ask a worker for a change in an isolated copy, check it against the policy, verify it with
-the adapter's commands, retry with feedback; with candidates = N, N attempts side by side and the best wins."""
+"""Agent steps' work (the kind the scheduler sees is steps/agent_kind.py): ask a worker for a change in an isolated
+copy, check it against the policy, verify it with the adapter's commands, retry with feedback; with candidates = N,
+N attempts side by side and the best wins."""
 
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ from ..attempt import (
 )
 from ..drift import find_drift
 from ..errors import UserError
+from ..events import attempt_finished, attempt_started
 from ..globs import expand
 from ..policy import RunBudget, Spent, check_change, only_outside_scope, step_budget_exhausted, writable_scope
 from ..prompts import choose, render
@@ -111,7 +113,9 @@ class CandidateResult:
         return (not (f and f.ok), len(self.attempts), self.spent.tokens, self.spent.seconds)
 
 
-class AgentStep:
+class AgentAttempts:
+    """An agent step's candidates and their attempts, in a pool thread (runner/agent_handoff.py)."""
+
     def run(self, ctx: StepContext) -> StepOutcome:
         run: AgentRun = ctx.extra["agent"]
         intent = ctx.intent
@@ -224,16 +228,7 @@ class AgentStep:
             prompt += run.improve
         mask = ctx.mask  # every artefact of the attempt is masked as it is written; the change itself is not
         (folder / "prompt.md").write_text(mask.text(prompt))
-        _emit(
-            run,
-            {
-                "event": "attempt_started",
-                "intent": intent.name,
-                "candidate": attempt.candidate,
-                "attempt": attempt.number,
-                **({"prompt": result.prompt} if result.prompt else {}),
-            },
-        )
+        _emit(run, attempt_started(intent.name, attempt.candidate, attempt.number, result.prompt))
         began = time.monotonic()
         job = AttemptJob(
             root=run.root,
@@ -297,20 +292,12 @@ class AgentStep:
                 )
             )
         )
+        a = attempt
         _emit(
             run,
-            {
-                "event": "attempt_finished",
-                "intent": intent.name,
-                "candidate": attempt.candidate,
-                "attempt": attempt.number,
-                "ok": attempt.ok,
-                "kind": attempt.kind,
-                "error": attempt.error,
-                "tokens": attempt.tokens,
-                "seconds": round(attempt.seconds, 3),
-                **({"worker": done.worker} if done.worker else {}),
-            },
+            attempt_finished(
+                intent.name, a.candidate, a.number, a.ok, a.kind, a.error, a.tokens, a.seconds, done.worker
+            ),
         )
         return workspace
 

@@ -1,16 +1,30 @@
-"""The protocol every step kind speaks: what it is given (StepContext) and what it returns (StepOutcome)."""
+"""The protocol every step kind speaks to the scheduler (StepKind), what a step is given (StepContext) and what it
+returns (StepOutcome).
+
+The scheduler (runner/execute.py) never asks a step's kind: what differs by kind is an attribute or a method of the
+kind's class (runner/steps/shell.py, agent_kind.py, aggregate.py; steps.kind_of finds it), as pre-commit's
+languages each implement one `Language` and its runner never asks which one it holds."""
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 from ..redact import Mask
 from ..spec import Intent, Spec
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future
+    from pathlib import Path
+
+    from ..agent_handoff import AgentHandoff
+    from ..confine import Folders
+    from ..plan import Decision
     from ..process import Journal
+    from ..workspace import InflightJournal
+    from .shell import RunningShell
+    from .spawn import CreatedAhead
 
 
 class StepContext:
@@ -85,5 +99,53 @@ class StepOutcome:
         return f"StepOutcome(ok={self.ok}, exit_code={self.exit_code}, error={self.error!r})"
 
 
-class Step(Protocol):
-    def run(self, ctx: StepContext) -> StepOutcome: ...
+class Scheduler(Protocol):
+    """What a step kind may use of the scheduler that starts it (execute.Executor)."""
+
+    spec: Spec
+    agents: AgentHandoff  # the run's agent steps: their gate, their pool, their applies
+    folders: Folders  # where the project's folders lead, links followed
+    escapes: dict[str, str | None]  # a step decided ahead: the check its start makes, made then
+    created_ahead: CreatedAhead | None  # redirect files made while a child runs; None: a start makes its own
+    environ: dict[bytes, bytes]  # what shell steps inherit
+    cluster: Any  # the Dask executor (runner/executors/) shell steps are sent to; None: this machine's children
+    journals: dict[str, str]  # step -> its entry in the in-flight journal
+    inflight: InflightJournal
+
+    def context(self, name: str) -> StepContext: ...
+
+
+if TYPE_CHECKING:
+    # How a started step is waited for: a child of the scheduler's, watched through its pidfd and its output pipe (a
+    # shell step here), or a future that wakes the scheduler when done (an agent step's attempts, a step on a
+    # cluster); or its outcome at once, when it could not start.
+    Started: TypeAlias = RunningShell | Future[StepOutcome] | StepOutcome
+
+
+class StepKind(Protocol):
+    """What differs by a step's kind, for the scheduler."""
+
+    # a step of its own, counted and reported (an aggregate only names a set of steps: runner/steps/aggregate.py)
+    reported: bool
+    # decided while every slot is busy, before its turn (an agent step waits minutes for its model anyway)
+    decided_ahead: bool
+    # its outputs are the team's files with a history (runner/versions.py): what the cache restores over them is a
+    # version when none holds those bytes (edits.keep_restored); a shell step's are products, made again at will
+    versioned: bool
+
+    def held(self, run: Scheduler, name: str, decision: Decision) -> str | None:
+        """Why a step that must run does not start now (it waits for a person), or None."""
+        ...
+
+    def ahead(self, run: Scheduler, name: str, intent: Intent) -> None:
+        """Decided ahead to run, while the slots are busy: what its start can have made now (runner/steps/spawn.py,
+        CreatedAhead)."""
+        ...
+
+    def start(self, run: Scheduler, name: str, decision: Decision, wake: Callable[..., object]) -> Started:
+        """Start the step; `wake()` once a future it returns is done."""
+        ...
+
+    def observed(self, record_dir: Path, name: str, outcome: StepOutcome) -> str | None:
+        """What a gated step's candidate patterns are compared on (shadow.observe): a file or folder, or None."""
+        ...

@@ -1,4 +1,5 @@
-"""Shell steps: one shell line (or an adapter command) in the project, its own process group, a timeout."""
+"""Shell steps: one shell line (or an adapter command) in the project, its own process group, a timeout; and the
+shell step kind (ShellStep) the scheduler starts them through."""
 
 from __future__ import annotations
 
@@ -15,6 +16,11 @@ from .spawn import CreatedAhead, SpawnedChild, start_process
 
 if TYPE_CHECKING:
     import subprocess
+    from collections.abc import Callable
+
+    from ..plan import Decision
+    from ..spec import Intent
+    from .base import Scheduler, Started
 
 LOG_KEPT = 1 << 16  # bytes of a log that met a full disk kept (its first ones): the rest of its space is freed
 
@@ -254,3 +260,35 @@ def start(ctx: StepContext) -> RunningShell | StepOutcome:
     os.set_blocking(read_end, False)
     ctx.on_process(proc.pid)
     return RunningShell(ctx, proc, line, read_end)
+
+
+class ShellStep:
+    """Shell steps as the scheduler runs them: never held; a child of the scheduler's, or a task on the cluster
+    (runner/executors/); the file its line's `> file` creates made while other children run (spawn.CreatedAhead);
+    its log is what its gate's candidate patterns read."""
+
+    reported = True
+    decided_ahead = True
+    versioned = False
+
+    def held(self, run: Scheduler, name: str, decision: Decision) -> str | None:
+        return None
+
+    def ahead(self, run: Scheduler, name: str, intent: Intent) -> None:
+        # never a file made through a link out of the project: the check its start makes, made now
+        escape = run.escapes[name] = run.folders.before_start(intent)
+        if escape is None and run.created_ahead is not None:
+            create_ahead(run.spec, intent, run.environ, run.created_ahead)
+
+    def start(self, run: Scheduler, name: str, decision: Decision, wake: Callable[..., object]) -> Started:
+        intent = run.spec.intents[name]
+        escape = run.escapes.pop(name) if name in run.escapes else run.folders.before_start(intent)
+        if escape is not None:  # an output or the cwd leads out through a link made since the spec was checked
+            return StepOutcome(ok=False, error=escape)
+        if run.cluster is not None:  # on the cluster: a future, as an agent step's; no pid here to journal
+            run.journals[name] = run.inflight.start(name, 0, list(intent.outputs))
+            return run.cluster.submit(run.context(name), decision, wake)
+        return start(run.context(name))
+
+    def observed(self, record_dir: Path, name: str, outcome: StepOutcome) -> str | None:
+        return outcome.log

@@ -228,6 +228,7 @@ def test_the_fast_no_op_imports_neither_typing_nor_rich(project):
         "runner.nospace",
         "runner.report",
         "runner.summary",
+        "runner.events",
     }
 
 

@@ -139,6 +139,17 @@ def test_a_failed_run(project, keep_going):
         assert result.statuses()["fine"] == "ran"
 
 
+def test_a_step_that_printed_and_ran_has_the_encoder_s_line(project):
+    """A step that ran and printed: its step_finished line is made without the encoder, its log among its keys
+    (runner/events.py, step_ran), and must be the line the encoder makes of the same event."""
+    project.spec('[intent.chatty]\nrun = "echo said"\ninputs = ["x"]\n')
+    project.write("x", "1")
+    result = project.make("--json")
+    assert result.code == 0, result.err
+    ran = next(e for e in recorded(project.root, result.out) if e["event"] == "step_finished")
+    assert (ran["status"], Path(ran["log"]).name) == ("ran", "chatty.log")
+
+
 def test_a_blocked_agent_step(project):
     project.spec("""
         [worker]

@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from runner import proof, stat_cache
+from runner.events import cached_text
 from runner.noop import _without
-from runner.summary import cached_text
 
 STAT = st.one_of(
     st.none(),  # no such path

@@ -10,7 +10,7 @@ from pathlib import Path
 import fastjsonschema
 import pytest
 
-from runner.load import SCHEMA_DIR, _generated_check, _schema
+from runner.schema_check import SCHEMA_DIR, _generated_check, _schema
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -52,7 +52,7 @@ def test_the_regex_library_is_checked_fast_and_worded_by_jsonschema_only_when_wr
     import subprocess
     import sys
 
-    from runner.load import _precise_validator, schema_errors
+    from runner.schema_check import _precise_validator, schema_errors
 
     builtin = sorted((ROOT / "runner/builtin/regexes").glob("*.toml"))
     docs = [tomllib.loads(p.read_text(encoding="utf-8")) for p in builtin]
