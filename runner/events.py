@@ -88,6 +88,12 @@ def plan(targets, steps: list[dict], agent: dict | None = None) -> dict:
     return event
 
 
+def affected(found: dict) -> dict:
+    """`runner make --affected BASE`'s first line: which selected intents a change since BASE affects, and why
+    (affected.Affected.to_json)."""
+    return {"event": "affected", **found}
+
+
 def error(code: int, message: str, problems: list) -> dict:
     """A command that cannot do its work, in one line a script reads as it reads the command's results."""
     return {"event": "error", "code": code, "message": message, "problems": problems}

@@ -236,7 +236,9 @@ def _affected_targets(inv: Invocation, targets: tuple[str, ...], spec_file: str 
     found = affected_since(project, targets, base)
     names = found.names()
     if inv.as_json:
-        echo(json.dumps({"event": "affected", **found.to_json()}))
+        from ..events import affected
+
+        echo(json.dumps(affected(found.to_json())))
     else:
         listed = f": {', '.join(names)}" if 0 < len(names) <= 10 else ""
         warn([f"runner: {len(names)} of {len(found.reasons)} affected since {base} ({found.commit[:12]}){listed}"])
