@@ -23,6 +23,7 @@ from .process import RUN_VAR, kill_groups
 from .record import RunRecord, tail
 from .redact import Mask
 from .report import json_list as _json_list
+from .run_clock import ATTEMPT_EVENTS, RunClock
 from .run_options import RunOptions
 from .spec import STEP_AGENT, STEP_AGGREGATE, STEP_SHELL
 from .steps import StepContext, StepOutcome, shell
@@ -41,12 +42,13 @@ _AGGREGATE = "aggregate"  # what _finish_skip says of an aggregate: its dependen
 class _Active:
     """A step that is running: a shell child (watched through its pidfd) or an agent step's future."""
 
-    __slots__ = ("name", "decision", "started", "shell", "future", "pidfd", "watching_output")
+    __slots__ = ("name", "decision", "started", "slot", "shell", "future", "pidfd", "watching_output")
 
-    def __init__(self, name: str, decision: Decision, started: float):
+    def __init__(self, name: str, decision: Decision, started: float, slot: int):
         self.name = name
         self.decision = decision
         self.started = started
+        self.slot = slot  # the job slot it holds (0 .. jobs-1), given back as it leaves `active`
         self.shell: shell.RunningShell | None = None
         self.future: Future | None = None
         self.pidfd: int | None = None
@@ -97,14 +99,23 @@ class Executor:
         self._deferred_names: set[str] = set()
         self._deferred_since = time.monotonic()
         self._unrecorded: list[tuple[str, str | None]] = []  # (step, journal key) whose records a full disk refused
+        self.clock = RunClock(options.jobs)  # every event's `at`; the job slots
 
     def emit(self, event: dict, line: str | None = None) -> None:
         """Report an event; `line` is its JSON when the caller already has it. The scheduler's own events
         are written out before it next waits; an agent step's, from its pool thread, at once."""
+        if line is None and event["event"] in ATTEMPT_EVENTS:
+            event["at"] = self.clock.at()
         with self._emit_lock:  # agent attempts report from their own threads
             self._emit(event, line)
             if threading.get_ident() != self._scheduler:
                 self._flush_events()
+
+    def _vacate(self, name: str) -> None:
+        """The step leaves `active`: its slot is free for the next start."""
+        active = self.active.pop(name, None)
+        if active is not None:
+            self.clock.give_back(active.slot)
 
     def _flush_events(self) -> None:
         flush = getattr(self._emit, "flush", None)
@@ -117,7 +128,8 @@ class Executor:
     # agent steps, which block for minutes, run in a small thread pool and wake the loop when done.
     def run(self, order: list[str]) -> Summary:
         summary = self.summary = Summary(run_id=self.record.run_id)
-        started = time.monotonic()
+        self.clock = RunClock(self.options.jobs)
+        started = self.clock.began
         all_deps = self.planner.compiled.deps
         self.produced: dict[str, str] = {}  # intent -> digest of its outputs
         doubtful = self.doubtful
@@ -131,7 +143,8 @@ class Executor:
         # Each one is in `todo`: with no result of its own to vouch for it, it is never proved up to date.
         self.aggregates = aggregates = self.planner.compiled.aggregates
         steps = len(order) - sum(1 for name in aggregates if name in self.position)
-        self.emit({"event": "run_started", "run_id": self.record.run_id, "steps": steps, "jobs": self.options.jobs})
+        run_started = {"event": "run_started", "run_id": self.record.run_id, "steps": steps, "jobs": self.options.jobs}
+        self.emit({**run_started, "started": self.clock.started})
         if doubtful is not None:
             self._report_proven([n for n in order if n not in doubtful])
         self.dependants: dict[str, list[str]] = {n: [] for n in todo}
@@ -258,16 +271,26 @@ class Executor:
                     {"event": "step_finished", "intent": name, "status": status, "error": held, "reasons": [held]}
                 )
                 continue
-            started_event = {"event": "step_started", "intent": name, "reasons": decision.reasons}
+            now, slot = time.monotonic(), self.clock.take_slot()
+            at = self.clock.at(now)
+            started_event = {
+                "event": "step_started",
+                "intent": name,
+                "at": at,
+                "slot": slot,
+                "reasons": decision.reasons,
+            }
             self.emit(
                 started_event,
-                f'{{"event": "step_started", "intent": "{name}", "reasons": {_json_list(decision.reasons)}}}',
+                f'{{"event": "step_started", "intent": "{name}", "at": {at!r}, "slot": {slot}, '
+                f'"reasons": {_json_list(decision.reasons)}}}',
             )
-            active = _Active(name, decision, time.monotonic())
+            active = _Active(name, decision, now, slot)
             with self.interrupts.held():  # an interrupt here would leave a child that nobody kills
                 started = self._start(active, selector, wake_w)
             self.interrupts.take()
-            if isinstance(started, StepOutcome):  # it could not even start
+            if isinstance(started, StepOutcome):  # it could not even start: its slot was never in `active`
+                self.clock.give_back(slot)
                 self._complete(active, started)
 
     def _prefetch(self, name: str) -> None:
@@ -365,7 +388,7 @@ class Executor:
             outcome = active.shell.finished(active.shell.proc.wait())
             if outcome.ok:
                 self.exited.append((active, outcome))  # before leaving `active`: an interrupt finds it in one
-                self.active.pop(name)
+                self._vacate(name)
             else:
                 self._complete(active, outcome)  # at once: a failure may stop the run before the next start
         now = time.monotonic()
@@ -394,7 +417,7 @@ class Executor:
         assert active.future is not None
         outcome = active.future.result()
         if outcome.ok and outcome.change is not None:
-            self.active.pop(active.name)
+            self._vacate(active.name)
             verified.append((active, outcome))
             self.agents.handed()
         else:
@@ -417,7 +440,7 @@ class Executor:
     def _complete(self, active: _Active, outcome: StepOutcome) -> None:
         """A step ended: judge it, tell the user, and let its dependants go as early as possible."""
         name, summary = active.name, self.summary
-        self.active.pop(name, None)
+        self._vacate(name)
         outputs: dict = {}
         datas: dict = {}
         if outcome.ok and outcome.change is None:
@@ -431,7 +454,9 @@ class Executor:
         if not outcome.ok and journal:
             self._remove_outputs(self.spec.intents[name].outputs)  # never leave a half-written output behind
             self.inflight.end(journal)
-        duration = time.monotonic() - active.started
+        ended = time.monotonic()
+        duration = ended - active.started
+        self.clock.ended(name, ended)
         if outcome.ok and outcome.change is None:
             # a shell step: its dependants may start now; its record is stored, and only then reported
             # as ran, once the next children are running
@@ -555,7 +580,12 @@ class Executor:
         self, name: str, decision: Decision, outcome: StepOutcome, duration: float, outputs: dict, moved=None
     ) -> tuple[str, dict]:
         """Report a step that ran; `moved`: a shell step's inputs that changed while it ran (inputs_held.py)."""
-        event = {"event": "step_finished", "intent": name, "duration": round(duration, 3)}
+        event = {
+            "event": "step_finished",
+            "intent": name,
+            "at": self.clock.ended_at(name),
+            "duration": round(duration, 3),
+        }
         reasons = decision.reasons
         if outcome.worker:
             event["worker"] = outcome.worker
@@ -590,10 +620,10 @@ class Executor:
             event["outputs"] = outputs  # what `runner replay` compares a re-execution against
         if outcome.ok:
             line = None
-            if len(event) == 3:  # the usual shell step: printed nothing, no agent details: no JSON encoder
+            if len(event) == 4:  # the usual shell step: printed nothing, no agent details: no JSON encoder
                 line = (
-                    f'{{"event": "step_finished", "intent": "{name}", "duration": {event["duration"]!r}, '
-                    f'"status": "ran", "reasons": {_json_list(reasons)}}}'
+                    f'{{"event": "step_finished", "intent": "{name}", "at": {event["at"]!r}, '
+                    f'"duration": {event["duration"]!r}, "status": "ran", "reasons": {_json_list(reasons)}}}'
                 )
             self.emit({**event, "status": RAN, "reasons": reasons}, line)
             return RAN, outputs

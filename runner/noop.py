@@ -215,7 +215,7 @@ def _holds(path: str, measure) -> bool:
 def _report(root: str, proved: Proved, parsed: dict, started: float) -> None:
     """The events of the full pipeline's no-op, key for key (runner/schemas/events.json), with "fast": true.
     The aggregates (at their positions in the proved order) are no steps: neither reported nor counted."""
-    from .record import new_run_id
+    from .record import new_run_id, utc_stamp
     from .report import summary_line
     from .summary import CACHED, cached_text, no_counts, run_finished
 
@@ -225,7 +225,11 @@ def _report(root: str, proved: Proved, parsed: dict, started: float) -> None:
     total = order.count("\0") + 1 if order else 0
     count = total - len(aggregates)
     steps = [cached_text(_without(order, total, aggregates))] if count else []
-    lines = [f'{{"event": "run_started", "run_id": "{run_id}", "steps": {count}, "jobs": {jobs}, "fast": true}}']
+    stamp = utc_stamp(time.time() - (time.monotonic() - started))  # the wall clock when the no-op began
+    lines = [
+        f'{{"event": "run_started", "run_id": "{run_id}", "steps": {count}, "jobs": {jobs}, '
+        f'"started": "{stamp}", "fast": true}}'
+    ]
     lines += steps
     finished = run_finished(run_id, parsed["targets"], "ok", {**no_counts(), CACHED: count}, time.monotonic() - started)
     lines.append(json.dumps(finished))
