@@ -112,10 +112,11 @@ class Executor:
                 self._flush_events()
 
     def _vacate(self, name: str) -> None:
-        """The step leaves `active`: its slot is free for the next start."""
+        """The step leaves `active`: its slot is free for the next start, and its time ends (its outputs are
+        hashed after the next step started on the slot)."""
         active = self.active.pop(name, None)
         if active is not None:
-            self.clock.give_back(active.slot)
+            self.clock.give_back(active.slot, name)
 
     def _flush_events(self) -> None:
         flush = getattr(self._emit, "flush", None)
@@ -454,9 +455,7 @@ class Executor:
         if not outcome.ok and journal:
             self._remove_outputs(self.spec.intents[name].outputs)  # never leave a half-written output behind
             self.inflight.end(journal)
-        ended = time.monotonic()
-        duration = ended - active.started
-        self.clock.ended(name, ended)
+        duration = self.clock.end(name) - active.started
         if outcome.ok and outcome.change is None:
             # a shell step: its dependants may start now; its record is stored, and only then reported
             # as ran, once the next children are running

@@ -31,11 +31,18 @@ class RunClock:
     def take_slot(self) -> int:
         return heapq.heappop(self._free)
 
-    def give_back(self, slot: int) -> None:
+    def give_back(self, slot: int, name: str | None = None) -> None:
+        """The slot is free again; `name`: the step that held it ended now."""
         heapq.heappush(self._free, slot)
+        if name is not None:
+            self._ended[name] = time.monotonic()
 
-    def ended(self, name: str, moment: float) -> None:
-        self._ended[name] = moment
+    def end(self, name: str) -> float:
+        """When the step ended (time.monotonic()): as it gave its slot back, else now (it never held one)."""
+        moment = self._ended.get(name)
+        if moment is None:
+            moment = self._ended[name] = time.monotonic()
+        return moment
 
     def ended_at(self, name: str) -> float:
         """The step's end as `at` (its report may come later than its end: execute._store_deferred)."""

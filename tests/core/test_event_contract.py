@@ -17,7 +17,7 @@ import signal
 import subprocess
 import sys
 import tomllib
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from importlib.resources import files
 from pathlib import Path
 
@@ -111,7 +111,7 @@ def test_each_started_step_says_when_and_on_which_job_slot(project):
     started = events[0]["started"]
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", started), started
     began = datetime.fromisoformat(started.replace("Z", "+00:00"))
-    assert abs((datetime.now(timezone.utc) - began).total_seconds()) < 60
+    assert abs((datetime.now(UTC) - began).total_seconds()) < 60
     starts = {e["intent"]: e for e in events if e["event"] == "step_started"}
     ends = {e["intent"]: e for e in events if e["event"] == "step_finished"}
     assert set(starts) == set(ends) == {"slow1", "slow2", "slow3", "last"}
