@@ -98,7 +98,7 @@ def build(run_dir: Path, events: list[dict]) -> Timeline:
             attempt = Attempt(
                 e["candidate"], e["attempt"], start, end, e["ok"], e["kind"], e["error"], e["tokens"], folder
             )
-            attempt.verify = _verify_commands(folder, _epoch(head.get("started")))
+            attempt.verify = _verify_commands(folder, epoch_of(head.get("started")))
             if e["intent"] in steps:
                 steps[e["intent"]].attempts.append(attempt)
         elif kind == "run_finished":
@@ -114,7 +114,8 @@ def build(run_dir: Path, events: list[dict]) -> Timeline:
     )
 
 
-def _epoch(started: str | None) -> float | None:
+def epoch_of(started: str | None) -> float | None:
+    """run_started's `started` as seconds since the epoch (None: not recorded)."""
     if not started:
         return None
     try:

@@ -30,6 +30,7 @@ OWNERS = {
     "junitparser": "runner.reports",
     "networkx": "runner.graph",
     "openai": "runner.workers.openai",
+    "opentelemetry": "runner.telemetry",
     "pathspec": "runner.ignore",
     "re2": "runner.parse",
     "rich": "runner.report",
