@@ -24,6 +24,7 @@ NAMES = (
     "graph",
     "validate",
     "log",
+    "report",
     "cache",
     "approve",
     "history",
