@@ -25,6 +25,7 @@ NAMES = (
     "validate",
     "log",
     "report",
+    "serve",
     "cache",
     "approve",
     "history",

@@ -21,6 +21,28 @@ def run(
         if reject:
             raise UsageError("error: --show only shows a waiting change; drop --reject (or --show) and run it again")
         return _show(inv, intents, spec_file)
+    done = decide(inv.directory, spec_file, intents, reject)
+    if done is None:
+        if inv.as_json:
+            print_json({"done": []})
+        else:
+            echo("nothing waits for approval")
+        return EXIT_OK
+    if inv.as_json:
+        print_json({"done": done})
+    else:
+        for d in done:
+            if d["action"] == "allowed":
+                echo(f"allowed {d['intent']}: its next `runner make` may call the model once")
+                continue
+            detail = d.get("error") or ", ".join(d.get("files", []))
+            echo(f"{d['action']} {d['intent']}: {detail}")
+    return EXIT_STEP_FAILED if any(d["action"] == "failed" for d in done) else EXIT_OK
+
+
+def decide(directory, spec_file: str | None, intents: tuple[str, ...], reject: bool) -> list[dict] | None:
+    """Apply (or reject) the waiting changes of `intents` (none: every one), under the project lock: what `runner
+    approve` and the Approve and Reject buttons of `runner serve` do, one code path. None: nothing waits."""
     from ..apply import load_pending
     from ..approve import approve as approve_pending
     from ..approve import grant
@@ -29,7 +51,7 @@ def run(
     from ..suggest import did_you_mean
     from ..workspace import ProjectLock
 
-    project = load_project(inv.directory, spec_file=spec_file)
+    project = load_project(directory, spec_file=spec_file)
     layout = project.layout
     pending = load_pending(layout.state_dir)
     agents = {n for n, i in project.spec.intents.items() if i.kind == "agent"}
@@ -46,30 +68,15 @@ def run(
         granted.append({"intent": name, "action": "allowed", "files": []})
     intents = tuple(n for n in intents if n in pending)
     if granted and not intents:
-        if inv.as_json:
-            print_json({"done": granted})
-        else:
-            for g in granted:
-                echo(f"allowed {g['intent']}: its next `runner make` may call the model once")
-        return EXIT_OK
+        return granted
     if not pending:
-        if inv.as_json:
-            print_json({"done": []})
-        else:
-            echo("nothing waits for approval")
-        return EXIT_OK
+        return None
     with ProjectLock(layout, "runner approve"):
         planner = planner_for(project, owner=True)
         done = granted + approve_pending(planner, layout.state_dir, list(intents) or None, reject, new_run_id())
         planner.stat.save()
         planner.cache.close()
-    if inv.as_json:
-        print_json({"done": done})
-    else:
-        for d in done:
-            detail = d.get("error") or ", ".join(d.get("files", []))
-            echo(f"{d['action']} {d['intent']}: {detail}")
-    return EXIT_STEP_FAILED if any(d["action"] == "failed" for d in done) else EXIT_OK
+    return done
 
 
 def _show(inv: Invocation, intents: tuple[str, ...], spec_file: str | None) -> int:

@@ -107,12 +107,25 @@ def _names_in(path: Path) -> set[str]:
 
 
 def status(inv: Invocation) -> None:
+    from ..workspace import find_root
+
+    rows = status_rows(find_root(inv.directory))
+    if inv.as_json:
+        print_json({"candidates": rows})
+        return
+    if not rows:
+        echo("no candidates: `runner learn` proposes them from what the recorded runs missed")
+        return
+    _say_status(rows)
+
+
+def status_rows(root: Path) -> list[dict]:
+    """Each candidate's stage, evidence and next move: `runner learn status` and `runner serve`'s learning page."""
     from ..learn import prompts
     from ..learn.cycle import settings_of, standings, today
     from ..learn.gate import evaluate, future
-    from ..workspace import Layout, find_root
+    from ..workspace import Layout
 
-    root = find_root(inv.directory)
     settings = settings_of(root)
     runs_dir = Layout(root).runs_dir
     rows = []
@@ -137,12 +150,10 @@ def status(inv: Invocation) -> None:
                 "reason": s.gate.get("reason"),
             }
         )
-    if inv.as_json:
-        print_json({"candidates": rows})
-        return
-    if not rows:
-        echo("no candidates: `runner learn` proposes them from what the recorded runs missed")
-        return
+    return rows
+
+
+def _say_status(rows: list[dict]) -> None:
     for r in rows:
         stage = f"canary {r['weight']}%" if r["stage"] == "canary" else r["stage"]
         # "disagreements" alone reads as a fault: for a new family's candidate every log it reads differs
