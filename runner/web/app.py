@@ -223,8 +223,9 @@ def create_app(root: Path, token: str, host_ok: Callable[[str], bool], read_only
     async def decide(request: Request) -> Response:
         if site.read_only:
             return PlainTextResponse("forbidden: runner serve --read-only takes no action\n", status_code=403)
-        form = await request.form()
-        given = str(form.get("csrf") or "")
+        # the form read here: starlette's own form parser needs python-multipart, for two urlencoded fields
+        form = parse_qs((await request.body())[:4096].decode("latin-1"))
+        given = (form.get("csrf") or [""])[0]
         if not hmac.compare_digest(given.encode(), site.csrf.encode()):
             return PlainTextResponse("forbidden: the form's CSRF token is missing or wrong\n", status_code=403)
         intent, action = request.path_params["intent"], request.path_params["action"]
