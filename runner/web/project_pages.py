@@ -108,12 +108,14 @@ def _chart(title: str, values: list, unit: str, t: Html) -> str:
         return f"<div class='chart'><b>{t(title)}</b><p class='muted'>no figure yet</p></div>"
     top = max(v for _i, v in points) or 1.0
     span = max(len(values) - 1, 1)
-    xy = " ".join(f"{4 + i / span * (width - 8):.1f},{height - 4 - v / top * (height - 8):.1f}" for i, v in points)
+    at = [(4 + i / span * (width - 8), height - 4 - v / top * (height - 8)) for i, v in points]
+    xy = " ".join(f"{x:.1f},{y:.1f}" for x, y in at)
+    dots = "".join(f"<circle cx='{x:.1f}' cy='{y:.1f}' r='2.5' fill='#2f6fd6'/>" for x, y in at)
     last = points[-1][1]
     return (
         f"<div class='chart'><b>{t(title)}</b>: {last:,.0f}{t(unit)} last, {top:,.0f}{t(unit)} at most<br>"
         f"<svg width='{width}' height='{height}' role='img' aria-label='{t(title)} per run'>"
-        f"<polyline fill='none' stroke='#2f6fd6' stroke-width='2' points='{xy}'/></svg></div>"
+        f"<polyline fill='none' stroke='#2f6fd6' stroke-width='2' points='{xy}'/>{dots}</svg></div>"
     )
 
 
