@@ -107,6 +107,7 @@ def _names_in(path: Path) -> set[str]:
 
 
 def status(inv: Invocation) -> None:
+    from ..learn.status import status_rows
     from ..workspace import find_root
 
     rows = status_rows(find_root(inv.directory))
@@ -117,40 +118,6 @@ def status(inv: Invocation) -> None:
         echo("no candidates: `runner learn` proposes them from what the recorded runs missed")
         return
     _say_status(rows)
-
-
-def status_rows(root: Path) -> list[dict]:
-    """Each candidate's stage, evidence and next move: `runner learn status` and `runner serve`'s learning page."""
-    from ..learn import prompts
-    from ..learn.cycle import settings_of, standings, today
-    from ..learn.gate import evaluate, future
-    from ..workspace import Layout
-
-    settings = settings_of(root)
-    runs_dir = Layout(root).runs_dir
-    rows = []
-    for s in standings(root, ("shadow", "canary", "active", "retired")) + prompts.standings(root):
-        if s.stage in ("active", "retired") and not s.gate:
-            continue  # hand-written patterns the gate never touched
-        if s.family.startswith("prompt:"):
-            nxt = prompts.evaluate(root, s, runs_dir, settings).why if s.stage in ("proposed", "canary") else None
-        else:
-            nxt = future(evaluate(s, runs_dir, settings, today())) if s.stage in ("shadow", "canary") else None
-        rows.append(
-            {
-                "pattern": s.ref,
-                "stage": s.stage,
-                "weight": s.gate.get("weight") if s.stage == "canary" else None,
-                "runs": s.gate.get("runs", 0),
-                "failed_checks": s.gate.get("failed_checks", 0),
-                "disagreements": s.gate.get("disagreements", 0),
-                "precision": s.gate.get("precision"),
-                "recall": s.gate.get("recall"),
-                "next": nxt,
-                "reason": s.gate.get("reason"),
-            }
-        )
-    return rows
 
 
 def _say_status(rows: list[dict]) -> None:

@@ -30,23 +30,9 @@ def resolve_run(runs_dir: Path, what: str | None) -> str:
     return matches[0]
 
 
-def project_view(directory: Path):
-    """(the spec's dependencies, the mask of the project's secrets): the graph a page draws and what it hides. A
-    spec that does not load leaves the graph out (None) and masks what the environment's names say is secret."""
-    from ..errors import RunnerError
-    from ..pipeline import load_project
-    from ..redact import Mask, mask_for_run, secret_values
-
-    try:
-        project = load_project(directory)
-    except RunnerError:
-        return None, Mask(secret_values())
-    return dict(project.compiled.deps), mask_for_run(project.spec)
-
-
 def run(inv: Invocation, what: str | None, as_html: bool, output: str | None) -> None:
     from ..web import pages
-    from ..web.run_data import load
+    from ..web.run_data import load, project_view
     from ..workspace import Layout, find_root
 
     if not as_html or not output:

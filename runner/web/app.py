@@ -129,15 +129,13 @@ class Site:
         self._view: tuple[float, object, Mask] | None = None
 
     def view(self) -> tuple[dict | None, Mask]:
-        from ..commands.report import project_view
-
         spec = self.root / "intents.toml"
         try:
             stamp = spec.stat().st_mtime_ns
         except OSError:
             stamp = -1
         if self._view is None or self._view[0] != stamp:
-            graph, mask = project_view(self.root)
+            graph, mask = run_data.project_view(self.root)
             self._view = (stamp, graph, mask)
         return self._view[1], self._view[2]  # type: ignore[return-value]
 
@@ -233,7 +231,7 @@ def create_app(root: Path, token: str, host_ok: Callable[[str], bool], read_only
             return PlainTextResponse("no such action\n", status_code=404)
         from starlette.concurrency import run_in_threadpool
 
-        from ..commands.approve import decide as approve_or_reject
+        from ..approvals import decide as approve_or_reject
         from ..errors import RunnerError
 
         try:
@@ -255,8 +253,8 @@ def create_app(root: Path, token: str, host_ok: Callable[[str], bool], read_only
         return html(project_pages.history_page(name, versions(site.state_dir, name), t, nav=site.nav(t)))
 
     def learning(request: Request) -> Response:
-        from ..commands.learn import status_rows
         from ..learn.audit import audit, render
+        from ..learn.status import status_rows
         from ..record import read_events
 
         _graph, mask = site.view()

@@ -204,3 +204,17 @@ def attempt_files(attempt: Attempt, mask: Mask) -> dict[str, str]:
             text = "\n".join(conversation(text))
         found[name] = mask.text(text)
     return found
+
+
+def project_view(directory: Path):
+    """(the spec's dependencies, the mask of the project's secrets): the graph a page draws and what it hides. A
+    spec that does not load leaves the graph out (None) and masks what the environment's names say is secret."""
+    from ..errors import RunnerError
+    from ..pipeline import load_project
+    from ..redact import mask_for_run, secret_values
+
+    try:
+        project = load_project(directory)
+    except RunnerError:
+        return None, Mask(secret_values())
+    return dict(project.compiled.deps), mask_for_run(project.spec)
