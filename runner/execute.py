@@ -273,18 +273,12 @@ class Executor:
                 )
                 continue
             now, slot = time.monotonic(), self.clock.take_slot()
-            at = self.clock.at(now)
-            started_event = {
-                "event": "step_started",
-                "intent": name,
-                "at": at,
-                "slot": slot,
-                "reasons": decision.reasons,
-            }
+            at, reasons = self.clock.at(now), decision.reasons
+            started_event = {"event": "step_started", "intent": name, "at": at, "slot": slot, "reasons": reasons}
             self.emit(
                 started_event,
                 f'{{"event": "step_started", "intent": "{name}", "at": {at!r}, "slot": {slot}, '
-                f'"reasons": {_json_list(decision.reasons)}}}',
+                f'"reasons": {_json_list(reasons)}}}',
             )
             active = _Active(name, decision, now, slot)
             with self.interrupts.held():  # an interrupt here would leave a child that nobody kills
@@ -579,12 +573,8 @@ class Executor:
         self, name: str, decision: Decision, outcome: StepOutcome, duration: float, outputs: dict, moved=None
     ) -> tuple[str, dict]:
         """Report a step that ran; `moved`: a shell step's inputs that changed while it ran (inputs_held.py)."""
-        event = {
-            "event": "step_finished",
-            "intent": name,
-            "at": self.clock.ended_at(name),
-            "duration": round(duration, 3),
-        }
+        at = self.clock.ended_at(name)  # when it left its slot: its report may come later (_store_deferred)
+        event = {"event": "step_finished", "intent": name, "at": at, "duration": round(duration, 3)}
         reasons = decision.reasons
         if outcome.worker:
             event["worker"] = outcome.worker

@@ -96,7 +96,7 @@ def run_page(
     parts.append(_graph(data, t, href))
     parts.append(_timeline(data, t, href))
     parts.append(_failures(data, t))
-    parts.append(_agents(data, t, full_attempts))
+    parts.append(_agents(data, t, full_attempts, served=step_href is not None))
     parts.append(_worked(data, t, href))
     title = f"runner: run {data.run_id} ({s['status']})"
     return document(title, "".join(parts), t, live=live if data.live else None, nav=nav)
@@ -259,7 +259,7 @@ def _failures(data: RunData, t: Html) -> str:
     return "".join(out)
 
 
-def _agents(data: RunData, t: Html, full: bool) -> str:
+def _agents(data: RunData, t: Html, full: bool, served: bool = False) -> str:
     if not data.agents:
         return ""
     out = ["<h2 id='agents'>Agent steps</h2>"]
@@ -267,6 +267,7 @@ def _agents(data: RunData, t: Html, full: bool) -> str:
         out.append(
             f"<section class='agent' id='step-{t(quote(step.intent))}'>"
             f"<h3>{t(step.intent)} {badge(step.status, t)}</h3>"
+            + (f"<p><a href='/intents/{t(step.intent)}'>its versions (runner history)</a></p>" if served else "")
         )
         for drift in step.drift:
             out.append(f"<p><b>drift:</b> {t(drift.get('message', ''))}</p>")
