@@ -29,7 +29,7 @@ from . import pages, project_pages, run_data
 
 RUN_ID = re.compile(r"^[0-9]{8}-[0-9]{6}-[0-9a-f]{6}$")
 INTENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-POLL = 0.25  # seconds between looks at a live run's files: reading them never slows or locks the build
+POLL = 0.5  # seconds between looks at a live run's files: reading them never slows or locks the build
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
 
 
@@ -305,17 +305,25 @@ async def _run_stream(path: Path, offset: int, mask: Mask, request: Request) -> 
         offset += len(data)
         pending += data
         *lines, pending = pending.split(b"\n")
+        changed: dict[str, str] = {}  # one message a look: a build of 10,000 steps is not 20,000 messages
+        finished = None
         for line in lines:
             try:
                 event = json.loads(line)
             except ValueError:
                 continue
             kind = event.get("event")
-            if kind in ("step_started", "step_finished"):
-                yield {"event": "step", "data": mask.text(json.dumps(event))}
+            if kind == "step_started":
+                changed[event["intent"]] = "running"
+            elif kind == "step_finished":
+                changed[event["intent"]] = event["status"]
             elif kind == "run_finished":
-                yield {"event": "finished", "data": json.dumps({"status": event.get("status")})}
-                return
+                finished = event
+        if changed:
+            yield {"event": "steps", "data": mask.text(json.dumps(list(changed.items())))}
+        if finished is not None:
+            yield {"event": "finished", "data": json.dumps({"status": finished.get("status")})}
+            return
         await asyncio.sleep(POLL)
 
 

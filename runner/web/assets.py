@@ -54,8 +54,10 @@ button.reject { background: var(--failed); color: #fff; border: 0; border-radius
 .chart { display: inline-block; margin: 0 20px 10px 0; vertical-align: top; }
 """
 
-# the search box filters the steps' chips and rows by name; on a live page, each event the run writes turns its
-# step's chip to its new state and a finished run reloads the page (everything else is in the HTML already)
+# the search box filters the steps' chips and rows by name. On a live page the server sends the steps whose state
+# changed, a batch per look at the run's files: each one's chip and row badge turn to its new state (found through a
+# map built once, not a query per step), a step the page did not know gets a chip of its own, and a finished run
+# reloads the page (everything else is in the HTML already)
 JS = """
 (function () {
   var box = document.getElementById('search');
@@ -68,27 +70,36 @@ JS = """
     });
   });
   var live = document.body.getAttribute('data-live');
-  if (live && window.EventSource) {
-    var source = new EventSource(live);
-    source.addEventListener('step', function (m) {
-      var e = JSON.parse(m.data);
-      var state = e.event === 'step_started' ? 'running' : e.status;
-      document.querySelectorAll('[data-name="' + e.intent + '"] .state, .chip[data-name="' + e.intent + '"]')
-        .forEach(function (el) {
-          el.className = el.className.replace(/\\bs-[a-z]+/, 's-' + state);
-          if (el.classList.contains('state')) el.textContent = state;
-        });
-      var row = document.querySelector('tr[data-name="' + e.intent + '"]');
-      if (!row && document.getElementById('worked')) {
-        row = document.createElement('tr'); row.setAttribute('data-name', e.intent);
-        row.innerHTML = '<td></td><td><span class="badge state s-' + state + '">' + state + '</span></td>';
-        row.firstChild.textContent = e.intent; document.getElementById('worked').appendChild(row);
-      }
+  if (!live || !window.EventSource) return;
+  var shown = null;
+  function index() {
+    shown = new Map();
+    document.querySelectorAll('.chip[data-name], tr[data-name] .state').forEach(function (el) {
+      var name = el.getAttribute('data-name') || el.closest('tr').getAttribute('data-name');
+      if (!shown.has(name)) shown.set(name, []);
+      shown.get(name).push(el);
     });
-    source.addEventListener('log', function (m) {
-      var pre = document.getElementById('log'); if (pre) { pre.textContent += m.data + '\\n'; }
-    });
-    source.addEventListener('finished', function () { source.close(); location.reload(); });
   }
+  var source = new EventSource(live);
+  source.addEventListener('steps', function (m) {
+    if (shown === null) index();
+    JSON.parse(m.data).forEach(function (step) {
+      var name = step[0], state = step[1], els = shown.get(name);
+      if (!els) {
+        var chip = document.createElement('span');
+        chip.className = 'chip s-' + state; chip.setAttribute('data-name', name); chip.textContent = name;
+        var box = document.getElementById('live-chips'); if (box) box.appendChild(chip);
+        els = [chip]; shown.set(name, els);
+      }
+      els.forEach(function (el) {
+        el.className = el.className.replace(/\\bs-[a-z]+/, 's-' + state);
+        if (el.classList.contains('state')) el.textContent = state;
+      });
+    });
+  });
+  source.addEventListener('log', function (m) {
+    var pre = document.getElementById('log'); if (pre) { pre.textContent += m.data + '\\n'; }
+  });
+  source.addEventListener('finished', function () { source.close(); location.reload(); });
 })();
 """

@@ -15,6 +15,7 @@ from .run_data import RunData, attempt_files
 STATUSES = ("ran", "cached", "restored", "kept", "failed", "skipped", "blocked", "running")
 OPEN_LAYER = 300  # a layer of more steps than this starts folded: a 10,000-step run stays quick to open
 GRAPH_DRAWN = 150  # at most this many steps are drawn as a graph with edges; above, by layer only
+LISTED = 1000  # rows of the steps table; above, the failed and blocked ones, then the first in order
 TIMELINE_WIDTH = 1000
 
 
@@ -144,13 +145,15 @@ def _graph(data: RunData, t: Html, href: Callable[[str], str]) -> str:
         opened = " open" if len(layer) <= OPEN_LAYER or any(data.outcomes[n] == "failed" for n in layer) else ""
         chips = "".join(
             f"<a class='chip s-{t(data.outcomes[n])}{' crit' if n in critical else ''}' data-name='{t(n)}' "
-            f"href='{t(href(n))}' title='{t(n)}: {t(data.outcomes[n])}'>{t(n)}</a>"
+            f"href='{t(href(n))}'>{t(n)}</a>"
             for n in layer
         )
         out.append(
             f"<details class='layer'{opened}><summary>layer {depth + 1}: {len(layer):,} steps ({t(said)})</summary>"
             f"<div class='chips'>{chips}</div></details>"
         )
+    if data.live:
+        out.append("<div class='chips' id='live-chips'></div>")  # the steps the run reports from now on
     return "".join(out)
 
 
@@ -211,17 +214,18 @@ def _timeline(data: RunData, t: Html, href: Callable[[str], str]) -> str:
             f"<text x='{x:.1f}' y='10' text-anchor='middle'>{span * tick / 10:.{digits}f}s</text>"
         )
     critical = set(data.critical)
+    linked = len(tl.steps) <= LISTED  # a large run's bars are found by the search box and the graph's links
     for step in tl.steps.values():
         end = step.end if step.end is not None else span
         x = 60 + step.start / span * TIMELINE_WIDTH
         w = max((end - step.start) / span * TIMELINE_WIDTH, 1.0)
         y = 16 + step.slot * lane
         stroke = " stroke='#111' stroke-width='2'" if step.intent in critical else ""
-        parts.append(
-            f"<a href='{t(href(step.intent))}'><rect class='bar' data-name='{t(step.intent)}' x='{x:.1f}' y='{y}' "
-            f"width='{w:.1f}' height='{lane - 4}' fill='var(--{t(step.status)})'{stroke}>"
-            f"<title>{t(step.intent)}: {t(step.status)}, {step.start:.2f}-{end:.2f}s</title></rect></a>"
+        bar = (
+            f"<rect class='bar' data-name='{t(step.intent)}' x='{x:.1f}' y='{y}' width='{w:.1f}' height='{lane - 4}' "
+            f"fill='var(--{t(step.status)})'{stroke}><title>{t(step.intent)} {step.start:.2f}-{end:.2f}s</title></rect>"
         )
+        parts.append(f"<a href='{t(href(step.intent))}'>{bar}</a>" if linked else bar)
     parts.append("</svg>")
     if data.critical:
         took = sum((tl.steps[n].end or 0) - tl.steps[n].start for n in data.critical if tl.steps[n].end is not None)
@@ -322,9 +326,13 @@ def _worked(data: RunData, t: Html, href: Callable[[str], str]) -> str:
     """Every step that did something (a cached step is only counted), in the order it was reported."""
     rows = []
     steps = data.timeline.steps
-    for name, status in data.outcomes.items():
-        if status == "cached":
-            continue
+    worked = [n for n, status in data.outcomes.items() if status != "cached"]
+    if len(worked) > LISTED:  # a 10,000-step run: the table that matters is the one that went wrong
+        first = [n for n in worked if data.outcomes[n] in ("failed", "blocked", "running")]
+        worked = first + [n for n in worked if n not in set(first)][: max(0, LISTED - len(first))]
+    left = sum(1 for s in data.outcomes.values() if s != "cached") - len(worked)
+    for name in worked:
+        status = data.outcomes[name]
         step = steps.get(name)
         when = f"{step.start:.2f}s" if step else ""
         took = seconds((step.end - step.start) if step and step.end is not None else None)
@@ -338,6 +346,11 @@ def _worked(data: RunData, t: Html, href: Callable[[str], str]) -> str:
         "<h2 id='steps'>Steps that ran</h2><table><thead><tr><th>step</th><th>status</th><th class='num'>slot</th>"
         "<th class='num'>start</th><th class='num'>duration</th></tr></thead>"
         f"<tbody id='worked'>{''.join(rows)}</tbody></table>"
+        + (
+            f"<p class='muted'>and {left:,} more: the graph above lists every step, the search box finds one</p>"
+            if left
+            else ""
+        )
     )
 
 
