@@ -15,6 +15,7 @@ from .run_data import RunData, attempt_files
 STATUSES = ("ran", "cached", "restored", "kept", "failed", "skipped", "blocked", "running")
 OPEN_LAYER = 300  # a layer of more steps than this starts folded: a 10,000-step run stays quick to open
 GRAPH_DRAWN = 150  # at most this many steps are drawn as a graph with edges; above, by layer only
+NARROW = 2.0  # pixels: a step's bar narrower than this, beside one of its outcome, is drawn with it
 LISTED = 1000  # rows of the steps table; above, the failed and blocked ones, then the first in order
 TIMELINE_WIDTH = 1000
 
@@ -215,17 +216,32 @@ def _timeline(data: RunData, t: Html, href: Callable[[str], str]) -> str:
         )
     critical = set(data.critical)
     linked = len(tl.steps) <= LISTED  # a large run's bars are found by the search box and the graph's links
-    for step in tl.steps.values():
+    merged: dict[int, list] = {}  # slot -> the bar of narrow steps being merged: [x, end x, status, count]
+    for step in sorted(tl.steps.values(), key=lambda s: s.start):
         end = step.end if step.end is not None else span
         x = 60 + step.start / span * TIMELINE_WIDTH
-        w = max((end - step.start) / span * TIMELINE_WIDTH, 1.0)
+        w = (end - step.start) / span * TIMELINE_WIDTH
         y = 16 + step.slot * lane
+        if w < NARROW and step.intent not in critical and not linked:
+            # 10,000 steps on 1,000 pixels: a bar of their own each is a fraction of a pixel, and 10,000 SVG
+            # elements slow the page; neighbours of one outcome on one slot are drawn as one bar, as they look
+            run = merged.get(step.slot)
+            if run is not None and run[2] == step.status and x - run[1] < NARROW:
+                run[1], run[3] = x + w, run[3] + 1
+                continue
+            if run is not None:
+                parts.append(_merged_bar(run, 16 + step.slot * lane, lane, t))
+            merged[step.slot] = [x, x + w, step.status, 1]
+            continue
         stroke = " stroke='#111' stroke-width='2'" if step.intent in critical else ""
         bar = (
-            f"<rect class='bar' data-name='{t(step.intent)}' x='{x:.1f}' y='{y}' width='{w:.1f}' height='{lane - 4}' "
-            f"fill='var(--{t(step.status)})'{stroke}><title>{t(step.intent)} {step.start:.2f}-{end:.2f}s</title></rect>"
+            f"<rect class='bar' data-name='{t(step.intent)}' x='{x:.1f}' y='{y}' width='{max(w, 1.0):.1f}' "
+            f"height='{lane - 4}' fill='var(--{t(step.status)})'{stroke}>"
+            f"<title>{t(step.intent)} {step.start:.2f}-{end:.2f}s</title></rect>"
         )
         parts.append(f"<a href='{t(href(step.intent))}'>{bar}</a>" if linked else bar)
+    for slot, run in merged.items():
+        parts.append(_merged_bar(run, 16 + slot * lane, lane, t))
     parts.append("</svg>")
     if data.critical:
         took = sum((tl.steps[n].end or 0) - tl.steps[n].start for n in data.critical if tl.steps[n].end is not None)
@@ -234,6 +250,14 @@ def _timeline(data: RunData, t: Html, href: Callable[[str], str]) -> str:
             f"{seconds(tl.duration)}): {t(' → '.join(data.critical))}</p>"
         )
     return "".join(out + parts)
+
+
+def _merged_bar(run: list, y: int, lane: int, t: Html) -> str:
+    x, end, status, count = run
+    return (
+        f"<rect class='bars' x='{x:.1f}' y='{y}' width='{max(end - x, 1.0):.1f}' height='{lane - 4}' "
+        f"fill='var(--{t(status)})'><title>{count} steps {t(status)}</title></rect>"
+    )
 
 
 def _failures(data: RunData, t: Html) -> str:
