@@ -142,3 +142,17 @@ def test_another_address_only_with_a_warning_and_a_busy_port_said(project):
         "sees the project's runs and logs and may approve changes\n"
         f"error: cannot serve on 0.0.0.0:{port}: Address already in use\n"
     )
+
+
+def test_without_the_web_extra_it_says_which_extra_to_install(project):
+    """uvicorn absent (an install without the `web` extra; here made absent in the runner's own process)."""
+    project.spec(BUILD)
+    code = (
+        "import sys; sys.modules['uvicorn'] = None; sys.argv = ['runner', 'serve']; "
+        "from runner.entry import console; console()"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=project.root, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr == (
+        "error: runner serve needs the web extra (uvicorn is not installed): pip install 'intent-runner[web]'\n"
+    )
