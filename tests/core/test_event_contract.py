@@ -79,12 +79,12 @@ def test_the_fast_no_op_and_the_full_pipeline_say_the_same(chain, args):
 
 PARALLEL = """
 [intent.slow1]
-run = "sleep 0.4; echo 1 > one.txt"
+run = "sleep 0.7; echo 1 > one.txt"
 inputs = ["x"]
 outputs = ["one.txt"]
 
 [intent.slow2]
-run = "sleep 0.4; echo 2 > two.txt"
+run = "sleep 0.3; echo 2 > two.txt"
 inputs = ["x"]
 outputs = ["two.txt"]
 
@@ -119,7 +119,8 @@ def test_each_started_step_says_when_and_on_which_job_slot(project):
         end = ends[name]
         assert 0 <= start["slot"] < 2
         assert end["at"] - end["duration"] == pytest.approx(start["at"], abs=0.002)
-    # two slots: slow1 and slow2 start together; slow3 takes the first slot freed; `last` starts after all three
+    # two slots: slow1 and slow2 start together; slow3 takes the slot slow2 (the shorter, started second) freed,
+    # never one still held; `last` starts after all three
     assert {starts["slow1"]["slot"], starts["slow2"]["slot"]} == {0, 1}
     assert starts["slow3"]["at"] >= min(ends["slow1"]["at"], ends["slow2"]["at"]) - 0.002
     assert starts["last"]["at"] >= max(ends[n]["at"] for n in ("slow1", "slow2", "slow3")) - 0.002
