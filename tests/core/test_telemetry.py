@@ -4,6 +4,9 @@ protobuf request as a collector does."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -114,3 +117,20 @@ def test_a_collector_that_does_not_answer_changes_nothing_but_a_line_on_stderr(p
     assert result.code == 0, result.err
     assert f"runner: the run's spans could not be sent to the OpenTelemetry collector at {nobody}\n" in result.err
     assert {e["status"] for e in result.events() if e["event"] == "step_finished"} == {"ran"}
+
+
+def test_without_the_sdk_the_run_says_so_once_and_goes_on(project):
+    """The SDK absent (an install without the `telemetry` extra; here made absent in the runner's own process)."""
+    project.spec(PARALLEL)
+    project.write("x", "1")
+    code = (
+        "import sys; sys.modules['opentelemetry.exporter.otlp.proto.http.trace_exporter'] = None; "
+        "sys.argv = ['runner', 'make', 'left']; from runner.entry import console; console()"
+    )
+    env = {**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9"}
+    proc = subprocess.run([sys.executable, "-c", code], cwd=project.root, capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert (
+        "runner: OTEL_EXPORTER_OTLP_ENDPOINT is set but the OpenTelemetry SDK is not installed: no spans sent "
+        "(pip install 'intent-runner[telemetry]')\n"
+    ) in proc.stderr
