@@ -139,3 +139,23 @@ def test_the_html_report_opens_from_file_with_no_request_leaving_the_page(projec
     expect(page.locator(".chip[data-name='quick']")).to_be_hidden()
     page.wait_for_timeout(300)
     assert requests == [url]
+
+
+def test_a_running_step_s_log_streams_on_its_page(project, serve, browser):
+    project.spec('[intent.talk]\nrun = "for i in 1 2 3 4; do echo line$i; sleep 0.7; done"\ninputs = ["x"]\n')
+    project.write("x", "1")
+    served = serve(project.root)
+    make = subprocess.Popen(
+        [sys.executable, "-m", "runner", "make", "--json"], cwd=project.root, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        seen = [json.loads(make.stdout.readline()), json.loads(make.stdout.readline())]
+        assert seen[1]["event"] == "step_started", seen
+        page = browser.new_page()
+        page.goto(f"{served.base}/runs/{seen[0]['run_id']}/steps/talk?token={served.token}")
+        expect(page.locator("h1 .badge")).to_have_text("running")
+        expect(page.locator("#log")).to_contain_text("line3", timeout=30_000)  # printed after the page was served
+        expect(page.locator("h1 .badge")).to_have_text("ran", timeout=30_000)  # the step's end reloads it
+        expect(page.locator("#log")).to_contain_text("line4")
+    finally:
+        make.communicate(timeout=60)
