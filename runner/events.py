@@ -34,14 +34,18 @@ def _tail(more: dict) -> str:
 
 
 # ---- the run ----------------------------------------------------------------------------------------------------
-def run_started(run_id: str, steps: int, jobs: int) -> dict:
-    """The run's first event: its id, the steps it counts (aggregates are none) and its slots."""
-    return {"event": "run_started", "run_id": run_id, "steps": steps, "jobs": jobs}
+def run_started(run_id: str, steps: int, jobs: int, started: str) -> dict:
+    """The run's first event: its id, the steps it counts (aggregates are none), its slots and when it began (UTC,
+    record.utc_stamp)."""
+    return {"event": "run_started", "run_id": run_id, "steps": steps, "jobs": jobs, "started": started}
 
 
-def run_started_fast(run_id: str, steps: int, jobs: int) -> str:
+def run_started_fast(run_id: str, steps: int, jobs: int, started: str) -> str:
     """The fast no-op's run_started line, key for key the pipeline's, with "fast": true."""
-    return f'{{"event": "run_started", "run_id": "{run_id}", "steps": {steps}, "jobs": {jobs}, "fast": true}}'
+    return (
+        f'{{"event": "run_started", "run_id": "{run_id}", "steps": {steps}, "jobs": {jobs}, '
+        f'"started": "{started}", "fast": true}}'
+    )
 
 
 def named(targets) -> str | list[str] | None:

@@ -22,6 +22,7 @@ from .plan import RUN, Decision, Planner, decide_each, produced_by_proven
 from .process import RUN_VAR, kill_groups
 from .record import RunRecord, tail
 from .redact import Mask
+from .run_clock import ATTEMPT_EVENTS, RunClock
 from .run_options import RunOptions
 from .step_outputs import damaged_copy, hash_outputs, remove_outputs, restore_produced
 from .steps import StepContext, StepKind, StepOutcome, kind_of
@@ -42,13 +43,14 @@ class _Active:
     """A step that is running, as it is waited for: a child of the scheduler's (watched through its pidfd and its
     output pipe) or a future (an agent step's attempts, a step on a cluster)."""
 
-    __slots__ = ("name", "decision", "kind", "started", "shell", "future", "pidfd", "watching_output")
+    __slots__ = ("name", "decision", "kind", "started", "slot", "shell", "future", "pidfd", "watching_output")
 
-    def __init__(self, name: str, decision: Decision, kind: StepKind, started: float):
+    def __init__(self, name: str, decision: Decision, kind: StepKind, started: float, slot: int):
         self.name = name
         self.decision = decision
         self.kind = kind
         self.started = started
+        self.slot = slot  # the job slot it holds (0 .. jobs-1), given back as it leaves `active`
         self.shell: RunningShell | None = None
         self.future: Future | None = None
         self.pidfd: int | None = None
@@ -99,14 +101,24 @@ class Executor:
         self._deferred_names: set[str] = set()
         self._deferred_since = time.monotonic()
         self._unrecorded: list[tuple[str, str | None]] = []  # (step, journal key) whose records a full disk refused
+        self.clock = RunClock(options.jobs)  # every event's `at`; the job slots
 
     def emit(self, event: dict, line: str | None = None) -> None:
         """Report an event; `line` is its JSON when the caller already has it. The scheduler's own events
         are written out before it next waits; an agent step's, from its pool thread, at once."""
+        if line is None and event["event"] in ATTEMPT_EVENTS:
+            event["at"] = self.clock.at()
         with self._emit_lock:  # agent attempts report from their own threads
             self._emit(event, line)
             if threading.get_ident() != self._scheduler:
                 self._flush_events()
+
+    def _vacate(self, name: str) -> None:
+        """The step leaves `active`: its slot is free for the next start, and its time ends (its outputs are
+        hashed after the next step started on the slot)."""
+        active = self.active.pop(name, None)
+        if active is not None:
+            self.clock.give_back(active.slot, name)
 
     def _flush_events(self) -> None:
         flush = getattr(self._emit, "flush", None)
@@ -119,7 +131,8 @@ class Executor:
     # agent steps, which block for minutes, run in a small thread pool and wake the loop when done.
     def run(self, order: list[str]) -> Summary:
         summary = self.summary = Summary(run_id=self.record.run_id)
-        started = time.monotonic()
+        self.clock = RunClock(self.options.jobs)
+        started = self.clock.began
         all_deps = self.planner.compiled.deps
         self.produced: dict[str, str] = {}  # intent -> digest of its outputs
         doubtful = self.doubtful
@@ -133,7 +146,7 @@ class Executor:
         # Each one is in `todo`: with no result of its own to vouch for it, it is never proved up to date.
         self.aggregates = aggregates = self.planner.compiled.aggregates
         steps = len(order) - sum(1 for name in aggregates if name in self.position)
-        self.emit(run_started(self.record.run_id, steps, self.options.jobs))
+        self.emit(run_started(self.record.run_id, steps, self.options.jobs, self.clock.started))
         if doubtful is not None:
             self._report_proven([n for n in order if n not in doubtful])
         self.dependants: dict[str, list[str]] = {n: [] for n in todo}
@@ -259,12 +272,14 @@ class Executor:
                 (summary.failed if status == FAILED else summary.blocked).append(name)
                 self.emit(step_stopped(name, status, held))
                 continue
-            self.emit(*step_started(name, decision.reasons))
-            active = _Active(name, decision, kind, time.monotonic())
+            now, slot = time.monotonic(), self.clock.take_slot()
+            self.emit(*step_started(name, decision.reasons, at=self.clock.at(now), slot=slot))
+            active = _Active(name, decision, kind, now, slot)
             with self.interrupts.held():  # an interrupt here would leave a child that nobody kills
                 started = self._start(active, selector, wake_w)
             self.interrupts.take()
-            if isinstance(started, StepOutcome):  # it could not even start
+            if isinstance(started, StepOutcome):  # it could not even start: its slot was never in `active`
+                self.clock.give_back(slot)
                 self._complete(active, started)
 
     def _prefetch(self, name: str) -> None:
@@ -351,7 +366,7 @@ class Executor:
             outcome = active.shell.finished(active.shell.proc.wait())
             if outcome.ok:
                 self.exited.append((active, outcome))  # before leaving `active`: an interrupt finds it in one
-                self.active.pop(name)
+                self._vacate(name)
             else:
                 self._complete(active, outcome)  # at once: a failure may stop the run before the next start
         now = time.monotonic()
@@ -380,7 +395,7 @@ class Executor:
         assert active.future is not None
         outcome = active.future.result()
         if outcome.ok and outcome.change is not None:
-            self.active.pop(active.name)
+            self._vacate(active.name)
             verified.append((active, outcome))
             self.agents.handed()
         else:
@@ -403,7 +418,7 @@ class Executor:
     def _complete(self, active: _Active, outcome: StepOutcome) -> None:
         """A step ended: judge it, tell the user, and let its dependants go as early as possible."""
         name, summary = active.name, self.summary
-        self.active.pop(name, None)
+        self._vacate(name)
         outputs: dict = {}
         datas: dict = {}
         if outcome.ok and outcome.change is None:
@@ -417,7 +432,7 @@ class Executor:
         if not outcome.ok and journal:
             remove_outputs(self.spec.root, self.spec.intents[name].outputs)  # never leave a half-written output behind
             self.inflight.end(journal)
-        duration = time.monotonic() - active.started
+        duration = self.clock.end(name) - active.started
         if outcome.ok and outcome.change is None:
             # a shell step: its dependants may start now; its record is stored, and only then reported
             # as ran, once the next children are running
@@ -542,7 +557,9 @@ class Executor:
     ) -> tuple[str, dict]:
         """Report a step that ran; `moved`: a shell step's inputs that changed while it ran (inputs_held.py)."""
         duration = round(duration, 3)
-        more: dict = {}  # the keys between its duration and its status, as they apply
+        # the keys between its duration and its status, as they apply; first when it left its slot (its report may
+        # come later: _store_deferred)
+        more: dict = {"at": self.clock.ended_at(name)}
         reasons = decision.reasons
         if outcome.worker:
             more["worker"] = outcome.worker

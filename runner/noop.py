@@ -216,7 +216,7 @@ def _report(root: str, proved: Proved, parsed: dict, started: float) -> None:
     """The events of the full pipeline's no-op, key for key (runner/schemas/events.json), with "fast": true.
     The aggregates (at their positions in the proved order) are no steps: neither reported nor counted."""
     from .events import cached_text, run_finished, run_started_fast
-    from .record import new_run_id
+    from .record import new_run_id, utc_stamp
     from .report import summary_line
     from .summary import CACHED, no_counts
 
@@ -226,7 +226,8 @@ def _report(root: str, proved: Proved, parsed: dict, started: float) -> None:
     total = order.count("\0") + 1 if order else 0
     count = total - len(aggregates)
     steps = [cached_text(_without(order, total, aggregates))] if count else []
-    lines = [run_started_fast(run_id, count, jobs)]
+    stamp = utc_stamp(time.time() - (time.monotonic() - started))  # the wall clock when the no-op began
+    lines = [run_started_fast(run_id, count, jobs, stamp)]
     lines += steps
     finished = run_finished(run_id, parsed["targets"], "ok", {**no_counts(), CACHED: count}, time.monotonic() - started)
     lines.append(json.dumps(finished))

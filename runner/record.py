@@ -19,6 +19,11 @@ def new_run_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S", time.localtime(now)) + f"-{int(now % 1 * 1e6):05x}{os.urandom(1)[0] & 15:x}"
 
 
+def utc_stamp(seconds: float) -> str:
+    """The wall-clock time `seconds` (time.time()) in UTC, ISO 8601 to the millisecond: run_started's `started`."""
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{int(seconds % 1 * 1000):03d}Z"
+
+
 class RunRecord:
     """One run's folder. Events are flushed before the run waits for anything, so a killed run leaves a
     readable log that is behind by at most what one pass of the scheduler emitted.

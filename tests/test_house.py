@@ -13,7 +13,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "runner"
 # grown by kind, each importing the core (../shared/ARCHITECTURE.md, "Layout as the project grows")
-SUBSYSTEMS = ("runner.learn", "runner.roadmap", "runner.executors", "runner.stores")
+SUBSYSTEMS = ("runner.learn", "runner.roadmap", "runner.executors", "runner.stores", "runner.web")
 DECLARED_WORLD = ("runner.spec", "runner.errors")  # the bottom: they import no other runner module
 TOP = ("runner.cli", "runner.entry", "runner.__main__")  # the only importers of runner.commands
 # each third-party library has one importer in runner/, which owns what the project does with it
@@ -30,9 +30,13 @@ OWNERS = {
     "junitparser": "runner.reports",
     "networkx": "runner.graph",
     "openai": "runner.workers.openai",
+    "opentelemetry": "runner.telemetry",
     "pathspec": "runner.ignore",
     "re2": "runner.parse",
     "rich": "runner.report",
+    "sse_starlette": "runner.web.app",
+    "starlette": "runner.web.app",
+    "uvicorn": "runner.web.app",
     "rtoml": "runner.toml_read",
     "tomli": "runner.toml_read",
     "tomlkit": "runner.toml_write",

@@ -24,6 +24,8 @@ NAMES = (
     "graph",
     "validate",
     "log",
+    "report",
+    "serve",
     "cache",
     "approve",
     "history",

@@ -21,56 +21,23 @@ def run(
         if reject:
             raise UsageError("error: --show only shows a waiting change; drop --reject (or --show) and run it again")
         return _show(inv, intents, spec_file)
-    from ..apply import load_pending
-    from ..approve import approve as approve_pending
-    from ..approve import grant
+    from ..approvals import decide
     from ..executors import stop_abandoned
-    from ..pipeline import load_project, planner_for, recover_killed_run
-    from ..record import new_run_id
-    from ..suggest import did_you_mean
-    from ..workspace import ProjectLock
 
-    project = load_project(inv.directory, spec_file=spec_file)
-    layout = project.layout
-    if layout.state_dir.is_dir():  # a killed run's apply (a killed approve's too) finished before anything is read
-        with ProjectLock(layout, "runner approve"):
-            warn([f"runner: {message}" for message in recover_killed_run(layout, stop_abandoned)])
-    pending = load_pending(layout.state_dir)
-    agents = {n for n, i in project.spec.intents.items() if i.kind == "agent"}
-    granted = []
-    for name in intents:
-        if name in pending:
-            continue
-        if name not in agents:
-            raise UsageError(
-                f"error: '{name}' is not an agent step{did_you_mean(name, agents)}; "
-                f"changes waiting: {', '.join(sorted(pending)) or 'none'}"
-            )
-        grant(layout.state_dir, name)  # nothing computed yet: allow its next run to call the model
-        granted.append({"intent": name, "action": "allowed", "files": []})
-    intents = tuple(n for n in intents if n in pending)
-    if granted and not intents:
-        if inv.as_json:
-            print_json({"done": granted})
-        else:
-            for g in granted:
-                echo(f"allowed {g['intent']}: its next `runner make` may call the model once")
-        return EXIT_OK
-    if not pending:
+    done = decide(inv.directory, spec_file, intents, reject, stop_abandoned, lambda said: warn([f"runner: {said}"]))
+    if done is None:
         if inv.as_json:
             print_json({"done": []})
         else:
             echo("nothing waits for approval")
         return EXIT_OK
-    with ProjectLock(layout, "runner approve"):
-        planner = planner_for(project, owner=True)
-        done = granted + approve_pending(planner, layout.state_dir, list(intents) or None, reject, new_run_id())
-        planner.stat.save()
-        planner.cache.close()
     if inv.as_json:
         print_json({"done": done})
     else:
         for d in done:
+            if d["action"] == "allowed":
+                echo(f"allowed {d['intent']}: its next `runner make` may call the model once")
+                continue
             detail = d.get("error") or ", ".join(d.get("files", []))
             echo(f"{d['action']} {d['intent']}: {detail}")
     return EXIT_STEP_FAILED if any(d["action"] == "failed" for d in done) else EXIT_OK

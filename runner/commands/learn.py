@@ -107,42 +107,20 @@ def _names_in(path: Path) -> set[str]:
 
 
 def status(inv: Invocation) -> None:
-    from ..learn import prompts
-    from ..learn.cycle import settings_of, standings, today
-    from ..learn.gate import evaluate, future
-    from ..workspace import Layout, find_root
+    from ..learn.status import status_rows
+    from ..workspace import find_root
 
-    root = find_root(inv.directory)
-    settings = settings_of(root)
-    runs_dir = Layout(root).runs_dir
-    rows = []
-    for s in standings(root, ("shadow", "canary", "active", "retired")) + prompts.standings(root):
-        if s.stage in ("active", "retired") and not s.gate:
-            continue  # hand-written patterns the gate never touched
-        if s.family.startswith("prompt:"):
-            nxt = prompts.evaluate(root, s, runs_dir, settings).why if s.stage in ("proposed", "canary") else None
-        else:
-            nxt = future(evaluate(s, runs_dir, settings, today())) if s.stage in ("shadow", "canary") else None
-        rows.append(
-            {
-                "pattern": s.ref,
-                "stage": s.stage,
-                "weight": s.gate.get("weight") if s.stage == "canary" else None,
-                "runs": s.gate.get("runs", 0),
-                "failed_checks": s.gate.get("failed_checks", 0),
-                "disagreements": s.gate.get("disagreements", 0),
-                "precision": s.gate.get("precision"),
-                "recall": s.gate.get("recall"),
-                "next": nxt,
-                "reason": s.gate.get("reason"),
-            }
-        )
+    rows = status_rows(find_root(inv.directory))
     if inv.as_json:
         print_json({"candidates": rows})
         return
     if not rows:
         echo("no candidates: `runner learn` proposes them from what the recorded runs missed")
         return
+    _say_status(rows)
+
+
+def _say_status(rows: list[dict]) -> None:
     for r in rows:
         stage = f"canary {r['weight']}%" if r["stage"] == "canary" else r["stage"]
         # "disagreements" alone reads as a fault: for a new family's candidate every log it reads differs

@@ -1,5 +1,5 @@
 """`runner log [RUN|STEP]`: what a recorded run did (its steps, their logs, agent attempts and tokens), or
-one step's last log; `--list` the runs recorded."""
+one step's last log; `--list` the runs recorded; `--trace FILE` a run as Chrome trace-event JSON."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from ..errors import UsageError
-from . import Command, Invocation, argument, echo, flag, print_json
+from . import Command, Invocation, argument, echo, flag, option, print_json
 
 # the steps a run's view lists; cached are counted
 _WORKED = ("ran", "failed", "restored", "kept", "blocked", "skipped")
@@ -114,12 +114,14 @@ def _drift(finished: dict) -> dict:
     return {"drift": finished["drift"]} if finished.get("drift") else {}
 
 
-def run(inv: Invocation, what: str | None, list_runs_flag: bool) -> None:
+def run(inv: Invocation, what: str | None, list_runs_flag: bool, trace: str | None = None) -> None:
     from ..record import last_run_of, list_runs, read_events
     from ..workspace import Layout, find_root
 
     layout = Layout(find_root(inv.directory))
     runs = list_runs(layout.runs_dir)
+    if list_runs_flag and trace:
+        raise UsageError("error: --trace writes one run's trace; it does not go with --list")
     if list_runs_flag:
         summaries = [run_summary(r, read_events(layout.runs_dir, r)) for r in runs]
         if inv.as_json:
@@ -135,6 +137,11 @@ def run(inv: Invocation, what: str | None, list_runs_flag: bool) -> None:
         assert what is not None
         step_run, named = last_run_of(layout.runs_dir, what)
         if step_run is not None:
+            if trace:
+                raise UsageError(
+                    f"error: --trace writes a run's trace and {what} is a step: "
+                    f"`runner log {step_run} --trace {trace}` writes the run that last ran it"
+                )
             return show_step(inv, layout.runs_dir, step_run, what)
         matches = [r for r in runs if r.startswith(what)]
         if len(matches) > 1:
@@ -143,11 +150,45 @@ def run(inv: Invocation, what: str | None, list_runs_flag: bool) -> None:
             raise UsageError(_no_log(inv.directory, what, named, len(runs)))
         run_id = matches[0]
     events = read_events(layout.runs_dir, run_id)
+    if trace:
+        return write_trace(inv, layout.runs_dir / run_id, events, Path(trace))
     steps = run_steps(layout.runs_dir / run_id, events)
     if inv.as_json:
         print_json({"run_id": run_id, **run_summary(run_id, events), "steps": steps, "events": events})
     else:
         echo(render_run(run_id, events, steps))
+
+
+def write_trace(inv: Invocation, run_dir: Path, events: list[dict], path: Path) -> None:
+    """The run as Chrome trace-event JSON in `path` (runner/trace.py), said on stderr (--json: on stdout)."""
+    from .. import trace
+    from ..timeline import build
+
+    timeline = build(run_dir, events)
+    if timeline.untimed:
+        raise UsageError(
+            f"error: run {run_dir.name} was recorded before runner timed its steps: no trace to write "
+            "(a run of `runner make` now records one)"
+        )
+    path = path if path.is_absolute() else inv.directory / path
+    try:
+        slices = trace.write(timeline, path)
+    except OSError as exc:
+        from ..errors import NoSpaceError
+        from ..nospace import is_no_space
+
+        if is_no_space(exc):
+            raise NoSpaceError(str(path), exit_code=2) from None
+        raise UsageError(f"error: cannot write the trace to {path}: {exc.strerror or exc}") from None
+    if inv.as_json:
+        print_json({"run_id": run_dir.name, "trace": str(path), "steps": slices})
+        return
+    print(
+        f"runner: run {run_dir.name}: {slices} steps traced in {path}; open it in https://ui.perfetto.dev "
+        "or chrome://tracing",
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 def _no_log(directory: Path, what: str, named: bool, runs: int) -> str:
@@ -176,6 +217,13 @@ COMMAND = Command(
     (
         argument("what", required=False),
         flag("--list", dest="list_runs_flag", help="List the recorded runs."),
+        option(
+            "--trace",
+            dest="trace",
+            help="Write the run as Chrome trace-event JSON to FILE (Perfetto, chrome://tracing).",
+            metavar="FILE",
+            complete="file",
+        ),
     ),
     run,
 )

@@ -88,6 +88,7 @@ def make(
         reporter.close()
         runs_on.close()
     warn(summary.warnings)
+    _send_spans(project, summary.run_id)
     if sync_roadmap and not summary.interrupted:  # what completed before a set-up failure completed too
         _sync_roadmap(project, targets, summary, as_json)
     if summary.interrupted:
@@ -106,6 +107,14 @@ def make(
     if summary.blocked:
         return EXIT_BLOCKED
     return EXIT_OK
+
+
+def _send_spans(project, run_id: str) -> None:
+    """The run's spans to the OpenTelemetry collector the environment names (runner/telemetry.py), if any."""
+    from ..telemetry import configured, export_run
+
+    if configured():
+        export_run(project.layout.runs_dir / run_id, project.spec.project.name or project.layout.root.name)
 
 
 def _selected(project, targets) -> list[str]:

@@ -610,6 +610,7 @@ def _verify(job: AttemptJob, ws: Path, cancel, journal, log_path: Path) -> str |
         # the next prompt, the events and result.json never carry a secret it printed); only bytes past
         # `start` can change, the earlier commands' output having been masked the same way
         job.mask.file(log_path)
+        _timed(job, log_path, name, line, began, code if not stopped else None)
         if stopped == "cancelled":
             return "interrupted"
         if code == 0:
@@ -621,6 +622,14 @@ def _verify(job: AttemptJob, ws: Path, cancel, journal, log_path: Path) -> str |
         read = reports_read(ws, reports, began)
         return f"verification `{name}` ({line}) {how}.\n" + findings_text(job, families, output, read)
     return None
+
+
+def _timed(job: AttemptJob, log_path: Path, name: str, line: str, began: float, code: int | None) -> None:
+    """A verify command's line in the attempt's verify.jsonl: when it ran and how it ended (a trace's slice)."""
+    seconds = round(time.time() - began, 3)
+    timed = {"name": name, "command": job.mask.text(line), "began": round(began, 3), "seconds": seconds}
+    with open(log_path.with_name("verify.jsonl"), "a", encoding="utf-8") as f:
+        f.write(json.dumps(timed | {"exit_code": code}) + "\n")
 
 
 def _call_beside(worker, request, make) -> tuple:

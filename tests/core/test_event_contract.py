@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import re
 import shutil
 import signal
 import subprocess
 import sys
 import tomllib
+from datetime import UTC, datetime
 from importlib.resources import files
 from pathlib import Path
 
@@ -66,13 +68,68 @@ def test_the_fast_no_op_and_the_full_pipeline_say_the_same(chain, args):
     assert fast_events[0].get("fast") is True and "fast" not in slow_events[0]
     # one dialect: the same events with the same keys, and the same values but for the run's id, its timing
     # and the reasons' prose (a proof says "up to date" of an aggregate the rule calls "aggregate of 2 steps")
-    ignored = ("run_id", "duration", "fast", "reasons")
+    ignored = ("run_id", "duration", "fast", "reasons", "started")
     for a, b in zip(fast_events, slow_events, strict=True):
         assert set(a) - {"fast"} == set(b)
         assert {k: v for k, v in a.items() if k not in ignored} == {k: v for k, v in b.items() if k not in ignored}
     finished = fast_events[-1]
     assert finished["target"] == (args[-1] if args else None)
     assert finished["blocked"] == 0 and finished["status"] == "ok"
+
+
+PARALLEL = """
+[intent.slow1]
+run = "sleep 0.7; echo 1 > one.txt"
+inputs = ["x"]
+outputs = ["one.txt"]
+
+[intent.slow2]
+run = "sleep 0.3; echo 2 > two.txt"
+inputs = ["x"]
+outputs = ["two.txt"]
+
+[intent.slow3]
+run = "sleep 0.2; echo 3 > three.txt"
+inputs = ["x"]
+outputs = ["three.txt"]
+
+[intent.last]
+run = "cat one.txt two.txt three.txt > all.txt"
+deps = ["slow1", "slow2", "slow3"]
+outputs = ["all.txt"]
+"""
+
+
+def test_each_started_step_says_when_and_on_which_job_slot(project):
+    """`at` (seconds since run_started) on step_started and step_finished, the slot a step ran on below -j, the
+    wall-clock start on run_started: what a timeline and `runner log --trace` are drawn from."""
+    project.spec(PARALLEL)
+    project.write("x", "1")
+    result = project.make("-j", "2", "last")
+    assert result.code == 0, result.err
+    events = recorded(project.root, result.out)
+    started = events[0]["started"]
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", started), started
+    began = datetime.fromisoformat(started.replace("Z", "+00:00"))
+    assert abs((datetime.now(UTC) - began).total_seconds()) < 60
+    starts = {e["intent"]: e for e in events if e["event"] == "step_started"}
+    ends = {e["intent"]: e for e in events if e["event"] == "step_finished"}
+    assert set(starts) == set(ends) == {"slow1", "slow2", "slow3", "last"}
+    for name, start in starts.items():
+        end = ends[name]
+        assert 0 <= start["slot"] < 2
+        assert end["at"] - end["duration"] == pytest.approx(start["at"], abs=0.002)
+    # two slots: slow1 and slow2 start together; slow3 takes the slot slow2 (the shorter, started second) freed,
+    # never one still held; `last` starts after all three
+    assert {starts["slow1"]["slot"], starts["slow2"]["slot"]} == {0, 1}
+    assert starts["slow3"]["at"] >= min(ends["slow1"]["at"], ends["slow2"]["at"]) - 0.002
+    assert starts["last"]["at"] >= max(ends[n]["at"] for n in ("slow1", "slow2", "slow3")) - 0.002
+    # no two steps overlap on one slot
+    for a in starts:
+        for b in starts:
+            if a < b and starts[a]["slot"] == starts[b]["slot"]:
+                assert ends[a]["at"] <= starts[b]["at"] + 0.002 or ends[b]["at"] <= starts[a]["at"] + 0.002
+    assert events[-1]["duration"] >= ends["last"]["at"] - 0.01
 
 
 def test_a_build_then_a_restore(chain):
