@@ -5,6 +5,7 @@ draw it)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -156,10 +157,7 @@ def critical_path(timeline: Timeline, deps: dict[str, list[str]] | None = None) 
     path = [step.intent]
     seen = {step.intent}
     while True:
-        if deps is not None:
-            before = [timeline.steps[d] for d in _ran_deps(step.intent, deps, timeline.steps)]
-        else:
-            before = ended
+        before = [timeline.steps[d] for d in ran_deps(step.intent, deps, timeline.steps)] if deps is not None else ended
         candidates = [
             s for s in before if s.intent not in seen and s.end is not None and s.end <= step.start + _EPSILON
         ]
@@ -172,8 +170,8 @@ def critical_path(timeline: Timeline, deps: dict[str, list[str]] | None = None) 
     return path
 
 
-def _ran_deps(name: str, deps: dict[str, list[str]], ran: dict[str, Step]) -> set[str]:
-    """The steps of this run that `name` waited for: a dependency that did not start here (an aggregate, a cached
+def ran_deps(name: str, deps: Mapping[str, Sequence[str]], ran: Container[str]) -> set[str]:
+    """The steps of `ran` that `name` waited for: a dependency that is not among them (an aggregate, a cached
     step) stands for its own dependencies."""
     found: set[str] = set()
     stack = list(deps.get(name, ()))

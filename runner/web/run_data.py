@@ -9,7 +9,7 @@ from pathlib import Path
 from ..excerpt import lines_of, read_text
 from ..record import list_runs, read_events
 from ..redact import Mask
-from ..timeline import Attempt, Timeline, build, critical_path
+from ..timeline import Attempt, Timeline, build, critical_path, ran_deps
 
 LOG_LIMIT = 256 * 1024  # of a step's log a page holds: its end, where a failure says why
 
@@ -123,21 +123,7 @@ def load(runs_dir: Path, run_id: str, graph: dict[str, tuple[str, ...]] | None, 
 def _among(outcomes: dict[str, str], graph: dict[str, tuple[str, ...]]) -> dict[str, list[str]]:
     """Each reported step's dependencies among the reported steps: an aggregate or a step the run did not report
     stands for its own dependencies."""
-    deps: dict[str, list[str]] = {}
-    for name in outcomes:
-        found: list[str] = []
-        stack, seen = list(graph.get(name, ())), set()
-        while stack:
-            d = stack.pop()
-            if d in seen:
-                continue
-            seen.add(d)
-            if d in outcomes:
-                found.append(d)
-            else:
-                stack.extend(graph.get(d, ()))
-        deps[name] = sorted(found)
-    return deps
+    return {name: sorted(ran_deps(name, graph, outcomes)) for name in outcomes}
 
 
 def _layers(outcomes: dict[str, str], deps: dict[str, list[str]]) -> list[list[str]]:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
+import sys
 import textwrap
 import time
 from dataclasses import dataclass
@@ -146,3 +148,20 @@ def small_disk(project):
     yield mount
     for where in mounted:
         subprocess.run(["umount", "-l", str(where)], check=True)
+
+
+@pytest.fixture
+def quickstart(tmp_path):
+    """A copy of examples/quickstart without anything a run makes, and `runner(*args)`: `python -m runner` in it
+    with no key in its environment (its agent steps are served by the replay worker: nothing can call a model)."""
+    example = Path(__file__).resolve().parents[2] / "examples" / "quickstart"
+    root = tmp_path / "quickstart"
+    generated = {".runner", "build", "tests", "docs"}
+    shutil.copytree(example, root, ignore=lambda d, names: generated & set(names) if Path(d) == example else set())
+    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(root)}
+
+    def runner(*args: str) -> subprocess.CompletedProcess:
+        command = [sys.executable, "-m", "runner", *args]
+        return subprocess.run(command, cwd=root, capture_output=True, text=True, env=env, timeout=300)
+
+    return root, runner

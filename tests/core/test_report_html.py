@@ -6,9 +6,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -75,16 +72,8 @@ def test_a_failed_run_reported_with_its_graph_timeline_and_excerpt_and_no_secret
     assert SECRET not in page and "broke with [REDACTED:MY_API_TOKEN]" in page
 
 
-def test_the_quickstart_s_agent_attempts_with_their_diffs_and_verify_results(tmp_path):
-    example = ROOT / "examples" / "quickstart"
-    root = tmp_path / "quickstart"
-    generated = {".runner", "build", "tests", "docs"}
-    shutil.copytree(example, root, ignore=lambda d, names: generated & set(names) if Path(d) == example else set())
-    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(root)}  # no key: nothing can call a model
-
-    def runner(*args: str) -> subprocess.CompletedProcess:
-        command = [sys.executable, "-m", "runner", *args]
-        return subprocess.run(command, cwd=root, capture_output=True, text=True, env=env, timeout=300)
+def test_the_quickstart_s_agent_attempts_with_their_diffs_and_verify_results(quickstart):
+    root, runner = quickstart
 
     assert runner("make", "-j", "2").returncode == 0
     reported = runner("report", "--json", "--html", "-o", "r.html")

@@ -5,9 +5,6 @@ nested inside; the errors a user meets."""
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -95,18 +92,10 @@ def test_a_cached_run_traces_no_step_and_a_failed_step_says_how_it_ended(project
     assert broken["name"] == "broken" and broken["args"]["status"] == "failed" and broken["args"]["exit_code"] == 3
 
 
-def test_agent_attempts_and_their_verify_commands_nest_inside_their_step(tmp_path):
+def test_agent_attempts_and_their_verify_commands_nest_inside_their_step(quickstart):
     """The quickstart's agent steps, served by the replay worker: `tests` fails its first attempt's verify and
     passes the second; each attempt is a slice inside the step's, each verify command one inside its attempt's."""
-    example = ROOT / "examples" / "quickstart"
-    root = tmp_path / "quickstart"
-    generated = {".runner", "build", "tests", "docs"}
-    shutil.copytree(example, root, ignore=lambda d, names: generated & set(names) if Path(d) == example else set())
-    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(root)}  # no key: nothing can call a model
-
-    def runner(*args: str) -> subprocess.CompletedProcess:
-        command = [sys.executable, "-m", "runner", *args]
-        return subprocess.run(command, cwd=root, capture_output=True, text=True, env=env, timeout=300)
+    root, runner = quickstart
 
     assert runner("make", "-j", "2").returncode == 0
     traced = runner("log", "--trace", "trace.json")
