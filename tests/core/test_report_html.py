@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
 SECRET = "s3cr3t-value-in-a-log-4412"
 
 BUILD = """

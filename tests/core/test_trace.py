@@ -5,9 +5,6 @@ nested inside; the errors a user meets."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[2]
 
 PARALLEL = """
 [intent.left]
