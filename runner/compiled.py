@@ -31,7 +31,8 @@ from .spec import BUILTIN_DIR, STEP_AGENT, STEP_AGGREGATE, STEP_SHELL, Spec, env
 from .stat_cache import NEVER, stat_of, vouches
 from .workspace import Layout
 
-_FORMAT = 26  # 26: each step's runtime commands (runtimes; runner/toolchain.py)
+_FORMAT = 27  # 27: the spec's [telemetry] table (spec.TelemetrySettings)
+# 26: each step's runtime commands (runtimes; runner/toolchain.py)
 # 25: an agent step's worker part holds what decides the answer, not base_url (spec.answer_parts)
 # 24: a document's digest made of its intents' tables' digests (toml_read.document_digests)
 # 23: the positions of each step's dependencies and declared paths (Compiled.graph)

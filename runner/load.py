@@ -28,6 +28,7 @@ from .spec import (
     Policy,
     Project,
     Spec,
+    TelemetrySettings,
     WorkerSettings,
     env_problem,
 )
@@ -497,6 +498,7 @@ def load_spec(
         file=spec_file,
         executor=ExecutorSettings(**data.get("executor", {})),
         cache=CacheSettings(**data.get("cache", {})),
+        telemetry=TelemetrySettings(**data.get("telemetry", {})),
         read=tuple(reader.read.items()),
         parsed=tuple(reader.parsed.items()),
     )

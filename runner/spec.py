@@ -87,6 +87,13 @@ class CacheSettings(NamedTuple):
     upload_timeout: float = 60.0  # seconds the end of a run waits for its uploads
 
 
+class TelemetrySettings(NamedTuple):
+    """The `[telemetry]` table: the OTLP/HTTP collector a run's spans go to (runner/telemetry.py), under the
+    standard OTEL_EXPORTER_OTLP_ENDPOINT variables, which win as they do for every OpenTelemetry SDK."""
+
+    endpoint: str | None = None
+
+
 class AdapterCommand(NamedTuple):
     name: str
     run: str  # may hold {var} placeholders, filled from the adapter's and its variants' vars
@@ -300,6 +307,7 @@ class Spec(NamedTuple):
     file: str = "intents.toml"  # the intents file, relative to root (`-f FILE` names another)
     executor: ExecutorSettings = ExecutorSettings()
     cache: CacheSettings = CacheSettings()
+    telemetry: TelemetrySettings = TelemetrySettings()
     # (path, sha256 of its bytes as read) for each file the loader read itself: a compiled spec whose files
     # only had their stats moved (a touch, a checkout putting the same bytes back) is reused by content
     read: tuple[tuple[str, str], ...] = ()

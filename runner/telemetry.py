@@ -1,5 +1,6 @@
 """A run's spans sent to an OpenTelemetry collector (OTLP over HTTP) as the run ends: the OpenTelemetry SDK's one
-importer, an extra (`telemetry`); configured as every OTLP exporter is, by OTEL_EXPORTER_OTLP_ENDPOINT and its kin."""
+importer, an extra (`telemetry`); configured as every OTLP exporter is, by OTEL_EXPORTER_OTLP_ENDPOINT and its kin,
+else by the spec's `[telemetry] endpoint`."""
 
 from __future__ import annotations
 
@@ -13,12 +14,14 @@ ENDPOINT_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_
 INSTALL = "pip install 'intent-runner[telemetry]'"
 
 
-def configured(environ=os.environ) -> bool:
-    """Whether the user named a collector: the standard variables, as any OpenTelemetry SDK reads them."""
-    return any(environ.get(name) for name in ENDPOINT_VARIABLES) and environ.get("OTEL_SDK_DISABLED", "") != "true"
+def configured(endpoint: str | None = None, environ=os.environ) -> bool:
+    """Whether the user named a collector: the standard variables, as any OpenTelemetry SDK reads them, or the
+    spec's `[telemetry] endpoint`."""
+    named = endpoint or any(environ.get(name) for name in ENDPOINT_VARIABLES)
+    return bool(named) and environ.get("OTEL_SDK_DISABLED", "") != "true"
 
 
-def export_run(run_dir: Path, project: str) -> None:
+def export_run(run_dir: Path, project: str, endpoint: str | None = None) -> None:
     """Send the run recorded in `run_dir` as spans: the run, each step that started inside it, each agent attempt
     inside its step and each verify command inside its attempt. A collector that does not answer is said on
     stderr once; the run's outcome never depends on it."""
@@ -48,12 +51,15 @@ def export_run(run_dir: Path, project: str) -> None:
     finished = InMemorySpanExporter()  # a build's spans are known once it ends: sent in one request
     provider.add_span_processor(SimpleSpanProcessor(finished))
     _spans(provider.get_tracer("runner"), timeline, epoch)
-    exporter = OTLPSpanExporter()
+    # the variables win, as for every OpenTelemetry SDK; the spec's endpoint is a base URL, as theirs is
+    from_env = any(os.environ.get(name) for name in ENDPOINT_VARIABLES)
+    spec_url = None if from_env or endpoint is None else f"{endpoint.rstrip('/')}/v1/traces"
+    exporter = OTLPSpanExporter(endpoint=spec_url) if spec_url else OTLPSpanExporter()
     result = exporter.export(finished.get_finished_spans())
     exporter.shutdown()
     if result != SpanExportResult.SUCCESS:
         print(
-            f"runner: the run's spans could not be sent to the OpenTelemetry collector at {_endpoint()}",
+            f"runner: the run's spans could not be sent to the OpenTelemetry collector at {_endpoint(endpoint)}",
             file=sys.stderr,
             flush=True,
         )
@@ -114,8 +120,10 @@ def _status(finished: dict) -> str:
 
 
 def _named() -> str:
-    return next(name for name in ENDPOINT_VARIABLES if os.environ.get(name))
+    """Where the collector was named: the first variable set, else the spec's table."""
+    return next((name for name in ENDPOINT_VARIABLES if os.environ.get(name)), "[telemetry] endpoint")
 
 
-def _endpoint() -> str:
-    return os.environ.get(_named(), "")
+def _endpoint(endpoint: str | None) -> str:
+    named = _named()
+    return os.environ.get(named, "") if named in ENDPOINT_VARIABLES else endpoint or ""

@@ -113,8 +113,9 @@ def _send_spans(project, run_id: str) -> None:
     """The run's spans to the OpenTelemetry collector the environment names (runner/telemetry.py), if any."""
     from ..telemetry import configured, export_run
 
-    if configured():
-        export_run(project.layout.runs_dir / run_id, project.spec.project.name or project.layout.root.name)
+    endpoint = project.spec.telemetry.endpoint
+    if configured(endpoint):
+        export_run(project.layout.runs_dir / run_id, project.spec.project.name or project.layout.root.name, endpoint)
 
 
 def _selected(project, targets) -> list[str]:

@@ -134,3 +134,22 @@ def test_without_the_sdk_the_run_says_so_once_and_goes_on(project):
         "runner: OTEL_EXPORTER_OTLP_ENDPOINT is set but the OpenTelemetry SDK is not installed: no spans sent "
         "(pip install 'intent-runner[telemetry]')\n"
     ) in proc.stderr
+
+
+def test_the_spec_s_telemetry_table_names_the_collector_and_the_standard_variable_wins(project, receiver):
+    project.spec(PARALLEL.replace('name = "traced"', f'name = "traced"\n\n[telemetry]\nendpoint = "{receiver.url}/"'))
+    project.write("x", "1")
+    env = {name: "" for name in ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")}
+    assert project.make("left", env=env).code == 0
+    assert receiver.paths == [("/v1/traces", "application/x-protobuf")]  # the table's URL is a base, as the variable's
+    assert {s.name for s in receiver.spans()} >= {"left"}
+    other = Receiver()
+    try:
+        project.write("x", "2")
+        assert project.make("left", env={"OTEL_EXPORTER_OTLP_ENDPOINT": other.url}).code == 0
+        assert len(receiver.requests) == 1 and len(other.requests) == 1
+    finally:
+        other.server.shutdown()
+    project.spec(PARALLEL.replace('name = "traced"', 'name = "traced"\n\n[telemetry]\nendpoint = "collector:4318"'))
+    refused = project.run("validate")
+    assert refused.code == 2 and "telemetry.endpoint" in refused.err, refused.err
