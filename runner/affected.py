@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 from .errors import UsageError
 from .globs import matches_any
-from .spec import STEP_AGENT, STEP_AGGREGATE, Spec
+from .spec import STEP_AGENT, STEP_AGGREGATE, Intent, Spec
 from .toml_read import loads
 
 GIT_TIMEOUT = 120.0
@@ -73,8 +73,7 @@ def affected(spec: Spec, order: Iterable[str], base: str) -> Affected:
         if inputs:
             more = f" (+{len(inputs) - SHOWN} more)" if len(inputs) > SHOWN else ""
             why.append(f"input changed: {', '.join(inputs[:SHOWN])}{more}")
-        own = _own_files(intent.adapter, intent.prompt, intent.kind == STEP_AGENT)
-        files = sorted(p for p in changed if own(p))
+        files = [p for p in changed if _shapes(p, intent)]
         if files:
             why.append(f"its {'file' if len(files) == 1 else 'files'} changed: {', '.join(files)}")
         deps = [dep for dep in intent.deps if reasons.get(dep)]
@@ -84,20 +83,16 @@ def affected(spec: Spec, order: Iterable[str], base: str) -> Affected:
     return Affected(base, commit, reasons)
 
 
-def _own_files(adapter: str | None, prompt: str | None, agent: bool):
+def _shapes(path: str, intent: Intent) -> bool:
     """Whether a changed path is a project file that shapes the intent besides its inputs: its adapter's file, its
     prompt template (and the candidates the learning loop keeps beside it), and, for an agent step, the project's
     regexes (their findings are quoted in its retry prompts)."""
-
-    def own(path: str) -> bool:
-        folder, _, name = path.partition("/")
-        if folder == "adapters" and adapter is not None:
-            return name == f"{adapter}.toml"
-        if folder == "prompts" and prompt is not None:
-            return name.startswith(f"{prompt}.")
-        return folder == "regexes" and agent
-
-    return own
+    folder, _, name = path.partition("/")
+    if folder == "adapters" and intent.adapter is not None:
+        return name == f"{intent.adapter}.toml"
+    if folder == "prompts" and intent.prompt is not None:
+        return name.startswith(f"{intent.prompt}.")
+    return folder == "regexes" and intent.kind == STEP_AGENT
 
 
 def _git(root: Path, *args: str) -> subprocess.CompletedProcess:

@@ -20,7 +20,7 @@ from .events import recovered as recovered_event
 from .execute import Executor
 from .graph import resolve_targets, selected_order
 from .index_file import give_back_memory
-from .nospace import no_space_error, nothing_started, unwritten
+from .nospace import is_no_space, no_space_error, nothing_started, unwritten
 from .plan import Planner, make_plan, unmatched_warnings
 from .proof import Missed, drop_proof, proof_name, record_proof, snapshot_paths
 from .record import RunRecord, prune
@@ -117,9 +117,9 @@ def keep_stat_cache(planner: Planner) -> None:
     """The stat cache saved by a command that only reads (status, make -n, explain): a cache of file digests, so
     a full disk, or a file system mounted read-only, costs only speed."""
     try:
-        unwritten(planner.stat.save, "")
-    except OSError as exc:
-        if exc.errno != errno.EROFS:
+        planner.stat.save()
+    except Exception as exc:
+        if not is_no_space(exc) and getattr(exc, "errno", None) != errno.EROFS:
             raise
 
 
