@@ -219,8 +219,8 @@ def excerpt(
     if n <= skip or limit <= 0:
         return []
     score = [0.0] * n
-    tests, above = _pattern_evidence(log, families, score)
     _generic_evidence(log, score)
+    tests, above = _pattern_evidence(log, families, score)
     traces = _stack_traces(log)
     for first, last, telling in traces:
         for i in range(first, last + 1):
@@ -267,16 +267,21 @@ def _window(log: _Log, skip: int, limit: int) -> list[list[int]]:
 
 
 def _pattern_evidence(log: _Log, families: Sequence[Family], score: list[float]) -> tuple[set[int], dict[int, int]]:
-    """Score the lines the families' patterns matched; return the failing tests' lines, and for each line
-    matched under a heading (eslint's file-name line, pytest's test section rule) that heading's line."""
+    """Score the lines the families' patterns matched (a line saying a test passed or was skipped scores 0 whatever
+    words it holds: unittest -v's "... a clear ValueError ... ok"); return the failing tests' lines, and for each
+    line under a heading (eslint's file-name line, pytest's test section rule) that heading's line."""
     tests: set[int] = set()
     above: dict[int, int] = {}
     for fam in families:
         counters = {p.name for p in fam.patterns if p.count}  # a line counted as a result explains nothing
+        went_well = {p.name for p in fam.patterns if p.kind == "passed_test" or p.count in ("passed", "skipped")}
         heading = None
         for m in fam.finditer(log.joined):
             if m.kind == "heading":
                 heading = log.line_at(m.start)
+                continue
+            if m.pattern in went_well:
+                score[log.line_at(m.start)] = 0.0
                 continue
             weight = _KIND_WEIGHT.get(m.kind, 0.0)
             if heading is not None and m.kind in ("diagnostic", "failed_test", "location"):
@@ -287,8 +292,7 @@ def _pattern_evidence(log: _Log, families: Sequence[Family], score: list[float])
                 continue
             if (m.fields.get("severity") or "").lower() in ("warning", "note", "w"):
                 weight = _WARNING_WEIGHT  # a compiler's warnings are printed on runs that pass as well
-            first = log.line_at(m.start)
-            last = log.line_at(max(m.start, m.end - 1))
+            first, last = log.line_at(m.start), log.line_at(max(m.start, m.end - 1))
             score[first] = max(score[first], weight)
             for i in range(first + 1, last + 1):
                 score[i] = max(score[i], weight * 0.6)

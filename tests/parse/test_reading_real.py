@@ -287,3 +287,17 @@ def test_buildkites_timestamp_on_each_line_is_read_past(tmp_path):
     found = parse(str(stamped))
     assert found["failed_tests"] == parse("playwright/rec__pwinit_list.log")["failed_tests"] != []
     assert found["summary"] == {"passed": 0, "failed": 2, "skipped": 0, "errors": None, "total": 2}
+
+
+def test_a_passing_tests_line_leads_no_excerpt_whatever_its_docstring_says():
+    # unittest -v prints a test's docstring as its result line: "Test that a negative ``n`` raises a clear
+    # ``ValueError``, matching ... ok" holds error words, and once led the excerpt an agent's retry prompt quotes
+    found = parse("unittest/rec__moreit_unittest_v_fail.log")
+    log = (REAL / "unittest/rec__moreit_unittest_v_fail.log").read_text().splitlines()
+    tail = set(range(min(b for _a, b in found["excerpt"][-1:]) - 59, len(log) + 1))
+    leads = [log[k - 1] for k in sorted(shown(found) - tail)]
+    assert leads == [
+        "test_bad_size (tests.test_agent_chunked.ChunkedEdgeTests.test_bad_size) ... FAIL",
+        "test_empty (tests.test_agent_chunked.ChunkedEdgeTests.test_empty) ... FAIL",
+    ]
+    assert {1225, 1230, 1233, 1239, 1242, 1244} <= shown(found)  # both FAIL blocks with their assertions, the counts
