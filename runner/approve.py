@@ -155,8 +155,7 @@ def record_unchanged(
             duration=(about or {}).get("seconds") or 0.0,
         )
     )
-    inplace = {p: d for p, d in decision.inputs.items() if p in outputs}
-    planner.state.set(intent.name, decision.key, outputs, inplace)
+    planner.keep_result(intent.name, decision.key, outputs, decision.inputs)
     planner.state.save()
     return outputs
 
@@ -231,8 +230,7 @@ def record_and_apply(
             duration=(about or {}).get("seconds") or 0.0,
         )
     )
-    inplace = {p: d for p, d in inputs.items() if p in outputs}
-    planner.state.set(intent.name, key, outputs, inplace)
+    planner.keep_result(intent.name, key, outputs, inputs)
     state_file = Path(planner.state.path)
     if state_file.parent == state_dir:  # the state goes with the change, in its journal: one fsync for both
         staged[state_file.name] = planner.state.file_bytes()

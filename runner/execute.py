@@ -520,9 +520,7 @@ class Executor:
         # them on the list, and the final store of the run tries again)
         self.inflight.end(*(journal for *_step, journal in batch if journal))
         for name, decision, outcome, outputs, _datas, duration, _journal in batch:
-            self.planner.state.set(
-                name, decision.key, outputs, {p: d for p, d in decision.inputs.items() if p in outputs}
-            )
+            self.planner.keep_result(name, decision.key, outputs, decision.inputs)
             self._report_run(name, decision, outcome, duration, outputs)
             self._deferred_names.discard(name)
         del self._deferred[: len(batch)]
@@ -649,7 +647,7 @@ class Executor:
         if not kind.reported:
             return _AGGREGATE
         if decision.key:
-            self.planner.state.set(name, decision.key, decision.outputs, decision.inplace)
+            self.planner.keep_result(name, decision.key, decision.outputs, decision.inputs)
         more: dict = {}
         if decision.kept is not None:
             more["version"] = decision.kept.number

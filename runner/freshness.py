@@ -3,20 +3,19 @@ answer faster (each lives in a module of its own; this docstring says where, on 
 red when it is wrong).
 
 The rule (`decide`)
-    A step is up to date when its key matches a recorded success and its declared outputs hold the
-    recorded bytes. The key digests the step's definition, prompt, adapter, regexes, worker and policy
-    (the compiled spec's static digest; an agent step's also holds the worker's version), the contents of
-    its inputs, and its dependencies' output digests, so a dependency that ran again and wrote the same
-    bytes changes nothing (early cutoff). An input that is also the step's output counts as the bytes it
-    had before the step ran, for as long as it holds what the step produced: a step never chases its own
-    tail. A recorded success is the step's last good result (the state index) or any cache record of the
-    key. An output that lost its bytes is restored from the blob store; the step runs only if the blob is
-    gone; an agent step's output a person edited is never written over, but kept as its result (edits.py).
-    An aggregate is up to date when its dependencies are; a step that declares nothing to key on runs every
-    time, like a phony make rule; `-B` runs everything. Each reason a step runs is worded beside the
-    condition that makes it (`decide`, `_check_outputs`, `why_missed`), as ninja keeps each dirty condition
-    next to its EXPLAIN line. The rule asks its caller (plan.Planner) for nothing: the step's input files,
-    static digest and last result come in as arguments (`Asked`).
+    A step is up to date when its key matches a recorded success and its declared outputs hold the recorded bytes.
+    The key digests the step's definition, prompt, adapter, regexes, worker and policy (the compiled spec's static
+    digest; an agent step's also holds the worker's version), the contents of its inputs, and its dependencies'
+    output digests, so a dependency that ran again and wrote the same bytes changes nothing (early cutoff). An input
+    that is also the step's output counts as the bytes it had before the step ran (absent, for a file it created
+    where its input globs look), for as long as it holds what the step produced: a step never chases its own tail. A
+    recorded success is the step's last good result (the state index) or any cache record of the key. An output that
+    lost its bytes is restored from the blob store; the step runs only if the blob is gone; an agent step's output a
+    person edited is never written over, but kept as its result (edits.py). An aggregate is up to date when its
+    dependencies are; a step that declares nothing to key on runs every time, like a phony make rule; `-B` runs
+    everything. Each reason a step runs is worded beside the condition that makes it (`decide`, `_check_outputs`,
+    `why_missed`), as ninja keeps each dirty condition next to its EXPLAIN line. The rule asks its caller
+    (plan.Planner) for nothing: the step's input files, static digest and last result come in as arguments (`Asked`).
 
 The shortcuts, each answering as the rule does: where it lives, the invariant it rests on, and the test that goes
 red when it is wrong (tests/core/ unless named otherwise)
@@ -237,7 +236,10 @@ def decide(
         # exactly what the step produced
         for path, before in last.inplace.items():
             if path in inputs and inputs[path] == last.outputs.get(path):
-                inputs[path] = before
+                if before is None:
+                    del inputs[path]  # a file the step created where its inputs look: absent, as it was
+                else:
+                    inputs[path] = before
                 inplace[path] = before
     if waiting:
         reasons = [f"dependency {d} will run" for d in waiting if d in pending] or [

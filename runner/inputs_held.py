@@ -24,6 +24,9 @@ ones. So once the step has ended, each input is looked at again against the stat
 - a file missing when decided and there now, or the other way round; an input glob that expands to another set of
   files now (one created under it, or deleted).
 
+But for the step's own declared outputs that its inputs match: writing them is its job, and the rule counts them
+as they were before it ran (freshness.decide).
+
 Any of these, and the step's record is not stored (local and shared cache, state index), the views of the changed
 paths no longer vouch for a no-op proof (StatCache.doubt), and the run says which inputs changed. A hermetic step
 (runner/executors/hermetic.py) is not re-checked: it read its inputs from its manifest, by the key's digests.
@@ -35,7 +38,7 @@ import marshal
 import os
 from typing import TYPE_CHECKING
 
-from .globs import GLOB_CHARS
+from .globs import GLOB_CHARS, matches_any, may_overlap
 from .keys import digest_file
 from .stat_cache import StatEntry, stat_is_file, vouches
 
@@ -53,12 +56,17 @@ def changed_inputs(planner: Planner, name: str, decision: Decision) -> dict[str,
     root, stat, seen = planner.root, planner.stat, decision.seen
     changed: dict[str, str] = {}
     intent = planner.spec.intents[name]
+    # its declared outputs its inputs match are its own to write (freshness.decide counts them as they were)
+    mine = [o for o in intent.outputs if any(may_overlap(o, i) for i in intent.inputs)]
     # a step with an input glob is among the unprovable (compiled.py): most steps skip the patterns' scan
     if name in planner.compiled.unprovable and any(not GLOB_CHARS.isdisjoint(p) for p in intent.inputs):
-        changed.update((rel, CREATED) for rel in planner.input_files(name, intent) if rel not in seen)
+        made = planner.input_files(name, intent)
+        changed.update((rel, CREATED) for rel in made if rel not in seen and not (mine and matches_any(rel, mine)))
     if seen:
         folder, own, loads = _folder(root), stat.own, marshal.loads
         for rel, entry in seen.items():
+            if mine and matches_any(rel, mine):
+                continue
             try:
                 st = os.stat(rel, dir_fd=folder)
             except OSError:

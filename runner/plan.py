@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Set
+from collections.abc import Iterable, Mapping, Set
 from functools import partial
 from typing import TYPE_CHECKING
 
 from .cache import Cache, LastResult, State, StepRecord
 from .compiled import Compiled
 from .freshness import ALWAYS, RUN, SKIP, UP_TO_DATE, Asked, Decision, decide, waiting_on
-from .globs import GLOB_CHARS, expand, may_overlap
+from .globs import GLOB_CHARS, expand, matches_any, may_overlap
 from .keys import digest_value, outputs_digest, step_key
 from .spec import STEP_AGENT, STEP_AGGREGATE, Intent, expand_env
 from .stat_cache import StatCache
@@ -51,6 +51,18 @@ class InputFiles:
         else:
             self.unmatched.pop(name, None)
         return files
+
+
+def _in_place(intent: Intent, inputs: Mapping[str, str | None], outputs: Iterable[str]) -> dict[str, str | None]:
+    """The step's outputs that are also its inputs, each with its digest as the step was decided: None for a file the
+    step created where its input patterns look (a declared output is an input wherever it lies, ignored by git or
+    not). freshness.decide counts such an input as that while it holds what the step produced: a step never chases
+    its own tail."""
+    return {
+        path: inputs.get(path)
+        for path in outputs
+        if path in inputs or (matches_any(path, intent.inputs) and not matches_any(path, intent.exclude))
+    }
 
 
 class Planner:
@@ -166,6 +178,10 @@ class Planner:
 
             return decide_agent(self, name, dep_outputs, pending)
         return decide(self, self.ask(name, dep_outputs), dep_outputs, pending)
+
+    def keep_result(self, name: str, key: str, outputs: dict, inputs: Mapping) -> None:
+        """The step's last good result in the state index, with the outputs that are also its inputs (_in_place)."""
+        self.state.set(name, key, outputs, _in_place(self.spec.intents[name], inputs, outputs))
 
     def ask(self, name: str, dep_outputs: Mapping[str, str | None], last: LastResult | None = None) -> Asked:
         """What the rule is asked about step `name`: its input files (the globs expanded), its static digest once

@@ -62,6 +62,23 @@ def test_an_answer_that_still_holds_is_done_at_the_cost_of_one_attempt(agent, se
     assert len(srv.requests()) == 2
 
 
+def test_a_test_file_the_agent_created_where_its_inputs_look_is_not_paid_for_again(agent, server):
+    # `runner init`'s write-tests shape: inputs `**/*.py`, outputs `tests/**/*.py`. The new test file is an input of
+    # the step that wrote it; counted as absent, as it was, the next make is up to date and calls no model
+    srv = server(same_answer())
+    agent.spec(openai_worker(srv.base_url), outputs='["tests/**/*.py"]')
+    spec = agent.root / "intents.toml"
+    spec.write_text(spec.read_text().replace('inputs = ["src/calc.py"]', 'inputs = ["**/*.py"]'))
+    first = agent.make()
+    assert (first.code, first.step("tests")["status"]) == (0, "ran"), first.err
+    assert agent.make().step("tests")["status"] == "cached"
+    assert json.loads(agent.run("status", "--json").out)["steps"][0]["reasons"] == ["up to date"]
+    assert len(srv.requests()) == 1
+    (agent.root / "tests/test_calc.py").write_text(PASSING_TEST + "\n# mine\n")  # a person's edit: theirs
+    assert agent.make().step("tests")["status"] == "kept"
+    assert len(srv.requests()) == 1
+
+
 def test_a_kept_edit_that_still_verifies_is_done_at_the_cost_of_one_attempt(agent, server):
     edited = PASSING_TEST + "\n\ndef test_mine():\n    assert mean([2]) == 2\n"
     keeps = {"match": "# a comment", "steps": [{"message": answer(edited)}]}  # the model leaves the edit as it is

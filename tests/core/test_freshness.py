@@ -131,6 +131,27 @@ def test_a_step_that_rewrites_its_own_input_is_checked_again_and_settles(project
     assert _status(project)["fmt"] == "run"
 
 
+def test_a_file_a_step_creates_where_its_inputs_look_does_not_run_it_again(project):
+    """An output its own input glob matches (inputs `**/*.txt`, outputs `gen/*.txt`) counts as it was before the
+    step ran, absent, while it holds what the step wrote: the next run is up to date, as the rule says ("a step
+    never chases its own tail"); an edit of it is an edit of an input."""
+    project.spec("""
+        [project]
+        name = "gen"
+
+        [intent.gen]
+        run = "mkdir -p gen && cat a.txt a.txt > gen/twice.txt"
+        inputs = ["**/*.txt"]
+        outputs = ["gen/*.txt"]
+    """)
+    project.write("a.txt", "a\n", age=5)
+    assert _ran(project.make()) == {"gen"}
+    _settled(project)
+    project.write("gen/twice.txt", "edited\n")
+    assert _ran(project.make()) == {"gen"}  # no longer what the step wrote: an input that changed
+    assert project.read("gen/twice.txt") == "a\na\n"
+
+
 def test_a_file_changed_during_an_edit_run_dirties_the_steps_proved_before_it(project):
     """p is proved up to date as the run begins; shared.txt then changes and q reads the new bytes: the
     next run must not take p as built from them."""
