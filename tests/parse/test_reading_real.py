@@ -287,3 +287,11 @@ def test_buildkites_timestamp_on_each_line_is_read_past(tmp_path):
     found = parse(str(stamped))
     assert found["failed_tests"] == parse("playwright/rec__pwinit_list.log")["failed_tests"] != []
     assert found["summary"] == {"passed": 0, "failed": 2, "skipped": 0, "errors": None, "total": 2}
+
+
+def test_catch2s_automake_lines_are_read_after_the_tests_own_output_on_the_same_line():
+    # the code under test printed `lengths differ: 0 vs 1` with no newline: the reporter's line follows it
+    found = parse("catch2/rec__hamming_automake_stdout.log")
+    assert found["failed_tests"] == ["disallow empty first strand"]
+    assert found["summary"] == {"passed": 8, "failed": 1, "skipped": 0, "errors": None}
+    assert found["complete"] is True
