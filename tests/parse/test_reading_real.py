@@ -295,3 +295,12 @@ def test_catch2s_automake_lines_are_read_after_the_tests_own_output_on_the_same_
     assert found["failed_tests"] == ["disallow empty first strand"]
     assert found["summary"] == {"passed": 8, "failed": 1, "skipped": 0, "errors": None}
     assert found["complete"] is True
+
+
+def test_a_test_binary_that_died_before_any_test_printed_a_result_names_the_test_and_no_count():
+    # TestList, the first test, starts a goroutine that panics: the binary dies before any result is printed, so
+    # the log gives no count; the test go announced is the one the crash cut off
+    for log in ("gotest/rec__golist_first_goroutine_json.log", "gotest/rec__golist_first_goroutine_v.log"):
+        found = parse(log, "--adapter", "go", "--command", "test")
+        assert found["failed_tests"] == ["TestList"], log
+        assert found["summary"] == {"passed": None, "failed": None, "skipped": None, "errors": None}, log
