@@ -304,3 +304,12 @@ def test_a_test_binary_that_died_before_any_test_printed_a_result_names_the_test
         found = parse(log, "--adapter", "go", "--command", "test")
         assert found["failed_tests"] == ["TestList"], log
         assert found["summary"] == {"passed": None, "failed": None, "skipped": None, "errors": None}, log
+
+
+def test_a_go_1_13_json_run_that_a_panic_ended_is_finished_when_the_tests_fail_event_closes_it():
+    # before Go 1.14, test2json gave the go command's `FAIL pkg 0.071s` line and the package's fail event to the
+    # test that panicked: the log ends with that test's fail event, no package event after it
+    found = parse("gotest/tsgtp__single_panic.log", "--adapter", "go", "--command", "test")
+    assert found["complete"] is True
+    assert found["failed_tests"] == ["TestAccAzureRMResourceGroup_basic"]
+    assert found["summary"] == {"passed": 0, "failed": 1, "skipped": 0, "errors": None}
