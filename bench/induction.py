@@ -221,25 +221,28 @@ def _setting_text(setting: dict) -> str:
 def render_loo(loo: dict) -> str:
     tools = [t for t in TOOLS if t in loo["average"]]
     head = {"runner": "runner", "drain3": "drain3", "logpai": "LOGPAI Drain"}
+    others = len(loo["systems"]) - 1
     grids = {
         "runner": "`word_values` (how many plain words after a naming word such as `user` or `host` make that "
         "position a variable) from 0, 2, 3, 4, 6",
         "drain3": "similarity threshold from 0.2, 0.3, 0.4, 0.5, 0.6, 0.7 (LOGPAI publishes 0.2 to 0.7) and depth "
         "from 3, 4, 5, 6",
-        "logpai": "`st` and `depth` from the same grid as drain3, with the other seven systems' masking regexes",
+        "logpai": "`st` and `depth` from the same grid as drain3, with the other systems' masking regexes",
     }
     lines = [
         "",
         "",
         "**Leave one system out** (the figure that says how the rules carry to a system they were not tuned on): "
-        "for each system, each tool's settings are chosen on the other seven (the best average grouping accuracy "
+        f"for each system, each tool's settings are chosen on the other {others} (the best average grouping accuracy "
         "over a declared grid; a tie goes to the first setting in the grid) and the held-out system is scored with "
         "that choice. Grids: "
         + "; ".join(f"{head[t]}, {grids[t]}" for t in tools)
         + ". The table above is the other figure: one setting for all eight systems (runner's and drain3's "
         "defaults, LOGPAI's per-dataset settings), scored on the systems they were chosen with.",
         "",
-        "| held out | " + " | ".join(f"{head[t]}: setting chosen on the other 7 | GA {head[t]}" for t in tools) + " |",
+        "| held out | "
+        + " | ".join(f"{head[t]}: setting chosen on the other {others} | GA {head[t]}" for t in tools)
+        + " |",
         "|---|" + "---|---|" * len(tools),
     ]
     for system, row in loo["systems"].items():
@@ -257,16 +260,18 @@ def render_loo(loo: dict) -> str:
         ga = loo["by_setting"]["runner"]
         grid = loo["grids"]["runner"]
         moved = [s for s in loo["systems"] if len({row[s] for row in ga}) > 1]
+        if not moved:
+            return "\n".join([*lines, "", "runner's setting changes the grouping of no system here."])
         lines += [
             "",
             "runner's setting changes the grouping of "
-            + (", ".join(moved) if moved else "no system")
+            + ", ".join(moved)
             + " alone ("
             + "; ".join(
                 f"{s}: " + ", ".join(f"{_setting_text(g)} {row[s]:.3f}" for g, row in zip(grid, ga, strict=True))
                 for s in moved
             )
-            + "): held out, the other seven cannot tell its settings apart, and the first of the grid is chosen.",
+            + f"): held out, the other {others} cannot tell its settings apart, and the first of the grid is chosen.",
         ]
     return "\n".join(lines)
 
