@@ -115,6 +115,7 @@ def parse_findings(
     zero: set[str] = set()  # counts a matched line shows the tool omits when they are zero
     partial = False  # a test binary died (a panic, its own timeout) while tests ran: not every result printed
     started = False  # a line announced a test running (go's `=== RUN`, a -json `run` event)
+    reported = False  # a test's result was printed (a line counted): a crash before any says nothing of the counts
     for fi, fam in enumerate(families):
         order = {p.name: k for k, p in enumerate(fam.patterns)}
         patterns = {p.name: p for p in fam.patterns}
@@ -132,6 +133,7 @@ def parse_findings(
             zero.update(p.zero)
             if m.kind == "summary":
                 tally.add(p, m.fields)
+                reported = True
             elif m.kind == "heading":
                 heading = {k: v.strip() for k, v in m.fields.items() if v}
             elif m.kind == "failed_test":
@@ -181,17 +183,19 @@ def parse_findings(
         for name in interrupted:
             if name not in found.failed_tests:
                 found.failed_tests.append(name)
-        tally.count("failed", len(interrupted))
+        if reported:
+            tally.count("failed", len(interrupted))
         tally.close_family()
     found.summary.update(tally.result())
     found.complete = found.complete and not incomplete
     summary = found.summary
-    if found.complete and (not partial or started):
+    if found.complete and (not partial or (started and reported)):
         # a finished run's summary leaves out what is zero (pytest prints only non-zero counts; a finished
         # `go test -v` has printed a line for every result): 0, not "unknown". A binary that died while its
         # tests ran, its package's closing line printed, printed a line for every result it had (the test the
         # panic stopped fails): what it printed is its count. A log cut off before its end keeps null, and so
-        # does a binary that died before any test ran (a panic in init).
+        # does a binary that died before any test ran (a panic in init) or before any test's result was printed
+        # (the first test's goroutine panicked): it names the test it cut off, and no count.
         for key in zero:
             if summary.get(key) is None:
                 summary[key] = 0

@@ -301,3 +301,29 @@ def test_a_passing_tests_line_leads_no_excerpt_whatever_its_docstring_says():
         "test_empty (tests.test_agent_chunked.ChunkedEdgeTests.test_empty) ... FAIL",
     ]
     assert {1225, 1230, 1233, 1239, 1242, 1244} <= shown(found)  # both FAIL blocks with their assertions, the counts
+
+
+def test_catch2s_automake_lines_are_read_after_the_tests_own_output_on_the_same_line():
+    # the code under test printed `lengths differ: 0 vs 1` with no newline: the reporter's line follows it
+    found = parse("catch2/rec__hamming_automake_stdout.log")
+    assert found["failed_tests"] == ["disallow empty first strand"]
+    assert found["summary"] == {"passed": 8, "failed": 1, "skipped": 0, "errors": None}
+    assert found["complete"] is True
+
+
+def test_a_test_binary_that_died_before_any_test_printed_a_result_names_the_test_and_no_count():
+    # TestList, the first test, starts a goroutine that panics: the binary dies before any result is printed, so
+    # the log gives no count; the test go announced is the one the crash cut off
+    for log in ("gotest/rec__golist_first_goroutine_json.log", "gotest/rec__golist_first_goroutine_v.log"):
+        found = parse(log, "--adapter", "go", "--command", "test")
+        assert found["failed_tests"] == ["TestList"], log
+        assert found["summary"] == {"passed": None, "failed": None, "skipped": None, "errors": None}, log
+
+
+def test_a_go_1_13_json_run_that_a_panic_ended_is_finished_when_the_tests_fail_event_closes_it():
+    # before Go 1.14, test2json gave the go command's `FAIL pkg 0.071s` line and the package's fail event to the
+    # test that panicked: the log ends with that test's fail event, no package event after it
+    found = parse("gotest/tsgtp__single_panic.log", "--adapter", "go", "--command", "test")
+    assert found["complete"] is True
+    assert found["failed_tests"] == ["TestAccAzureRMResourceGroup_basic"]
+    assert found["summary"] == {"passed": 0, "failed": 1, "skipped": 0, "errors": None}
