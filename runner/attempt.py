@@ -11,7 +11,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -187,9 +187,10 @@ def _may_link(folder: str, writable: tuple[str, ...]) -> bool:
 
 def make_workspace(
     project: Path, home: Path, writable: tuple[str, ...] = (), plain: bool = False
-) -> tuple[Path, dict[str, str], list[str]]:
+) -> tuple[Path, dict[str, str], dict[str, str]]:
     """A private copy of the project under `home` for one candidate; returns (its root, the digests of its
-    files, the folders linked rather than copied).
+    files, its symlinks as made, each with its target: the folders linked rather than copied among them, and
+    what the project holds, which the agent did not make).
 
     In a git repository it is a git worktree of HEAD with the working tree's uncommitted changes laid over
     it, so the agent sees the history and the files as they are now; otherwise a plain copy. Ignored top-level
@@ -214,7 +215,7 @@ def make_workspace(
                 shutil.copytree(src, ws / entry, symlinks=True, ignore=shutil.ignore_patterns(*PRIVATE))
             else:
                 shutil.copy2(src, ws / entry, follow_symlinks=False)
-        return ws, snapshot(ws), []
+        return ws, snapshot(ws), _links(ws)
     top_dir, has_head = repo
     with _kept_lock:
         kept = _kept.pop(str(home), None)
@@ -263,7 +264,7 @@ def make_workspace(
             )
             with _kept_lock:
                 _kept[str(home)] = kept
-    return ws, before, linked
+    return ws, before, _links(ws)
 
 
 def _git(cwd: Path, *args: str) -> subprocess.CompletedProcess:
@@ -439,7 +440,7 @@ def _bring_back(project: Path, wt: Path, kept: _Kept, writable: tuple[str, ...])
         _kept[str(wt.parent)] = kept
     # the digests the attempt starts from leave out the private folders, as snapshot(wt) does
     before = {rel: digest for rel, digest in current.items() if PRIVATE_PARTS.isdisjoint(rel.split("/")[:-1])}
-    return wt, before, list(kept.ignored)
+    return wt, before, {rel: os.readlink(wt / rel) for rel in now_links}
 
 
 def _same_file(project: Path, wt: Path, rel: str, digest: str | None) -> bool:
@@ -460,6 +461,11 @@ def _same_file(project: Path, wt: Path, rel: str, digest: str | None) -> bool:
 def _symlinks(root: Path) -> frozenset[str]:
     """The symlinks under root (not followed)."""
     return _layout(root)[0]
+
+
+def _links(root: Path) -> dict[str, str]:
+    """The symlinks under root (not followed), each with its target."""
+    return {rel: os.readlink(entry.path) for rel, entry in _entries(root) if entry.is_symlink()}
 
 
 def _layout(root: Path, modes: bool = False) -> tuple[frozenset[str], dict[str, int]]:
@@ -613,10 +619,11 @@ def new_home(project: Path, name: str) -> Path:
 
 
 def find_change(
-    workspace: Path, before: dict[str, str], linked: list[str], after: dict[str, str] | None = None
+    workspace: Path, before: dict[str, str], links: Mapping[str, str], after: dict[str, str] | None = None
 ) -> Change:
-    """Compare the workspace with its digests from before the attempt: what changed, whatever the agent says.
-    `after`: the workspace's snapshot (private folders included), when the caller took it already."""
+    """Compare the workspace with its digests and symlinks from before the attempt (`links`: path -> target):
+    what changed, whatever the agent says. `after`: the workspace's snapshot (private folders included), when the
+    caller took it already."""
     if after is None:
         after = snapshot(workspace, private=True)
     change = Change()
@@ -626,9 +633,9 @@ def find_change(
     for rel in before:
         if rel not in after and not (workspace / rel).is_symlink():
             change.files[rel] = None
-    for rel in sorted(_symlinks(workspace)):
-        if rel not in linked:
-            change.symlinks[rel] = os.readlink(workspace / rel)
+    for rel, target in sorted(_links(workspace).items()):
+        if links.get(rel) != target:  # a link the project holds (node_modules/.bin's) is none of the agent's
+            change.symlinks[rel] = target
     return change
 
 

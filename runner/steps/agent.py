@@ -215,7 +215,7 @@ class AgentAttempts:
     def _attempt(self, ctx, run: AgentRun, worker, template, attempt: Attempt, feedback, result, workspace):
         """One attempt, here or on a Dask worker (`run.cluster`), and its artefacts under the run's record;
         returns what the candidate's next attempt starts from: here, the workspace (path, digests before,
-        linked folders); on the cluster, the change this attempt left (the next one may land on another
+        symlinks before); on the cluster, the change this attempt left (the next one may land on another
         worker, which lays it over a fresh workspace)."""
         intent = ctx.intent
         # numbered across candidates so each attempt has its own recording
@@ -416,10 +416,10 @@ def attempt_in(job: AttemptJob, home: Path, workspace, cancel, journal, log_path
         if settled is not None:
             settled()
         with _FILE_WORK.making():
-            ws, before, linked = make_workspace(job.root, home, writable, plain=job.hermetic)
+            ws, before, links = make_workspace(job.root, home, writable, plain=job.hermetic)
         if job.carried:  # after the digests: the change found is the candidate's whole change, as here
             _lay(ws, job.carried)
-        return (home, ws, before, linked)
+        return (home, ws, before, links)
 
     # a worker that answers with files (openai) never looks at the workspace while its model thinks: the
     # first attempt's workspace is made during the call instead of before it (the change is still found
@@ -432,7 +432,7 @@ def attempt_in(job: AttemptJob, home: Path, workspace, cancel, journal, log_path
         answer, workspace = _call_beside(worker, request, make)
     else:
         answer = worker.run(request)
-    _home, ws, before, linked = workspace
+    _home, ws, before, links = workspace
     done = AttemptDone(answer=answer, change=Change())
     with _FILE_WORK.finishing():
         if answer.ok and answer.files and config.kind == "openai":
@@ -442,7 +442,7 @@ def attempt_in(job: AttemptJob, home: Path, workspace, cancel, journal, log_path
             if refused:
                 done.kind, done.error = "policy", f"{refused} (policy '{job.policy.name}')"
         after = snapshot(ws, private=True)
-        done.change = find_change(ws, before, linked, after)
+        done.change = find_change(ws, before, links, after)
     _judge(job, done, answer, ws, cancel, journal, log_path, after)
     return done, workspace
 
@@ -453,9 +453,9 @@ def detached_attempt(job: AttemptJob, cancel: threading.Event) -> AttemptDone:
     home = new_home(job.root, job.intent.name)
     try:
         log_path = home / "verify.log"
-        done, (_home, ws, before, linked) = attempt_in(job, home, None, cancel, None, log_path)
+        done, (_home, ws, before, links) = attempt_in(job, home, None, cancel, None, log_path)
         done.verify_log = log_path.read_bytes() if log_path.exists() else None
-        done.left = find_change(ws, before, linked)
+        done.left = find_change(ws, before, links)
         done.workspace = str(ws)
         return done
     finally:

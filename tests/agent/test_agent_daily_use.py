@@ -5,7 +5,9 @@ there is nothing yet or verify fails); the endpoint is not in the key."""
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -77,6 +79,26 @@ def test_a_test_file_the_agent_created_where_its_inputs_look_is_not_paid_for_aga
     (agent.root / "tests/test_calc.py").write_text(PASSING_TEST + "\n# mine\n")  # a person's edit: theirs
     assert agent.make().step("tests")["status"] == "kept"
     assert len(srv.requests()) == 1
+
+
+def test_symlinks_the_project_holds_are_not_the_agents_change(agent, server):
+    # npm install leaves node_modules/.bin full of links; here one committed and one git does not ignore: an
+    # attempt whose own change is one test file was refused for "its" symlinks, and nothing was ever applied
+    srv = server(same_answer())
+    agent.spec(openai_worker(srv.base_url))
+    (agent.root / "tools/.bin").mkdir(parents=True)
+    os.symlink("../../src/calc.py", agent.root / "tools/.bin/calc")
+    for args in (
+        ["init", "-q"],
+        ["add", "-A"],
+        ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "start"],
+    ):
+        subprocess.run(["git", *args], cwd=agent.root, check=True, capture_output=True)
+    os.symlink("calc.py", agent.root / "src/alias.py")  # untracked, not ignored
+    result = agent.make()
+    assert (result.code, result.step("tests")["status"]) == (0, "ran"), result.err + result.out
+    assert (agent.root / "tests/test_calc.py").read_text() == PASSING_TEST
+    assert os.readlink(agent.root / "src/alias.py") == "calc.py"
 
 
 def test_a_kept_edit_that_still_verifies_is_done_at_the_cost_of_one_attempt(agent, server):
