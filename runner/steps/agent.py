@@ -550,7 +550,8 @@ def _judge(
         return
     if problems:
         done.kind = "policy"
-        done.error = "refused: " + "; ".join(problems)
+        more = f"; and {len(problems) - 5} more (the attempt's diff.patch has them all)" if len(problems) > 5 else ""
+        done.error = "refused: " + "; ".join(problems[:5]) + more
         return
     if missing:
         if change:

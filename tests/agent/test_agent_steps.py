@@ -100,6 +100,17 @@ def test_writes_outside_the_scope_are_refused_and_the_project_untouched(agent, t
     assert len(agent.prompts()) == 1  # a policy refusal is not retried
 
 
+def test_a_refusal_of_many_paths_names_five_and_counts_the_rest(agent):
+    links = {f"link{i}": "/etc" for i in range(7)}
+    agent.spec(agent.fake_codex_worker({"symlinks": links, "files": {"tests/test_calc.py": PASSING_TEST}}))
+    error = agent.make().step("tests")["error"]
+    named = "; ".join(
+        f"link{i}: a symlink (-> /etc) is never applied: it could point outside the project (policy 'default')"
+        for i in range(5)
+    )
+    assert error == f"refused: {named}; and 2 more (the attempt's diff.patch has them all)"
+
+
 def test_scope_allows_more_than_the_outputs(agent):
     scenario = {"files": {"tests/test_calc.py": PASSING_TEST, "notes/why.md": "because\n"}}
     agent.spec(agent.fake_codex_worker(scenario), policy="[policy.default]\nscope = ['notes/*.md']")
