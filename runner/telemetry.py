@@ -1,17 +1,24 @@
-"""A run's spans sent to an OpenTelemetry collector (OTLP over HTTP) as the run ends: the OpenTelemetry SDK's one
-importer, an extra (`telemetry`); configured as every OTLP exporter is, by OTEL_EXPORTER_OTLP_ENDPOINT and its kin,
-else by the spec's `[telemetry] endpoint`."""
+"""A run's spans sent to an OpenTelemetry collector (OTLP over HTTP) as the run goes, each step's as it ends: the
+OpenTelemetry SDK's one importer, an extra (`telemetry`); configured as every OTLP exporter is, by
+OTEL_EXPORTER_OTLP_ENDPOINT and its kin, else by the spec's `[telemetry] endpoint`."""
 
 from __future__ import annotations
 
 import os
 import sys
+import threading
+import time
 from pathlib import Path
+from typing import Any
 
-from .timeline import Timeline, epoch_of
+from .timeline import Reading, Step, epoch_of
 
 ENDPOINT_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
 INSTALL = "pip install 'intent-runner[telemetry]'"
+# The run's end waits for its last spans while the collector answers; a request outstanding this long means it
+# does not (down, retried, or hung), and the run ends without waiting for it: a build never waits on its tracing.
+HUNG_AFTER = 1.0
+LAST_SPANS_WAIT = 10.0  # at most, for a collector that answers but slowly
 
 
 def configured(endpoint: str | None = None, environ=os.environ) -> bool:
@@ -21,71 +28,119 @@ def configured(endpoint: str | None = None, environ=os.environ) -> bool:
     return bool(named) and environ.get("OTEL_SDK_DISABLED", "") != "true"
 
 
-def export_run(run_dir: Path, project: str, endpoint: str | None = None) -> None:
-    """Send the run recorded in `run_dir` as spans: the run, each step that started inside it, each agent attempt
-    inside its step and each verify command inside its attempt. A collector that does not answer is said on
-    stderr once; the run's outcome never depends on it."""
-    from .record import read_events
-    from .timeline import build
-
+def live(project: str, endpoint: str | None = None) -> LiveSpans | None:
+    """The spans of the run about to start, sent as it goes, when a collector is named (else None). Without the
+    SDK the run says so once and goes on."""
+    if not configured(endpoint):
+        return None
     try:
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-        from opentelemetry.sdk.resources import Resource
-        from opentelemetry.sdk.trace import TracerProvider
-        from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
-        from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
     except ImportError:
         print(
             f"runner: {_named()} is set but the OpenTelemetry SDK is not installed: no spans sent ({INSTALL})",
             file=sys.stderr,
             flush=True,
         )
-        return
-    if not (run_dir / "events.jsonl").is_file():  # a run that recorded nothing: no span to send
-        return
-    timeline = build(run_dir, read_events(run_dir.parent, run_dir.name))
-    epoch = epoch_of(timeline.started)
-    if timeline.untimed or epoch is None:
-        return
-    provider = TracerProvider(resource=Resource.create({"service.name": "runner", "runner.project": project}))
-    finished = InMemorySpanExporter()  # a build's spans are known once it ends: sent in one request
-    provider.add_span_processor(SimpleSpanProcessor(finished))
-    _spans(provider.get_tracer("runner"), timeline, epoch)
+        return None
+    import logging
+
+    # the exporter logs each failed request (and its retries); the run says it once, on its own line, at its end
+    logging.getLogger("opentelemetry").addHandler(logging.NullHandler())
+    logging.getLogger("opentelemetry").propagate = False
     # the variables win, as for every OpenTelemetry SDK; the spec's endpoint is a base URL, as theirs is
     from_env = any(os.environ.get(name) for name in ENDPOINT_VARIABLES)
     spec_url = None if from_env or endpoint is None else f"{endpoint.rstrip('/')}/v1/traces"
     exporter = OTLPSpanExporter(endpoint=spec_url) if spec_url else OTLPSpanExporter()
-    result = exporter.export(finished.get_finished_spans())
-    exporter.shutdown()
-    if result != SpanExportResult.SUCCESS:
-        print(
-            f"runner: the run's spans could not be sent to the OpenTelemetry collector at {_endpoint(endpoint)}",
-            file=sys.stderr,
-            flush=True,
+    return LiveSpans(project, exporter, _endpoint(endpoint))
+
+
+class LiveSpans:
+    """The run as spans: the run's own opened as it starts and ended as it ends; each step that started in it ended
+    as the step ends, with its agent attempts and their verify commands inside (as the trace file nests them),
+    handed to a sender thread that posts whatever is ready. The scheduler's thread only makes spans: a collector
+    that is slow or down never holds a step up."""
+
+    def __init__(self, project: str, exporter, where: str):
+        from opentelemetry.sdk.resources import Resource
+        from opentelemetry.sdk.trace import TracerProvider
+
+        self.where = where
+        self.sender = _Sender(exporter)
+        # no atexit hook: the run's end says how long it waits (close), never the interpreter's teardown
+        provider = TracerProvider(
+            resource=Resource.create({"service.name": "runner", "runner.project": project}), shutdown_on_exit=False
         )
+        provider.add_span_processor(_processor(self.sender))
+        self.tracer: Any = provider.get_tracer("runner")  # Any: the SDK's types stay the SDK's (an extra)
+        self.reading: Reading | None = None
+        self.run: Any = None  # the run's span, open while it goes
+        self.in_run: Any = None
+        self.epoch = 0.0
 
+    def watch(self, run_dir: Path):
+        """What reads the run's events as they are reported (the pipeline's sink calls it with each one, masked)."""
+        self.reading = Reading(run_dir)
+        return self.event
 
-def _spans(tracer, timeline: Timeline, epoch: float) -> None:
-    from opentelemetry import trace
+    def event(self, e: dict) -> None:
+        reading = self.reading
+        if reading is None:
+            return
+        step = reading.add(e)
+        kind = e.get("event")
+        if step is not None:
+            if self.run is not None:
+                self._step(step)
+        elif kind == "run_started" and self.run is None:
+            self._open(reading)
+        elif kind == "run_finished" and self.run is not None:
+            self.run.set_attribute("runner.status", str(e.get("status", "incomplete")))
+            self.run.end(end_time=self._ns(float(e.get("duration", 0.0))))
+            self.run = None
 
-    def ns(at: float) -> int:
-        return int((epoch + at) * 1e9)
+    def close(self) -> None:
+        """The run's end: its span ended if the run stopped before saying how it ended, then its last spans sent
+        while the collector answers (HUNG_AFTER), said once on stderr when some could not be."""
+        if self.run is not None:
+            timeline = self.reading.timeline() if self.reading is not None else None
+            self.run.set_attribute("runner.status", "incomplete")
+            self.run.end(end_time=self._ns(timeline.duration if timeline is not None else 0.0))
+            self.run = None
+        if not self.sender.drain(LAST_SPANS_WAIT, HUNG_AFTER):
+            print(
+                f"runner: the run's spans could not be sent to the OpenTelemetry collector at {self.where}",
+                file=sys.stderr,
+                flush=True,
+            )
+        self.sender.shutdown()
 
-    finished = timeline.finished or {}
-    run = tracer.start_span(
-        f"runner make {timeline.run_id}",
-        start_time=ns(0.0),
-        attributes={"runner.run_id": timeline.run_id, "runner.jobs": timeline.jobs, "runner.status": _status(finished)},
-    )
-    in_run = trace.set_span_in_context(run)
-    for step in timeline.steps.values():
-        end = step.end if step.end is not None else timeline.duration
+    def _ns(self, at: float) -> int:
+        return int((self.epoch + at) * 1e9)
+
+    def _open(self, reading: Reading) -> None:
+        from opentelemetry import trace
+
+        head = reading.head
+        epoch = epoch_of(head.get("started"))
+        if epoch is None:
+            return
+        self.epoch = epoch
+        attributes = {"runner.run_id": reading.run_dir.name, "runner.jobs": int(head.get("jobs", 1))}
+        self.run = self.tracer.start_span(
+            f"runner make {reading.run_dir.name}", start_time=self._ns(0.0), attributes=attributes
+        )
+        self.in_run = trace.set_span_in_context(self.run)
+
+    def _step(self, step: Step) -> None:
+        from opentelemetry import trace
+
+        tracer, ns = self.tracer, self._ns
         attributes = {"runner.status": step.status, "runner.slot": step.slot}
         if step.finished.get("reasons"):
             attributes["runner.reasons"] = list(step.finished["reasons"])
         if step.finished.get("error"):
             attributes["runner.error"] = step.finished["error"]
-        span = tracer.start_span(step.intent, context=in_run, start_time=ns(step.start), attributes=attributes)
+        span = tracer.start_span(step.intent, context=self.in_run, start_time=ns(step.start), attributes=attributes)
         _failed(span, step.status in ("failed", "blocked"), step.finished.get("error"))
         in_step = trace.set_span_in_context(span)
         for a in step.attempts:
@@ -104,8 +159,86 @@ def _spans(tracer, timeline: Timeline, epoch: float) -> None:
                 )
                 command.end(end_time=ns(v.end))
             attempt.end(end_time=ns(a.end))
-        span.end(end_time=ns(end))
-    run.end(end_time=ns(timeline.duration))
+        span.end(end_time=ns(step.end if step.end is not None else step.start))
+
+
+def _processor(sender: _Sender):
+    """The sender as the SDK's span processor (a subclass of its own: the SDK is imported only when a collector is
+    named)."""
+    from opentelemetry.sdk.trace import SpanProcessor
+
+    class Handing(SpanProcessor):
+        def on_end(self, span) -> None:
+            sender.add(span)
+
+        def shutdown(self) -> None:
+            sender.shutdown()
+
+        def force_flush(self, timeout_millis: int = 30000) -> bool:
+            return sender.drain(timeout_millis / 1000, HUNG_AFTER)
+
+    return Handing()
+
+
+class _Sender:
+    """A span processor that posts each ended span as soon as it can: one thread sends whatever ended since its last
+    request (so a step's spans leave as it ends, and many steps ending during one request go in the next one).
+    Unlike the SDK's BatchSpanProcessor it waits for no schedule and its flush is bounded by how the collector
+    answers (drain)."""
+
+    def __init__(self, exporter):
+        self._exporter = exporter
+        self._spans: list = []
+        self._ready = threading.Condition()
+        self._closed = False
+        self.sending_since: float | None = None  # monotonic start of the request in flight
+        self.failed = False
+        threading.Thread(target=self._send, name="runner-otlp", daemon=True).start()
+
+    def add(self, span) -> None:
+        with self._ready:
+            self._spans.append(span)
+            self._ready.notify_all()
+
+    def shutdown(self) -> None:
+        with self._ready:
+            self._closed = True
+            self._ready.notify_all()
+        self._exporter.shutdown()  # stops a request's retries; a request hung on its socket ends with the process
+
+    def _send(self) -> None:
+        from opentelemetry.sdk.trace.export import SpanExportResult
+
+        while True:
+            with self._ready:
+                while not self._spans and not self._closed:
+                    self._ready.wait()
+                if self._closed:
+                    return
+                batch, self._spans = self._spans, []
+                self.sending_since = time.monotonic()
+            try:
+                ok = self._exporter.export(batch) == SpanExportResult.SUCCESS
+            except Exception:  # the collector's trouble is the tracing's, never the build's
+                ok = False
+            with self._ready:
+                self.sending_since = None
+                self.failed = self.failed or not ok
+                self._ready.notify_all()
+
+    def drain(self, timeout: float, hung_after: float) -> bool:
+        """Wait until every span ended so far was sent: True when all were. Gives up at once when a request
+        failed, when one has been outstanding `hung_after` seconds, or after `timeout`."""
+        deadline = time.monotonic() + timeout
+        with self._ready:
+            while self._spans or self.sending_since is not None:
+                now = time.monotonic()
+                since = self.sending_since
+                if self.failed or now >= deadline or (since is not None and now - since >= hung_after):
+                    return False
+                wait = deadline - now if since is None else min(deadline - now, since + hung_after - now)
+                self._ready.wait(max(0.001, wait))
+            return not self.failed
 
 
 def _failed(span, failed: bool, error: str | None) -> None:
@@ -113,10 +246,6 @@ def _failed(span, failed: bool, error: str | None) -> None:
         from opentelemetry.trace import Status, StatusCode
 
         span.set_status(Status(StatusCode.ERROR, (error or "")[:200]))
-
-
-def _status(finished: dict) -> str:
-    return str(finished.get("status", "incomplete"))
 
 
 def _named() -> str:
