@@ -259,13 +259,16 @@ def create_app(root: Path, token: str, host_ok: Callable[[str], bool], read_only
 
         _graph, mask = site.view()
         t = pages.Html(mask)
-        figures = []
-        for r in reversed(run_data.runs(site.runs_dir)):
-            figures.append(project_pages.run_figures(r, read_events(site.runs_dir, r["run_id"])))
+        recorded = list(reversed(run_data.runs(site.runs_dir)))
+        audited: dict[str, dict] = {}  # each run's figures as the audit's one walk counts them
         try:
-            audit_text = render(audit(site.root)) if figures else "no run recorded yet"
+            audit_text = render(audit(site.root, each=audited.__setitem__)) if recorded else "no run recorded yet"
         except (OSError, ValueError) as exc:
             audit_text = f"the audit could not be read: {exc}"
+        figures = [
+            project_pages.run_figures(r, read_events(site.runs_dir, r["run_id"]), audited.get(r["run_id"]))
+            for r in recorded
+        ]
         page = project_pages.learning_page(status_rows(site.root), figures, audit_text, t, nav=site.nav(t))
         return html(page)
 

@@ -156,3 +156,46 @@ def test_without_the_web_extra_it_says_which_extra_to_install(project):
     assert proc.stderr == (
         "error: runner serve needs the web extra (uvicorn is not installed): pip install 'intent-runner[web]'\n"
     )
+
+
+# a unittest run that fails: a log the built-in library reads (parse success)
+BROKEN_TEST = """
+
+[intent.broken]
+run = "python3 -m unittest test_broken"
+"""
+FAILING = "import unittest\n\n\nclass T(unittest.TestCase):\n    def test_one(self):\n        self.assertEqual(1, 2)\n"
+
+
+def _chart(page: str, key: str) -> str | None:
+    """A learning chart's last figure (its data-last), None when it has none yet."""
+    found = re.search(rf"<div class='chart' data-chart='{key}'(?: data-last='([^']*)')?>", page)
+    assert found, f"no chart {key}"
+    return found.group(1)
+
+
+def test_the_learning_page_charts_parse_success_and_tokens_saved_per_run(tmp_path, serve):
+    """The quickstart (replay worker) with a failing unittest step: its log explained (parse success 100%); then
+    docs made (tokens spent), its output removed and restored from the cache (those tokens saved), the last run
+    with no failed step (parse success's chart keeps the last run that has one)."""
+    from web_helpers import quickstart
+
+    root = quickstart(tmp_path)
+    (root / "intents.toml").write_text((root / "intents.toml").read_text() + BROKEN_TEST)
+    (root / "test_broken.py").write_text(FAILING)
+    assert runner(root, "make", "broken").returncode == 1
+    made = runner(root, "make", "--json", "docs")
+    assert made.returncode == 0, made.stderr
+    usage = events(made.stdout)[-1]["usage"]
+    spent = usage["input_tokens"] + usage["output_tokens"]
+    (root / "docs" / "calc.md").unlink()
+    restored = runner(root, "make", "--json", "docs")
+    assert [e["status"] for e in events(restored.stdout) if e["event"] == "step_finished"] == ["restored"]
+    served = serve(root)
+    status, _headers, page = served.get("/learning")
+    assert status == 200
+    assert _chart(page, "parse_success") == "100"
+    assert "<b>parse success</b>: 100% last" in page
+    assert _chart(page, "tokens_saved") == str(spent) and spent > 0
+    assert f"<b>tokens saved</b>: {spent:,}" in page
+    assert _chart(page, "tokens") == "0"  # the last run spent nothing: the cache served it
