@@ -307,3 +307,50 @@ def test_a_collector_that_hangs_or_is_down_costs_the_build_nothing_measurable(pr
     assert err == f"runner: the run's spans could not be sent to the OpenTelemetry collector at {nobody}\n", err
     assert hung < answered + 0.3 and down < answered + 0.3, (answered, hung, down)
     assert hung_run < answered_run + 0.2 and down_run < answered_run + 0.2, (answered_run, hung_run, down_run)
+
+
+def test_a_run_killed_outright_has_sent_the_steps_that_finished(project, receiver):
+    project.spec(GATED)
+    proc, run_id = _started(project, {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.url})
+    try:
+        receiver.wait_for("first")
+    finally:
+        proc.kill()  # SIGKILL: nothing of the run's end happens
+        proc.communicate(timeout=60)
+    names = {s.name for s in receiver.spans()}
+    assert "first" in names and f"runner make {run_id}" not in names  # its own span never ended
+
+
+def test_an_agent_step_s_attempts_and_verify_commands_nest_inside_its_span(quickstart, receiver):
+    """The quickstart's agent steps (replay worker): `tests` fails its first attempt's verify and passes its second;
+    each attempt a span inside the step's, each verify command one inside its attempt's, sent as the step ended."""
+    root, _runner = quickstart
+    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(root), "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.url}
+    made = subprocess.run(
+        [sys.executable, "-m", "runner", "make", "--json"], cwd=root, capture_output=True, text=True, env=env
+    )
+    assert made.returncode == 0, made.stderr
+    spans = receiver.spans()
+    by_name = {s.name: s for s in spans}
+    step = by_name["tests"]
+    first, second = by_name["tests candidate 1 attempt 1"], by_name["tests candidate 1 attempt 2"]
+    assert first.parent_span_id == step.span_id and second.parent_span_id == step.span_id
+    assert first.status.code == 2 and second.status.code != 2  # the rejected attempt is an error span
+    verify = [s for s in spans if s.name == "verify test"]
+    assert {v.parent_span_id for v in verify} == {first.span_id, second.span_id}
+    for v in verify:
+        attempt = first if v.parent_span_id == first.span_id else second
+        assert attempt.start_time_unix_nano <= v.start_time_unix_nano <= v.end_time_unix_nano
+        assert v.end_time_unix_nano <= attempt.end_time_unix_nano + 2_000_000
+    assert attributes(next(v for v in verify if v.parent_span_id == first.span_id))["runner.exit_code"] == 1
+    # sent as the step ended: in an earlier request than the run's own span
+    run_id = json.loads(made.stdout.splitlines()[0])["run_id"]
+    holding = [
+        i
+        for i, r in enumerate(receiver.requests)
+        for rs in r.resource_spans
+        for ss in rs.scope_spans
+        for s in ss.spans
+        if s.name in ("tests", f"runner make {run_id}")
+    ]
+    assert len(holding) == 2 and holding[0] < holding[1], holding
