@@ -55,183 +55,68 @@ def live(project: str, endpoint: str | None = None) -> LiveSpans | None:
 
 
 class LiveSpans:
-    """The run as spans: the run's own opened as it starts and ended as it ends; each step that started in it ended
-    as the step ends, with its agent attempts and their verify commands inside (as the trace file nests them),
-    handed to a sender thread that posts whatever is ready. The scheduler's thread only makes spans: a collector
-    that is slow or down never holds a step up."""
+    """The run as spans, sent as it goes: the run's own span (sent as it ends), and each step that started in it,
+    sent as the step ends, with its agent attempts and their verify commands inside (as the trace file nests them).
+
+    The build's thread only hands each event over (a list append): one thread of the exporter's own reads the
+    events into the timeline, makes the spans (finished spans made whole, as the OTLP exporter takes them: no
+    tracer, sampler or processor between, each of which cost ~0.1 ms a step) and posts whatever ended since its
+    last request. A collector that is slow or down never holds a step up."""
 
     def __init__(self, project: str, exporter, where: str):
         from opentelemetry.sdk.resources import Resource
-        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
+        from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 
         self.where = where
-        self.sender = _Sender(exporter)
-        # no atexit hook: the run's end says how long it waits (close), never the interpreter's teardown
-        provider = TracerProvider(
-            resource=Resource.create({"service.name": "runner", "runner.project": project}), shutdown_on_exit=False
-        )
-        provider.add_span_processor(_processor(self.sender))
-        self.tracer: Any = provider.get_tracer("runner")  # Any: the SDK's types stay the SDK's (an extra)
+        self.exporter = exporter
+        self.resource = Resource.create({"service.name": "runner", "runner.project": project})
+        self.scope = InstrumentationScope("runner")
+        self.ids = RandomIdGenerator()
         self.reading: Reading | None = None
-        self.run: Any = None  # the run's span, open while it goes
-        self.in_run: Any = None
+        self.trace_id = 0
+        self.run: Any = None  # the run's SpanContext once it started, until its span is sent
         self.epoch = 0.0
+        self._events: list = []  # handed over, not yet read
+        self._spans: list = []  # made, not yet sent
+        self._ready = threading.Condition()
+        self._closed = False
+        self.sending_since: float | None = None  # monotonic start of the request in flight
+        self._busy = False  # the thread holds events it took or spans it made
+        self.failed = False
+        threading.Thread(target=self._work, name="runner-otlp", daemon=True).start()
 
     def watch(self, run_dir: Path):
         """What reads the run's events as they are reported (the pipeline's sink calls it with each one, masked)."""
         self.reading = Reading(run_dir)
         return self.event
 
-    def event(self, e: dict) -> None:
-        reading = self.reading
-        if reading is None:
-            return
-        step = reading.add(e)
-        kind = e.get("event")
-        if step is not None:
-            if self.run is not None:
-                self._step(step)
-        elif kind == "run_started" and self.run is None:
-            self._open(reading)
-        elif kind == "run_finished" and self.run is not None:
-            self.run.set_attribute("runner.status", str(e.get("status", "incomplete")))
-            self.run.end(end_time=self._ns(float(e.get("duration", 0.0))))
-            self.run = None
+    def event(self, e: Any) -> None:
+        with self._ready:
+            self._events.append(e)
+            self._ready.notify_all()
 
     def close(self) -> None:
-        """The run's end: its span ended if the run stopped before saying how it ended, then its last spans sent
+        """The run's end: its span sent if the run stopped before saying how it ended, then its last spans sent
         while the collector answers (HUNG_AFTER), said once on stderr when some could not be."""
-        if self.run is not None:
-            timeline = self.reading.timeline() if self.reading is not None else None
-            self.run.set_attribute("runner.status", "incomplete")
-            self.run.end(end_time=self._ns(timeline.duration if timeline is not None else 0.0))
-            self.run = None
-        if not self.sender.drain(LAST_SPANS_WAIT, HUNG_AFTER):
+        self.event(_END)
+        if not self.drain(LAST_SPANS_WAIT, HUNG_AFTER):
             print(
                 f"runner: the run's spans could not be sent to the OpenTelemetry collector at {self.where}",
                 file=sys.stderr,
                 flush=True,
             )
-        self.sender.shutdown()
-
-    def _ns(self, at: float) -> int:
-        return int((self.epoch + at) * 1e9)
-
-    def _open(self, reading: Reading) -> None:
-        from opentelemetry import trace
-
-        head = reading.head
-        epoch = epoch_of(head.get("started"))
-        if epoch is None:
-            return
-        self.epoch = epoch
-        attributes = {"runner.run_id": reading.run_dir.name, "runner.jobs": int(head.get("jobs", 1))}
-        self.run = self.tracer.start_span(
-            f"runner make {reading.run_dir.name}", start_time=self._ns(0.0), attributes=attributes
-        )
-        self.in_run = trace.set_span_in_context(self.run)
-
-    def _step(self, step: Step) -> None:
-        from opentelemetry import trace
-
-        tracer, ns = self.tracer, self._ns
-        attributes = {"runner.status": step.status, "runner.slot": step.slot}
-        if step.finished.get("reasons"):
-            attributes["runner.reasons"] = list(step.finished["reasons"])
-        if step.finished.get("error"):
-            attributes["runner.error"] = step.finished["error"]
-        span = tracer.start_span(step.intent, context=self.in_run, start_time=ns(step.start), attributes=attributes)
-        _failed(span, step.status in ("failed", "blocked"), step.finished.get("error"))
-        in_step = trace.set_span_in_context(span)
-        for a in step.attempts:
-            name = f"{step.intent} candidate {a.candidate} attempt {a.number}"
-            attempt_attributes = {"runner.ok": a.ok, "runner.tokens": a.tokens, "runner.kind": a.kind or ""}
-            attempt = tracer.start_span(name, context=in_step, start_time=ns(a.start), attributes=attempt_attributes)
-            _failed(attempt, not a.ok, a.error)
-            in_attempt = trace.set_span_in_context(attempt)
-            for v in a.verify:
-                verify_attributes = {
-                    "runner.command": v.command,
-                    "runner.exit_code": -1 if v.exit_code is None else v.exit_code,
-                }
-                command = tracer.start_span(
-                    f"verify {v.name}", context=in_attempt, start_time=ns(v.start), attributes=verify_attributes
-                )
-                command.end(end_time=ns(v.end))
-            attempt.end(end_time=ns(a.end))
-        span.end(end_time=ns(step.end if step.end is not None else step.start))
-
-
-def _processor(sender: _Sender):
-    """The sender as the SDK's span processor (a subclass of its own: the SDK is imported only when a collector is
-    named)."""
-    from opentelemetry.sdk.trace import SpanProcessor
-
-    class Handing(SpanProcessor):
-        def on_end(self, span) -> None:
-            sender.add(span)
-
-        def shutdown(self) -> None:
-            sender.shutdown()
-
-        def force_flush(self, timeout_millis: int = 30000) -> bool:
-            return sender.drain(timeout_millis / 1000, HUNG_AFTER)
-
-    return Handing()
-
-
-class _Sender:
-    """A span processor that posts each ended span as soon as it can: one thread sends whatever ended since its last
-    request (so a step's spans leave as it ends, and many steps ending during one request go in the next one).
-    Unlike the SDK's BatchSpanProcessor it waits for no schedule and its flush is bounded by how the collector
-    answers (drain)."""
-
-    def __init__(self, exporter):
-        self._exporter = exporter
-        self._spans: list = []
-        self._ready = threading.Condition()
-        self._closed = False
-        self.sending_since: float | None = None  # monotonic start of the request in flight
-        self.failed = False
-        threading.Thread(target=self._send, name="runner-otlp", daemon=True).start()
-
-    def add(self, span) -> None:
-        with self._ready:
-            self._spans.append(span)
-            self._ready.notify_all()
-
-    def shutdown(self) -> None:
         with self._ready:
             self._closed = True
             self._ready.notify_all()
-        self._exporter.shutdown()  # stops a request's retries; a request hung on its socket ends with the process
-
-    def _send(self) -> None:
-        from opentelemetry.sdk.trace.export import SpanExportResult
-
-        while True:
-            with self._ready:
-                while not self._spans and not self._closed:
-                    self._ready.wait()
-                if self._closed:
-                    return
-                batch, self._spans = self._spans, []
-                self.sending_since = time.monotonic()
-            try:
-                ok = self._exporter.export(batch) == SpanExportResult.SUCCESS
-            except Exception:  # the collector's trouble is the tracing's, never the build's
-                ok = False
-            with self._ready:
-                self.sending_since = None
-                self.failed = self.failed or not ok
-                self._ready.notify_all()
+        self.exporter.shutdown()  # stops a request's retries; a request hung on its socket ends with the process
 
     def drain(self, timeout: float, hung_after: float) -> bool:
-        """Wait until every span ended so far was sent: True when all were. Gives up at once when a request
-        failed, when one has been outstanding `hung_after` seconds, or after `timeout`."""
+        """Wait until every event handed over was read and its spans sent: True when all were. Gives up at once
+        when a request failed, when one has been outstanding `hung_after` seconds, or after `timeout`."""
         deadline = time.monotonic() + timeout
         with self._ready:
-            while self._spans or self.sending_since is not None:
+            while self._events or self._spans or self._busy:
                 now = time.monotonic()
                 since = self.sending_since
                 if self.failed or now >= deadline or (since is not None and now - since >= hung_after):
@@ -240,12 +125,128 @@ class _Sender:
                 self._ready.wait(max(0.001, wait))
             return not self.failed
 
+    # ---- the exporter's thread
+    def _work(self) -> None:
+        from opentelemetry.sdk.trace.export import SpanExportResult
 
-def _failed(span, failed: bool, error: str | None) -> None:
-    if failed:
+        while True:
+            with self._ready:
+                while not self._events and not self._spans and not self._closed:
+                    self._ready.wait()
+                if self._closed:
+                    return
+                events, self._events = self._events, []
+                if self.failed:  # the exporter retried for its whole timeout: the rest of the run is not sent
+                    self._ready.notify_all()
+                    continue
+                self._busy = True
+            made = []
+            for e in events:
+                try:
+                    made.extend(self._read(e))
+                except Exception:  # an event the timeline cannot place costs its span, never the build
+                    continue
+            with self._ready:
+                self._spans.extend(made)
+                batch, self._spans = self._spans, []
+                if not batch:
+                    self._busy = False
+                    self._ready.notify_all()
+                    continue
+                self.sending_since = time.monotonic()
+            try:
+                ok = self.exporter.export(batch) == SpanExportResult.SUCCESS
+            except Exception:  # the collector's trouble is the tracing's, never the build's
+                ok = False
+            with self._ready:
+                self.sending_since = None
+                self._busy = False
+                self.failed = self.failed or not ok
+                self._ready.notify_all()
+
+    def _read(self, e) -> list:
+        """The spans the event `e` finishes (read into the run's timeline)."""
+        reading = self.reading
+        if reading is None:
+            return []
+        if e is _END:  # the run stopped before run_finished: its span ends at the last moment it reported
+            return [self._run_span(reading.timeline().duration, "incomplete")] if self.run is not None else []
+        step = reading.add(e)
+        kind = e.get("event")
+        if step is not None:
+            return self._step(step) if self.run is not None else []
+        if kind == "run_started" and self.run is None:
+            epoch = epoch_of(reading.head.get("started"))
+            if epoch is not None:
+                self.epoch = epoch
+                self.trace_id = self.ids.generate_trace_id()
+                self.run = self._context()
+        elif kind == "run_finished" and self.run is not None:
+            return [self._run_span(float(e.get("duration", 0.0)), str(e.get("status", "incomplete")))]
+        return []
+
+    def _context(self):
+        from opentelemetry.trace import SpanContext, TraceFlags
+
+        return SpanContext(self.trace_id, self.ids.generate_span_id(), False, TraceFlags(TraceFlags.SAMPLED))
+
+    def _span(self, name: str, context, parent, start: float, end: float, attributes: dict, error=None):
+        from opentelemetry.sdk.trace import ReadableSpan
         from opentelemetry.trace import Status, StatusCode
 
-        span.set_status(Status(StatusCode.ERROR, (error or "")[:200]))
+        status = Status(StatusCode.ERROR, (error or "")[:200]) if error is not None else Status(StatusCode.UNSET)
+        return ReadableSpan(
+            name,
+            context=context,
+            parent=parent,
+            resource=self.resource,
+            attributes=attributes,
+            status=status,
+            start_time=int((self.epoch + start) * 1e9),
+            end_time=int((self.epoch + end) * 1e9),
+            instrumentation_scope=self.scope,
+        )
+
+    def _run_span(self, duration: float, status: str):
+        reading = self.reading
+        assert reading is not None
+        run, self.run = self.run, None
+        attributes = {
+            "runner.run_id": reading.run_dir.name,
+            "runner.jobs": int(reading.head.get("jobs", 1)),
+            "runner.status": status,
+        }
+        return self._span(f"runner make {reading.run_dir.name}", run, None, 0.0, duration, attributes)
+
+    def _step(self, step: Step) -> list:
+        attributes: dict[str, Any] = {"runner.status": step.status, "runner.slot": step.slot}
+        if step.finished.get("reasons"):
+            attributes["runner.reasons"] = list(step.finished["reasons"])
+        error = step.finished.get("error")
+        if error:
+            attributes["runner.error"] = error
+        failed = (error or "") if step.status in ("failed", "blocked") else None
+        in_step = self._context()
+        end = step.end if step.end is not None else step.start
+        spans = [self._span(step.intent, in_step, self.run, step.start, end, attributes, failed)]
+        for a in step.attempts:
+            name = f"{step.intent} candidate {a.candidate} attempt {a.number}"
+            in_attempt = self._context()
+            attempt_attributes = {"runner.ok": a.ok, "runner.tokens": a.tokens, "runner.kind": a.kind or ""}
+            rejected = None if a.ok else (a.error or "")
+            spans.append(self._span(name, in_attempt, in_step, a.start, a.end, attempt_attributes, rejected))
+            for v in a.verify:
+                verify_attributes = {
+                    "runner.command": v.command,
+                    "runner.exit_code": -1 if v.exit_code is None else v.exit_code,
+                }
+                spans.append(
+                    self._span(f"verify {v.name}", self._context(), in_attempt, v.start, v.end, verify_attributes)
+                )
+        return spans
+
+
+_END = object()  # handed over by close(): the run's span, if it is still open, ends
 
 
 def _named() -> str:
