@@ -84,6 +84,25 @@ def test_a_run_s_page_is_rendered_on_the_server_and_masks_what_the_run_masked(pr
     assert served.get("/runs/..%2F..%2Fetc", cookie=True)[0] == 404
 
 
+def test_the_search_is_answered_by_the_server_escaped_and_masked(project, serve):
+    """`?q=` (the search box's form) and `?q=...&rows=1` (its script): the steps whose name holds the text, what was
+    asked escaped and masked where the page says it back."""
+    run_id = built(project)
+    served = serve(project.root, env={"MY_API_TOKEN": SECRET})
+    status, _h, page = served.get(f"/runs/{run_id}?q=B", cookie=True)
+    assert status == 200 and "<tr id='row-b' data-name='b'>" in page and "data-name='a'><td>" not in page
+    assert re.search(r"class='chip s-ran[^']*hidden' data-name='a'", page)
+    assert "value='B'" in page and "<h2 id='steps'>Steps whose name holds “B” (1)</h2>" in page
+    status, headers, rows = served.get(f"/runs/{run_id}?q=a&rows=1", cookie=True)
+    assert status == 200 and rows.startswith("<section id='steps-section' data-q='a'>") and "<html" not in rows
+    assert "<tr id='row-a' data-name='a'>" in rows and "data-name='b'" not in rows
+    hostile = "%27%3E%3Cscript%3Ealert(1)%3C%2Fscript%3E"  # '><script>alert(1)</script>
+    status, _h, page = served.get(f"/runs/{run_id}?q={hostile}", cookie=True)
+    assert status == 200 and "<script>alert(1)" not in page and "&#x27;&gt;&lt;script&gt;alert(1)" in page
+    status, _h, page = served.get(f"/runs/{run_id}?q={SECRET}", cookie=True)
+    assert SECRET not in page and "no step of this run has that in its name" in page
+
+
 def test_approve_needs_its_csrf_token_and_applies_the_change_as_runner_approve_does(tmp_path, serve):
     root = waiting_change(tmp_path)
     served = serve(root)
