@@ -3,6 +3,9 @@ beside the run's own no-op time; and a clean build's time with `runner serve` an
 beside it, against the same build alone (interleaved).
 
     .venv/bin/python bench/web.py --steps 10000 --reps 5 --beside-steps 2000 --beside-reps 3
+
+The page's figures also time the search box's answer for a step beyond the steps table's listed rows (the page with
+`?q=`, and the table alone, `?q=...&rows=1`, which the box's script asks for); `--only-page` leaves out the builds.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from __future__ import annotations
 import argparse
 import functools
 import http.client
+import json
 import shutil
 import statistics
 import subprocess
@@ -157,10 +161,14 @@ def page_figures(a: argparse.Namespace) -> None:
     built = runner(work, "make", "-j", "2")
     run_id = sorted(p.name for p in (work / ".runner" / "runs").iterdir())[-1]
     noop = [runner(work, "make") for _ in range(a.reps)]
+    events = (work / ".runner" / "runs" / run_id / "events.jsonl").read_text().splitlines()
+    last = json.loads(next(line for line in reversed(events) if '"step_finished"' in line))["intent"]
     proc, url, port, token = serve(work)
     try:
         html = [fetch(port, token, f"/runs/{run_id}") for _ in range(a.reps)]
         runs_page = [fetch(port, token, "/")[0] for _ in range(a.reps)]
+        searched = [fetch(port, token, f"/runs/{run_id}?q={last}")[0] for _ in range(a.reps)]
+        rows = [fetch(port, token, f"/runs/{run_id}?q={last}&rows=1")[0] for _ in range(a.reps)]
         loads = page_load(f"http://127.0.0.1:{port}/runs/{run_id}?token={token}", a.reps)
     finally:
         proc.terminate()
@@ -175,6 +183,11 @@ def page_figures(a: argparse.Namespace) -> None:
     print(
         f"- the run's page loaded in chromium (navigation to the load event): median {med(loads):.3f} s, "
         f"at most {max(loads):.3f} s",
+        flush=True,
+    )
+    print(
+        f"- the search for its last step ({last}, beyond the table's listed rows): the page with `?q=` median "
+        f"{med(searched):.3f} s, the table alone (`&rows=1`, what the box's script asks) {med(rows):.3f} s",
         flush=True,
     )
 
@@ -203,10 +216,12 @@ def main() -> None:
     ap.add_argument("--beside-reps", type=int, default=3)
     ap.add_argument("--work", type=Path, default=ROOT / "bench" / "work" / "web")
     ap.add_argument("--only-beside", action="store_true", help="only the builds beside the server")
+    ap.add_argument("--only-page", action="store_true", help="only the 10,000-step page's figures")
     a = ap.parse_args()
     if not a.only_beside:
         page_figures(a)
-    beside_figures(a)
+    if not a.only_page:
+        beside_figures(a)
 
 
 if __name__ == "__main__":

@@ -220,12 +220,14 @@ class _Sink:
     """Where the executor's events go: the run log first, then the reporter (with the JSON line the log
     already made, when the reporter takes lines). `cached` reports proven steps in bulk; `flush` writes
     out both before the scheduler waits. Every event is masked here, once, for both: the JSON line is
-    searched for the secrets, and only an event that held one is parsed back for a reporter of dicts."""
+    searched for the secrets, and only an event that held one is parsed back for a reporter of dicts. `observe`: what
+    else reads each event as it is reported, masked (the run's spans, runner/telemetry.py), if anything does."""
 
-    def __init__(self, record: RunRecord, emit, mask: Mask):
+    def __init__(self, record: RunRecord, emit, mask: Mask, observe=None):
         self.record = record
         self.emit = emit
         self.mask = mask
+        self.observe = observe
         self.write_line = getattr(emit, "write_line", None)
         self.cached_steps = getattr(emit, "cached_steps", None)  # a reporter that takes proven steps by count
 
@@ -240,6 +242,8 @@ class _Sink:
             self.write_line(line)
         else:
             self.emit(event)
+        if self.observe is not None:
+            self.observe(event)
 
     def cached(self, names: list[str], text: str) -> None:
         """The `cached` lines of steps proven up to date (`text`: events.cached_text of their names)."""
@@ -305,7 +309,7 @@ def make(
             for name in order if doubtful is None else [n for n in order if n in doubtful]:
                 planner.toolchain(name)
         record = RunRecord(layout.runs_dir)
-        sink = _Sink(record, emit, mask)
+        sink = _Sink(record, emit, mask, options.spans.watch(record.dir) if options.spans is not None else None)
         for line in recovered:  # reported once the run has a record, which keeps them too
             sink(recovered_event(line))
         executor = Executor(planner, layout, record, sink, options, doubtful=doubtful, mask=mask)

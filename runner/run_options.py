@@ -19,6 +19,7 @@ class RunOptions:
         on_output=None,
         improve: dict[str, dict] | None = None,
         executor=None,
+        spans=None,
     ):
         self.jobs = jobs
         self.keep_going = keep_going
@@ -36,3 +37,5 @@ class RunOptions:
         # where shell steps run (runner/executors/, built by commands/make.py): one whose `on_cluster` is true takes
         # each shell step as a future (submit, cancel_all, lost); None or local: this scheduler's own children
         self.executor = executor
+        # the run's spans, sent to an OpenTelemetry collector as each step ends (telemetry.LiveSpans), or None
+        self.spans = spans

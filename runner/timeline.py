@@ -71,48 +71,71 @@ class Timeline:
 
 def build(run_dir: Path, events: list[dict]) -> Timeline:
     """The timeline of the run recorded in `run_dir` whose events are `events` (record.read_events)."""
-    head = events[0] if events and events[0].get("event") == "run_started" else {}
-    steps: dict[str, Step] = {}
-    outcomes: dict[str, str] = {}
-    finished = None
-    attempts_started: dict[tuple[str, int, int], float] = {}
-    untimed = False
+    reading = Reading(run_dir)
     for e in events:
+        reading.add(e)
+    return reading.timeline()
+
+
+class Reading:
+    """A run's timeline read event by event: a recorded run's all at once (build), a run's as it goes (its spans
+    sent as each step ends, runner/telemetry.py)."""
+
+    def __init__(self, run_dir: Path):
+        self.run_dir = run_dir
+        self.head: dict = {}
+        self.steps: dict[str, Step] = {}
+        self.outcomes: dict[str, str] = {}
+        self.finished: dict | None = None
+        self._attempts_started: dict[tuple[str, int, int], float] = {}
+        self._untimed = False
+        self._epoch: float | None = None
+
+    def add(self, e: dict) -> Step | None:
+        """Read one event; the step it ended, when it ended one that started in the run."""
         kind = e.get("event")
         if kind == "step_started":
             if "at" not in e:
-                untimed = True
-                continue
-            steps[e["intent"]] = Step(e["intent"], int(e.get("slot", 0)), float(e["at"]))
+                self._untimed = True
+                return None
+            self.steps[e["intent"]] = Step(e["intent"], int(e.get("slot", 0)), float(e["at"]))
         elif kind == "step_finished":
-            outcomes[e["intent"]] = e["status"]
-            step = steps.get(e["intent"])
+            self.outcomes[e["intent"]] = e["status"]
+            step = self.steps.get(e["intent"])
             if step is not None:
                 step.status, step.finished = e["status"], e
                 step.end = float(e["at"]) if "at" in e else step.start + float(e.get("duration", 0.0))
+                return step
         elif kind == "attempt_started" and "at" in e:
-            attempts_started[(e["intent"], e["candidate"], e["attempt"])] = float(e["at"])
+            self._attempts_started[(e["intent"], e["candidate"], e["attempt"])] = float(e["at"])
         elif kind == "attempt_finished" and "at" in e:
             end = float(e["at"])
-            start = attempts_started.get((e["intent"], e["candidate"], e["attempt"]), end - float(e["seconds"]))
-            folder = run_dir / "attempts" / e["intent"] / f"c{e['candidate']}-a{e['attempt']}"
+            start = self._attempts_started.get((e["intent"], e["candidate"], e["attempt"]), end - float(e["seconds"]))
+            folder = self.run_dir / "attempts" / e["intent"] / f"c{e['candidate']}-a{e['attempt']}"
             attempt = Attempt(
                 e["candidate"], e["attempt"], start, end, e["ok"], e["kind"], e["error"], e["tokens"], folder
             )
-            attempt.verify = _verify_commands(folder, epoch_of(head.get("started")))
-            if e["intent"] in steps:
-                steps[e["intent"]].attempts.append(attempt)
+            attempt.verify = _verify_commands(folder, self._epoch)
+            if e["intent"] in self.steps:
+                self.steps[e["intent"]].attempts.append(attempt)
         elif kind == "run_finished":
-            finished = e
-    return Timeline(
-        run_id=run_dir.name,
-        started=head.get("started"),
-        jobs=int(head.get("jobs", 1)),
-        steps=steps,
-        outcomes=outcomes,
-        finished=finished,
-        untimed=untimed and not steps,
-    )
+            self.finished = e
+        elif kind == "run_started" and not self.head:
+            self.head = e
+            self._epoch = epoch_of(e.get("started"))
+        return None
+
+    def timeline(self) -> Timeline:
+        head = self.head
+        return Timeline(
+            run_id=self.run_dir.name,
+            started=head.get("started"),
+            jobs=int(head.get("jobs", 1)),
+            steps=self.steps,
+            outcomes=self.outcomes,
+            finished=self.finished,
+            untimed=self._untimed and not self.steps,
+        )
 
 
 def epoch_of(started: str | None) -> float | None:

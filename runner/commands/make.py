@@ -47,6 +47,7 @@ def make(
     from ..pipeline import load_project
     from ..pipeline import make as run_pipeline
     from ..report import make_reporter
+    from ..telemetry import live
     from ..workspace import is_terminal
 
     project = load_project(directory, spec_file=spec_file)
@@ -66,6 +67,8 @@ def make(
         worker=worker,
         improve=improve,
         executor=runs_on,
+        # the spans leave as each step ends, to the collector the environment or [telemetry] names, if any
+        spans=live(project.spec.project.name or project.layout.root.name, project.spec.telemetry.endpoint),
     )
     reporter = make_reporter(as_json, verbose, terminal=is_terminal(sys.stdout) and is_terminal(sys.stderr))
     if verbose and not as_json:  # JSON lines hold events only: a step's output stays in its log
@@ -87,8 +90,9 @@ def make(
     finally:
         reporter.close()
         runs_on.close()
+        if options.spans is not None:  # what finished is sent even when the run stopped short
+            options.spans.close()
     warn(summary.warnings)
-    _send_spans(project, summary.run_id)
     if sync_roadmap and not summary.interrupted:  # what completed before a set-up failure completed too
         _sync_roadmap(project, targets, summary, as_json)
     if summary.interrupted:
@@ -107,15 +111,6 @@ def make(
     if summary.blocked:
         return EXIT_BLOCKED
     return EXIT_OK
-
-
-def _send_spans(project, run_id: str) -> None:
-    """The run's spans to the OpenTelemetry collector the environment names (runner/telemetry.py), if any."""
-    from ..telemetry import configured, export_run
-
-    endpoint = project.spec.telemetry.endpoint
-    if configured(endpoint):
-        export_run(project.layout.runs_dir / run_id, project.spec.project.name or project.layout.root.name, endpoint)
 
 
 def _selected(project, targets) -> list[str]:

@@ -327,9 +327,10 @@ def _trend(value, previous):
     return round(value - previous, 4) if isinstance(value, float) or isinstance(previous, float) else value - previous
 
 
-def audit(root: Path, since: str | None = None, top: int = TOP) -> dict:
+def audit(root: Path, since: str | None = None, top: int = TOP, each=None) -> dict:
     """The audit of the runs since the run whose id starts with `since` (default: every recorded run) beside the
-    previous window of as many runs: one JSON object (runner/schemas/audit.json)."""
+    previous window of as many runs: one JSON object (runner/schemas/audit.json). `each(run_id, figures)`, if
+    given, is told each run's own figures as the walk counts it (the learning page's charts, runner/web)."""
     from runner.apply import load_pending
 
     reader = Reader(root)
@@ -343,6 +344,8 @@ def audit(root: Path, since: str | None = None, top: int = TOP) -> dict:
     now, before = Counts(), Counts()
     for i, run_id in enumerate(runs[: start + len(window)]):
         counted = _count_run(reader.run(run_id), produced, pending)  # earlier runs too: what a hit saved
+        if each is not None:
+            each(run_id, counted.figures())
         if i >= start:
             now.add(counted)
         elif run_id in previous:

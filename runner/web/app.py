@@ -164,14 +164,12 @@ def create_app(root: Path, token: str, host_ok: Callable[[str], bool], read_only
         t = pages.Html(mask)
         offset = _size(site.runs_dir / run_id / "events.jsonl")  # before reading: a line after it is streamed
         data = run_data.load(site.runs_dir, run_id, graph, mask)
-        page = pages.run_page(
-            data,
-            t,
-            step_href=lambda name: f"/runs/{run_id}/steps/{name}",
-            live=f"/runs/{run_id}/events?from={offset}",
-            nav=site.nav(t),
-        )
-        return html(page)
+        query = request.query_params.get("q", "")[:200] or None  # the search box: any step of the run, by name
+        href = lambda name: f"/runs/{run_id}/steps/{name}"  # noqa: E731 - one line, used twice
+        if request.query_params.get("rows"):  # the box's script asks for the steps table alone
+            return html(pages.steps_section(data, t, href, query))
+        live = f"/runs/{run_id}/events?from={offset}"
+        return html(pages.run_page(data, t, step_href=href, live=live, nav=site.nav(t), query=query))
 
     def step(request: Request) -> Response:
         run_id, intent = request.path_params["run_id"], request.path_params["intent"]
@@ -259,13 +257,16 @@ def create_app(root: Path, token: str, host_ok: Callable[[str], bool], read_only
 
         _graph, mask = site.view()
         t = pages.Html(mask)
-        figures = []
-        for r in reversed(run_data.runs(site.runs_dir)):
-            figures.append(project_pages.run_figures(r, read_events(site.runs_dir, r["run_id"])))
+        recorded = list(reversed(run_data.runs(site.runs_dir)))
+        audited: dict[str, dict] = {}  # each run's figures as the audit's one walk counts them
         try:
-            audit_text = render(audit(site.root)) if figures else "no run recorded yet"
+            audit_text = render(audit(site.root, each=audited.__setitem__)) if recorded else "no run recorded yet"
         except (OSError, ValueError) as exc:
             audit_text = f"the audit could not be read: {exc}"
+        figures = [
+            project_pages.run_figures(r, read_events(site.runs_dir, r["run_id"]), audited.get(r["run_id"]))
+            for r in recorded
+        ]
         page = project_pages.learning_page(status_rows(site.root), figures, audit_text, t, nav=site.nav(t))
         return html(page)
 

@@ -54,24 +54,40 @@ button.reject { background: var(--failed); color: #fff; border: 0; border-radius
 .chart { display: inline-block; margin: 0 20px 10px 0; vertical-align: top; }
 """
 
-# the search box filters the steps' chips and rows by name. On a live page the server sends the steps whose state
+# the search box filters the steps' chips and rows by name; on a served page whose steps table could not list every
+# step (or was rendered for a search), the server is asked for the table of the steps the box finds (`?rows=1&q=`), the
+# same the box's form asks for without script. On a live page the server sends the steps whose state
 # changed, a batch per look at the run's files: each one's chip and row badge turn to its new state (found through a
 # map built once, not a query per step), a step the page did not know gets a chip of its own, and a finished run
 # reloads the page (everything else is in the HTML already)
 JS = """
 (function () {
-  var box = document.getElementById('search');
-  if (box) box.addEventListener('input', function () {
+  var box = document.getElementById('search'), form = document.getElementById('find'), asking = null;
+  var shown = null;
+  function filter() {
     var q = box.value.trim().toLowerCase();
     document.querySelectorAll('[data-name]').forEach(function (el) {
       var hit = !q || el.getAttribute('data-name').toLowerCase().indexOf(q) >= 0;
       el.classList.toggle('hidden', !hit);
       if (hit && q) { var d = el.closest('details'); if (d) d.open = true; }
     });
+  }
+  function ask() {
+    var section = document.getElementById('steps-section'), q = box.value.trim();
+    if (!form || !section || !(section.hasAttribute('data-more') || section.hasAttribute('data-q'))) return;
+    fetch(location.pathname + '?rows=1&q=' + encodeURIComponent(q), {credentials: 'same-origin'})
+      .then(function (r) { return r.ok ? r.text() : null; })
+      .then(function (html) {
+        var now = document.getElementById('steps-section');
+        if (html && now && box.value.trim() === q) { now.outerHTML = html; shown = null; filter(); }
+      });
+  }
+  if (box) box.addEventListener('input', function () {
+    filter();
+    clearTimeout(asking); asking = setTimeout(ask, 200);
   });
   var live = document.body.getAttribute('data-live');
   if (!live || !window.EventSource) return;
-  var shown = null;
   function index() {
     shown = new Map();
     document.querySelectorAll('.chip[data-name], tr[data-name] .state').forEach(function (el) {

@@ -5,6 +5,7 @@ text masked (runner/redact.py) and escaped."""
 from __future__ import annotations
 
 import html
+import math
 from collections.abc import Callable
 from urllib.parse import quote
 
@@ -14,7 +15,8 @@ from .run_data import RunData, attempt_files
 
 STATUSES = ("ran", "cached", "restored", "kept", "failed", "skipped", "blocked", "running")
 OPEN_LAYER = 300  # a layer of more steps than this starts folded: a 10,000-step run stays quick to open
-GRAPH_DRAWN = 150  # at most this many steps are drawn as a graph with edges; above, by layer only
+GRAPH_DRAWN = 150  # at most this many steps are drawn as a graph with edges; above, collapsed to its layers
+COLLAPSED_LAYERS = 60  # a large run with more layers than this (a long chain) is listed by layer, not drawn
 NARROW = 2.0  # pixels: a step's bar narrower than this, beside one of its outcome, is drawn with it
 LISTED = 1000  # rows of the steps table; above, the failed and blocked ones, then the first in order
 TIMELINE_WIDTH = 1000
@@ -89,17 +91,20 @@ def run_page(
     live: str | None = None,
     nav: str = "",
     full_attempts: bool = True,
+    query: str | None = None,
 ) -> str:
     """The run's page. `step_href`: where a step's name leads (None: its section on this page, the report);
-    `live`: the server's event stream for a run still going."""
+    `live`: the server's event stream for a run still going; `query`: the search box's text as the server was asked
+    it (`?q=`): the graph shows and the steps table lists the steps whose name holds it, whichever they are."""
     href = step_href or (lambda name: f"#row-{quote(name)}")
     s = data.summary
+    served = step_href is not None
     parts = [f"<h1>Run {t(data.run_id)} {badge(s['status'], t)}</h1>", _summary(data, t)]
-    parts.append(_graph(data, t, href))
+    parts.append(_graph(data, t, href, query, served))
     parts.append(_timeline(data, t, href))
     parts.append(_failures(data, t))
-    parts.append(_agents(data, t, full_attempts, served=step_href is not None))
-    parts.append(_worked(data, t, href))
+    parts.append(_agents(data, t, full_attempts, served=served))
+    parts.append(steps_section(data, t, href, query))
     title = f"runner: run {data.run_id} ({s['status']})"
     return document(title, "".join(parts), t, live=live if data.live else None, nav=nav)
 
@@ -127,31 +132,50 @@ def _legend(t: Html) -> str:
     return "<p class='legend'>" + "".join(f"<span>{badge(s, t)}</span>" for s in STATUSES) + "</p>"
 
 
-def _graph(data: RunData, t: Html, href: Callable[[str], str]) -> str:
+def found(name: str, query: str | None) -> bool:
+    """Whether the search box's `query` finds the step `name` (its text anywhere in the name, any case)."""
+    return not query or query.strip().lower() in name.lower()
+
+
+def _graph(data: RunData, t: Html, href: Callable[[str], str], query: str | None = None, served: bool = False) -> str:
     """The steps coloured by outcome, by layer (each layer a step deeper in the graph than the one before); a
-    small run drawn with its edges too. A large layer starts folded; the search box finds a step in any."""
+    small run drawn with its edges, a large one collapsed to its layers and the dependencies between them. A large
+    layer starts folded; the search box finds a step in any (served: a form, `?q=`, that works without script)."""
     total = len(data.outcomes)
+    query = (query or "").strip() or None
     out = [f"<h2 id='graph'>Graph ({total:,} steps, {len(data.layers)} layers)</h2>", _legend(t)]
-    out.append("<p><input type='search' id='search' placeholder='find a step by name' aria-label='find a step'></p>")
+    box = (
+        f"<input type='search' id='search' name='q' value='{t(query or '')}' placeholder='find a step by name' "
+        "aria-label='find a step'>"
+    )
+    if served:
+        out.append(f"<form id='find' method='get' role='search'>{box} <button type='submit'>Find</button></form>")
+    else:
+        out.append(f"<p>{box}</p>")
     if not data.deps and total > 1:
         out.append("<p class='muted'>The spec did not load: the steps are shown without their layers.</p>")
     if 1 < total <= GRAPH_DRAWN and data.deps:
         out.append(_drawn(data, t, href))
+    elif total > GRAPH_DRAWN and data.deps and 1 < len(data.layers) <= COLLAPSED_LAYERS:
+        out.append(_collapsed(data, t))
     critical = set(data.critical)
     for depth, layer in enumerate(data.layers):
         counts: dict[str, int] = {}
         for name in layer:
             counts[data.outcomes[name]] = counts.get(data.outcomes[name], 0) + 1
         said = ", ".join(f"{n:,} {k}" for k, n in sorted(counts.items()))
-        opened = " open" if len(layer) <= OPEN_LAYER or any(data.outcomes[n] == "failed" for n in layer) else ""
+        if query:  # the layers that hold a step the search found are opened, the others folded
+            opened = " open" if any(found(n, query) for n in layer) else ""
+        else:
+            opened = " open" if len(layer) <= OPEN_LAYER or any(data.outcomes[n] == "failed" for n in layer) else ""
         chips = "".join(
-            f"<a class='chip s-{t(data.outcomes[n])}{' crit' if n in critical else ''}' data-name='{t(n)}' "
-            f"href='{t(href(n))}'>{t(n)}</a>"
+            f"<a class='chip s-{t(data.outcomes[n])}{' crit' if n in critical else ''}"
+            f"{'' if found(n, query) else ' hidden'}' data-name='{t(n)}' href='{t(href(n))}'>{t(n)}</a>"
             for n in layer
         )
         out.append(
-            f"<details class='layer'{opened}><summary>layer {depth + 1}: {len(layer):,} steps ({t(said)})</summary>"
-            f"<div class='chips'>{chips}</div></details>"
+            f"<details class='layer' id='layer-{depth + 1}'{opened}><summary>layer {depth + 1}: {len(layer):,} steps "
+            f"({t(said)})</summary><div class='chips'>{chips}</div></details>"
         )
     if data.live:
         out.append("<div class='chips' id='live-chips'></div>")  # the steps the run reports from now on
@@ -184,6 +208,52 @@ def _drawn(data: RunData, t: Html, href: Callable[[str], str]) -> str:
             f"<a href='{t(href(name))}'><g class='node' data-name='{t(name)}'><title>{t(name)}: {t(status)}</title>"
             f"<rect class='chip s-{t(status)}' x='{x}' y='{y}' width='{box_w}' height='{box_h}' rx='4'"
             f" fill='var(--{t(status)})'{stroke}/><text x='{x + 6}' y='{y + 14}' fill='#fff'>{t(label)}</text></g></a>"
+        )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _collapsed(data: RunData, t: Html) -> str:
+    """A large run's graph collapsed to its layers: a box per layer, its steps' outcomes as shares of it, and a line
+    for the dependencies from one layer to another, thicker the more there are; a box leads to its layer's steps."""
+    col, gap, box_h, top = 96, 44, 120, 10
+    depth = {name: d for d, layer in enumerate(data.layers) for name in layer}
+    between: dict[tuple[int, int], int] = {}
+    for name, deps in data.deps.items():
+        for dep in deps:
+            key = (depth[dep], depth[name])
+            between[key] = between.get(key, 0) + 1
+    width = 20 + len(data.layers) * (col + gap)
+    height = 2 * top + box_h + 30
+    parts = [f"<svg id='dag-layers' width='{width}' height='{height}' role='img' aria-label='the run by layers'>"]
+    for (a, b), n in sorted(between.items()):
+        x1, x2 = 10 + a * (col + gap) + col, 10 + b * (col + gap)
+        lift = 0 if b == a + 1 else min(box_h // 2, 12 * (b - a - 1))  # a line over a layer bends above it
+        bend = top + box_h // 2 - lift
+        parts.append(
+            f"<path class='between' d='M{x1},{top + box_h // 2} C{x1 + gap // 2},{bend} {x2 - gap // 2},{bend} "
+            f"{x2},{top + box_h // 2}' fill='none' stroke='#9aa3ad' stroke-width='{1 + math.log10(n):.1f}'>"
+            f"<title>{n:,} dependencies of layer {b + 1} on layer {a + 1}</title></path>"
+        )
+    for d, layer in enumerate(data.layers):
+        x = 10 + d * (col + gap)
+        counts: dict[str, int] = {}
+        for name in layer:
+            counts[data.outcomes[name]] = counts.get(data.outcomes[name], 0) + 1
+        shares, y = [], float(top)
+        for status in STATUSES:
+            if counts.get(status):
+                h = box_h * counts[status] / len(layer)
+                shares.append(
+                    f"<rect x='{x}' y='{y:.1f}' width='{col}' height='{h:.1f}' fill='var(--{status})'>"
+                    f"<title>{counts[status]:,} {status}</title></rect>"
+                )
+                y += h
+        parts.append(
+            f"<a href='#layer-{d + 1}'><g class='layer-node' data-layer='{d + 1}' data-steps='{len(layer)}'>"
+            + "".join(shares)
+            + f"<text x='{x + col // 2}' y='{top + box_h + 16}' text-anchor='middle'>layer {d + 1}: "
+            f"{len(layer):,}</text></g></a>"
         )
     parts.append("</svg>")
     return "".join(parts)
@@ -346,16 +416,25 @@ def _diff(text: str, t: Html) -> str:
     return "<details open><summary>diff</summary><pre class='diff'>" + "\n".join(lines) + "</pre></details>"
 
 
-def _worked(data: RunData, t: Html, href: Callable[[str], str]) -> str:
-    """Every step that did something (a cached step is only counted), in the order it was reported."""
+def steps_section(data: RunData, t: Html, href: Callable[[str], str], query: str | None = None) -> str:
+    """The steps table: every step that did something (a cached step is only counted), in the order it was
+    reported; with `query`, every step of the run whose name holds it, cached ones too. At most LISTED rows (a
+    10,000-step run: the failed and blocked first); the server answers the search box for the rest
+    (`?q=...&rows=1`: this section alone, which the page's script swaps in)."""
+    query = (query or "").strip() or None
     rows = []
     steps = data.timeline.steps
-    worked = [n for n, status in data.outcomes.items() if status != "cached"]
-    if len(worked) > LISTED:  # a 10,000-step run: the table that matters is the one that went wrong
-        first = [n for n in worked if data.outcomes[n] in ("failed", "blocked", "running")]
-        worked = first + [n for n in worked if n not in set(first)][: max(0, LISTED - len(first))]
-    left = sum(1 for s in data.outcomes.values() if s != "cached") - len(worked)
-    for name in worked:
+    if query:
+        shown = [n for n in data.outcomes if found(n, query)]
+    else:
+        shown = [n for n, status in data.outcomes.items() if status != "cached"]
+    total = len(shown)
+    if total > LISTED:  # the table that matters is the one that went wrong
+        first = [n for n in shown if data.outcomes[n] in ("failed", "blocked", "running")]
+        picked = set(first)
+        shown = first + [n for n in shown if n not in picked][: max(0, LISTED - len(first))]
+    left = total - len(shown)
+    for name in shown:
         status = data.outcomes[name]
         step = steps.get(name)
         when = f"{step.start:.2f}s" if step else ""
@@ -366,15 +445,21 @@ def _worked(data: RunData, t: Html, href: Callable[[str], str]) -> str:
             f"<td>{badge(status, t)}</td>"
             f"<td class='num'>{slot}</td><td class='num'>{when}</td><td class='num'>{took}</td></tr>"
         )
+    if query:
+        title = f"Steps whose name holds “{t(query)}” ({total:,})"
+        more = f"and {left:,} more: a longer search finds fewer" if left else ""
+        if not total:
+            more = "no step of this run has that in its name"
+    else:
+        title = "Steps that ran"
+        more = f"and {left:,} more: the graph above lists every step, the search box finds any" if left else ""
+    marks = (f" data-more='{left}'" if left else "") + (f" data-q='{t(query)}'" if query else "")
     return (
-        "<h2 id='steps'>Steps that ran</h2><table><thead><tr><th>step</th><th>status</th><th class='num'>slot</th>"
-        "<th class='num'>start</th><th class='num'>duration</th></tr></thead>"
+        f"<section id='steps-section'{marks}><h2 id='steps'>{title}</h2><table><thead><tr><th>step</th>"
+        "<th>status</th><th class='num'>slot</th><th class='num'>start</th><th class='num'>duration</th></tr></thead>"
         f"<tbody id='worked'>{''.join(rows)}</tbody></table>"
-        + (
-            f"<p class='muted'>and {left:,} more: the graph above lists every step, the search box finds one</p>"
-            if left
-            else ""
-        )
+        + (f"<p class='muted' id='steps-more'>{more}</p>" if more else "")
+        + "</section>"
     )
 
 

@@ -6,8 +6,10 @@ from __future__ import annotations
 from .pages import Html, badge, document
 
 CHARTS = (
+    ("parse success", "parse_success", "%"),
     ("cache hit rate", "hit_rate", "%"),
     ("tokens spent", "tokens", ""),
+    ("tokens saved", "tokens_saved", ""),
     ("agent attempts", "attempts", ""),
     ("verified at the first attempt", "first_attempt", "%"),
     ("duration", "duration", " s"),
@@ -95,37 +97,46 @@ def learning_page(candidates: list[dict], runs: list[dict], audit_text: str, t: 
         out.append("</table>")
     out.append(f"<h2>The runs over time ({len(runs)})</h2>")
     for title, key, unit in CHARTS:
-        out.append(_chart(title, [r.get(key) for r in runs], unit, t))
+        out.append(_chart(title, key, [r.get(key) for r in runs], unit, t))
     out.append(f"<h2>Audit</h2><pre>{t(audit_text)}</pre>")
     return document("runner: learning", "".join(out), t, nav=nav)
 
 
-def _chart(title: str, values: list, unit: str, t: Html) -> str:
-    """A small line chart of one figure per run (a gap where a run has none)."""
+def _chart(title: str, key: str, values: list, unit: str, t: Html) -> str:
+    """A small line chart of one figure per run (a gap where a run has none); `data-last` holds the last run's
+    figure that has one, unrounded."""
     points = [(i, float(v)) for i, v in enumerate(values) if v is not None]
     width, height = 260, 60
     if not points:
-        return f"<div class='chart'><b>{t(title)}</b><p class='muted'>no figure yet</p></div>"
+        return f"<div class='chart' data-chart='{key}'><b>{t(title)}</b><p class='muted'>no figure yet</p></div>"
     top = max(v for _i, v in points) or 1.0
     span = max(len(values) - 1, 1)
     at = [(4 + i / span * (width - 8), height - 4 - v / top * (height - 8)) for i, v in points]
     xy = " ".join(f"{x:.1f},{y:.1f}" for x, y in at)
     dots = "".join(f"<circle cx='{x:.1f}' cy='{y:.1f}' r='2.5' fill='#2f6fd6'/>" for x, y in at)
     last = points[-1][1]
+    plain = int(last) if last.is_integer() else round(last, 4)
     return (
-        f"<div class='chart'><b>{t(title)}</b>: {last:,.0f}{t(unit)} last, {top:,.0f}{t(unit)} at most<br>"
+        f"<div class='chart' data-chart='{key}' data-last='{plain}'>"
+        f"<b>{t(title)}</b>: {last:,.0f}{t(unit)} last, {top:,.0f}{t(unit)} at most<br>"
         f"<svg width='{width}' height='{height}' role='img' aria-label='{t(title)} per run'>"
         f"<polyline fill='none' stroke='#2f6fd6' stroke-width='2' points='{xy}'/>{dots}</svg></div>"
     )
 
 
-def run_figures(summary: dict, events: list[dict]) -> dict:
-    """The figures a learning chart draws for one run, from its summary and events."""
+def run_figures(summary: dict, events: list[dict], audited: dict | None = None) -> dict:
+    """The figures a learning chart draws for one run, from its summary and events; `audited`: the run's own
+    figures as `runner audit` counts them (learn.audit.audit's `each`), for parse success (its failed steps' logs
+    that today's library explains) and the tokens the cache saved (its agent steps served from the cache, at what
+    their result cost when it was made)."""
     decided = summary["ran"] + summary["cached"] + summary["restored"]
     firsts = [e for e in events if e.get("event") == "attempt_finished" and e.get("attempt") == 1]
+    parse = (audited or {}).get("parse_success_rate", {}).get("value")
     return {
+        "parse_success": None if parse is None else 100.0 * parse,
         "hit_rate": 100.0 * (summary["cached"] + summary["restored"]) / decided if decided else None,
         "tokens": summary["tokens"],
+        "tokens_saved": (audited or {}).get("saved_tokens", {}).get("value"),
         "attempts": summary["attempts"],
         "first_attempt": 100.0 * sum(1 for e in firsts if e.get("ok")) / len(firsts) if firsts else None,
         "duration": summary["duration"],

@@ -94,9 +94,14 @@ def test_a_large_layer_starts_folded_and_every_step_is_findable(project):
     assert project.make("-j", "2", "top").code == 0
     assert project.run("report", "--html", "-o", "big.html").code == 0
     page = (project.root / "big.html").read_text()
-    assert "<details class='layer'><summary>layer 1: 320 steps (320 ran)</summary>" in page  # folded
-    assert "<details class='layer' open><summary>layer 2: 1 steps (1 ran)</summary>" in page
+    assert "<details class='layer' id='layer-1'><summary>layer 1: 320 steps (320 ran)</summary>" in page  # folded
+    assert "<details class='layer' id='layer-2' open><summary>layer 2: 1 steps (1 ran)</summary>" in page
     assert "id='search'" in page and page.count("class='chip s-ran") == 321
+    # too many to draw with edges: the graph collapsed to its two layers, one line of 320 dependencies between
+    assert "<svg id='dag'" not in page
+    nodes = re.findall(r"<g class='layer-node' data-layer='(\d+)' data-steps='(\d+)'>", page)
+    assert nodes == [("1", "320"), ("2", "1")]
+    assert "<title>320 dependencies of layer 2 on layer 1</title>" in page
 
 
 def test_what_a_report_cannot_be_made_of(chain):

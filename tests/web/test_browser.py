@@ -159,3 +159,54 @@ def test_a_running_step_s_log_streams_on_its_page(project, serve, browser):
         expect(page.locator("#log")).to_contain_text("line4")
     finally:
         make.communicate(timeout=60)
+
+
+def large(root) -> str:
+    """1,200 steps in three layers of 400 (each step of a layer on its own step of the one before): more than the
+    steps table lists (pages.LISTED, 1,000), its layers more than start open (pages.OPEN_LAYER, 300). Its run id."""
+    spec = "".join(
+        f'[intent.s{i:04d}]\nrun = "true"\n' + (f'deps = ["s{i - 400:04d}"]\n' if i >= 400 else "") + "\n"
+        for i in range(1200)
+    )
+    (root / "intents.toml").write_text(
+        spec + "[intent.all]\ndeps = [" + ", ".join(f'"s{i:04d}"' for i in range(800, 1200)) + "]\n"
+    )
+    made = subprocess.run(
+        [sys.executable, "-m", "runner", "make", "--json", "-j", "2", "all"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert made.returncode == 0, made.stderr
+    return events(made.stdout)[0]["run_id"]
+
+
+def test_a_large_run_s_search_finds_any_step_with_and_without_script(project, serve, browser):
+    run_id = large(project.root)
+    served = serve(project.root)
+    # without script: the form asks the server (?q=), whose page lists the step beyond the table's first 1,000 rows
+    context = browser.new_context(java_script_enabled=False)
+    page = context.new_page()
+    page.goto(served.url)
+    page.goto(f"{served.base}/runs/{run_id}")
+    expect(page.locator("#steps-section")).to_have_attribute("data-more", "200")
+    assert page.locator("tr[data-name='s1150']").count() == 0
+    page.fill("#search", "s1150")
+    page.click("#find button")
+    expect(page.locator("tr[data-name='s1150']")).to_be_visible()
+    expect(page.locator("#steps")).to_contain_text("(1)")
+    expect(page.locator("#layer-3 .chip[data-name='s1150']")).to_be_visible()  # its layer opened, the others folded
+    expect(page.locator("#layer-1")).not_to_have_attribute("open", "")
+    expect(page.locator("#layer-2 .chip[data-name='s0750']")).to_have_class(re.compile(r"\bhidden\b"))
+    # with script: the box filters the graph at once and fetches the table of what it finds
+    page = browser.new_page()
+    page.goto(f"{served.url.split('/?')[0]}/runs/{run_id}?token={served.token}")
+    expect(page.locator("g.layer-node")).to_have_count(3)  # the graph collapsed to its layers
+    page.fill("#search", "s119")
+    expect(page.locator("tr[data-name]")).to_have_count(10)  # s1190 to s1199, none of them listed before
+    expect(page.locator("tr[data-name='s1199']")).to_be_visible()
+    expect(page.locator(".chip[data-name='s1199']")).to_be_visible()
+    expect(page.locator(".chip[data-name='s0001']")).to_be_hidden()
+    page.fill("#search", "")
+    expect(page.locator("tr[data-name]")).to_have_count(1000)

@@ -84,6 +84,25 @@ def test_a_run_s_page_is_rendered_on_the_server_and_masks_what_the_run_masked(pr
     assert served.get("/runs/..%2F..%2Fetc", cookie=True)[0] == 404
 
 
+def test_the_search_is_answered_by_the_server_escaped_and_masked(project, serve):
+    """`?q=` (the search box's form) and `?q=...&rows=1` (its script): the steps whose name holds the text, what was
+    asked escaped and masked where the page says it back."""
+    run_id = built(project)
+    served = serve(project.root, env={"MY_API_TOKEN": SECRET})
+    status, _h, page = served.get(f"/runs/{run_id}?q=B", cookie=True)
+    assert status == 200 and "<tr id='row-b' data-name='b'>" in page and "data-name='a'><td>" not in page
+    assert re.search(r"class='chip s-ran[^']*hidden' data-name='a'", page)
+    assert "value='B'" in page and "<h2 id='steps'>Steps whose name holds “B” (1)</h2>" in page
+    status, headers, rows = served.get(f"/runs/{run_id}?q=a&rows=1", cookie=True)
+    assert status == 200 and rows.startswith("<section id='steps-section' data-q='a'>") and "<html" not in rows
+    assert "<tr id='row-a' data-name='a'>" in rows and "data-name='b'" not in rows
+    hostile = "%27%3E%3Cscript%3Ealert(1)%3C%2Fscript%3E"  # '><script>alert(1)</script>
+    status, _h, page = served.get(f"/runs/{run_id}?q={hostile}", cookie=True)
+    assert status == 200 and "<script>alert(1)" not in page and "&#x27;&gt;&lt;script&gt;alert(1)" in page
+    status, _h, page = served.get(f"/runs/{run_id}?q={SECRET}", cookie=True)
+    assert SECRET not in page and "no step of this run has that in its name" in page
+
+
 def test_approve_needs_its_csrf_token_and_applies_the_change_as_runner_approve_does(tmp_path, serve):
     root = waiting_change(tmp_path)
     served = serve(root)
@@ -156,3 +175,46 @@ def test_without_the_web_extra_it_says_which_extra_to_install(project):
     assert proc.stderr == (
         "error: runner serve needs the web extra (uvicorn is not installed): pip install 'intent-runner[web]'\n"
     )
+
+
+# a unittest run that fails: a log the built-in library reads (parse success)
+BROKEN_TEST = """
+
+[intent.broken]
+run = "python3 -m unittest test_broken"
+"""
+FAILING = "import unittest\n\n\nclass T(unittest.TestCase):\n    def test_one(self):\n        self.assertEqual(1, 2)\n"
+
+
+def _chart(page: str, key: str) -> str | None:
+    """A learning chart's last figure (its data-last), None when it has none yet."""
+    found = re.search(rf"<div class='chart' data-chart='{key}'(?: data-last='([^']*)')?>", page)
+    assert found, f"no chart {key}"
+    return found.group(1)
+
+
+def test_the_learning_page_charts_parse_success_and_tokens_saved_per_run(tmp_path, serve):
+    """The quickstart (replay worker) with a failing unittest step: its log explained (parse success 100%); then
+    docs made (tokens spent), its output removed and restored from the cache (those tokens saved), the last run
+    with no failed step (parse success's chart keeps the last run that has one)."""
+    from web_helpers import quickstart
+
+    root = quickstart(tmp_path)
+    (root / "intents.toml").write_text((root / "intents.toml").read_text() + BROKEN_TEST)
+    (root / "test_broken.py").write_text(FAILING)
+    assert runner(root, "make", "broken").returncode == 1
+    made = runner(root, "make", "--json", "docs")
+    assert made.returncode == 0, made.stderr
+    usage = events(made.stdout)[-1]["usage"]
+    spent = usage["input_tokens"] + usage["output_tokens"]
+    (root / "docs" / "calc.md").unlink()
+    restored = runner(root, "make", "--json", "docs")
+    assert [e["status"] for e in events(restored.stdout) if e["event"] == "step_finished"] == ["restored"]
+    served = serve(root)
+    status, _headers, page = served.get("/learning")
+    assert status == 200
+    assert _chart(page, "parse_success") == "100"
+    assert "<b>parse success</b>: 100% last" in page
+    assert _chart(page, "tokens_saved") == str(spent) and spent > 0
+    assert f"<b>tokens saved</b>: {spent:,}" in page
+    assert _chart(page, "tokens") == "0"  # the last run spent nothing: the cache served it
