@@ -8,6 +8,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .names import stored
 from .plan import RUN, Decision, Planner
 from .record import RunRecord
 from .steps import StepContext, StepOutcome
@@ -232,7 +233,7 @@ class AgentHandoff:
             "tokens": details.get("tokens", 0),
             "attempts": details.get("attempts", 0),
             "seconds": details.get("seconds", 0.0),  # the step's time, for its record (`runner explain`)
-            "transcript": str(self.record.dir / "attempts" / name / f"c{chosen}-a{tries}" / "transcript.jsonl"),
+            "transcript": str(self.record.dir / "attempts" / stored(name) / f"c{chosen}-a{tries}" / "transcript.jsonl"),
         }
         improving = self.options.improve.get(name)
         if improving:

@@ -27,11 +27,13 @@ from .globs import GLOB_CHARS
 from .index_file import PackedTable, give_back_memory, map_file, replacing, write_marshal
 from .keys import content_digest, digest_bytes, digest_value
 from .memory import key_parts as memory_parts
+from .names import home
 from .spec import BUILTIN_DIR, STEP_AGENT, STEP_AGGREGATE, STEP_SHELL, Spec, env_refs, runs_always
 from .stat_cache import NEVER, stat_of, vouches
 from .workspace import Layout
 
-_FORMAT = 27  # 27: the spec's [telemetry] table (spec.TelemetrySettings)
+_FORMAT = 28  # 28: the sub-projects [project] include names (spec.subprojects)
+# 27: the spec's [telemetry] table (spec.TelemetrySettings)
 # 26: each step's runtime commands (runtimes; runner/toolchain.py)
 # 25: an agent step's worker part holds what decides the answer, not base_url (spec.answer_parts)
 # 24: a document's digest made of its intents' tables' digests (toml_read.document_digests)
@@ -183,12 +185,12 @@ def _regex_files(spec: Spec, families: set[str]) -> list[str]:
     return found
 
 
-def _resolved(spec: Spec, name: str):
+def _resolved(spec: Spec, intent):
     from .adapters import resolve
     from .errors import UserError
 
-    try:
-        return resolve(name, Path(spec.root), spec.adapters)
+    try:  # a sub-project's intent: its variants detected in its folder (names.home)
+        return resolve(intent.adapter, Path(home(spec.root, intent.name)), spec.adapters)
     except UserError:
         return None  # `auto` that detects nothing: the step says so when it runs
 
@@ -245,7 +247,7 @@ def _static_parts(spec: Spec, name: str, gated: list, loaded: dict) -> tuple[dic
                     )
     from .identify import own_families
 
-    resolved = _resolved(spec, intent.adapter) if intent.adapter else None
+    resolved = _resolved(spec, intent) if intent.adapter else None
     # the commands as they run here (variant and vars applied); a plain run line is read by its tool's own family
     commands = sorted((n, c.run, list(c.parse)) for n, c in resolved.commands.items()) if resolved else []
     runs = [r for _n, r, _p in commands] or ([intent.run] if intent.kind == STEP_SHELL and not intent.adapter else [])
@@ -261,7 +263,7 @@ def _static_parts(spec: Spec, name: str, gated: list, loaded: dict) -> tuple[dic
     static_part(intent, resolved, parts, loaded.setdefault("runtimes", {}))
     if resolved is not None:
         parts["adapter"] = digest_value([resolved.adapter.name, list(resolved.variants), commands])
-        extra_sources += _evidence_files(Path(spec.root), resolved.adapter)
+        extra_sources += _evidence_files(Path(home(spec.root, name)), resolved.adapter)
     if intent.kind == STEP_AGENT:
         w = spec.worker
         parts["worker"] = digest_value(w.answer_parts())

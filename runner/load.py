@@ -5,6 +5,7 @@ Reading a file and its schema check: runner/spec_reader.py and runner/schema_che
 from __future__ import annotations
 
 import sys
+from functools import partial
 from pathlib import Path
 
 from .confine import check_glob, output_problem
@@ -33,6 +34,7 @@ from .spec import (
     env_problem,
 )
 from .spec_reader import _Reader
+from .subprojects import include_of
 from .suggest import did_you_mean
 from .toml_locate import Locator
 from .workspace import SPEC_FILE
@@ -212,11 +214,14 @@ def _cross_check(
     adapters: dict[str, Adapter],
     broken_adapters: set[str],
     prompts: dict[str, str],
+    place=None,
 ) -> None:
+    """`place`: an intent's name -> (its file, its TOML path there), where sub-projects hold intents of their own."""
     owners: dict[str, str] = {}
     suggest = _Suggestions()
+    root_file = shown
     for name, intent in intents.items():
-        where = _intent_path(name)
+        shown, where = place(name) if place is not None else (root_file, _intent_path(name))
         seen = set()
         for i, dep in enumerate(intent.deps):
             if dep == name:
@@ -279,16 +284,17 @@ def _cross_check(
     for cycle in cycles({name: intent.deps for name, intent in intents.items()}):
         first = cycle[0]
         index = intents[first].deps.index(cycle[1])
+        shown, where = place(first) if place is not None else (root_file, toml_path(["intent", first]))
         reader.problem(
             shown,
-            f"{toml_path(['intent', first])}.deps[{index}]",
+            f"{where}.deps[{index}]",
             f"{cycle_words(cycle)}; remove one of these deps",
             cycle[1],
         )
     project = spec_data.get("project")
     default = project.get("default") if isinstance(project, dict) else None
     if isinstance(default, str) and default and default not in names:
-        reader.problem(shown, "project.default", f"unknown intent {_quoted(default)}{suggest(default, names)}")
+        reader.problem(root_file, "project.default", f"unknown intent {_quoted(default)}{suggest(default, names)}")
 
 
 def _policies(d: dict, broken: set[str]) -> dict[str, Policy]:
@@ -466,6 +472,26 @@ def load_spec(
             if why:
                 where = f"{toml_path(['policy', policy.name])}.scope[{i}]"
                 reader.problem(shown, where, f"path '{pattern}' {why}", pattern)
+    subs = None
+    if include_of(data) is not None:  # sub-projects (runner/subprojects.py): a project without `include` never goes
+        from .subprojects import load as load_subprojects
+
+        subs = load_subprojects(
+            reader,
+            root,
+            shown,
+            data,
+            names,
+            intents,
+            policies,
+            adapters,
+            prompts,
+            partial(_intent, reader),
+            _policies,
+            partial(_load_adapters, reader),
+            _find_prompts,
+        )
+        names = subs.names
     _checkpoints(reader, shown, root, policies)
     _cross_check(
         reader,
@@ -477,6 +503,7 @@ def load_spec(
         adapters,
         broken_adapters,
         prompts,
+        subs.place if subs is not None else None,
     )
     if reader.problems:
         raise SpecError(problems=_in_file_order(reader.problems, shown))
@@ -501,6 +528,7 @@ def load_spec(
         telemetry=TelemetrySettings(**data.get("telemetry", {})),
         read=tuple(reader.read.items()),
         parsed=tuple(reader.parsed.items()),
+        subprojects=tuple((sub.folder, sub.default) for sub in subs.subs) if subs is not None else (),
     )
 
 

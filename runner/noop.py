@@ -26,7 +26,8 @@ from collections import namedtuple
 
 from .index_file import IndexFile
 from .keys import content_digest, digest_file
-from .project_root import joined_directory, locate
+from .names import typed
+from .project_root import here, joined_directory, locate
 from .proof import (
     Checked,
     Missed,
@@ -171,10 +172,12 @@ def try_noop(parsed: dict) -> tuple[int | None, Missed | None]:
     root, spec_file = locate(parsed["directory"], parsed.get("spec_file"))
     if _unsettled(root):
         return None, None  # the pipeline recovers first (and waits for a run holding the lock)
-    proved = prove_target(root, proof_name(parsed["targets"], spec_file))
+    folder = here(root, parsed["directory"]) if parsed.get("spec_file") is None else ""
+    targets = typed(parsed["targets"], folder) if folder else parsed["targets"]  # as the pipeline names them
+    proved = prove_target(root, proof_name(targets, spec_file))
     if isinstance(proved, Missed):
         return None, proved
-    _report(root, proved, parsed, started)
+    _report(root, proved, {**parsed, "targets": targets}, started)
     return 0, None
 
 

@@ -314,3 +314,5 @@ class Spec(NamedTuple):
     # (path, digest of the document read, toml_read.document_digests) for the same files: one whose bytes changed
     # but that reads as the same document (a comment, a blank line) keeps the compiled spec too
     parsed: tuple[tuple[str, str | None], ...] = ()
+    # the sub-projects `[project] include` names (runner/subprojects.py): (folder, its [project] default, qualified)
+    subprojects: tuple[tuple[str, str | None], ...] = ()

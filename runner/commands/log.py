@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from ..errors import UsageError
+from ..names import stored
 from . import Command, Invocation, argument, echo, flag, option, print_json
 
 # the steps a run's view lists; cached are counted
@@ -85,7 +86,7 @@ def show_step(inv: Invocation, runs_dir: Path, run_id: str, intent: str) -> None
 
     events = step_runs(runs_dir, run_id, intent)
     finished = next((e for e in events if e.get("event") == "step_finished"), {})
-    path = runs_dir / run_id / "logs" / f"{intent}.log"
+    path = runs_dir / run_id / "logs" / f"{stored(intent)}.log"
     log = str(path) if path.is_file() else None
     attempts = attempts_of(runs_dir / run_id, events).get(intent, [])
     if inv.as_json:

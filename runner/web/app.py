@@ -24,6 +24,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
+from ..names import stored
 from ..redact import Mask
 from . import pages, project_pages, run_data
 
@@ -184,7 +185,7 @@ def create_app(root: Path, token: str, host_ok: Callable[[str], bool], read_only
         events = step_runs(site.runs_dir, run_id, intent)
         finished = next((e for e in events if e.get("event") == "step_finished"), None)
         status = finished["status"] if finished else "running" if events else "not run"
-        log_path = site.runs_dir / run_id / "logs" / f"{intent}.log"
+        log_path = site.runs_dir / run_id / "logs" / f"{stored(intent)}.log"
         offset = _size(log_path)
         log, cut = run_data.step_log(site.runs_dir / run_id, intent, mask)
         live = f"/runs/{run_id}/steps/{intent}/log?from={offset}" if finished is None and events else None
@@ -331,7 +332,7 @@ async def _log_stream(run_dir: Path, intent: str, offset: int, mask: Mask, reque
     """A running step's log after `offset`, line by line as it prints, until its step_finished is written."""
     from ..record import step_runs
 
-    path = run_dir / "logs" / f"{intent}.log"
+    path = run_dir / "logs" / f"{stored(intent)}.log"
     pending = b""
     while not await request.is_disconnected():
         data = await asyncio.to_thread(_read_from, path, offset)
