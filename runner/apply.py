@@ -67,7 +67,7 @@ def apply_change(
         entries.append({"path": rel, "size": None if data is None else len(data), "state": True})
         if data is not None:
             payload.append(data)
-    name = f"{_next_number(folder):020d}-{txid}"
+    name = f"{_next_number(folder):020d}-{stored(txid)}"  # a sub-project's PATH:NAME is in it: one file name
     tmp = folder / (name + JOURNAL + UNFINISHED)
     with open(tmp, "wb") as f:
         f.write(json.dumps({"txid": txid, "entries": entries}).encode() + b"\n")
@@ -229,7 +229,7 @@ def recover(root: Path, state_dir: Path) -> list[str]:
         _retire(path, written)
     for path in sorted(folder.iterdir()):
         if path.name.endswith(JOURNAL + UNFINISHED):
-            txid = path.name.removesuffix(JOURNAL + UNFINISHED).split("-", 1)[-1]
+            txid = unstored(path.name.removesuffix(JOURNAL + UNFINISHED).split("-", 1)[-1])
             done.append(f"discarded the unfinished apply {txid}: the project was not touched")
         if path.name.endswith(UNFINISHED):
             path.unlink(missing_ok=True)

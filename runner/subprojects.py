@@ -1,7 +1,10 @@
 """Sub-projects: the folders `[project] include` names in the root intents.toml, each with an intents.toml of its own,
 loaded into the one spec under qualified names (PATH:NAME), their paths made the root's, their deps, policies,
 adapters and prompts resolved (their folder's first, then the root's), and their reach kept to their folder and
-the declared outputs of the intents they depend on. A project without `include` never comes here."""
+the declared outputs of the intents they depend on. A project without `include` never comes here.
+
+Not yet: a sub-project's own [worker] (one worker serves a run: refused, with the reason) and regexes/ (not read:
+the root's and the built-in families read every log)."""
 
 from __future__ import annotations
 
@@ -162,7 +165,14 @@ def load(
                     toml_path([table]),
                     f"[{table}] is set once for the whole repository, in the root's {shown}; remove it here",
                 )
-        checked = {k: v for k, v in sub.items() if k not in ("project", *_ROOT_ONLY)}
+        if "worker" in sub:  # one worker serves a run's agent steps (plan.Planner.worker_config)
+            reader.problem(
+                sub_shown,
+                "worker",
+                f"a sub-project's own [worker] is not supported yet: its agent steps use the root's [worker] "
+                f"({shown}); remove it here",
+            )
+        checked = {k: v for k, v in sub.items() if k not in ("project", "worker", *_ROOT_ONLY)}
         failed = reader.validate(sub_shown, checked, "intents.json") if "intent" in checked else []
         if "intent" not in checked or not isinstance(checked.get("intent"), dict):
             reader.problem(sub_shown, "", "a sub-project's intents.toml needs [intent.NAME] tables", None)
@@ -179,7 +189,8 @@ def load(
         sub_adapters: dict[str, Adapter] = {}
         if (root / folder / "adapters").is_dir():
             seen, _broken = load_adapters([BUILTIN_DIR / "adapters", root / "adapters", root / folder / "adapters"])
-            sub_adapters = {n: a for n, a in seen.items() if a.source.startswith(str(root / folder / "adapters"))}
+            own = f"{folder}/adapters/"  # as problems name the file it came from
+            sub_adapters = {n: a for n, a in seen.items() if a.source.startswith(own)}
             adapters.update({qualified(folder, n): a for n, a in sub_adapters.items()})
         sub_prompts = find_prompts([root / folder / "prompts"])
         prompts.update({qualified(folder, n): path for n, path in sub_prompts.items()})
@@ -246,10 +257,10 @@ def load(
             )
             default = None
         subs.append(Sub(folder, sub_shown, qualified(folder, default) if isinstance(default, str) else None))
-    names = set(root_names) | {qualified(f, n) for f, own in own_names.items() for n in own}
+    names = set(root_names) | {qualified(f, n) for f, theirs in own_names.items() for n in theirs}
     by_own: dict[str, list[str]] = {}
-    for folder, own in own_names.items():
-        for n in own:
+    for folder, theirs in own_names.items():
+        for n in theirs:
             by_own.setdefault(n, []).append(qualified(folder, n))
 
     def place(name: str) -> tuple[str, str]:

@@ -31,7 +31,7 @@ from ..drift import find_drift
 from ..errors import UserError
 from ..events import attempt_finished, attempt_started
 from ..globs import expand
-from ..names import stored
+from ..names import split, stored
 from ..policy import RunBudget, Spent, check_change, only_outside_scope, step_budget_exhausted, writable_scope
 from ..prompts import choose, render
 from ..redact import Mask
@@ -593,7 +593,7 @@ def _verify(job: AttemptJob, ws: Path, cancel, journal, log_path: Path) -> str |
             try:
                 group = process.start(
                     ["/bin/sh", "-c", line],
-                    cwd=ws,
+                    cwd=ws / split(job.intent.name)[0],  # a sub-project's intent: its folder (names.split)
                     env=env,
                     stdout=log,
                     stderr=subprocess.STDOUT,
