@@ -443,7 +443,13 @@ def load_spec(
     prompts = _find_prompts([BUILTIN_DIR / "prompts", root / "prompts"])
     if data is None:
         raise SpecError(problems=_in_file_order(reader.problems, shown))
-    failed = reader.validate(shown, data, "intents.json")
+    checked = data
+    if include_of(data) is not None and not data.get("intent"):
+        # a monorepo's root may hold no intent of its own (its sub-projects do): the schema, which asks every
+        # intents file for one, checks the rest of it as it stands beside one that cannot be wrong
+        data["intent"] = {}
+        checked = {**data, "intent": {"0": {"run": "true"}}}
+    failed = reader.validate(shown, checked, "intents.json")
     _not_a_number(reader, shown, data)
     if "\\u0000" in reader.locators[shown].text or "\\U00000000" in reader.locators[shown].text:
         _nul_characters(reader, shown, data)  # only an escape can put one in (a NUL byte is a syntax error)

@@ -113,12 +113,16 @@ def _walk_one(root: Path, level: list[str], part: str) -> list[str]:
     return nxt
 
 
-def _moved(folder: str, path: str) -> tuple[str, bool]:
-    """(a path written in `folder`'s intents.toml as the root's, whether it stays inside `folder`)."""
+def _moved(folder: str, path: str, inner: tuple[str, ...] = ()) -> tuple[str, str | None]:
+    """(a path written in `folder`'s intents.toml as the root's; None if it stays inside `folder` and out of the
+    sub-projects `inner` within it, whose files are their own, else where it goes, as a message says it)."""
     if path.startswith("/"):
-        return path, True  # refused as absolute where every path is checked
+        return path, None  # refused as absolute where every path is checked
     joined = posixpath.normpath(f"{folder}/{path}")
-    return joined, joined == folder or joined.startswith(folder + "/")
+    if joined != folder and not joined.startswith(folder + "/"):
+        return joined, f"leaves {folder}/"
+    nested = next((i for i in inner if joined == i or joined.startswith(i + "/")), None)
+    return joined, f"lies in {nested}/, a sub-project of its own" if nested else None
 
 
 def load(
@@ -142,9 +146,11 @@ def load(
     files: dict[str, str] = {}  # folder -> its file as shown
     own_names: dict[str, set[str]] = {}
     raw_deps: dict[str, tuple[str, list]] = {}  # qualified -> (folder, deps as written)
-    outside: dict[str, list[tuple[int, str, str]]] = {}  # qualified -> inputs leaving its folder
+    outside: dict[str, list[tuple[int, str, str, str]]] = {}  # qualified -> inputs leaving its folder, and where
     patterns = include_of(data) or []
-    for folder in _folders(reader, root, shown, patterns):
+    folders = _folders(reader, root, shown, patterns)
+    for folder in folders:
+        inner = tuple(f for f in folders if f.startswith(folder + "/"))  # a sub-project inside this one's folder
         reader.sources.extend(str(root / folder / d) for d in ("adapters", "prompts", "regexes"))
         sub_shown, sub = reader.read_toml(root / folder / "intents.toml")
         files[folder] = sub_shown
@@ -184,8 +190,14 @@ def load(
         declared = sub["policy"] if isinstance(sub.get("policy"), dict) else {}
         for name, policy in make_policies(declared, broken["policy"]).items():
             if name in declared:
-                scope = tuple(_moved(folder, p)[0] for p in policy.scope)
-                policies[qualified(folder, name)] = policy._replace(name=qualified(folder, name), scope=scope)
+                scope = []
+                for i, pattern in enumerate(policy.scope):
+                    path, away = _moved(folder, pattern, inner)
+                    if away is not None:
+                        where = f"{toml_path(['policy', name])}.scope[{i}]"
+                        reader.problem(sub_shown, where, f"path '{pattern}' {away}; keep it inside {folder}/", pattern)
+                    scope.append(path)
+                policies[qualified(folder, name)] = policy._replace(name=qualified(folder, name), scope=tuple(scope))
         sub_adapters: dict[str, Adapter] = {}
         if (root / folder / "adapters").is_dir():
             seen, _broken = load_adapters([BUILTIN_DIR / "adapters", root / "adapters", root / folder / "adapters"])
@@ -210,17 +222,17 @@ def load(
                     if not isinstance(value, str):
                         kept.append(value)
                         continue
-                    path, inside = _moved(folder, value)
-                    if inside:
+                    path, away = _moved(folder, value, inner)
+                    if away is None:
                         kept.append(path)
                     elif field == "inputs" and not path.startswith("../"):
                         kept.append(path)  # allowed only as a dependency's output: checked once deps are known
-                        outside.setdefault(name, []).append((i, value, path))
+                        outside.setdefault(name, []).append((i, value, path, away))
                     else:
                         reader.problem(
                             sub_shown,
                             f"{_intent_path(own)}.{field}[{i}]",
-                            f"path '{value}' leaves {folder}/: a sub-project declares "
+                            f"path '{value}' {away}: a sub-project declares "
                             f"{'inputs' if field == 'inputs' else field} inside its own folder"
                             + (
                                 "; another sub-project's files are read as the outputs of an intent it depends on"
@@ -232,11 +244,10 @@ def load(
                 moved[field] = kept
             cwd = table.get("cwd", ".")
             if isinstance(cwd, str):
-                path, inside = _moved(folder, cwd)
-                if not inside:
-                    reader.problem(
-                        sub_shown, f"{_intent_path(own)}.cwd", f"folder '{cwd}' leaves {folder}/; keep it inside", cwd
-                    )
+                path, away = _moved(folder, cwd, inner)
+                if away is not None:
+                    where = f"{_intent_path(own)}.cwd"
+                    reader.problem(sub_shown, where, f"folder '{cwd}' {away}; keep it inside {folder}/", cwd)
                 moved["cwd"] = path
             deps = table.get("deps")
             raw_deps[name] = (folder, list(deps) if isinstance(deps, list) else [])
@@ -281,13 +292,12 @@ def load(
     for name, reaching in outside.items():
         dep_outputs = [out for dep in intents[name].deps if dep in intents for out in intents[dep].outputs]
         file, where = place(name)
-        folder = split(name)[0]
-        for i, value, path in reaching:
+        for i, value, path, away in reaching:
             if not any(path == out or (not _GLOB_CHARS.isdisjoint(out) and _matches(path, out)) for out in dep_outputs):
                 reader.problem(
                     file,
                     f"{where}.inputs[{i}]",
-                    f"path '{value}' leaves {folder}/ and is no declared output of an intent '{split(name)[1]}' "
+                    f"path '{value}' {away} and is no declared output of an intent '{split(name)[1]}' "
                     "depends on: a sub-project reads another's files only as the outputs of an intent in its deps; "
                     "add the intent that makes it to deps",
                     value,

@@ -1,0 +1,212 @@
+"""Sub-projects (issue 41): the spec errors a person can act on (exit 2, by file and line), a sub-project's reach
+kept to its folder and its dependencies' outputs, qualified names typed anywhere, names that cannot escape or
+collide under .runner/, and the compiled spec noticing every sub-project file."""
+
+from __future__ import annotations
+
+import json
+
+from runner.names import stored, unstored
+
+ROOT = """
+[project]
+name = "mono"
+include = ["a", "b", "nothing/*"]
+
+[intent.top]
+deps = ["test"]
+
+[intent.claim]
+run = "true"
+outputs = ["b/out.txt"]
+"""
+A = """
+[project]
+default = "test"
+name = "x"
+
+[cache]
+remote = "file:///tmp/x"
+
+[intent.test]
+run = "true"
+outputs = ["out.txt"]
+deps = ["b:test", "bild"]
+
+[intent.w]
+run = "true"
+outputs = ["../b/out.txt", "../../x"]
+inputs = ["../c/y.txt"]
+cwd = ".."
+"""
+B = """
+[intent.test]
+run = "true"
+deps = ["a:test"]
+outputs = ["out.txt"]
+"""
+
+
+def test_every_spec_error_by_file_and_line(project):
+    project.spec(ROOT)
+    project.write("a/intents.toml", A)
+    project.write("b/intents.toml", B)
+    project.write("nothing/.keep", "")
+    for args in (("validate",), ("make",), ("list",)):
+        result = project.run(*args)
+        assert (result.code, result.out) == (2, "")
+    assert result.err.splitlines() == [
+        "error: 11 problems in the spec",
+        "  intents.toml:4: project.include[2]: 'nothing/*' matches no folder holding an intents.toml; create one "
+        "there, or remove the pattern",
+        "  intents.toml:7: intent.top.deps[0]: 'test' is an intent of 2 sub-projects (a:test, b:test) and not of the "
+        "root: name the one meant",
+        "  a/intents.toml:4: project.name: a sub-project's [project] holds only 'default'; 'name' is the root's "
+        "(intents.toml) to set",
+        "  a/intents.toml:6: cache: [cache] is set once for the whole repository, in the root's intents.toml; "
+        "remove it here",
+        "  a/intents.toml:12: intent.test.deps[1]: unknown intent 'bild' in a/: a bare name is an intent of this "
+        "sub-project; write :NAME for the root's, PATH:NAME for another sub-project's",
+        "  a/intents.toml:12: intent.test.deps[0]: dependency cycle: a:test -> b:test -> a:test (each depends on "
+        "the next); remove one of these deps",
+        "  a/intents.toml:16: intent.w.outputs[0]: path '../b/out.txt' leaves a/: a sub-project declares outputs "
+        "inside its own folder",
+        "  a/intents.toml:16: intent.w.outputs[1]: path '../../x' leaves a/: a sub-project declares outputs inside "
+        "its own folder",
+        "  a/intents.toml:17: intent.w.inputs[0]: path '../c/y.txt' leaves a/ and is no declared output of an "
+        "intent 'w' depends on: a sub-project reads another's files only as the outputs of an intent in its deps; "
+        "add the intent that makes it to deps",
+        "  a/intents.toml:18: intent.w.cwd: folder '..' leaves a/; keep it inside a/",
+        "  b/intents.toml:5: intent.test.outputs[0]: 'b/out.txt' is also an output of intent 'claim': a file has "
+        "one producer; remove it from one of them",
+    ]
+
+
+LIB = """
+[intent.build]
+run = "mkdir -p dist && cp src.txt dist/lib.txt"
+inputs = ["src.txt"]
+outputs = ["dist/lib.txt"]
+
+[intent.test]
+run = "true"
+"""
+APP = """
+[project]
+default = "app"
+
+[intent.app]
+run = "cat ../lib/dist/lib.txt > app.txt"
+deps = ["lib:build"]
+inputs = ["../lib/dist/lib.txt"]
+outputs = ["app.txt"]
+
+[intent.test]
+run = "true"
+deps = ["app"]
+"""
+
+
+def _two(project) -> None:
+    project.spec(
+        '[project]\nname = "two"\ninclude = ["lib", "app"]\ndefault = "all"\n\n[intent.all]\ndeps = ["app:test"]\n'
+    )
+    project.write("lib/intents.toml", LIB)
+    project.write("lib/src.txt", "lib\n")
+    project.write("app/intents.toml", APP)
+
+
+def test_a_dependency_s_output_is_what_a_sub_project_may_read_of_another(project):
+    _two(project)
+    assert project.make().statuses() == {"lib:build": "ran", "app:app": "ran", "app:test": "ran"}
+    assert project.read("app/app.txt") == "lib\n"
+    # the same input without the dependency that makes it: refused, by file and line
+    project.write("app/intents.toml", APP.replace('deps = ["lib:build"]\n', ""))
+    refused = project.run("validate")
+    assert (refused.code, refused.err.splitlines()[1:]) == (
+        2,
+        [
+            "  app/intents.toml:7: intent.app.inputs[0]: path '../lib/dist/lib.txt' leaves app/ and is no declared "
+            "output of an intent 'app' depends on: a sub-project reads another's files only as the outputs of an "
+            "intent in its deps; add the intent that makes it to deps"
+        ],
+    )
+    # a sub-project inside another's folder holds its own files: the outer one's paths stay out of it
+    project.spec('[project]\nname = "two"\ninclude = ["lib", "lib/inner"]\n')
+    project.write("lib/inner/intents.toml", '[intent.x]\nrun = "true"\n')
+    project.write("lib/intents.toml", LIB.replace('outputs = ["dist/lib.txt"]', 'outputs = ["inner/lib.txt"]'))
+    nested = project.run("validate")
+    assert nested.err.splitlines()[1:] == [
+        "  lib/intents.toml:5: intent.build.outputs[0]: path 'inner/lib.txt' lies in lib/inner/, a sub-project of "
+        "its own: a sub-project declares outputs inside its own folder"
+    ]
+
+
+def test_names_typed_anywhere(project):
+    _two(project)
+    assert project.make("app:app").statuses() == {"lib:build": "ran", "app:app": "ran"}
+    # a bare name at the root: the root's, else the one sub-project intent of that name; two: say which
+    assert project.make("build").statuses() == {"lib:build": "cached"}
+    both = project.run("make", "test")
+    assert (both.code, both.err) == (
+        2,
+        "error: 'test' is an intent of 2 sub-projects (app:test, lib:test) and not of the root; name the one meant "
+        "(PATH:NAME)\n",
+    )
+    assert project.run("make", "lib:bild").err == (
+        "error: unknown target 'lib:bild' (did you mean 'lib:build'?): no intent has that name and none declares it "
+        "among its outputs; `runner list` lists the targets\n"
+    )
+    assert project.run("make", ":al").err == (
+        "error: unknown target ':al' (did you mean 'all'?): the root's intents.toml has no intent 'al'; `runner "
+        "list` lists the targets\n"
+    )
+    assert project.run("make", "libz:").err.startswith("error: unknown target 'libz:': 'libz' is no sub-project")
+    # an output path typed inside a sub-project is its own; PATH: is a sub-project's default
+    assert project.make("lib:dist/lib.txt").statuses() == {"lib:build": "cached"}
+    assert project.make("app:").statuses() == {"lib:build": "cached", "app:app": "cached"}
+    graph = json.loads(project.run("graph", "--json", "app:test").out)
+    assert graph == {
+        "target": "app:test",
+        "nodes": ["lib:build", "app:app", "app:test"],
+        "edges": [["app:app", "app:test"], ["lib:build", "app:app"]],
+    }
+
+
+def test_an_intent_s_name_is_one_file_name_under_runner(project):
+    """A '/' or ':' in PATH:NAME neither escapes the run's folder nor makes two intents share a log."""
+    assert [stored(n) for n in ("test", "a/b:c", "a%2Fb:c", "a:b%3Ac")] == [
+        "test",
+        "a%2Fb%3Ac",
+        "a%252Fb%3Ac",
+        "a%3Ab%253Ac",
+    ]
+    assert all(unstored(stored(n)) == n for n in ("a/b:c", "a%2Fb:c", "x/../y:z"))
+    project.spec('[project]\nname = "n"\ninclude = ["a/*", "a%2Fb"]\n')
+    project.write("a/b/intents.toml", '[intent.c]\nrun = "echo from a/b"\n')
+    project.write("a%2Fb/intents.toml", '[intent.c]\nrun = "echo from a%2Fb"\n')
+    made = project.make()
+    assert made.statuses() == {"a%2Fb:c": "ran", "a/b:c": "ran"}
+    logs = project.root / ".runner/runs" / made.finished()["run_id"] / "logs"
+    assert sorted(p.name for p in logs.rglob("*")) == ["a%252Fb%3Ac.log", "a%2Fb%3Ac.log"]
+    assert (logs / "a%2Fb%3Ac.log").read_text() == "$ echo from a/b\nfrom a/b\n"
+    logged = project.run("log", "a/b:c")  # its last log
+    assert "from a/b" in logged.out
+
+
+def test_the_compiled_spec_notices_every_sub_project_file(project):
+    _two(project)
+    assert project.make().code == 0
+    # a new folder the include pattern takes in
+    project.spec('[project]\nname = "two"\ninclude = ["lib", "app", "more/*"]\n\n[intent.all]\ndeps = ["app:test"]\n')
+    project.write("more/m/intents.toml", '[intent.m]\nrun = "true"\n')
+    assert "more/m:m" in project.run("list").out
+    project.write("more/n/intents.toml", '[intent.n]\nrun = "true"\n')
+    assert "more/n:n" in project.run("list").out
+    # a sub-project's table edited: that step runs again, by its key
+    project.write("lib/intents.toml", LIB.replace("cp src.txt", "cp -p src.txt"))
+    assert project.make("app:app").statuses() == {"lib:build": "ran", "app:app": "cached"}
+    # its own adapter, found once made
+    project.write("lib/adapters/sh.toml", 'name = "sh"\n[commands.check]\nrun = "echo checked"\n')
+    project.write("lib/intents.toml", LIB + '\n[intent.check]\nadapter = "sh"\nrun = "check"\n')
+    assert project.make("lib:check").statuses() == {"lib:check": "ran"}
