@@ -5,6 +5,9 @@ collide under .runner/, and the compiled spec noticing every sub-project file.""
 from __future__ import annotations
 
 import json
+import os
+
+import runner_cli
 
 from runner.names import stored, unstored
 
@@ -210,3 +213,43 @@ def test_the_compiled_spec_notices_every_sub_project_file(project):
     project.write("lib/adapters/sh.toml", 'name = "sh"\n[commands.check]\nrun = "echo checked"\n')
     project.write("lib/intents.toml", LIB + '\n[intent.check]\nadapter = "sh"\nrun = "check"\n')
     assert project.make("lib:check").statuses() == {"lib:check": "ran"}
+
+
+def test_completion_inside_a_sub_project_offers_its_own_names_first(project):
+    _two(project)
+    env = {"_RUNNER_COMPLETE": "bash_complete", "COMP_WORDS": "runner make ", "COMP_CWORD": "2"}
+    proc = runner_cli.run((), project.root / "app", dict(os.environ, **env), 60)
+    assert [line.split(",", 1)[1] for line in proc.stdout.splitlines()] == [
+        "app",
+        "test",
+        "all",
+        "app:app",
+        "app:test",
+        "lib:build",
+        "lib:test",
+    ]
+
+
+def test_a_sub_project_s_own_policy_and_a_worker_it_may_not_have(project):
+    _two(project)
+    project.write(
+        "lib/intents.toml",
+        LIB + '\n[policy.mine]\nscope = ["gen/**", "../app/x"]\n\n[intent.fix]\ngoal = "g"\noutputs = ["gen/a.py"]\n'
+        'policy = "mine"\n\n[worker]\nkind = "replay"\n',
+    )
+    refused = project.run("validate")
+    assert (refused.code, refused.err.splitlines()[1:]) == (
+        2,
+        [
+            "  lib/intents.toml:11: policy.mine.scope[1]: path '../app/x' leaves lib/; keep it inside lib/",
+            "  lib/intents.toml:18: worker: a sub-project's own [worker] is not supported yet: its agent steps use "
+            "the root's [worker] (intents.toml); remove it here",
+        ],
+    )
+    mine = '\n[policy.mine]\nscope = ["gen/**"]\nbudget = {attempts = 1}\n'
+    project.write(
+        "lib/intents.toml", LIB + mine + '\n[intent.fix]\ngoal = "g"\noutputs = ["gen/a.py"]\npolicy = "mine"\n'
+    )
+    # its agent step's budget is its own policy's, named by its qualified name
+    status = project.run("status", "lib:fix")
+    assert "  lib:fix  1 attempt x 1 candidate = 1 call; no token budget (policy lib:mine)" in status.out.splitlines()
