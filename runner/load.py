@@ -36,7 +36,7 @@ from .spec import (
 from .spec_reader import _Reader
 from .subprojects import include_of
 from .suggest import did_you_mean
-from .toml_locate import Locator
+from .toml_locate import Locator, split_path
 from .workspace import SPEC_FILE
 
 
@@ -388,15 +388,29 @@ def _in_file_order(problems: list[Problem], spec_file: str = SPEC_FILE) -> list[
 
 def located(spec: Spec, found: list[tuple[str, str, object]]) -> list[Problem]:
     """Problems found after the spec loaded ((TOML path, message, value): an input glob that matches no file),
-    placed by line in the intents file as load's own are."""
-    try:
-        locator: Locator | None = Locator((Path(spec.root) / spec.file).read_text(encoding="utf-8-sig"))
-    except (OSError, UnicodeDecodeError):
-        locator = None  # changed since it was compiled: the problem is still told, without its line
-    return [
-        Problem(file=spec.file, path=path, line=locator.line_of(path, value) if locator else None, message=message)
-        for path, message, value in found
-    ]
+    placed by line in the intents file as load's own are: a sub-project's intent (PATH:NAME) in its own file, by
+    the name and the path as it is written there."""
+    locators: dict[str, Locator | None] = {}
+    problems = []
+    for path, message, value in found:
+        file = spec.file
+        parts = split_path(path) if path.startswith('intent."') else []
+        if len(parts) > 1 and ":" in parts[1]:
+            folder, _colon, own = parts[1].rpartition(":")
+            # the rest as written after the quoted name (a field, an index): the name alone is written again
+            rest = path[len(toml_path(["intent", parts[1]])) :]
+            file, path = f"{folder}/{SPEC_FILE}", toml_path(["intent", own]) + rest
+            if isinstance(value, str) and value.startswith(f"{folder}/"):
+                value = value[len(folder) + 1 :]
+        if file not in locators:
+            try:
+                locators[file] = Locator((Path(spec.root) / file).read_text(encoding="utf-8-sig"))
+            except (OSError, UnicodeDecodeError):
+                locators[file] = None  # changed since it was compiled: the problem is still told, without its line
+        locator = locators[file]
+        line = locator.line_of(path, value) if locator else None
+        problems.append(Problem(file=file, path=path, line=line, message=message))
+    return problems
 
 
 def unset_variable(spec: Spec, name: str, key: str, variable: str) -> UsageError:

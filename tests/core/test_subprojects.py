@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
+import jsonschema
 import runner_cli
 
 from runner.names import stored, unstored
@@ -253,3 +255,18 @@ def test_a_sub_project_s_own_policy_and_a_worker_it_may_not_have(project):
     # its agent step's budget is its own policy's, named by its qualified name
     status = project.run("status", "lib:fix")
     assert "  lib:fix  1 attempt x 1 candidate = 1 call; no token budget (policy lib:mine)" in status.out.splitlines()
+
+
+def test_warnings_and_events_speak_of_the_sub_project(project):
+    _two(project)
+    project.write("lib/intents.toml", LIB + '\n[intent.globbed]\nrun = "true"\ninputs = ["docs/*.md"]\n')
+    status = project.run("status", "lib:globbed")
+    assert status.err == ("warning: lib/intents.toml:12: intent.globbed.inputs[0]: 'lib/docs/*.md' matches no file\n")
+    made = project.make()
+    schema = json.loads((Path(__file__).parents[2] / "runner/schemas/events.json").read_text())
+    for event in made.events():
+        jsonschema.validate(event, schema)
+    assert made.finished()["target"] is None and made.statuses()["app:app"] == "ran"
+    inside = project.run("make", "--json", "app", "lib:build")
+    assert inside.events()[-1]["target"] == ["app", "lib:build"]  # as typed at the root
+    jsonschema.validate(inside.events()[-1], schema)
