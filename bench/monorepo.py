@@ -121,15 +121,17 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--steps", type=int, default=200, help="steps a sub-project")
     ap.add_argument("--reps", type=int, default=11)
     ap.add_argument("--dir", type=Path, default=None, help="where to generate (default: a temp folder)")
+    ap.add_argument("--reuse", action="store_true", help="the projects --dir holds, built by an earlier run")
     args = ap.parse_args(argv)
     base = args.dir or Path(tempfile.mkdtemp(prefix="runner-monorepo-bench-"))
     env_root = Path(__file__).resolve().parents[1]
     os.environ["PYTHONPATH"] = str(env_root) + os.pathsep + os.environ.get("PYTHONPATH", "")
     layouts = {"mono": base / "mono", "flat": base / "flat"}
     for name, root in layouts.items():
-        generate(root, args.subs, args.steps, name == "mono")
-        took, out = _run(root, "make", "-j2")
-        print(f"{name}: clean build {took:.1f} s: {out.strip().splitlines()[-1]}", flush=True)
+        if not (args.reuse and (root / ".runner").is_dir()):
+            generate(root, args.subs, args.steps, name == "mono")
+            took, out = _run(root, "make", "-j2")
+            print(f"{name}: clean build {took:.1f} s: {out.strip().splitlines()[-1]}", flush=True)
         _run(root, "make")  # the proof and the stat cache settled
     noop: dict[str, list[float]] = {name: [] for name in layouts}
     for _rep in range(args.reps):
