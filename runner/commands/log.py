@@ -136,6 +136,7 @@ def run(inv: Invocation, what: str | None, list_runs_flag: bool, trace: str | No
     run_id = runs[-1] if what is None else what if what in runs else None
     if run_id is None:
         assert what is not None
+        what = _step_named(layout.runs_dir, str(layout.root), inv.directory, what)
         step_run, named = last_run_of(layout.runs_dir, what)
         if step_run is not None:
             if trace:
@@ -158,6 +159,22 @@ def run(inv: Invocation, what: str | None, list_runs_flag: bool, trace: str | No
         print_json({"run_id": run_id, **run_summary(run_id, events), "steps": steps, "events": events})
     else:
         echo(render_run(run_id, events, steps))
+
+
+def _step_named(runs_dir: Path, root: str, directory: Path, what: str) -> str:
+    """A step's name as typed where the command runs, as runs record it (names.typed): inside a sub-project a bare
+    name is its own intent's, `:NAME` the root's. What no run names is left as typed."""
+    from ..names import typed
+    from ..project_root import here
+    from ..record import last_run_of
+
+    folder = here(root, str(directory))
+    if not folder and not what.startswith(":"):
+        return what
+    for name in (typed([what], folder)[0], what[1:] if what.startswith(":") else what):
+        if last_run_of(runs_dir, name)[0] is not None:
+            return name
+    return what
 
 
 def write_trace(inv: Invocation, run_dir: Path, events: list[dict], path: Path) -> None:

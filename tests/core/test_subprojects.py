@@ -196,7 +196,9 @@ def test_an_intent_s_name_is_one_file_name_under_runner(project):
     assert sorted(p.name for p in logs.rglob("*")) == ["a%252Fb%3Ac.log", "a%2Fb%3Ac.log"]
     assert (logs / "a%2Fb%3Ac.log").read_text() == "$ echo from a/b\nfrom a/b\n"
     logged = project.run("log", "a/b:c")  # its last log
-    assert "from a/b" in logged.out
+    assert logged.out == "$ echo from a/b\nfrom a/b\n"
+    inside = runner_cli.run(("log", "c"), project.root / "a/b", dict(os.environ), 60)  # typed in its folder
+    assert inside.stdout == logged.out
 
 
 def test_the_compiled_spec_notices_every_sub_project_file(project):
