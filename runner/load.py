@@ -34,7 +34,7 @@ from .spec import (
     env_problem,
 )
 from .spec_reader import _Reader
-from .subprojects import include_of
+from .subprojects import ROOT_ONLY, edited_intent, include_of
 from .suggest import did_you_mean
 from .toml_locate import Locator, split_path
 from .workspace import SPEC_FILE
@@ -557,29 +557,41 @@ def load_spec(
 _GRAPH_FIELDS = ("kind", "deps", "inputs", "outputs", "prompt", "adapter", "policy", "verify")
 
 
-def edited_intents(spec: Spec, document: dict, names: list[str]) -> dict[str, Intent] | None:
+def edited_intents(spec: Spec, document: dict, names: list[str], folder: str = "") -> dict[str, Intent] | None:
     """The Intents of `names` as `document` now defines them, where the spec file was read again and nothing
     but these intents' tables changed since `spec` was loaded from it (compiled._recompiled): each table passes every
     check a full load makes of it, and keeps what other intents' checks and the graph read of it
-    (_GRAPH_FIELDS and the variables its env reads). None otherwise, and for any problem: the full load then
+    (_GRAPH_FIELDS and the variables its env reads). `folder`: the sub-project whose intents.toml it is (its
+    names are its own, the Intents' qualified). None otherwise, and for any problem: the full load then
     runs and tells every problem as it always does."""
     tables = document.get("intent")
     if not isinstance(tables, dict):
         return None
     # the schema's rules for an intent hold table by table: the rest of the document with only these tables
     part = {key: value for key, value in document.items() if key != "intent"}
+    if folder:  # a sub-project's [project] and the root's own tables are checked by runner/subprojects.py
+        part = {key: value for key, value in part.items() if key not in ("project", "worker", *ROOT_ONLY)}
     part["intent"] = {name: tables[name] for name in names}
     if not _fast_validator("intents.json")(part):
         return None
     reader = _Reader(Path(spec.root), secret=frozenset(name for p in spec.policies.values() for name in p.secrets))
-    _not_a_number(reader, spec.file, part)
-    _nul_characters(reader, spec.file, part)
-    made = {name: _intent(reader, spec.file, name, tables[name]) for name in names}
+    shown = f"{folder}/{SPEC_FILE}" if folder else spec.file
+    _not_a_number(reader, shown, part)
+    _nul_characters(reader, shown, part)
+    made = {}
+    for own in names:
+        if spec.subprojects:
+            intent = edited_intent(spec, folder, own, tables[own], partial(_intent, reader, shown))
+            if intent is None:
+                return None
+        else:
+            intent = _intent(reader, spec.file, own, tables[own])
+        made[intent.name] = intent
     if reader.problems:
         return None
     for name, intent in made.items():
-        was = spec.intents[name]
-        if any(getattr(intent, field) != getattr(was, field) for field in _GRAPH_FIELDS):
+        was = spec.intents.get(name)
+        if was is None or any(getattr(intent, field) != getattr(was, field) for field in _GRAPH_FIELDS):
             return None
         if env_names(intent) != env_names(was):
             return None

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import posixpath
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import NamedTuple
 
@@ -23,7 +23,7 @@ from .suggest import did_you_mean
 
 # the tables of a sub-project's intents.toml that only the root's may hold: one cache, executor and telemetry,
 # one learning loop for the whole repository
-_ROOT_ONLY = ("cache", "executor", "telemetry", "learn")
+ROOT_ONLY = ("cache", "executor", "telemetry", "learn")
 _PATH_FIELDS = ("inputs", "outputs", "exclude", "scope", "reports")
 _GLOB_CHARS = frozenset("*?[")
 _NEVER = (".git", ".runner")  # never a sub-project
@@ -125,6 +125,34 @@ def _moved(folder: str, path: str, inner: tuple[str, ...] = ()) -> tuple[str, st
     return joined, f"lies in {nested}/, a sub-project of its own" if nested else None
 
 
+def moved_table(folder: str, inner: tuple[str, ...], table: dict) -> tuple[dict, list[tuple]]:
+    """An intent's table from `folder`'s intents.toml with its paths and cwd made the root's, and each one that
+    leaves the folder (or enters `inner`, a sub-project within it): (field, index, as written, as moved, where it
+    goes). An input leaving it is kept (a dependency's output may be read); any other is dropped."""
+    moved, away_paths = dict(table), []
+    for field in _PATH_FIELDS:
+        values = table.get(field)
+        if not isinstance(values, list):
+            continue
+        kept = []
+        for i, value in enumerate(values):
+            if not isinstance(value, str):
+                kept.append(value)
+                continue
+            path, away = _moved(folder, value, inner)
+            if away is not None:
+                away_paths.append((field, i, value, path, away))
+            if away is None or field == "inputs" and not path.startswith("../"):
+                kept.append(path)
+        moved[field] = kept
+    cwd = table.get("cwd", ".")
+    if isinstance(cwd, str):
+        moved["cwd"], away = _moved(folder, cwd, inner)
+        if away is not None:
+            away_paths.append(("cwd", 0, cwd, moved["cwd"], away))
+    return moved, away_paths
+
+
 def load(
     reader: _Reader,
     root: Path,
@@ -164,7 +192,7 @@ def load(
                     toml_path(["project", key]),
                     f"a sub-project's [project] holds only 'default'; '{key}' is the root's ({shown}) to set",
                 )
-        for table in _ROOT_ONLY:
+        for table in ROOT_ONLY:
             if table in sub:
                 reader.problem(
                     sub_shown,
@@ -178,7 +206,7 @@ def load(
                 f"a sub-project's own [worker] is not supported yet: its agent steps use the root's [worker] "
                 f"({shown}); remove it here",
             )
-        checked = {k: v for k, v in sub.items() if k not in ("project", "worker", *_ROOT_ONLY)}
+        checked = {k: v for k, v in sub.items() if k not in ("project", "worker", *ROOT_ONLY)}
         failed = reader.validate(sub_shown, checked, "intents.json") if "intent" in checked else []
         if "intent" not in checked or not isinstance(checked.get("intent"), dict):
             reader.problem(sub_shown, "", "a sub-project's intents.toml needs [intent.NAME] tables", None)
@@ -212,43 +240,25 @@ def load(
             name = qualified(folder, own)
             if own in broken["intent"] or not isinstance(table, dict):
                 continue
-            moved = dict(table)
-            for field in _PATH_FIELDS:
-                values = table.get(field)
-                if not isinstance(values, list):
-                    continue
-                kept = []
-                for i, value in enumerate(values):
-                    if not isinstance(value, str):
-                        kept.append(value)
-                        continue
-                    path, away = _moved(folder, value, inner)
-                    if away is None:
-                        kept.append(path)
-                    elif field == "inputs" and not path.startswith("../"):
-                        kept.append(path)  # allowed only as a dependency's output: checked once deps are known
-                        outside.setdefault(name, []).append((i, value, path, away))
-                    else:
-                        reader.problem(
-                            sub_shown,
-                            f"{_intent_path(own)}.{field}[{i}]",
-                            f"path '{value}' {away}: a sub-project declares "
-                            f"{'inputs' if field == 'inputs' else field} inside its own folder"
-                            + (
-                                "; another sub-project's files are read as the outputs of an intent it depends on"
-                                if field == "inputs"
-                                else ""
-                            ),
-                            value,
-                        )
-                moved[field] = kept
-            cwd = table.get("cwd", ".")
-            if isinstance(cwd, str):
-                path, away = _moved(folder, cwd, inner)
-                if away is not None:
+            moved, away_paths = moved_table(folder, inner, table)
+            for field, i, value, path, away in away_paths:
+                if field == "inputs" and not path.startswith("../"):
+                    outside.setdefault(name, []).append((i, value, path, away))  # checked once deps are known
+                elif field == "cwd":
                     where = f"{_intent_path(own)}.cwd"
-                    reader.problem(sub_shown, where, f"folder '{cwd}' {away}; keep it inside {folder}/", cwd)
-                moved["cwd"] = path
+                    reader.problem(sub_shown, where, f"folder '{value}' {away}; keep it inside {folder}/", value)
+                else:
+                    reader.problem(
+                        sub_shown,
+                        f"{_intent_path(own)}.{field}[{i}]",
+                        f"path '{value}' {away}: a sub-project declares {field} inside its own folder"
+                        + (
+                            "; another sub-project's files are read as the outputs of an intent it depends on"
+                            if field == "inputs"
+                            else ""
+                        ),
+                        value,
+                    )
             deps = table.get("deps")
             raw_deps[name] = (folder, list(deps) if isinstance(deps, list) else [])
             intent = make_intent(sub_shown, own, moved)
@@ -314,8 +324,52 @@ def _matches(path: str, pattern: str) -> bool:
     return matches(path, pattern)
 
 
+def edited_intent(
+    spec, folder: str, own: str, table: dict, make_intent: Callable[[str, dict], Intent]
+) -> Intent | None:
+    """The intent `own` of `folder`'s intents.toml ("" for the root's) as its edited `table` makes it, named and
+    resolved as a full load makes it (its paths moved, its policy, prompt, adapter and deps named), for an edit
+    that keeps the graph (compiled._recompiled, load.edited_intents); None where only the full load may say what
+    is wrong (a path leaving its folder, a dep that names nothing)."""
+    moved = table
+    if folder:
+        inner = tuple(f for f, _default in spec.subprojects if f.startswith(folder + "/"))
+        moved, away = moved_table(folder, inner, table)
+        if any(field != "inputs" or path.startswith("../") for field, _i, _value, path, _where in away):
+            return None
+    intent = make_intent(own, moved)
+    names = spec.intents
+    prefix = f"{folder}:"
+    root_names = {n for n in names if ":" not in n}
+    theirs = {n[len(prefix) :] for n in names if n.startswith(prefix)} if folder else set()
+    deps_written = table.get("deps")
+    wrote: list = deps_written if isinstance(deps_written, list) else []
+    bare = {d for d in wrote if isinstance(d, str) and ":" not in d and d not in root_names} if not folder else set()
+    by_own = {d: [n for n in names if n.endswith(f":{d}")] for d in bare}
+    deps = []
+    for dep in wrote:
+        found = resolve_dep(dep, folder, names, root_names, theirs, by_own)
+        if not isinstance(found, str):
+            return None
+        deps.append(sys.intern(found))
+    if not folder:
+        return intent._replace(deps=tuple(deps))
+    return intent._replace(
+        name=sys.intern(qualified(folder, own)),
+        deps=tuple(deps),
+        policy=f"{prefix}{intent.policy}" if f"{prefix}{intent.policy}" in spec.policies else intent.policy,
+        prompt=f"{prefix}{intent.prompt}" if f"{prefix}{intent.prompt}" in spec.prompts else intent.prompt,
+        adapter=f"{prefix}{intent.adapter}" if f"{prefix}{intent.adapter}" in spec.adapters else intent.adapter,
+    )
+
+
 def resolve_dep(
-    dep: str, folder: str, names: set[str], root_names: set[str], own: set[str], by_own: dict[str, list[str]]
+    dep: str,
+    folder: str,
+    names: Collection[str],
+    root_names: set[str],
+    own: set[str],
+    by_own: dict[str, list[str]],
 ) -> str | tuple[str]:
     """The intent a dep written in `folder`'s file names (qualified), or (the problem,). In a sub-project a bare
     name is its own intent's; at the root, the root's, else the one sub-project intent of that name."""

@@ -259,3 +259,46 @@ def test_another_files_edit_beside_it_is_a_full_compile(tmp_path, loads):
     (tmp_path / "intents.toml").write_text(_text(steps, 0))
     load_compiled(tmp_path)
     assert loads[0] == 2
+
+
+def _monorepo(root, app_run: str = "echo app > out.txt", root_deps: str = '["build"]') -> None:
+    """A root with two sub-projects; `build` is lib's alone, so the root's bare dep names it (subprojects.py)."""
+    (root / "lib").mkdir(exist_ok=True)
+    (root / "app").mkdir(exist_ok=True)
+    (root / "intents.toml").write_text(
+        f'[project]\nname = "m"\ninclude = ["lib", "app"]\n\n[intent.all]\ndeps = {root_deps}\n'
+    )
+    (root / "lib/intents.toml").write_text(
+        '[intent.build]\nrun = "echo lib > out.txt"\ninputs = ["src.txt"]\noutputs = ["out.txt"]\n'
+    )
+    (root / "app/intents.toml").write_text(
+        '[policy.mine]\nscope = ["gen/**"]\n\n'  # its own: its intent's policy is app:mine
+        f'[intent.app]\nrun = "{app_run}"\ndeps = ["lib:build"]\ninputs = ["../lib/out.txt"]\noutputs = ["out.txt"]\n'
+        'policy = "mine"\n'
+    )
+
+
+def test_an_edit_of_a_sub_project_s_intent_is_spliced(tmp_path, loads):
+    (tmp_path / ".runner").mkdir()
+    _monorepo(tmp_path)
+    first = load_compiled(tmp_path)
+    assert loads[0] == 1
+    _monorepo(tmp_path, app_run="echo APP > out.txt")  # its run line: the graph as it was
+    edited = load_compiled(tmp_path)
+    assert loads[0] == 1  # spliced: only app:app's record made again
+    assert edited.spec.intents["app:app"].run == "echo APP > out.txt"
+    assert (
+        edited.static["app:app"] != first.static["app:app"] and edited.static["lib:build"] == first.static["lib:build"]
+    )
+    _as_full_compile_made_it(edited, tmp_path)
+    _as_full_compile_made_it(load_compiled(tmp_path), tmp_path)
+    # the root's table, its bare dep resolved as the full load resolves it: spliced too
+    before = loads[0]
+    _monorepo(tmp_path, app_run="echo APP > out.txt", root_deps='["lib:build"]')
+    assert load_compiled(tmp_path).spec.intents["all"].deps == ("lib:build",)
+    assert loads[0] == before
+    # a sub-project's deps: the graph changed, compiled in full
+    (tmp_path / "app/intents.toml").write_text('[intent.app]\nrun = "true"\n')
+    edited = load_compiled(tmp_path)
+    assert loads[0] == before + 1
+    _as_full_compile_made_it(edited, tmp_path)
