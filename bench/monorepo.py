@@ -1,6 +1,7 @@
 """Issue 41's figure: a monorepo of SUBS sub-projects of STEPS steps each beside the same steps in one intents.toml,
-side by side: the warm no-op (the target: within 1.2x), and the no-op after a comment in one sub-project's file
-(the other layout: in its one file), which keeps the compiled spec (a comment changes no document).
+side by side: the warm no-op (the target: within 1.2x), the no-op after a comment in one sub-project's file
+(the other layout: in its one file), which keeps the compiled spec (a comment changes no document), and
+`runner list` after an edit of one step's run line there (its record made again: compiled._recompiled).
 
     .venv/bin/python bench/monorepo.py --subs 50 --steps 200 --reps 11
 
@@ -148,16 +149,31 @@ def main(argv: list[str] | None = None) -> None:
             took, out = _run(root, "make")
             assert "nothing to do" in out, out
             comment[name].append(took)
+    edit: dict[str, list[float]] = {name: [] for name in layouts}
+    middle = f"p{args.subs // 2:02d}"
+    for rep in range(args.reps):
+        for name, root in layouts.items():  # one step's run line edited, then put back: `runner list` compiles it
+            edited = root / (f"{middle}/intents.toml" if name == "mono" else "intents.toml")
+            step = "s005" if name == "mono" else f"{middle}_s005"
+            text = edited.read_text()
+            at = text.index(f"[intent.{step}]\nrun = ")
+            before, after = text[:at], text[at:]
+            flag = "-b " if rep % 2 == 0 else "-t "
+            edited.write_text(before + after.replace("md5sum ", f"md5sum {flag}", 1))
+            took, _out = _run(root, "list")
+            edit[name].append(took)
     result = {
         "subs": args.subs,
         "steps": args.subs * args.steps,
         "reps": args.reps,
         "noop_s": {name: statistics.median(v) for name, v in noop.items()},
         "comment_noop_s": {name: statistics.median(v) for name, v in comment.items()},
+        "edit_list_s": {name: statistics.median(v) for name, v in edit.items()},
         "load": os.getloadavg()[0],
     }
     result["noop_ratio"] = result["noop_s"]["mono"] / result["noop_s"]["flat"]
     result["comment_ratio"] = result["comment_noop_s"]["mono"] / result["comment_noop_s"]["flat"]
+    result["edit_ratio"] = result["edit_list_s"]["mono"] / result["edit_list_s"]["flat"]
     print(json.dumps(result, indent=2))
     if args.dir is None:
         shutil.rmtree(base, ignore_errors=True)
