@@ -24,12 +24,13 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
-from ..names import stored
+from ..names import stored, unstored
 from ..redact import Mask
 from . import pages, project_pages, run_data
 
 RUN_ID = re.compile(r"^[0-9]{8}-[0-9]{6}-[0-9a-f]{6}$")
-INTENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+# an intent's name (PATH:NAME in a sub-project): in a URL as names.stored writes it, percent-encoded (pages.name_path)
+INTENT = re.compile(r"^(?:[^:\x00]+:)?[A-Za-z0-9][A-Za-z0-9_.-]*$")
 POLL = 0.5  # seconds between looks at a live run's files: reading them never slows or locks the build
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
 
@@ -168,14 +169,14 @@ def create_app(root: Path, token: str, host_ok: Callable[[str], bool], read_only
         page = pages.run_page(
             data,
             t,
-            step_href=lambda name: f"/runs/{run_id}/steps/{name}",
+            step_href=lambda name: f"/runs/{run_id}/steps/{pages.name_path(name)}",
             live=f"/runs/{run_id}/events?from={offset}",
             nav=site.nav(t),
         )
         return html(page)
 
     def step(request: Request) -> Response:
-        run_id, intent = request.path_params["run_id"], request.path_params["intent"]
+        run_id, intent = request.path_params["run_id"], unstored(request.path_params["intent"])
         if not RUN_ID.match(run_id) or not INTENT.match(intent) or not (site.runs_dir / run_id).is_dir():
             return PlainTextResponse(f"no step {intent} in run {run_id}\n", status_code=404)
         _graph, mask = site.view()
@@ -188,7 +189,9 @@ def create_app(root: Path, token: str, host_ok: Callable[[str], bool], read_only
         log_path = site.runs_dir / run_id / "logs" / f"{stored(intent)}.log"
         offset = _size(log_path)
         log, cut = run_data.step_log(site.runs_dir / run_id, intent, mask)
-        live = f"/runs/{run_id}/steps/{intent}/log?from={offset}" if finished is None and events else None
+        live = (
+            f"/runs/{run_id}/steps/{pages.name_path(intent)}/log?from={offset}" if finished is None and events else None
+        )
         return html(pages.step_page(run_id, intent, status, log, cut, t, live=live, nav=site.nav(t)))
 
     async def run_events(request: Request) -> Response:
@@ -201,7 +204,7 @@ def create_app(root: Path, token: str, host_ok: Callable[[str], bool], read_only
         return EventSourceResponse(_run_stream(path, start, mask, request))
 
     async def step_log(request: Request) -> Response:
-        run_id, intent = request.path_params["run_id"], request.path_params["intent"]
+        run_id, intent = request.path_params["run_id"], unstored(request.path_params["intent"])
         if not RUN_ID.match(run_id) or not INTENT.match(intent):
             return PlainTextResponse("no such step\n", status_code=404)
         _graph, mask = site.view()
@@ -227,7 +230,7 @@ def create_app(root: Path, token: str, host_ok: Callable[[str], bool], read_only
         given = (form.get("csrf") or [""])[0]
         if not hmac.compare_digest(given.encode(), site.csrf.encode()):
             return PlainTextResponse("forbidden: the form's CSRF token is missing or wrong\n", status_code=403)
-        intent, action = request.path_params["intent"], request.path_params["action"]
+        intent, action = unstored(request.path_params["intent"]), request.path_params["action"]
         if not INTENT.match(intent) or action not in ("approve", "reject"):
             return PlainTextResponse("no such action\n", status_code=404)
         from starlette.concurrency import run_in_threadpool
@@ -246,7 +249,7 @@ def create_app(root: Path, token: str, host_ok: Callable[[str], bool], read_only
     def history(request: Request) -> Response:
         from ..versions import versions
 
-        name = request.path_params["intent"]
+        name = unstored(request.path_params["intent"])
         if not INTENT.match(name):
             return PlainTextResponse("no such intent\n", status_code=404)
         _graph, mask = site.view()
