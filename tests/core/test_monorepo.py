@@ -267,6 +267,8 @@ def test_an_agent_intent_in_a_sub_project(mono, tmp_path):
         outside = json.loads(mono.run("history", "libs/pycore:tests", "--json").out)
         assert inside == outside and inside["intent"] == "libs/pycore:tests"
         assert [v["version"] for v in inside["versions"]] == [1]
+        shown = json.loads(mono.run("show", "tests@1", "--json", where="libs/pycore").out)
+        assert (shown["intent"], shown["version"]) == ("libs/pycore:tests", 1)
     finally:
         server.terminate()
         server.wait(10)
