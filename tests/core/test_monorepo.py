@@ -17,6 +17,7 @@ import pytest
 import runner_cli
 from ci import need_tools
 
+pytestmark = pytest.mark.toolchain  # node and go build the service and the tool (CONTRIBUTING: the lanes)
 PY = sys.executable
 ROOT_SPEC = """
 [project]
