@@ -14,6 +14,7 @@ from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import NamedTuple
 
+from .confine import Folders
 from .names import qualified, split
 from .project_root import included_by
 from .schema_check import _intent_path, toml_path
@@ -153,6 +154,21 @@ def moved_table(folder: str, inner: tuple[str, ...], table: dict) -> tuple[dict,
     return moved, away_paths
 
 
+def _linked_out(fence: Folders, folder: str, table: dict, away_paths: list[tuple]) -> list[tuple]:
+    """The outputs and cwd of a sub-project's table that stay in its folder as written but lead out of it through
+    a link (confine.Folders, from the sub-project's folder): as moved_table reports a path that leaves it."""
+    found = []
+    said = {(field, i) for field, i, *_rest in away_paths}
+    why = f"leads out of {folder}/ once links are followed"
+    for i, value in enumerate(table.get("outputs") or ()):
+        if isinstance(value, str) and ("outputs", i) not in said and fence.output(value.removeprefix("./")):
+            found.append(("outputs", i, value, value, why))
+    cwd = table.get("cwd")
+    if isinstance(cwd, str) and cwd != "." and ("cwd", 0) not in said and fence.folder(cwd):
+        found.append(("cwd", 0, cwd, cwd, why))
+    return found
+
+
 def load(
     reader: _Reader,
     root: Path,
@@ -179,6 +195,7 @@ def load(
     folders = _folders(reader, root, shown, patterns)
     for folder in folders:
         inner = tuple(f for f in folders if f.startswith(folder + "/"))  # a sub-project inside this one's folder
+        fence = Folders(str(root / folder))  # where its folders lead once links are followed
         reader.sources.extend(str(root / folder / d) for d in ("adapters", "prompts", "regexes"))
         sub_shown, sub = reader.read_toml(root / folder / "intents.toml")
         files[folder] = sub_shown
@@ -241,6 +258,7 @@ def load(
             if own in broken["intent"] or not isinstance(table, dict):
                 continue
             moved, away_paths = moved_table(folder, inner, table)
+            away_paths += _linked_out(fence, folder, table, away_paths)
             for field, i, value, path, away in away_paths:
                 if field == "inputs" and not path.startswith("../"):
                     outside.setdefault(name, []).append((i, value, path, away))  # checked once deps are known

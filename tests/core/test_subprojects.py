@@ -272,3 +272,25 @@ def test_warnings_and_events_speak_of_the_sub_project(project):
     inside = project.run("make", "--json", "app", "lib:build")
     assert inside.events()[-1]["target"] == ["app", "lib:build"]  # as typed at the root
     jsonschema.validate(inside.events()[-1], schema)
+
+
+def test_a_link_out_of_a_sub_project_s_folder_is_no_way_out(project):
+    """Its outputs and cwd stay in its folder once links are followed: a link to another sub-project's folder is
+    refused as '..' is."""
+    project.spec('[project]\nname = "l"\ninclude = ["a", "b"]\n')
+    project.write(
+        "a/intents.toml",
+        '[intent.x]\nrun = "true"\noutputs = ["into/b.txt"]\n\n[intent.y]\nrun = "true"\ncwd = "into"\n',
+    )
+    project.write("b/intents.toml", '[intent.z]\nrun = "true"\n')
+    (project.root / "a/into").symlink_to("../b")
+    refused = project.run("validate")
+    assert (refused.code, refused.err.splitlines()[1:]) == (
+        2,
+        [
+            "  a/intents.toml:3: intent.x.outputs[0]: path 'into/b.txt' leads out of a/ once links are followed: a "
+            "sub-project declares outputs inside its own folder",
+            "  a/intents.toml:7: intent.y.cwd: folder 'into' leads out of a/ once links are followed; keep it inside "
+            "a/",
+        ],
+    )
