@@ -159,7 +159,7 @@ class AgentHandoff:
         return AgentRun(
             root=Path(self.spec.root),
             attempts_dir=self.record.dir / "attempts",
-            worker_config=self.planner.worker_config,
+            worker_config=self.planner.worker_config_of(name),
             step_key=decision.key,
             slice_key=decision.slice_key,
             replay_key=self.planner.replay_key(name, decision),

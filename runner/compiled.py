@@ -28,7 +28,7 @@ from .index_file import PackedTable, give_back_memory, map_file, replacing, writ
 from .keys import content_digest, digest_bytes, digest_value
 from .memory import key_parts as memory_parts
 from .names import home
-from .spec import BUILTIN_DIR, STEP_AGENT, STEP_AGGREGATE, STEP_SHELL, Spec, env_refs, runs_always
+from .spec import BUILTIN_DIR, STEP_AGENT, STEP_AGGREGATE, STEP_SHELL, Spec, env_refs, runs_always, worker_of
 from .stat_cache import NEVER, stat_of, vouches
 from .workspace import Layout
 
@@ -265,7 +265,7 @@ def _static_parts(spec: Spec, name: str, gated: list, loaded: dict) -> tuple[dic
         parts["adapter"] = digest_value([resolved.adapter.name, list(resolved.variants), commands])
         extra_sources += _evidence_files(Path(home(spec.root, name)), resolved.adapter)
     if intent.kind == STEP_AGENT:
-        w = spec.worker
+        w = worker_of(spec, name)  # its sub-project's own [worker], else the root's
         parts["worker"] = digest_value(w.answer_parts())
         p = spec.policies[intent.policy]
         parts["policy"] = digest_value([p.write_files, p.run_shell, p.network, list(p.scope)])

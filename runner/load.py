@@ -510,6 +510,7 @@ def load_spec(
             _policies,
             partial(_load_adapters, reader),
             _find_prompts,
+            _worker,
         )
         names = subs.names
     _checkpoints(reader, shown, root, policies)
@@ -549,6 +550,7 @@ def load_spec(
         read=tuple(reader.read.items()),
         parsed=tuple(reader.parsed.items()),
         subprojects=tuple((sub.folder, sub.default) for sub in subs.subs) if subs is not None else (),
+        workers=tuple(sorted(subs.workers.items())) if subs is not None else (),
     )
 
 

@@ -132,6 +132,10 @@ def plan(
         from .preflight import preview
 
         steps = [(d.intent, planner.replay_key(d.intent, d) if d.key is not None else None) for d in agents]
+        if project.spec.workers:  # sub-projects with workers of their own: each worker's checks
+            from .preflight import grouped
+
+            return target, decisions, warnings, grouped(project.spec, steps, planner.worker_config_of)
         return target, decisions, warnings, preview(project.spec, planner.worker_config, steps)
     finally:
         keep_stat_cache(planner)
@@ -194,8 +198,17 @@ def _proved(
 
 def _worker_files(planner: Planner) -> list[str]:
     """Files whose change means another worker version, which is part of every agent step's key: the no-op
-    proof stats them with the spec files (a Codex upgrade is not a no-op)."""
-    config = planner.worker_config
+    proof stats them with the spec files (a Codex upgrade is not a no-op). Each worker's: the root's and those
+    sub-projects declare."""
+    configs = [planner.worker_config]
+    configs += [planner.worker_config_of(f"{folder}:") for folder, _worker in planner.spec.workers]
+    found: list[str] = []
+    for config in configs:
+        found += [path for path in _files_of_worker(config) if path not in found]
+    return found
+
+
+def _files_of_worker(config) -> list[str]:
     if config.kind == "codex":
         from .workers.codex import resolve_binary
 

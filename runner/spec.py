@@ -316,3 +316,15 @@ class Spec(NamedTuple):
     parsed: tuple[tuple[str, str | None], ...] = ()
     # the sub-projects `[project] include` names (runner/subprojects.py): (folder, its [project] default, qualified)
     subprojects: tuple[tuple[str, str | None], ...] = ()
+    # (folder, its [worker]) for each sub-project declaring its own: its agent steps' worker (worker_of)
+    workers: tuple[tuple[str, WorkerSettings], ...] = ()
+
+
+def worker_of(spec: Spec, name: str) -> WorkerSettings:
+    """The [worker] an intent's agent step uses: its sub-project's own, else the root's."""
+    if spec.workers:
+        folder = name.rpartition(":")[0]
+        for declared, worker in spec.workers:
+            if declared == folder:
+                return worker
+    return spec.worker

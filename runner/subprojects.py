@@ -3,8 +3,8 @@ loaded into the one spec under qualified names (PATH:NAME), their paths made the
 adapters and prompts resolved (their folder's first, then the root's), and their reach kept to their folder and
 the declared outputs of the intents they depend on. A project without `include` never comes here.
 
-Not yet: a sub-project's own [worker] (one worker serves a run: refused, with the reason) and regexes/ (not read:
-the root's and the built-in families read every log)."""
+Not yet: a sub-project's own regexes/ (not read: the root's and the built-in families read every log, and the
+learning loop keeps one library)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from .confine import Folders
 from .names import qualified, split
 from .project_root import included_by
 from .schema_check import _intent_path, toml_path
-from .spec import BUILTIN_DIR, Adapter, Intent, Policy
+from .spec import BUILTIN_DIR, Adapter, Intent, Policy, WorkerSettings
 from .spec_reader import _Reader
 from .suggest import did_you_mean
 
@@ -40,6 +40,7 @@ class Loaded(NamedTuple):
     subs: list[Sub]
     place: Callable[[str], tuple[str, str]]  # an intent's name -> (its file as shown, its TOML path there)
     names: set[str]  # every intent's name, the broken ones' too
+    workers: dict[str, WorkerSettings]  # folder -> the [worker] a sub-project declares for its agent steps
 
 
 def include_of(data: dict) -> list | None:
@@ -183,10 +184,12 @@ def load(
     make_policies: Callable[[dict, set[str]], dict[str, Policy]],
     load_adapters: Callable[[list[Path]], tuple[dict[str, Adapter], set[str]]],
     find_prompts: Callable[[list[Path]], dict[str, str]],
+    make_worker: Callable[[dict], WorkerSettings],
 ) -> Loaded:
     """Each sub-project's intents added to `intents` (qualified), its policies to `policies`, its own adapters
     and prompts to `adapters` and `prompts` (as PATH:NAME); every intent's deps resolved in place."""
     subs: list[Sub] = []
+    workers: dict[str, WorkerSettings] = {}  # folder -> its own [worker]
     files: dict[str, str] = {}  # folder -> its file as shown
     own_names: dict[str, set[str]] = {}
     raw_deps: dict[str, tuple[str, list]] = {}  # qualified -> (folder, deps as written)
@@ -216,14 +219,7 @@ def load(
                     toml_path([table]),
                     f"[{table}] is set once for the whole repository, in the root's {shown}; remove it here",
                 )
-        if "worker" in sub:  # one worker serves a run's agent steps (plan.Planner.worker_config)
-            reader.problem(
-                sub_shown,
-                "worker",
-                f"a sub-project's own [worker] is not supported yet: its agent steps use the root's [worker] "
-                f"({shown}); remove it here",
-            )
-        checked = {k: v for k, v in sub.items() if k not in ("project", "worker", *ROOT_ONLY)}
+        checked = {k: v for k, v in sub.items() if k not in ("project", *ROOT_ONLY)}
         failed = reader.validate(sub_shown, checked, "intents.json") if "intent" in checked else []
         if "intent" not in checked or not isinstance(checked.get("intent"), dict):
             reader.problem(sub_shown, "", "a sub-project's intents.toml needs [intent.NAME] tables", None)
@@ -232,6 +228,12 @@ def load(
             section: {str(parts[1]) for parts in failed if len(parts) > 1 and parts[0] == section}
             for section in ("intent", "policy")
         }
+        if isinstance(sub.get("worker"), dict) and not any(parts[:1] == ["worker"] for parts in failed):
+            # its own worker for its agent steps; its replays beside its intents.toml, as the root's are beside its
+            worker = make_worker(sub["worker"])
+            if not posixpath.isabs(worker.replays_dir):
+                worker = worker._replace(replays_dir=posixpath.normpath(f"{folder}/{worker.replays_dir}"))
+            workers[folder] = worker
         declared = sub["policy"] if isinstance(sub.get("policy"), dict) else {}
         for name, policy in make_policies(declared, broken["policy"]).items():
             if name in declared:
@@ -333,7 +335,7 @@ def load(
     # what decides which folders are sub-projects, and their own adapters, prompts and regexes: in the compiled
     # spec's fingerprint, so a new sub-project or a new adapter file there compiles again
     reader.sources.extend(p for p in watched_folders(root, patterns) if p not in reader.sources)
-    return Loaded(subs, place, names)
+    return Loaded(subs, place, names, workers)
 
 
 def _matches(path: str, pattern: str) -> bool:

@@ -63,7 +63,7 @@ def setup_failed(root, agents) -> None:
         from ..errors import SetupNotReady
         from ..preflight import problems
 
-        raise SetupNotReady(agents.worker, problems(root, agents.checks))
+        raise SetupNotReady(agents.worker, problems(root, agents.checks, agents.files))
 
 
 def affected_since(project, targets: Sequence[str], base: str):

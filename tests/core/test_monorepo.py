@@ -235,7 +235,10 @@ def test_affected_against_the_fixture_git_history(mono):
     assert inside.statuses() == {"tools/gen:build": "cached", "tools/gen:test": "ran"}
 
 
-def test_an_agent_intent_in_a_sub_project(mono, tmp_path):
+@pytest.mark.parametrize("whose", ["root", "own"])
+def test_an_agent_intent_in_a_sub_project(mono, tmp_path, whose):
+    """Served by the root's [worker], or by one its sub-project declares (the root's then a codex worker with no
+    key, which would fail the step)."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "agent"))
     from agent_helpers import FAKE_SERVER
 
@@ -255,7 +258,13 @@ def test_an_agent_intent_in_a_sub_project(mono, tmp_path):
     try:
         port = int(server.stdout.readline().split()[1])  # type: ignore[union-attr]
         worker = f'[worker]\nkind = "openai"\nbase_url = "http://127.0.0.1:{port}/v1"\nenv_key = "FAKE_KEY"\n'
-        mono.write("intents.toml", ROOT_SPEC + worker)
+        if whose == "root":
+            mono.write("intents.toml", ROOT_SPEC + worker)
+        else:
+            mono.write("libs/pycore/intents.toml", PYCORE_SPEC + worker)
+            status = mono.run("status", "tests", where="libs/pycore", env={"FAKE_KEY": "sk-test"})
+            assert "agent set-up (openai worker): ok" in status.out.splitlines(), status.out + status.err
+            assert "libs/pycore/'s openai worker: FAKE_KEY is set" in status.out
         made = mono.run("make", "--json", "tests", where="libs/pycore", env={"FAKE_KEY": "sk-test"})
         assert made.code == 0, made.err
         assert made.statuses() == {"libs/pycore:tests": "ran"}

@@ -234,29 +234,36 @@ def test_completion_inside_a_sub_project_offers_its_own_names_first(project):
     ]
 
 
-def test_a_sub_project_s_own_policy_and_a_worker_it_may_not_have(project):
+def test_a_sub_project_s_own_policy_and_worker(project):
     _two(project)
     project.write(
         "lib/intents.toml",
         LIB + '\n[policy.mine]\nscope = ["gen/**", "../app/x"]\n\n[intent.fix]\ngoal = "g"\noutputs = ["gen/a.py"]\n'
-        'policy = "mine"\n\n[worker]\nkind = "replay"\n',
+        'policy = "mine"\n',
     )
     refused = project.run("validate")
     assert (refused.code, refused.err.splitlines()[1:]) == (
         2,
-        [
-            "  lib/intents.toml:11: policy.mine.scope[1]: path '../app/x' leaves lib/; keep it inside lib/",
-            "  lib/intents.toml:18: worker: a sub-project's own [worker] is not supported yet: its agent steps use "
-            "the root's [worker] (intents.toml); remove it here",
-        ],
+        ["  lib/intents.toml:11: policy.mine.scope[1]: path '../app/x' leaves lib/; keep it inside lib/"],
     )
     mine = '\n[policy.mine]\nscope = ["gen/**"]\nbudget = {attempts = 1}\n'
-    project.write(
-        "lib/intents.toml", LIB + mine + '\n[intent.fix]\ngoal = "g"\noutputs = ["gen/a.py"]\npolicy = "mine"\n'
-    )
-    # its agent step's budget is its own policy's, named by its qualified name
+    worker = '\n[worker]\nkind = "openai"\nbase_url = "http://127.0.0.1:9/v1"\nenv_key = "RUNNER_TEST_UNSET_KEY"\n'
+    fix = '\n[intent.fix]\ngoal = "g"\noutputs = ["gen/a.py"]\npolicy = "mine"\n'
+    project.write("lib/intents.toml", LIB + mine + worker + fix)
+    # its agent step's budget is its own policy's, its worker its own, each checked and said where it is declared
     status = project.run("status", "lib:fix")
-    assert "  lib:fix  1 attempt x 1 candidate = 1 call; no token budget (policy lib:mine)" in status.out.splitlines()
+    assert status.code == 2
+    assert status.out.splitlines()[2:5] == [
+        "agent steps: up to 1 model call (openai worker, model gpt-5.3-codex)",
+        "  lib:fix  1 attempt x 1 candidate = 1 call; no token budget (policy lib:mine)",
+        "agent set-up (openai worker): NOT READY",
+    ]
+    assert status.err.splitlines() == [
+        "error: the agent set-up is not ready: the openai worker cannot start the agent steps",
+        "  lib/intents.toml:17: worker.env_key: key: lib/'s openai worker: the environment variable "
+        "RUNNER_TEST_UNSET_KEY is not set: the openai worker sends it to http://127.0.0.1:9/v1 ([worker] env_key "
+        "names it)",
+    ]
 
 
 def test_warnings_and_events_speak_of_the_sub_project(project):
