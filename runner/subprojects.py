@@ -25,7 +25,8 @@ from .suggest import did_you_mean
 # the tables of a sub-project's intents.toml that only the root's may hold: one cache, executor and telemetry,
 # one learning loop for the whole repository
 ROOT_ONLY = ("cache", "executor", "telemetry", "learn")
-_PATH_FIELDS = ("inputs", "outputs", "exclude", "scope", "reports")
+# the paths written from the sub-project's folder, made the root's ('reports' are its cwd's, as every step's are)
+_PATH_FIELDS = ("inputs", "outputs", "exclude", "scope")
 _GLOB_CHARS = frozenset("*?[")
 _NEVER = (".git", ".runner")  # never a sub-project
 

@@ -301,3 +301,19 @@ def test_a_link_out_of_a_sub_project_s_folder_is_no_way_out(project):
             "a/",
         ],
     )
+
+
+def test_a_sub_project_s_junit_report_is_read_from_its_folder(project):
+    """`reports` are relative to the step's cwd, which is its sub-project's folder: read there, not one level
+    deeper."""
+    project.spec('[project]\nname = "r"\ninclude = ["svc"]\n')
+    report = (
+        '<testsuite name="t" tests="1" failures="1"><testcase classname="c" name="test_sum">'
+        '<failure message="expected 3, got 4">boom</failure></testcase></testsuite>'
+    )
+    project.write("svc/fail.sh", f"cat > report.xml <<'EOF'\n{report}\nEOF\nexit 1\n")
+    project.write("svc/intents.toml", '[intent.test]\nrun = "sh fail.sh"\nreports = ["report.xml"]\n')
+    failed = project.make()
+    assert failed.code == 1
+    (step,) = [e for e in failed.events() if e["event"] == "step_finished"]
+    assert "test_sum" in json.dumps(step)
