@@ -9,6 +9,7 @@ learning loop keeps one library)."""
 from __future__ import annotations
 
 import posixpath
+import re
 import sys
 from collections.abc import Callable, Collection
 from pathlib import Path
@@ -29,6 +30,7 @@ ROOT_ONLY = ("cache", "executor", "telemetry", "learn")
 _PATH_FIELDS = ("inputs", "outputs", "exclude", "scope")
 _GLOB_CHARS = frozenset("*?[")
 _NEVER = (".git", ".runner")  # never a sub-project
+_UNWRITABLE = re.compile(r'["\\\x00-\x1f\x7f]')
 
 
 class Sub(NamedTuple):
@@ -74,7 +76,17 @@ def _folders(reader: _Reader, root: Path, shown: str, patterns: list) -> list[st
                 f"'{pattern}' matches no folder holding an intents.toml; create one there, or remove the pattern",
                 pattern,
             )
-        found += [rel for rel in matched if rel not in found]
+        for rel in matched:
+            if _UNWRITABLE.search(rel):  # its intents' names go into events as they are (events.cached_text)
+                reader.problem(
+                    shown,
+                    where,
+                    f"'{rel}' holds a '\"', a '\\' or a control character, which no intent's name may: rename the "
+                    "folder",
+                    pattern,
+                )
+            elif rel not in found:
+                found.append(rel)
     return found
 
 

@@ -317,3 +317,15 @@ def test_a_sub_project_s_junit_report_is_read_from_its_folder(project):
     assert failed.code == 1
     (step,) = [e for e in failed.events() if e["event"] == "step_finished"]
     assert "test_sum" in json.dumps(step)
+
+
+def test_a_folder_name_no_record_could_carry_is_refused(project):
+    project.spec('[project]\nname = "q"\ninclude = ["*"]\n')
+    (project.root / 'we"ird').mkdir(parents=True)
+    project.write('we"ird/intents.toml', '[intent.x]\nrun = "true"\n')
+    refused = project.run("make")
+    assert (refused.code, refused.err) == (
+        2,
+        "error: 1 problem in the spec\n  intents.toml:3: project.include[0]: 'we\"ird' holds a '\"', a '\\' or a "
+        "control character, which no intent's name may: rename the folder\n",
+    )
