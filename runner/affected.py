@@ -63,10 +63,17 @@ def affected(spec: Spec, order: Iterable[str], base: str) -> Affected:
     changed = _changed(root, commit)
     defined = _definitions_changed(root, spec_file, commit, base) if _rel(spec_file, root) in changed else {}
     everything = defined.pop("", None)
+    for folder, _default in spec.subprojects:  # a sub-project's file: its tables are its own intents' definitions
+        if f"{folder}/intents.toml" in changed:
+            theirs = _definitions_changed(root, root / folder / "intents.toml", commit, base)
+            defined.update({(f"{folder}:{n}" if n else f"{folder}:"): why for n, why in theirs.items()})
     reasons: dict[str, list[str]] = {}
     for name in order:
         intent = spec.intents[name]
         why = [everything] if everything else []
+        folder = name.rpartition(":")[0]
+        if folder and f"{folder}:" in defined:  # its file changed outside its intents' tables
+            why.append(defined[f"{folder}:"])
         if name in defined:
             why.append(defined[name])
         inputs = [p for p in changed if matches_any(p, intent.inputs) and not matches_any(p, intent.exclude)]
@@ -86,12 +93,16 @@ def affected(spec: Spec, order: Iterable[str], base: str) -> Affected:
 def _shapes(path: str, intent: Intent) -> bool:
     """Whether a changed path is a project file that shapes the intent besides its inputs: its adapter's file, its
     prompt template (and the candidates the learning loop keeps beside it), and, for an agent step, the project's
-    regexes (their findings are quoted in its retry prompts)."""
+    regexes (their findings are quoted in its retry prompts). A sub-project's intent reads its own folder's first,
+    then the root's."""
+    home = intent.name.rpartition(":")[0]
+    if home and path.startswith(f"{home}/"):
+        path = path[len(home) + 1 :]
     folder, _, name = path.partition("/")
     if folder == "adapters" and intent.adapter is not None:
-        return name == f"{intent.adapter}.toml"
+        return name == f"{intent.adapter.rpartition(':')[2]}.toml"
     if folder == "prompts" and intent.prompt is not None:
-        return name.startswith(f"{intent.prompt}.")
+        return name.startswith(f"{intent.prompt.rpartition(':')[2]}.")
     return folder == "regexes" and intent.kind == STEP_AGENT
 
 
@@ -148,8 +159,11 @@ def _definitions_changed(root: Path, spec_file: Path, commit: str, base: str) ->
     if outside:
         return {"": f"{rel} changed outside its intents: [{'], ['.join(outside)}]"}
     old_intents, new_intents = old.get("intent", {}), now.get("intent", {})
+    where = f"{rel}: " if "/" in rel else ""  # a sub-project's file named: its intents' names are its own
     return {
-        name: (f"[intent.{name}] changed" if name in old_intents else f"[intent.{name}] is new since {base}")
+        name: (
+            f"{where}[intent.{name}] changed" if name in old_intents else f"{where}[intent.{name}] is new since {base}"
+        )
         for name, table in new_intents.items()
         if old_intents.get(name) != table
     }

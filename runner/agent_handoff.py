@@ -8,6 +8,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .names import stored
 from .plan import RUN, Decision, Planner
 from .record import RunRecord
 from .steps import StepContext, StepOutcome
@@ -158,7 +159,7 @@ class AgentHandoff:
         return AgentRun(
             root=Path(self.spec.root),
             attempts_dir=self.record.dir / "attempts",
-            worker_config=self.planner.worker_config,
+            worker_config=self.planner.worker_config_of(name),
             step_key=decision.key,
             slice_key=decision.slice_key,
             replay_key=self.planner.replay_key(name, decision),
@@ -232,7 +233,7 @@ class AgentHandoff:
             "tokens": details.get("tokens", 0),
             "attempts": details.get("attempts", 0),
             "seconds": details.get("seconds", 0.0),  # the step's time, for its record (`runner explain`)
-            "transcript": str(self.record.dir / "attempts" / name / f"c{chosen}-a{tries}" / "transcript.jsonl"),
+            "transcript": str(self.record.dir / "attempts" / stored(name) / f"c{chosen}-a{tries}" / "transcript.jsonl"),
         }
         improving = self.options.improve.get(name)
         if improving:

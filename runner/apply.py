@@ -29,6 +29,7 @@ from pathlib import Path
 from .attempt import Change
 from .background import Background
 from .errors import UserError
+from .names import stored, unstored
 
 CRASH_ENV = "RUNNER_TEST_CRASH_AT"  # test hook: SIGKILL ourselves at a named point of the apply
 JOURNAL = ".journal"  # <state>/apply/<number>-<txid>.journal: committed; the number orders the replay (_next_number)
@@ -66,7 +67,7 @@ def apply_change(
         entries.append({"path": rel, "size": None if data is None else len(data), "state": True})
         if data is not None:
             payload.append(data)
-    name = f"{_next_number(folder):020d}-{txid}"
+    name = f"{_next_number(folder):020d}-{stored(txid)}"  # a sub-project's PATH:NAME is in it: one file name
     tmp = folder / (name + JOURNAL + UNFINISHED)
     with open(tmp, "wb") as f:
         f.write(json.dumps({"txid": txid, "entries": entries}).encode() + b"\n")
@@ -228,7 +229,7 @@ def recover(root: Path, state_dir: Path) -> list[str]:
         _retire(path, written)
     for path in sorted(folder.iterdir()):
         if path.name.endswith(JOURNAL + UNFINISHED):
-            txid = path.name.removesuffix(JOURNAL + UNFINISHED).split("-", 1)[-1]
+            txid = unstored(path.name.removesuffix(JOURNAL + UNFINISHED).split("-", 1)[-1])
             done.append(f"discarded the unfinished apply {txid}: the project was not touched")
         if path.name.endswith(UNFINISHED):
             path.unlink(missing_ok=True)
@@ -260,7 +261,7 @@ VERSIONS = "versions"  # under the state folder: versions/<intent>/<n>/ and vers
 
 
 def versions_dir(state_dir: Path, intent: str) -> Path:
-    return state_dir / VERSIONS / intent
+    return state_dir / VERSIONS / stored(intent)
 
 
 def version_numbers(state_dir: Path, intent: str) -> list[int]:
@@ -279,7 +280,7 @@ def version_files(
     version.json, its diff, the winning attempt's transcript, and a copy of each file's bytes it does not hold
     yet (so a rollback never depends on the cache, which `runner cache gc` prunes)."""
     intent, number = record["intent"], record["version"]
-    base = f"{VERSIONS}/{intent}"
+    base = f"{VERSIONS}/{stored(intent)}"
     out = {
         f"{base}/{number}/version.json": json.dumps(record, indent=2).encode(),
         f"{base}/{number}/diff.patch": diff.encode(),
@@ -313,7 +314,7 @@ def pending_dir(state_dir: Path) -> Path:
 
 
 def pending_path(state_dir: Path, intent: str) -> Path:
-    return pending_dir(state_dir) / f"{intent}.json"
+    return pending_dir(state_dir) / f"{stored(intent)}.json"
 
 
 def save_pending(state_dir: Path, intent: str, payload: dict) -> Path:
@@ -344,7 +345,7 @@ def load_pending(state_dir: Path) -> dict[str, dict]:
                 f"error: {shown} is damaged: it is not a change runner saved for approval; remove it "
                 f"(`rm {shown}`), then run again (the next `runner make` drafts {path.stem}'s change again)"
             )
-        waiting[path.stem] = entry
+        waiting[unstored(path.stem)] = entry
     return waiting
 
 

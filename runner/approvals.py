@@ -30,6 +30,7 @@ def decide(
     from .workspace import ProjectLock
 
     project = load_project(directory, spec_file=spec_file)
+    intents = tuple(project.named(name) for name in intents) if intents else intents
     layout = project.layout
     if layout.state_dir.is_dir():  # a killed run's apply (a killed approve's too) finished before anything is read
         with ProjectLock(layout, "runner approve"):

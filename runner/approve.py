@@ -33,6 +33,7 @@ from .attempt import Change
 from .cache import StepRecord
 from .globs import expand, matches_any
 from .keys import digest_or_none
+from .names import stored
 from .plan import Decision, Planner
 from .policy import WRITE_FILES, needs_approval
 from .spec import Intent
@@ -441,7 +442,7 @@ def precall_question(policy, halt_on: frozenset, intent: Intent, confirmed_phase
 
 
 def _token(state_dir: Path, intent: str) -> Path:
-    return state_dir / "approved" / intent
+    return state_dir / "approved" / stored(intent)
 
 
 def grant(state_dir: Path, intent: str) -> None:

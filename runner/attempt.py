@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .background import Background
+from .names import stored
 from .stat_cache import stat_of, vouches
 
 # never copied into an attempt, never part of a change
@@ -615,7 +616,7 @@ class Workspaces(Background):
 def new_home(project: Path, name: str) -> Path:
     """A new folder for an attempt's workspace, outside the project, so nothing an agent writes through '..' can
     land in it."""
-    return Path(tempfile.mkdtemp(prefix=f"runner-{name}-"))
+    return Path(tempfile.mkdtemp(prefix=f"runner-{stored(name)}-"))  # a sub-project's PATH:NAME: one file name
 
 
 def find_change(

@@ -27,11 +27,13 @@ from .globs import GLOB_CHARS
 from .index_file import PackedTable, give_back_memory, map_file, replacing, write_marshal
 from .keys import content_digest, digest_bytes, digest_value
 from .memory import key_parts as memory_parts
-from .spec import BUILTIN_DIR, STEP_AGENT, STEP_AGGREGATE, STEP_SHELL, Spec, env_refs, runs_always
+from .names import home
+from .spec import BUILTIN_DIR, STEP_AGENT, STEP_AGGREGATE, STEP_SHELL, Spec, env_refs, runs_always, worker_of
 from .stat_cache import NEVER, stat_of, vouches
 from .workspace import Layout
 
-_FORMAT = 27  # 27: the spec's [telemetry] table (spec.TelemetrySettings)
+_FORMAT = 28  # 28: the sub-projects [project] include names (spec.subprojects); the tables of each intents file
+# 27: the spec's [telemetry] table (spec.TelemetrySettings)
 # 26: each step's runtime commands (runtimes; runner/toolchain.py)
 # 25: an agent step's worker part holds what decides the answer, not base_url (spec.answer_parts)
 # 24: a document's digest made of its intents' tables' digests (toml_read.document_digests)
@@ -183,12 +185,12 @@ def _regex_files(spec: Spec, families: set[str]) -> list[str]:
     return found
 
 
-def _resolved(spec: Spec, name: str):
+def _resolved(spec: Spec, intent):
     from .adapters import resolve
     from .errors import UserError
 
-    try:
-        return resolve(name, Path(spec.root), spec.adapters)
+    try:  # a sub-project's intent: its variants detected in its folder (names.home)
+        return resolve(intent.adapter, Path(home(spec.root, intent.name)), spec.adapters)
     except UserError:
         return None  # `auto` that detects nothing: the step says so when it runs
 
@@ -245,7 +247,7 @@ def _static_parts(spec: Spec, name: str, gated: list, loaded: dict) -> tuple[dic
                     )
     from .identify import own_families
 
-    resolved = _resolved(spec, intent.adapter) if intent.adapter else None
+    resolved = _resolved(spec, intent) if intent.adapter else None
     # the commands as they run here (variant and vars applied); a plain run line is read by its tool's own family
     commands = sorted((n, c.run, list(c.parse)) for n, c in resolved.commands.items()) if resolved else []
     runs = [r for _n, r, _p in commands] or ([intent.run] if intent.kind == STEP_SHELL and not intent.adapter else [])
@@ -261,9 +263,9 @@ def _static_parts(spec: Spec, name: str, gated: list, loaded: dict) -> tuple[dic
     static_part(intent, resolved, parts, loaded.setdefault("runtimes", {}))
     if resolved is not None:
         parts["adapter"] = digest_value([resolved.adapter.name, list(resolved.variants), commands])
-        extra_sources += _evidence_files(Path(spec.root), resolved.adapter)
+        extra_sources += _evidence_files(Path(home(spec.root, name)), resolved.adapter)
     if intent.kind == STEP_AGENT:
-        w = spec.worker
+        w = worker_of(spec, name)  # its sub-project's own [worker], else the root's
         parts["worker"] = digest_value(w.answer_parts())
         p = spec.policies[intent.policy]
         parts["policy"] = digest_value([p.write_files, p.run_shell, p.network, list(p.scope)])
@@ -426,8 +428,7 @@ def load_compiled(root: Path, use_cache: bool = True, spec_file: str = "intents.
     give_back_memory(len(spec.intents))  # the parsed document, gone now: ~35 MB at 100,000 steps
     compiled, _sources = compile_spec(spec)
     fingerprint = _fingerprinted(root, compiled, began, previous)
-    made_from = digests.get(str(Path(spec.root) / spec.file))
-    tables = made_from[1:] if made_from is not None else None
+    tables = _tables_by_file(spec, digests)
     if not layout.state_dir.is_dir():  # a command that only reads leaves no .runner behind; `runner make`
         _unsaved[str(root)] = (cache_file, fingerprint, compiled, tables)  # saves it once it made one
         return compiled
@@ -466,9 +467,13 @@ def _recompiled(
     from .toml_read import TABLE_DIGEST  # rtoml: the spec file was read again already
 
     spec = old.spec
-    spec_path = str(Path(spec.root) / spec.file)
+    files = _spec_files(spec)  # the intents files: the root's, and each sub-project's ("" and its folder)
+    if len(documents) != 1 or next(iter(documents)) not in files:
+        return None
+    spec_path = next(iter(documents))
+    folder = files[spec_path]
     paths, stats, read, parsed = (fingerprint.paths, fingerprint.stats, fingerprint.read, fingerprint.parsed)
-    if list(documents) != [spec_path] or documents[spec_path][2] is None or spec_path not in paths:
+    if documents[spec_path][2] is None or spec_path not in paths:
         return None
     digest, document, digests = documents[spec_path]
     others = [i for i, path in enumerate(paths) if path != spec_path]
@@ -479,7 +484,8 @@ def _recompiled(
     others_read = _unchanged(of_others(paths), of_others(stats), of_others(now), of_others(read), of_others(parsed), {})
     if others_read is None:
         return None  # another file changed too: an adapter, a prompt, a regex family
-    was = _tables_of(cache_file, old.token)
+    kept = _tables_of(cache_file, old.token)
+    was = kept.get(spec_path) if kept is not None else None
     if was is None or was[0] != digests[1] or len(was[1]) != len(digests[2]):
         return None  # not the same intents in the same order, or something else in the file changed
     size, now_tables, was_tables = TABLE_DIGEST, digests[2], was[1]
@@ -490,7 +496,7 @@ def _recompiled(
     ]
     from .load import edited_intents
 
-    intents = edited_intents(spec, document, names) if names else None
+    intents = edited_intents(spec, document, names, folder) if names else None
     if intents is None:
         return None
     del document
@@ -540,21 +546,35 @@ def _recompiled(
         graph=old.graph,
     )
     fingerprint = _fingerprinted(root, compiled, began, (old.token, old.order, old.fingerprints))
-    _save(cache_file, fingerprint, compiled, digests[1:])
+    assert kept is not None  # was is one of its entries
+    _save(cache_file, fingerprint, compiled, {**kept, spec_path: digests[1:]})
     return _read_back(cache_file, fingerprint, compiled)
 
 
-def _tables_of(cache_file: str, token: str) -> tuple[str, bytes] | None:
-    """(digest of all but the intents' tables, each table's digest) of the intents file the compilation named
-    `token` was made from, kept beside it (_save); None if there is none for that compilation."""
+def _tables_of(cache_file: str, token: str) -> dict | None:
+    """intents file -> (digest of all but the intents' tables, each table's digest) of the files the compilation
+    named `token` was made from (the root's and each sub-project's), kept beside it (_save); None if there is none
+    for that compilation."""
     try:
         with open(f"{cache_file}.tables", "rb") as f:
             kept = marshal.load(f)  # plain values: a damaged file reads as an error or as other values, no more
     except (OSError, EOFError, ValueError, TypeError):
         return None
-    if isinstance(kept, tuple) and len(kept) == 3 and kept[0] == token:
-        return kept[1], kept[2]
+    if isinstance(kept, tuple) and len(kept) == 2 and kept[0] == token and isinstance(kept[1], dict):
+        return kept[1]
     return None
+
+
+def _spec_files(spec: Spec) -> dict[str, str]:
+    """The path of each intents file of the spec -> the sub-project folder it is in ("" for the root's)."""
+    root = Path(spec.root)
+    return {str(root / spec.file): "", **{str(root / f / "intents.toml"): f for f, _default in spec.subprojects}}
+
+
+def _tables_by_file(spec: Spec, digests: dict) -> dict | None:
+    """What _tables_of reads back, from the document_digests of the files load_spec read."""
+    found = {path: digests[path][1:] for path in _spec_files(spec) if digests.get(path) is not None}
+    return found or None
 
 
 _unsaved: dict[str, tuple] = {}
@@ -597,13 +617,13 @@ def _mapped(f) -> Compiled:
     return Compiled.unpacked(header, memoryview(mapped)[start:], release)
 
 
-def _save(cache_file: str, fingerprint: Fingerprint, compiled: Compiled, tables: tuple | None = None) -> None:
-    """The compiled spec's file, written whole and then put in place; beside it, `tables` (the intents file's
+def _save(cache_file: str, fingerprint: Fingerprint, compiled: Compiled, tables: dict | None = None) -> None:
+    """The compiled spec's file, written whole and then put in place; beside it, `tables` (each intents file's
     document_digests but the first), for the next edit of some intents (_recompiled). Not written (a read-only
     checkout, a full disk), the next run compiles again: no half-written copy is left (index_file.replacing)."""
     if tables is not None:
         try:
-            write_marshal(f"{cache_file}.tables", (compiled.token, *tables))
+            write_marshal(f"{cache_file}.tables", (compiled.token, tables))
         except OSError:
             pass  # the next edit compiles in full
     try:

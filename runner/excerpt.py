@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .identify import GENERIC
+from .names import home
 
 if TYPE_CHECKING:
     from .parse import Family, Library, LineSet
@@ -607,7 +608,7 @@ def step_command(spec, intent) -> tuple[str, tuple[str, ...]]:
         from .adapters import resolve
 
         try:
-            cmd = resolve(intent.adapter, Path(spec.root), spec.adapters).commands.get(intent.run)
+            cmd = resolve(intent.adapter, Path(home(spec.root, intent.name)), spec.adapters).commands.get(intent.run)
         except RunnerError:  # adapter = "auto" that detects nothing: the step failed on that, its log is empty
             cmd = None
         if cmd is not None:
@@ -682,7 +683,7 @@ def _command_reports(spec, intent) -> tuple[str, ...]:
     from .adapters import resolve
 
     try:
-        cmd = resolve(intent.adapter, Path(spec.root), spec.adapters).commands.get(intent.run)
+        cmd = resolve(intent.adapter, Path(home(spec.root, intent.name)), spec.adapters).commands.get(intent.run)
     except RunnerError:
         return ()
     return cmd.reports if cmd is not None else ()

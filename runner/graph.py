@@ -6,6 +6,7 @@ import heapq
 import json
 from collections.abc import Mapping, Sequence
 from itertools import compress
+from posixpath import normpath
 
 from .errors import UsageError
 from .globs import GLOB_CHARS, matches
@@ -111,23 +112,76 @@ def resolve_target(spec: Spec, target: str | None) -> str | None:
     [project] default, else None (everything)."""
     if target is None:
         return spec.project.default
-    return _resolve_one(spec, target)
+    found = _resolve_one(spec, target)
+    if isinstance(found, list):  # a sub-project named whole (PATH:): its default, or one intent to name
+        if len(found) == 1:
+            return found[0]
+        raise UsageError(f"error: '{target}' is a sub-project with no [project] default; name one of its intents")
+    return found
 
 
 def resolve_targets(spec: Spec, names: Sequence[str] | None) -> list[str] | None:
-    """The targets named on a command line (intents or declared output paths, as `make build/report.md`),
-    without repeats; none named: [project] default, else None (everything)."""
+    """The targets named on a command line (intents or declared output paths, as `make build/report.md`; PATH: a
+    sub-project's default, else all of its intents), without repeats; none named: [project] default, else None
+    (everything)."""
     if isinstance(names, str):  # one name is a str, which is a Sequence[str] of its letters too
         names = [names]
     if not names:
         return None if spec.project.default is None else [spec.project.default]
-    return list(dict.fromkeys(_resolve_one(spec, name) for name in names))
+    found: list[str] = []
+    for name in names:
+        one = _resolve_one(spec, name)
+        found += one if isinstance(one, list) else [one]
+    return list(dict.fromkeys(found))
 
 
-def _resolve_one(spec: Spec, name: str) -> str:
+def _resolve_one(spec: Spec, name: str) -> str | list[str]:
     if name in spec.intents:
         return name
     path = name[2:] if name.startswith("./") else name
+    if spec.subprojects and ":" in name:
+        return _qualified_target(spec, name)
+    if spec.subprojects and ":" not in name:
+        claimed = [n for n in spec.intents if n.endswith(f":{name}")]
+        if len(claimed) == 1:
+            return claimed[0]
+        if claimed:
+            raise UsageError(
+                f"error: '{name}' is an intent of {len(claimed)} sub-projects ({', '.join(sorted(claimed))}) and "
+                "not of the root; name the one meant (PATH:NAME)"
+            )
+    return _producer(spec, name, path)
+
+
+def _qualified_target(spec, name: str) -> str | list[str]:
+    """What a target with a ':' names: `:NAME` the root's intent, `PATH:` the sub-project's default (else all of its
+    intents), `PATH:NAME` its intent, else its declared output PATH/NAME."""
+    from .names import split
+    from .suggest import did_you_mean
+
+    folder, own = split(name)
+    folders = {f: default for f, default in spec.subprojects}
+    if not folder:
+        if own in spec.intents and ":" not in own:
+            return own
+        roots = [n for n in spec.intents if ":" not in n]
+        raise UsageError(
+            f"error: unknown target '{name}'{did_you_mean(own, roots)}: the root's intents.toml has no intent "
+            f"'{own}'; `runner list` lists the targets"
+        )
+    if folder not in folders:
+        raise UsageError(
+            f"error: unknown target '{name}': '{folder}' is no sub-project{did_you_mean(folder, folders)} "
+            f"(those [project] include names: {', '.join(sorted(folders)) or 'none'})"
+        )
+    if not own:
+        default = folders[folder]
+        return [default] if default else [n for n in spec.intents if n.startswith(f"{folder}:")]
+    return _producer(spec, name, normpath(f"{folder}/{own}"))
+
+
+def _producer(spec: Spec, name: str, path: str) -> str:
+    """The one intent declaring the output `path` (`name` as typed), or the error for none or several."""
     producers = [n for n, intent in spec.intents.items() if any(matches(path, out) for out in intent.outputs)]
     if len(producers) == 1:
         return producers[0]
@@ -183,18 +237,32 @@ def render(spec: Spec, names: list[str], fmt: str, target: str | list[str] | Non
     edges = edges_of(spec, names)
     if fmt == "json":
         return json.dumps({"target": target, "nodes": names, "edges": edges}, indent=2)
+    clusters = _clusters(spec, names)  # a sub-project's intents drawn in a box of their own
     if fmt == "dot":
         lines = ["digraph runner {", "  rankdir=LR;"]
-        for name in names:
-            lines.append(f'  "{name}" [shape={_dot_shape(spec.intents[name].kind)}];')
+        for i, (folder, members) in enumerate(clusters):
+            indent = "    " if folder else "  "
+            if folder:
+                lines += [f'  subgraph "cluster_{i}" {{', f"    label={json.dumps(folder + '/')};"]
+            for name in members:
+                lines.append(f'{indent}"{name}" [shape={_dot_shape(spec.intents[name].kind)}];')
+            if folder:
+                lines.append("  }")
         lines += [f'  "{a}" -> "{b}";' for a, b in edges]
         return "\n".join(lines + ["}"])
     if fmt == "mermaid":
         ids = {name: f"n{i}" for i, name in enumerate(names)}
         lines = ["graph LR"]
-        for name in names:
-            left, right = {"agent": ("([", "])"), "aggregate": ("{{", "}}")}.get(spec.intents[name].kind, ("[", "]"))
-            lines.append(f'  {ids[name]}{left}"{name}"{right}')
+        for i, (folder, members) in enumerate(clusters):
+            indent = "    " if folder else "  "
+            if folder:
+                lines.append(f'  subgraph c{i}["{folder}/"]')
+            for name in members:
+                kind = spec.intents[name].kind
+                left, right = {"agent": ("([", "])"), "aggregate": ("{{", "}}")}.get(kind, ("[", "]"))
+                lines.append(f'{indent}{ids[name]}{left}"{name}"{right}')
+            if folder:
+                lines.append("  end")
         lines += [f"  {ids[a]} --> {ids[b]}" for a, b in edges]
         return "\n".join(lines)
     # text: one line per intent in topological order with its kind and dependencies
@@ -205,6 +273,17 @@ def render(spec: Spec, names: list[str], fmt: str, target: str | list[str] | Non
         deps = ", ".join(intent.deps)
         out.append((f"{name:<{width}}  {intent.kind:<9}" + (f"  <- {deps}" if deps else "")).rstrip())
     return "\n".join(out)
+
+
+def _clusters(spec: Spec, names: list[str]) -> list[tuple[str, list[str]]]:
+    """(sub-project folder, its intents among `names`), the root's first (folder ""): one group of every name
+    where there are no sub-projects, so a project without `include` renders as it always has."""
+    if not spec.subprojects:
+        return [("", names)]
+    groups: dict[str, list[str]] = {"": []}
+    for name in names:
+        groups.setdefault(name.rpartition(":")[0], []).append(name)
+    return list(groups.items())
 
 
 def _dot_shape(kind: str) -> str:

@@ -5,6 +5,7 @@ Reading a file and its schema check: runner/spec_reader.py and runner/schema_che
 from __future__ import annotations
 
 import sys
+from functools import partial
 from pathlib import Path
 
 from .confine import check_glob, output_problem
@@ -33,8 +34,9 @@ from .spec import (
     env_problem,
 )
 from .spec_reader import _Reader
+from .subprojects import ROOT_ONLY, edited_intent, include_of
 from .suggest import did_you_mean
-from .toml_locate import Locator
+from .toml_locate import Locator, split_path
 from .workspace import SPEC_FILE
 
 
@@ -212,11 +214,14 @@ def _cross_check(
     adapters: dict[str, Adapter],
     broken_adapters: set[str],
     prompts: dict[str, str],
+    place=None,
 ) -> None:
+    """`place`: an intent's name -> (its file, its TOML path there), where sub-projects hold intents of their own."""
     owners: dict[str, str] = {}
     suggest = _Suggestions()
+    root_file = shown
     for name, intent in intents.items():
-        where = _intent_path(name)
+        shown, where = place(name) if place is not None else (root_file, _intent_path(name))
         seen = set()
         for i, dep in enumerate(intent.deps):
             if dep == name:
@@ -279,16 +284,17 @@ def _cross_check(
     for cycle in cycles({name: intent.deps for name, intent in intents.items()}):
         first = cycle[0]
         index = intents[first].deps.index(cycle[1])
+        shown, where = place(first) if place is not None else (root_file, toml_path(["intent", first]))
         reader.problem(
             shown,
-            f"{toml_path(['intent', first])}.deps[{index}]",
+            f"{where}.deps[{index}]",
             f"{cycle_words(cycle)}; remove one of these deps",
             cycle[1],
         )
     project = spec_data.get("project")
     default = project.get("default") if isinstance(project, dict) else None
     if isinstance(default, str) and default and default not in names:
-        reader.problem(shown, "project.default", f"unknown intent {_quoted(default)}{suggest(default, names)}")
+        reader.problem(root_file, "project.default", f"unknown intent {_quoted(default)}{suggest(default, names)}")
 
 
 def _policies(d: dict, broken: set[str]) -> dict[str, Policy]:
@@ -382,15 +388,29 @@ def _in_file_order(problems: list[Problem], spec_file: str = SPEC_FILE) -> list[
 
 def located(spec: Spec, found: list[tuple[str, str, object]]) -> list[Problem]:
     """Problems found after the spec loaded ((TOML path, message, value): an input glob that matches no file),
-    placed by line in the intents file as load's own are."""
-    try:
-        locator: Locator | None = Locator((Path(spec.root) / spec.file).read_text(encoding="utf-8-sig"))
-    except (OSError, UnicodeDecodeError):
-        locator = None  # changed since it was compiled: the problem is still told, without its line
-    return [
-        Problem(file=spec.file, path=path, line=locator.line_of(path, value) if locator else None, message=message)
-        for path, message, value in found
-    ]
+    placed by line in the intents file as load's own are: a sub-project's intent (PATH:NAME) in its own file, by
+    the name and the path as it is written there."""
+    locators: dict[str, Locator | None] = {}
+    problems = []
+    for path, message, value in found:
+        file = spec.file
+        parts = split_path(path) if path.startswith('intent."') else []
+        if len(parts) > 1 and ":" in parts[1]:
+            folder, _colon, own = parts[1].rpartition(":")
+            # the rest as written after the quoted name (a field, an index): the name alone is written again
+            rest = path[len(toml_path(["intent", parts[1]])) :]
+            file, path = f"{folder}/{SPEC_FILE}", toml_path(["intent", own]) + rest
+            if isinstance(value, str) and value.startswith(f"{folder}/"):
+                value = value[len(folder) + 1 :]
+        if file not in locators:
+            try:
+                locators[file] = Locator((Path(spec.root) / file).read_text(encoding="utf-8-sig"))
+            except (OSError, UnicodeDecodeError):
+                locators[file] = None  # changed since it was compiled: the problem is still told, without its line
+        locator = locators[file]
+        line = locator.line_of(path, value) if locator else None
+        problems.append(Problem(file=file, path=path, line=line, message=message))
+    return problems
 
 
 def unset_variable(spec: Spec, name: str, key: str, variable: str) -> UsageError:
@@ -437,7 +457,13 @@ def load_spec(
     prompts = _find_prompts([BUILTIN_DIR / "prompts", root / "prompts"])
     if data is None:
         raise SpecError(problems=_in_file_order(reader.problems, shown))
-    failed = reader.validate(shown, data, "intents.json")
+    checked = data
+    if include_of(data) is not None and not data.get("intent"):
+        # a monorepo's root may hold no intent of its own (its sub-projects do): the schema, which asks every
+        # intents file for one, checks the rest of it as it stands beside one that cannot be wrong
+        data["intent"] = {}
+        checked = {**data, "intent": {"0": {"run": "true"}}}
+    failed = reader.validate(shown, checked, "intents.json")
     _not_a_number(reader, shown, data)
     if "\\u0000" in reader.locators[shown].text or "\\U00000000" in reader.locators[shown].text:
         _nul_characters(reader, shown, data)  # only an escape can put one in (a NUL byte is a syntax error)
@@ -466,6 +492,27 @@ def load_spec(
             if why:
                 where = f"{toml_path(['policy', policy.name])}.scope[{i}]"
                 reader.problem(shown, where, f"path '{pattern}' {why}", pattern)
+    subs = None
+    if include_of(data) is not None:  # sub-projects (runner/subprojects.py): a project without `include` never goes
+        from .subprojects import load as load_subprojects
+
+        subs = load_subprojects(
+            reader,
+            root,
+            shown,
+            data,
+            names,
+            intents,
+            policies,
+            adapters,
+            prompts,
+            partial(_intent, reader),
+            _policies,
+            partial(_load_adapters, reader),
+            _find_prompts,
+            _worker,
+        )
+        names = subs.names
     _checkpoints(reader, shown, root, policies)
     _cross_check(
         reader,
@@ -477,6 +524,7 @@ def load_spec(
         adapters,
         broken_adapters,
         prompts,
+        subs.place if subs is not None else None,
     )
     if reader.problems:
         raise SpecError(problems=_in_file_order(reader.problems, shown))
@@ -501,6 +549,8 @@ def load_spec(
         telemetry=TelemetrySettings(**data.get("telemetry", {})),
         read=tuple(reader.read.items()),
         parsed=tuple(reader.parsed.items()),
+        subprojects=tuple((sub.folder, sub.default) for sub in subs.subs) if subs is not None else (),
+        workers=tuple(sorted(subs.workers.items())) if subs is not None else (),
     )
 
 
@@ -509,29 +559,41 @@ def load_spec(
 _GRAPH_FIELDS = ("kind", "deps", "inputs", "outputs", "prompt", "adapter", "policy", "verify")
 
 
-def edited_intents(spec: Spec, document: dict, names: list[str]) -> dict[str, Intent] | None:
+def edited_intents(spec: Spec, document: dict, names: list[str], folder: str = "") -> dict[str, Intent] | None:
     """The Intents of `names` as `document` now defines them, where the spec file was read again and nothing
     but these intents' tables changed since `spec` was loaded from it (compiled._recompiled): each table passes every
     check a full load makes of it, and keeps what other intents' checks and the graph read of it
-    (_GRAPH_FIELDS and the variables its env reads). None otherwise, and for any problem: the full load then
+    (_GRAPH_FIELDS and the variables its env reads). `folder`: the sub-project whose intents.toml it is (its
+    names are its own, the Intents' qualified). None otherwise, and for any problem: the full load then
     runs and tells every problem as it always does."""
     tables = document.get("intent")
     if not isinstance(tables, dict):
         return None
     # the schema's rules for an intent hold table by table: the rest of the document with only these tables
     part = {key: value for key, value in document.items() if key != "intent"}
+    if folder:  # a sub-project's [project] and the root's own tables are checked by runner/subprojects.py
+        part = {key: value for key, value in part.items() if key not in ("project", "worker", *ROOT_ONLY)}
     part["intent"] = {name: tables[name] for name in names}
     if not _fast_validator("intents.json")(part):
         return None
     reader = _Reader(Path(spec.root), secret=frozenset(name for p in spec.policies.values() for name in p.secrets))
-    _not_a_number(reader, spec.file, part)
-    _nul_characters(reader, spec.file, part)
-    made = {name: _intent(reader, spec.file, name, tables[name]) for name in names}
+    shown = f"{folder}/{SPEC_FILE}" if folder else spec.file
+    _not_a_number(reader, shown, part)
+    _nul_characters(reader, shown, part)
+    made = {}
+    for own in names:
+        if spec.subprojects:
+            intent = edited_intent(spec, folder, own, tables[own], partial(_intent, reader, shown))
+            if intent is None:
+                return None
+        else:
+            intent = _intent(reader, spec.file, own, tables[own])
+        made[intent.name] = intent
     if reader.problems:
         return None
     for name, intent in made.items():
-        was = spec.intents[name]
-        if any(getattr(intent, field) != getattr(was, field) for field in _GRAPH_FIELDS):
+        was = spec.intents.get(name)
+        if was is None or any(getattr(intent, field) != getattr(was, field) for field in _GRAPH_FIELDS):
             return None
         if env_names(intent) != env_names(was):
             return None

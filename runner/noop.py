@@ -8,8 +8,8 @@ no-op read on the way is handed to it (proof.Missed), not read twice.
 Only the console entry (runner/entry.py) imports this module (tests/test_house.py). The cheap-import rule, which
 holds for this module and every runner module it imports, is here and nowhere else: what the no-op imports is
 fenced (tests/core/test_console.py): the standard library's cheapest, and runner's proof, stat_cache,
-project_root, keys, index_file, forked, record, nospace, report, events and summary (damaged, when a write replaces an
-index). Those modules import no typing at run time: typing alone costs ~2-4 ms of a ~60 ms no-op at 10,000
+project_root, names, keys, index_file, forked, record, nospace, report, events and summary (damaged, when a write
+replaces an index). Those modules import no typing at run time: typing alone costs ~2-4 ms of a ~60 ms no-op at 10,000
 steps, so they import it for mypy only (`TYPE_CHECKING = False` then `if TYPE_CHECKING:`). The other tricks the
 no-op's figures rest on: the stats taken from the project's folder descriptor and half of them by a forked child
 (proof.take_stats), the gc threshold and the plain argv parsing (entry.py).
@@ -26,7 +26,8 @@ from collections import namedtuple
 
 from .index_file import IndexFile
 from .keys import content_digest, digest_file
-from .project_root import joined_directory, locate
+from .names import typed
+from .project_root import here, joined_directory, locate
 from .proof import (
     Checked,
     Missed,
@@ -171,10 +172,12 @@ def try_noop(parsed: dict) -> tuple[int | None, Missed | None]:
     root, spec_file = locate(parsed["directory"], parsed.get("spec_file"))
     if _unsettled(root):
         return None, None  # the pipeline recovers first (and waits for a run holding the lock)
-    proved = prove_target(root, proof_name(parsed["targets"], spec_file))
+    folder = here(root, parsed["directory"]) if parsed.get("spec_file") is None else ""
+    targets = typed(parsed["targets"], folder) if folder else parsed["targets"]  # as the pipeline names them
+    proved = prove_target(root, proof_name(targets, spec_file))
     if isinstance(proved, Missed):
         return None, proved
-    _report(root, proved, parsed, started)
+    _report(root, proved, {**parsed, "targets": targets}, started)
     return 0, None
 
 

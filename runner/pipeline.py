@@ -20,8 +20,10 @@ from .events import recovered as recovered_event
 from .execute import Executor
 from .graph import resolve_targets, selected_order
 from .index_file import give_back_memory
+from .names import typed
 from .nospace import is_no_space, no_space_error, nothing_started, unwritten
 from .plan import Planner, make_plan, unmatched_warnings
+from .project_root import here
 from .proof import Missed, drop_proof, proof_name, record_proof, snapshot_paths
 from .record import RunRecord, prune
 from .redact import Mask, mask_for_run
@@ -34,10 +36,31 @@ from .workspace import Layout, ProjectLock, locate, recover_inflight
 class Project:
     """A loaded project: where its state lives, its intents file and its compiled spec."""
 
-    def __init__(self, layout: Layout, compiled: Compiled, spec_file: str = "intents.toml"):
+    def __init__(self, layout: Layout, compiled: Compiled, spec_file: str = "intents.toml", here: str = ""):
         self.layout = layout
         self.compiled = compiled
         self.spec_file = spec_file
+        self.here = here  # the sub-project folder the command was typed in ("" for the root): names.typed
+
+    def named(self, name: str) -> str:
+        """One intent's name as typed where the command runs (history, show, approve...), as the spec names it:
+        PATH:NAME, :NAME for the root's, a bare name here's own (or at the root, the root's, else the one
+        sub-project intent of that name). What names nothing is left as typed, for the command's did-you-mean."""
+        intents = self.spec.intents
+        if not self.spec.subprojects or name in intents and not self.here:
+            return name
+        found = self.typed([name])[0]
+        if found.startswith(":") and found[1:] in intents:
+            return found[1:]
+        if ":" not in found and found not in intents:
+            claimed = [n for n in intents if n.endswith(f":{found}")]
+            return claimed[0] if len(claimed) == 1 else found
+        return found
+
+    def typed(self, targets: Sequence[str] | str | None) -> list[str]:
+        """The targets as typed where the command runs, as names that mean the same anywhere (names.typed)."""
+        targets = [targets] if isinstance(targets, str) else list(targets or ())
+        return typed(targets, self.here) if self.here and self.spec.subprojects else targets
 
     @property
     def spec(self):
@@ -48,12 +71,13 @@ def load_project(directory: Path, use_cache: bool = True, spec_file: str | None 
     """Stage 1+2: the validated spec and its graph (from the warm cache when nothing changed). `spec_file`:
     `-f FILE`, relative to `directory`; the project root is then the folder holding it."""
     root, name = locate(directory, spec_file)
-    return Project(Layout(root), load_compiled(root, use_cache=use_cache, spec_file=name), name)
+    folder = here(str(root), str(directory)) if spec_file is None else ""
+    return Project(Layout(root), load_compiled(root, use_cache=use_cache, spec_file=name), name, folder)
 
 
 def select(project: Project, targets: Sequence[str] = ()) -> tuple[str | list[str] | None, list[str]]:
     """(the targets resolved to intents, as `named` shows them; the steps they select, in order)."""
-    resolved = resolve_targets(project.spec, targets)
+    resolved = resolve_targets(project.spec, project.typed(targets))
     order = selected_order(project.compiled, resolved)
     return (None if resolved is None else named(resolved)), order
 
@@ -90,6 +114,7 @@ def plan(
     --worker KIND` checks the worker that run would use. `remote`: a shared cache, only read (runner/stores)."""
     from .spec import STEP_AGENT
 
+    targets = project.typed(targets)
     resolved = resolve_targets(project.spec, targets)
     target = None if resolved is None else named(resolved)
     planner = planner_for(project, force, worker_kind, remote=remote)
@@ -107,6 +132,10 @@ def plan(
         from .preflight import preview
 
         steps = [(d.intent, planner.replay_key(d.intent, d) if d.key is not None else None) for d in agents]
+        if project.spec.workers:  # sub-projects with workers of their own: each worker's checks
+            from .preflight import grouped
+
+            return target, decisions, warnings, grouped(project.spec, steps, planner.worker_config_of)
         return target, decisions, warnings, preview(project.spec, planner.worker_config, steps)
     finally:
         keep_stat_cache(planner)
@@ -169,8 +198,17 @@ def _proved(
 
 def _worker_files(planner: Planner) -> list[str]:
     """Files whose change means another worker version, which is part of every agent step's key: the no-op
-    proof stats them with the spec files (a Codex upgrade is not a no-op)."""
-    config = planner.worker_config
+    proof stats them with the spec files (a Codex upgrade is not a no-op). Each worker's: the root's and those
+    sub-projects declare."""
+    configs = [planner.worker_config]
+    configs += [planner.worker_config_of(f"{folder}:") for folder, _worker in planner.spec.workers]
+    found: list[str] = []
+    for config in configs:
+        found += [path for path in _files_of_worker(config) if path not in found]
+    return found
+
+
+def _files_of_worker(config) -> list[str]:
     if config.kind == "codex":
         from .workers.codex import resolve_binary
 
@@ -286,7 +324,7 @@ def make(
     killed run's tasks on a Dask cluster (executors.stop_abandoned, which the command brings:
     workspace.recover_inflight). `missed`: what the warm no-op read before it found the proof broken, in this
     process (noop.prove_target), which stands only if no other runner held the lock since."""
-    targets = [targets] if isinstance(targets, str) else list(targets)
+    targets = project.typed(targets)
     layout = project.layout
     lock = _locked(project, wait_for_lock, on_wait)
     mask = mask_for_run(project.spec)  # from here on, what any message says is masked

@@ -87,6 +87,7 @@ class Planner:
         self.force = force
         self.forced: Set[str] = frozenset()  # steps that run whatever their state (`runner improve`'s intent)
         self._worker_config: WorkerConfig | None = None
+        self._sub_configs: dict[str, WorkerConfig] = {}  # a sub-project's own [worker]'s (worker_config_of)
         self.worker_kind = worker_kind  # `--worker replay`: the same steps, served from recordings
         self._agent_static: dict[str, str] = {}
         self._versions: Versions | None = None  # what the runtime commands printed in this run (toolchain.py)
@@ -99,6 +100,19 @@ class Planner:
 
             self._worker_config = config_for(self.spec, self.worker_kind)
         return self._worker_config
+
+    def worker_config_of(self, name: str):
+        """The worker config of an agent step: its sub-project's own [worker] (spec.worker_of), else the root's."""
+        if not self.spec.workers:
+            return self.worker_config
+        folder = name.rpartition(":")[0]
+        if not any(declared == folder for declared, _worker in self.spec.workers):
+            return self.worker_config
+        if folder not in self._sub_configs:
+            from .workers import config_for
+
+            self._sub_configs[folder] = config_for(self.spec, self.worker_kind, name)
+        return self._sub_configs[folder]
 
     def env(self, name: str) -> tuple[tuple[str, str], ...]:
         """A step's `env` as its command gets it: each $NAME read from runner's environment (a UsageError
@@ -162,7 +176,8 @@ class Planner:
         if name not in self._agent_static:
             from .workers import get_worker
 
-            version = get_worker(self.worker_config).version(self.worker_config)
+            config = self.worker_config_of(name)
+            version = get_worker(config).version(config)
             self._agent_static[name] = digest_value([self.compiled.static[name], version, *also])
         return self._agent_static[name]
 

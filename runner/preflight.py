@@ -28,6 +28,7 @@ class Preview(NamedTuple):
     steps: list[dict]  # per step: candidates, attempts, calls, budget (see projection)
     calls: int  # in all, capped by the run's attempt budget
     run_budget: dict
+    files: tuple[str, ...] = ()  # the intents file whose [worker] each check is of, where not only the root's
 
     @property
     def ok(self) -> bool:
@@ -88,6 +89,32 @@ def preview(
     )
 
 
+def grouped(spec: Spec, steps: list[tuple[str, str | None]], config_of, environ=None) -> Preview:
+    """preview() where sub-projects declare workers of their own: each worker's checks for the steps it serves
+    (a sub-project's said with its folder), every step's calls, in one Preview. `config_of`: an intent's worker
+    config (plan.Planner.worker_config_of, or workers.config_for)."""
+    folders = {folder for folder, _worker in spec.workers}
+    groups: dict[str, list[tuple[str, str | None]]] = {}
+    for step in steps:
+        folder = step[0].rpartition(":")[0]
+        groups.setdefault(folder if folder in folders else "", []).append(step)
+    made = [(folder, preview(spec, config_of(group[0][0]), group, environ)) for folder, group in sorted(groups.items())]
+    main = made[0][1]
+    checks, files = [], []
+    for folder, p in made:
+        for c in p.checks:
+            checks.append(c._replace(detail=f"{folder}/'s {p.worker} worker: {c.detail}") if folder else c)
+            files.append(f"{folder}/intents.toml" if folder else "intents.toml")
+    attempts = main.run_budget.get("attempts")
+    calls = sum(p.calls for _folder, p in made)
+    return main._replace(
+        checks=checks,
+        steps=[s for _folder, p in made for s in p.steps],
+        calls=calls if attempts is None else min(calls, attempts),
+        files=tuple(files),
+    )
+
+
 def _caps(b: dict) -> str:
     """A candidate's budget in words."""
     caps = [f"{b['tokens']:,} tokens" if b["tokens"] is not None else "", f"{b['seconds']:g}s" if b["seconds"] else ""]
@@ -120,23 +147,24 @@ def render(p: Preview) -> list[str]:
     return lines
 
 
-def problems(root: str | Path, checks: list[Check]) -> list[Problem]:
-    """The failed checks as problems located in intents.toml (at the [worker] key they concern, if written)."""
+def problems(root: str | Path, checks: list[Check], files: tuple[str, ...] = ()) -> list[Problem]:
+    """The failed checks as problems located in intents.toml (at the [worker] key they concern, if written); `files`:
+    the intents file of each check's [worker] (a sub-project's own: grouped)."""
     from .toml_locate import Locator
 
-    path = Path(root) / "intents.toml"
-    try:
-        locator = Locator(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError):
-        locator = None
     out = []
-    for c in checks:
+    for i, c in enumerate(checks):
         if c.ok:
             continue
+        file = files[i] if i < len(files) else "intents.toml"
+        try:
+            locator: Locator | None = Locator((Path(root) / file).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError):
+            locator = None
         where = _WHERE.get(c.what, "worker")
         # at the key it concerns when [worker] declares it, else at the [worker] table, else the file
         line = locator.first_line(where.split(".")) if locator is not None else None
         if line is None and locator is not None:
             where, line = "worker", locator.first_line(["worker"])
-        out.append(Problem("intents.toml", f"{c.what}: {c.detail}", where if line else "", line))
+        out.append(Problem(file, f"{c.what}: {c.detail}", where if line else "", line))
     return out

@@ -16,7 +16,9 @@ def locate(directory: str, spec_file: str | None) -> tuple[str, str]:
 
 
 def find_root(directory: str) -> str:
-    """The nearest folder at or above `directory` holding intents.toml (as git finds .git). Symlinks resolved, as
+    """The nearest folder at or above `directory` holding intents.toml (as git finds .git), unless a folder above
+    it holds an intents.toml whose `[project] include` takes that folder in as a sub-project: then that one, the
+    monorepo's root (one DAG, one .runner/ wherever the command is typed). Symlinks resolved, as
     the working folder always is (`cd LINK && runner make` runs in the real folder): named through a link (`-C
     LINK`) or not, a project is one root, and its compiled spec and proofs serve both (a 100,000-step project
     named both ways in turn was compiled and decided whole each time, ~30 s)."""
@@ -26,7 +28,59 @@ def find_root(directory: str) -> str:
         if parent == folder:
             return start
         folder = parent
+    above = folder
+    while (parent := os.path.dirname(above)) != above:  # a few stats up to /; a file read only if it names `include`
+        above = parent
+        if os.path.isfile(os.path.join(above, "intents.toml")) and _included(above, folder):
+            return above
     return folder
+
+
+def _included(root: str, folder: str) -> bool:
+    """Whether root's intents.toml includes `folder` as a sub-project."""
+    try:
+        with open(os.path.join(root, "intents.toml"), "rb") as f:
+            raw = f.read()
+    except OSError:
+        return False
+    if b"include" not in raw:
+        return False
+    import tomllib  # only where a folder above holds an intents.toml naming `include`
+
+    try:
+        project = tomllib.loads(raw.decode("utf-8-sig")).get("project")
+    except (ValueError, RecursionError):
+        return False  # the load says what is wrong with it, from the folder whose file reads
+    patterns = project.get("include") if isinstance(project, dict) else None
+    rel = os.path.relpath(folder, root)
+    return isinstance(patterns, list) and any(isinstance(p, str) and included_by(rel, p) for p in patterns)
+
+
+def included_by(rel: str, pattern: str) -> bool:
+    """Whether the folder `rel` (relative to the root, '/'-separated) is one `include` pattern names: its names
+    matched one by one (fnmatch's *, ? and [...] within a name; a name starting with '.' only by one that does)."""
+    from fnmatch import fnmatchcase
+
+    parts, want = rel.split("/"), [p for p in pattern.strip("/").split("/") if p not in ("", ".")]
+    if len(parts) != len(want):
+        return False
+    return all(
+        fnmatchcase(part, glob) and (not part.startswith(".") or glob.startswith("."))
+        for part, glob in zip(parts, want, strict=True)
+    )
+
+
+def here(root: str, directory: str) -> str:
+    """The sub-project folder (relative to `root`) `directory` is in: the nearest folder at or above it, below
+    root, holding an intents.toml; "" when it is the root's own."""
+    folder = os.path.realpath(directory)
+    if folder == root or not folder.startswith(root.rstrip("/") + "/"):
+        return ""
+    while folder != root and len(folder) > len(root):
+        if os.path.isfile(os.path.join(folder, "intents.toml")):
+            return os.path.relpath(folder, root)
+        folder = os.path.dirname(folder)
+    return ""
 
 
 def joined_directory(before: str, after: str) -> str:

@@ -136,7 +136,9 @@ class PromptCandidate(NamedTuple):
 
 
 def candidates_file(root: str | Path, prompt: str) -> Path:
-    return Path(root) / "prompts" / f"{prompt}{CANDIDATES_SUFFIX}"
+    """Beside the template: a sub-project's own (PATH:NAME) in PATH/prompts/."""
+    folder, _colon, name = prompt.rpartition(":")
+    return Path(root) / folder / "prompts" / f"{name}{CANDIDATES_SUFFIX}"
 
 
 def read_candidates(root: str | Path, prompt: str) -> list[PromptCandidate]:

@@ -7,6 +7,7 @@ import os
 import time
 from pathlib import Path
 
+from .names import stored
 from .nospace import is_no_space
 
 KEEP_RUNS = 50
@@ -72,7 +73,7 @@ class RunRecord:
         self._lines.append(text)
 
     def log_path(self, intent: str) -> str:
-        return f"{self._logs}{intent}.log"  # asked at every step's start: a string, not a Path (~20 us)
+        return f"{self._logs}{stored(intent)}.log"  # asked at every step's start: a string, not a Path (~20 us)
 
     def close(self) -> None:
         if self._fd is None:
@@ -179,6 +180,6 @@ def attempts_of(run_dir: Path, events: list[dict]) -> dict[str, list[dict]]:
     found: dict[str, list[dict]] = {}
     for e in events:
         if e.get("event") == "attempt_finished":
-            folder = run_dir / "attempts" / e["intent"] / f"c{e['candidate']}-a{e['attempt']}"
+            folder = run_dir / "attempts" / stored(e["intent"]) / f"c{e['candidate']}-a{e['attempt']}"
             found.setdefault(e["intent"], []).append({**e, "folder": str(folder)})
     return found

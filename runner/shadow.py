@@ -22,6 +22,7 @@ from pathlib import Path
 
 from .errors import RunnerError
 from .excerpt import read_text, step_command, step_families
+from .names import home, stored
 from .parse import Family, Match, Pattern
 from .redact import Mask
 
@@ -115,7 +116,11 @@ def _verify_logs(spec, intent, attempts: Path):
     try:
         from .adapters import resolve
 
-        commands = resolve(intent.adapter, Path(spec.root), spec.adapters).commands if intent.adapter else {}
+        commands = (
+            resolve(intent.adapter, Path(home(spec.root, intent.name)), spec.adapters).commands
+            if intent.adapter
+            else {}
+        )
         library = library_of(spec)
     except RunnerError:
         return
@@ -308,7 +313,7 @@ def observe_late(spec, runs_dir: Path, family: Family, candidate: Pattern, runs:
             if family.name not in {f.name for f in step_families(spec, intent)}:
                 continue
             for body, _families, ok in _logs(
-                spec, intent, run_dir / "logs" / f"{intent.name}.log", e.get("status") == "ran"
+                spec, intent, run_dir / "logs" / f"{stored(intent.name)}.log", e.get("status") == "ran"
             ):
                 seen = compare(body, family, candidate, ok)
                 seen.update(step=intent.name, stage=candidate.stage, used=False, late=True)

@@ -314,3 +314,17 @@ class Spec(NamedTuple):
     # (path, digest of the document read, toml_read.document_digests) for the same files: one whose bytes changed
     # but that reads as the same document (a comment, a blank line) keeps the compiled spec too
     parsed: tuple[tuple[str, str | None], ...] = ()
+    # the sub-projects `[project] include` names (runner/subprojects.py): (folder, its [project] default, qualified)
+    subprojects: tuple[tuple[str, str | None], ...] = ()
+    # (folder, its [worker]) for each sub-project declaring its own: its agent steps' worker (worker_of)
+    workers: tuple[tuple[str, WorkerSettings], ...] = ()
+
+
+def worker_of(spec: Spec, name: str) -> WorkerSettings:
+    """The [worker] an intent's agent step uses: its sub-project's own, else the root's."""
+    if spec.workers:
+        folder = name.rpartition(":")[0]
+        for declared, worker in spec.workers:
+            if declared == folder:
+                return worker
+    return spec.worker

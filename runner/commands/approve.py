@@ -51,6 +51,7 @@ def _show(inv: Invocation, intents: tuple[str, ...], spec_file: str | None) -> i
     from ..waiting import render, views
 
     project = load_project(inv.directory, spec_file=spec_file)
+    intents = tuple(project.named(name) for name in intents)
     pending = load_pending(project.layout.state_dir)
     agents = {n for n, i in project.spec.intents.items() if i.kind == "agent"}
     for name in intents:

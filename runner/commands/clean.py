@@ -86,7 +86,8 @@ def run(inv: Invocation, targets: tuple[str, ...], spec_file: str | None, dry_ru
     from ..workspace import ProjectLock
 
     project = load_project(inv.directory, spec_file=spec_file)
-    chosen = resolve_targets(project.spec, targets) if targets else None  # none named: every intent's outputs
+    # none named: every intent's outputs (in a sub-project's folder, its own)
+    chosen = resolve_targets(project.spec, project.typed(targets)) if targets or project.here else None
     order = selected_order(project.compiled, chosen)
     lock = None
     if not dry_run:  # not while a `runner make` writes them

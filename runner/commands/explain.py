@@ -16,7 +16,8 @@ def explain_intent(project, name: str, remote: str | None = None) -> dict:
     from ..pipeline import keep_stat_cache, planner_for
     from ..stores import mirror_named
 
-    name = resolve_target(project.spec, name) or name  # an output path names its intent; unknown: did-you-mean
+    # an output path names its intent; unknown: did-you-mean
+    name = resolve_target(project.spec, project.typed(name)[0]) or name
     order = selected_order(project.compiled, name)
     mirror = mirror_named(project.spec, remote, "read")
     planner = planner_for(project, remote=mirror)

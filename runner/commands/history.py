@@ -40,6 +40,7 @@ def run(inv: Invocation, intent: str, spec_file: str | None) -> None:
     from ..versions import agent_intent, versions
 
     project = load_project(inv.directory, spec_file=spec_file)
+    intent = project.named(intent)
     agent_intent(project.spec, intent)
     records = [summary(r) for r in versions(project.layout.state_dir, intent)]
     if inv.as_json:

@@ -14,16 +14,18 @@ def run(
     no_wait: bool,
     verbose: bool,
 ) -> int:
+    from ..names import shown
     from ..pipeline import load_project
     from ..versions import agent_intent, improve_request
     from .make import make
 
     project = load_project(inv.directory, spec_file=spec_file)
+    intent = project.named(intent)
     agent_intent(project.spec, intent)
     request = improve_request(project.layout.state_dir, intent, feedback)
     return make(
         inv.directory,
-        [intent],
+        [shown(intent) if project.here else intent],  # typed again by make: a root intent's as :NAME
         spec_file,
         no_wait=no_wait,
         verbose=verbose,

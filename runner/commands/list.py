@@ -12,6 +12,7 @@ from . import SPEC_FILE, Command, Invocation, echo, print_json
 def targets(spec) -> list[dict]:
     """Every intent, by name: what it is, what it says it does, what it needs and what it makes."""
     out = []
+    defaults = {spec.project.default, *(default for _folder, default in spec.subprojects)}
     for name in sorted(spec.intents):
         intent = spec.intents[name]
         out.append(
@@ -19,7 +20,7 @@ def targets(spec) -> list[dict]:
                 "name": name,
                 "kind": intent.kind,
                 "description": intent.description,
-                "default": name == spec.project.default,
+                "default": name in defaults,
                 "deps": list(intent.deps),
                 "outputs": list(intent.outputs),
             }
@@ -32,8 +33,13 @@ def completions(directory: Path, spec_file: str | None, incomplete: str) -> list
     typed, the output paths intents declare (`runner make build/<TAB>`)."""
     from ..pipeline import load_project
 
-    spec = load_project(directory, spec_file=spec_file).spec
+    project = load_project(directory, spec_file=spec_file)
+    spec = project.spec
     found = [(t["name"], t["description"]) for t in targets(spec) if t["name"].startswith(incomplete)]
+    if project.here:  # in a sub-project's folder, its own intents by their bare names too
+        own = f"{project.here}:"
+        mine = [(t["name"][len(own) :], t["description"]) for t in targets(spec) if t["name"].startswith(own)]
+        found = [(n, d) for n, d in mine if n.startswith(incomplete)] + found
     if incomplete:
         paths = {out for t in targets(spec) for out in t["outputs"] if GLOB_CHARS.isdisjoint(out)}
         found += [(path, "") for path in sorted(paths) if path.startswith(incomplete)]

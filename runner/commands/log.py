@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from ..errors import UsageError
+from ..names import stored
 from . import Command, Invocation, argument, echo, flag, option, print_json
 
 # the steps a run's view lists; cached are counted
@@ -85,7 +86,7 @@ def show_step(inv: Invocation, runs_dir: Path, run_id: str, intent: str) -> None
 
     events = step_runs(runs_dir, run_id, intent)
     finished = next((e for e in events if e.get("event") == "step_finished"), {})
-    path = runs_dir / run_id / "logs" / f"{intent}.log"
+    path = runs_dir / run_id / "logs" / f"{stored(intent)}.log"
     log = str(path) if path.is_file() else None
     attempts = attempts_of(runs_dir / run_id, events).get(intent, [])
     if inv.as_json:
@@ -135,6 +136,7 @@ def run(inv: Invocation, what: str | None, list_runs_flag: bool, trace: str | No
     run_id = runs[-1] if what is None else what if what in runs else None
     if run_id is None:
         assert what is not None
+        what = _step_named(layout.runs_dir, str(layout.root), inv.directory, what)
         step_run, named = last_run_of(layout.runs_dir, what)
         if step_run is not None:
             if trace:
@@ -157,6 +159,22 @@ def run(inv: Invocation, what: str | None, list_runs_flag: bool, trace: str | No
         print_json({"run_id": run_id, **run_summary(run_id, events), "steps": steps, "events": events})
     else:
         echo(render_run(run_id, events, steps))
+
+
+def _step_named(runs_dir: Path, root: str, directory: Path, what: str) -> str:
+    """A step's name as typed where the command runs, as runs record it (names.typed): inside a sub-project a bare
+    name is its own intent's, `:NAME` the root's. What no run names is left as typed."""
+    from ..names import typed
+    from ..project_root import here
+    from ..record import last_run_of
+
+    folder = here(root, str(directory))
+    if not folder and not what.startswith(":"):
+        return what
+    for name in (typed([what], folder)[0], what[1:] if what.startswith(":") else what):
+        if last_run_of(runs_dir, name)[0] is not None:
+            return name
+    return what
 
 
 def write_trace(inv: Invocation, run_dir: Path, events: list[dict], path: Path) -> None:

@@ -118,7 +118,7 @@ def _selected(project, targets) -> list[str]:
     from ..graph import resolve_targets, selected_order
 
     compiled = project.compiled
-    return selected_order(compiled, resolve_targets(project.spec, list(targets)))
+    return selected_order(compiled, resolve_targets(project.spec, project.typed(targets)))
 
 
 def _sync_roadmap(project, targets, summary, as_json: bool) -> None:
@@ -127,7 +127,7 @@ def _sync_roadmap(project, targets, summary, as_json: bool) -> None:
     from ..roadmap.sync import completed, sync
 
     compiled, spec = project.compiled, project.spec
-    order = selected_order(compiled, resolve_targets(spec, list(targets)))
+    order = selected_order(compiled, resolve_targets(spec, project.typed(targets)))
     unfinished = set(summary.failed) | set(summary.blocked) | set(summary.left)
     done = completed(order, compiled.deps, compiled.aggregates, unfinished)
     result = sync(Path(spec.root), Path(spec.root) / spec.file, done)
@@ -234,6 +234,7 @@ def run(
 def _affected_targets(inv: Invocation, targets: tuple[str, ...], spec_file: str | None, base: str) -> tuple:
     """The intents of `targets` (or of the default) that a change since `base` affects, said first: one line on
     stderr, or an `affected` event ahead of the run's."""
+    from ..names import shown
     from ..pipeline import load_project
     from .status import affected_since
 
@@ -247,7 +248,8 @@ def _affected_targets(inv: Invocation, targets: tuple[str, ...], spec_file: str 
     else:
         listed = f": {', '.join(names)}" if 0 < len(names) <= 10 else ""
         warn([f"runner: {len(names)} of {len(found.reasons)} affected since {base} ({found.commit[:12]}){listed}"])
-    return tuple(found.steps(project.spec))
+    steps = found.steps(project.spec)
+    return tuple(shown(name) for name in steps) if project.here else tuple(steps)  # meant anywhere (names.typed)
 
 
 COMMAND = Command(

@@ -13,6 +13,7 @@ def run(inv: Invocation, intent: str, to: int | None, spec_file: str | None, for
     from .history import summary
 
     project = load_project(inv.directory, spec_file=spec_file)
+    intent = project.named(intent)
     # what a killed run left recovered first, said on stderr as `runner make` says it
     record = rollback(project, intent, to, force, stop_abandoned, lambda message: warn([f"runner: {message}"]))
     if inv.as_json:

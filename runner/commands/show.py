@@ -13,6 +13,7 @@ def run(inv: Invocation, ref: str, spec_file: str | None, no_transcript: bool, r
 
     name, number = parse_ref(ref)
     project = load_project(inv.directory, spec_file=spec_file)
+    name = project.named(name)
     agent_intent(project.spec, name)
     shown = details(project.layout.state_dir, pick(versions(project.layout.state_dir, name), name, number))
     if inv.as_json:

@@ -63,7 +63,7 @@ def setup_failed(root, agents) -> None:
         from ..errors import SetupNotReady
         from ..preflight import problems
 
-        raise SetupNotReady(agents.worker, problems(root, agents.checks))
+        raise SetupNotReady(agents.worker, problems(root, agents.checks, agents.files))
 
 
 def affected_since(project, targets: Sequence[str], base: str):
@@ -71,7 +71,7 @@ def affected_since(project, targets: Sequence[str], base: str):
     from ..affected import affected
     from ..graph import resolve_targets, selected_order
 
-    order = selected_order(project.compiled, resolve_targets(project.spec, list(targets)))
+    order = selected_order(project.compiled, resolve_targets(project.spec, project.typed(targets)))
     return affected(project.spec, order, base)
 
 

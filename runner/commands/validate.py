@@ -30,14 +30,16 @@ def run(inv: Invocation, spec_file: str | None, strict_agents: bool = False) -> 
     # the agent set-up is the machine's, not the spec's: a warning (shell steps run without it; `runner make`
     # checks it for the agent steps it selects), a failure with --agents
     ok = ready or not strict_agents
-    set_up = SetupNotReady(agents.worker, problems(spec.root, agents.checks)) if agents and not ready else None
+    set_up = None
+    if agents and not ready:
+        set_up = SetupNotReady(agents.worker, problems(spec.root, agents.checks, agents.files))
     if set_up is not None and not strict_agents:
         warnings = [*warnings, _setup_warning(set_up)]
     if inv.as_json:
         obj: dict = {"ok": ok, "intents": n, "problems": [], "warnings": warnings}
         if agents is not None:
             if strict_agents:
-                obj["problems"] = [p.to_json() for p in problems(spec.root, agents.checks)]
+                obj["problems"] = [p.to_json() for p in problems(spec.root, agents.checks, agents.files)]
             obj["agent"] = agents.to_json()
         print_json(obj)
         if set_up is not None:
@@ -69,6 +71,10 @@ def _agents(spec):
     names = [name for name, intent in spec.intents.items() if intent.kind == STEP_AGENT]
     if not names:
         return None
+    if spec.workers:  # sub-projects with workers of their own: each worker's checks
+        from ..preflight import grouped
+
+        return grouped(spec, [(name, None) for name in names], lambda name: config_for(spec, None, name))
     return preview(spec, config_for(spec), [(name, None) for name in names])
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from .. import parse, toml_read
 from ..errors import UserError
+from ..names import stored
 from ..workspace import Layout
 from . import writeback
 from .gate import Move, Settings, Standing, evaluate
@@ -598,7 +599,7 @@ def _logs_of(root: Path, mined, group) -> list[tuple[str, bool | None]]:
         for e in events:
             if e.get("event") != "step_finished" or e.get("intent") not in group.steps or "agent" in e:
                 continue
-            text = read_text(runs_dir / run / "logs" / f"{e['intent']}.log")
+            text = read_text(runs_dir / run / "logs" / f"{stored(e['intent'])}.log")
             if text.startswith("$ "):  # the runner's own line above what the command printed
                 text = text.split("\n", 1)[1] if "\n" in text else ""
             if text and text not in seen:

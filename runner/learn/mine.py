@@ -26,6 +26,8 @@ from runner.errors import UsageError, UserError
 from runner.record import list_runs, read_events
 from runner.workspace import Layout
 
+from ..names import stored
+
 if TYPE_CHECKING:
     from runner.findings import Findings
     from runner.spec import AdapterCommand
@@ -337,7 +339,7 @@ class Reader:
         from runner.identify import tool_name
 
         step = event["intent"]
-        path = self.runs_dir / run_id / "logs" / f"{step}.log"
+        path = self.runs_dir / run_id / "logs" / f"{stored(step)}.log"
         lines = _read_lines(path, clean_log)
         if lines is None:
             return None
@@ -367,7 +369,7 @@ class Reader:
         from runner.findings import clean_log
         from runner.identify import tool_name
 
-        path = self.runs_dir / run_id / "attempts" / step / f"c{candidate}-a{attempt}" / "verify.log"
+        path = self.runs_dir / run_id / "attempts" / stored(step) / f"c{candidate}-a{attempt}" / "verify.log"
         lines = _read_lines(path, clean_log)
         if lines is None:
             return []
@@ -429,7 +431,7 @@ class RunView:
         self._verify: dict[tuple[str, int, int], list[Section]] = {}
 
     def attempt_dir(self, step: str, candidate: int, attempt: int) -> Path:
-        return self.reader.runs_dir / self.run_id / "attempts" / step / f"c{candidate}-a{attempt}"
+        return self.reader.runs_dir / self.run_id / "attempts" / stored(step) / f"c{candidate}-a{attempt}"
 
     def verify_ran(self, a: dict) -> bool:
         """The attempt's change reached the verify commands (their log exists)."""

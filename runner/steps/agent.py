@@ -31,6 +31,7 @@ from ..drift import find_drift
 from ..errors import UserError
 from ..events import attempt_finished, attempt_started
 from ..globs import expand
+from ..names import split, stored
 from ..policy import RunBudget, Spent, check_change, only_outside_scope, step_budget_exhausted, writable_scope
 from ..prompts import choose, render
 from ..redact import Mask
@@ -220,7 +221,7 @@ class AgentAttempts:
         intent = ctx.intent
         # numbered across candidates so each attempt has its own recording
         index = (attempt.candidate - 1) * intent.max_attempts + attempt.number
-        folder = run.attempts_dir / intent.name / f"c{attempt.candidate}-a{attempt.number}"
+        folder = run.attempts_dir / stored(intent.name) / f"c{attempt.candidate}-a{attempt.number}"
         folder.mkdir(parents=True, exist_ok=True)
         # a one-call worker (openai) reads no file and runs no command: its prompt shows the files and says so
         prompt = render(template, intent, run.root, run.input_files, feedback, run.worker_config.kind == "openai")
@@ -593,7 +594,7 @@ def _verify(job: AttemptJob, ws: Path, cancel, journal, log_path: Path) -> str |
             try:
                 group = process.start(
                     ["/bin/sh", "-c", line],
-                    cwd=ws,
+                    cwd=ws / split(job.intent.name)[0],  # a sub-project's intent: its folder (names.split)
                     env=env,
                     stdout=log,
                     stderr=subprocess.STDOUT,
@@ -677,7 +678,7 @@ def _verify_log(run: AgentRun, intent: Intent, final: Attempt) -> str | None:
     (its findings from its reports) keeps them in its error instead."""
     if final.kind != "logic":
         return None
-    log = run.attempts_dir / intent.name / f"c{final.candidate}-a{final.number}" / "verify.log"
+    log = run.attempts_dir / stored(intent.name) / f"c{final.candidate}-a{final.number}" / "verify.log"
     try:
         text = log.read_text(encoding="utf-8", errors="replace")
     except OSError:

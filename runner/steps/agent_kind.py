@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..names import stored
+
 if TYPE_CHECKING:
     from collections.abc import Callable
     from pathlib import Path
@@ -35,4 +37,4 @@ class AgentStep:
 
     def observed(self, record_dir: Path, name: str, outcome: StepOutcome) -> str | None:
         # the candidates are compared on each verify command's output, in each attempt's folder
-        return str(record_dir / "attempts" / name)
+        return str(record_dir / "attempts" / stored(name))

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import UserError
+from ..names import home
 from ..nospace import full_output, is_no_space, words
 from ..process import kill_groups
 from .base import StepContext, StepOutcome
@@ -31,7 +32,7 @@ def adapter_commands(ctx: StepContext) -> dict:
 
     if not ctx.intent.adapter:
         return {}
-    return resolve(ctx.intent.adapter, Path(ctx.spec.root), ctx.spec.adapters).commands
+    return resolve(ctx.intent.adapter, Path(home(ctx.spec.root, ctx.intent.name)), ctx.spec.adapters).commands
 
 
 def command_line(ctx: StepContext) -> str:

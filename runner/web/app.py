@@ -24,11 +24,13 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
+from ..names import stored, unstored
 from ..redact import Mask
 from . import pages, project_pages, run_data
 
 RUN_ID = re.compile(r"^[0-9]{8}-[0-9]{6}-[0-9a-f]{6}$")
-INTENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+# an intent's name (PATH:NAME in a sub-project): in a URL as names.stored writes it, percent-encoded (pages.name_path)
+INTENT = re.compile(r"^(?:[^:\x00]+:)?[A-Za-z0-9][A-Za-z0-9_.-]*$")
 POLL = 0.5  # seconds between looks at a live run's files: reading them never slows or locks the build
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
 
@@ -165,14 +167,14 @@ def create_app(root: Path, token: str, host_ok: Callable[[str], bool], read_only
         offset = _size(site.runs_dir / run_id / "events.jsonl")  # before reading: a line after it is streamed
         data = run_data.load(site.runs_dir, run_id, graph, mask)
         query = request.query_params.get("q", "")[:200] or None  # the search box: any step of the run, by name
-        href = lambda name: f"/runs/{run_id}/steps/{name}"  # noqa: E731 - one line, used twice
+        href = lambda name: f"/runs/{run_id}/steps/{pages.name_path(name)}"  # noqa: E731 - one line, used twice
         if request.query_params.get("rows"):  # the box's script asks for the steps table alone
             return html(pages.steps_section(data, t, href, query))
         live = f"/runs/{run_id}/events?from={offset}"
         return html(pages.run_page(data, t, step_href=href, live=live, nav=site.nav(t), query=query))
 
     def step(request: Request) -> Response:
-        run_id, intent = request.path_params["run_id"], request.path_params["intent"]
+        run_id, intent = request.path_params["run_id"], unstored(request.path_params["intent"])
         if not RUN_ID.match(run_id) or not INTENT.match(intent) or not (site.runs_dir / run_id).is_dir():
             return PlainTextResponse(f"no step {intent} in run {run_id}\n", status_code=404)
         _graph, mask = site.view()
@@ -182,10 +184,12 @@ def create_app(root: Path, token: str, host_ok: Callable[[str], bool], read_only
         events = step_runs(site.runs_dir, run_id, intent)
         finished = next((e for e in events if e.get("event") == "step_finished"), None)
         status = finished["status"] if finished else "running" if events else "not run"
-        log_path = site.runs_dir / run_id / "logs" / f"{intent}.log"
+        log_path = site.runs_dir / run_id / "logs" / f"{stored(intent)}.log"
         offset = _size(log_path)
         log, cut = run_data.step_log(site.runs_dir / run_id, intent, mask)
-        live = f"/runs/{run_id}/steps/{intent}/log?from={offset}" if finished is None and events else None
+        live = (
+            f"/runs/{run_id}/steps/{pages.name_path(intent)}/log?from={offset}" if finished is None and events else None
+        )
         return html(pages.step_page(run_id, intent, status, log, cut, t, live=live, nav=site.nav(t)))
 
     async def run_events(request: Request) -> Response:
@@ -198,7 +202,7 @@ def create_app(root: Path, token: str, host_ok: Callable[[str], bool], read_only
         return EventSourceResponse(_run_stream(path, start, mask, request))
 
     async def step_log(request: Request) -> Response:
-        run_id, intent = request.path_params["run_id"], request.path_params["intent"]
+        run_id, intent = request.path_params["run_id"], unstored(request.path_params["intent"])
         if not RUN_ID.match(run_id) or not INTENT.match(intent):
             return PlainTextResponse("no such step\n", status_code=404)
         _graph, mask = site.view()
@@ -224,7 +228,7 @@ def create_app(root: Path, token: str, host_ok: Callable[[str], bool], read_only
         given = (form.get("csrf") or [""])[0]
         if not hmac.compare_digest(given.encode(), site.csrf.encode()):
             return PlainTextResponse("forbidden: the form's CSRF token is missing or wrong\n", status_code=403)
-        intent, action = request.path_params["intent"], request.path_params["action"]
+        intent, action = unstored(request.path_params["intent"]), request.path_params["action"]
         if not INTENT.match(intent) or action not in ("approve", "reject"):
             return PlainTextResponse("no such action\n", status_code=404)
         from starlette.concurrency import run_in_threadpool
@@ -243,7 +247,7 @@ def create_app(root: Path, token: str, host_ok: Callable[[str], bool], read_only
     def history(request: Request) -> Response:
         from ..versions import versions
 
-        name = request.path_params["intent"]
+        name = unstored(request.path_params["intent"])
         if not INTENT.match(name):
             return PlainTextResponse("no such intent\n", status_code=404)
         _graph, mask = site.view()
@@ -332,7 +336,7 @@ async def _log_stream(run_dir: Path, intent: str, offset: int, mask: Mask, reque
     """A running step's log after `offset`, line by line as it prints, until its step_finished is written."""
     from ..record import step_runs
 
-    path = run_dir / "logs" / f"{intent}.log"
+    path = run_dir / "logs" / f"{stored(intent)}.log"
     pending = b""
     while not await request.is_disconnected():
         data = await asyncio.to_thread(_read_from, path, offset)

@@ -9,6 +9,7 @@ import math
 from collections.abc import Callable
 from urllib.parse import quote
 
+from ..names import stored
 from ..redact import Mask
 from . import assets
 from .run_data import RunData, attempt_files
@@ -57,6 +58,12 @@ def seconds(value: float | None) -> str:
 
 
 # ---- the runs page ------------------------------------------------------------------------------------------
+def name_path(name: str) -> str:
+    """An intent's name as one part of a URL's path: a sub-project's PATH:NAME as names.stored writes it (its '/'
+    would split the path), percent-encoded; a plain name as it is."""
+    return quote(stored(name), safe="")
+
+
 def runs_page(rows: list[dict], t: Html, *, run_href: Callable[[str], str], nav: str = "") -> str:
     body = ["<h1>Runs</h1>"]
     if not rows:
@@ -365,7 +372,11 @@ def _agents(data: RunData, t: Html, full: bool, served: bool = False) -> str:
         out.append(
             f"<section class='agent' id='step-{t(quote(step.intent))}'>"
             f"<h3>{t(step.intent)} {badge(step.status, t)}</h3>"
-            + (f"<p><a href='/intents/{t(step.intent)}'>its versions (runner history)</a></p>" if served else "")
+            + (
+                f"<p><a href='/intents/{name_path(step.intent)}'>its versions (runner history)</a></p>"
+                if served
+                else ""
+            )
         )
         for drift in step.drift:
             out.append(f"<p><b>drift:</b> {t(drift.get('message', ''))}</p>")

@@ -3,7 +3,7 @@ versions, and the learning loop (each candidate's stage, the runs' figures over 
 
 from __future__ import annotations
 
-from .pages import Html, badge, document
+from .pages import Html, badge, document, name_path
 
 CHARTS = (
     ("parse success", "parse_success", "%"),
@@ -52,7 +52,7 @@ def approvals_page(
         if csrf is not None:
             for action in ("approve", "reject"):
                 out.append(
-                    f"<form class='inline' method='post' action='/approvals/{t(name)}/{action}'>"
+                    f"<form class='inline' method='post' action='/approvals/{name_path(name)}/{action}'>"
                     f"<input type='hidden' name='csrf' value='{t(csrf)}'>"
                     f"<button class='{action}' type='submit'>{action.title()}</button></form> "
                 )

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..excerpt import lines_of, read_text
+from ..names import stored
 from ..record import list_runs, read_events
 from ..redact import Mask
 from ..timeline import Attempt, Timeline, build, critical_path, ran_deps
@@ -167,7 +168,7 @@ def _failure(e: dict, mask: Mask) -> Failure:
 
 def step_log(run_dir: Path, intent: str, mask: Mask) -> tuple[str | None, bool]:
     """(the step's log as a page shows it, masked; whether its start was left out), or (None, False): no log."""
-    path = run_dir / "logs" / f"{intent}.log"
+    path = run_dir / "logs" / f"{stored(intent)}.log"
     try:
         with open(path, "rb") as f:
             f.seek(0, 2)

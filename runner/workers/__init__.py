@@ -42,10 +42,13 @@ def worker_class(kind: str) -> type:
     return getattr(importlib.import_module(module), name)
 
 
-def config_for(spec: Spec, kind: str | None = None) -> WorkerConfig:
+def config_for(spec: Spec, kind: str | None = None, intent: str | None = None) -> WorkerConfig:
     """The worker config of a spec's [worker] table (`kind` overrides its kind, as `--worker` does); the secret
-    names its policies list are masked in what the worker records."""
-    w = spec.worker
+    names its policies list are masked in what the worker records. `intent`: the [worker] its agent step uses (a
+    sub-project's own, else the root's)."""
+    from runner.spec import worker_of
+
+    w = spec.worker if intent is None else worker_of(spec, intent)
     extra = dict(w.extra)
     extra.setdefault("project_root", spec.root)
     return WorkerConfig(

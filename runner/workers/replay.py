@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 
+from runner.names import stored
 from runner.redact import redact_obj, secret_values
 from runner.workers.base import CONFIG, PERMANENT, Usage, WorkerConfig, WorkerRequest, WorkerResult, failed
 from runner.workers.setup import Check
@@ -21,6 +22,8 @@ _FORBIDDEN_TOP = {".git", ".runner"}
 
 
 def _safe_name(intent: str) -> str:
+    if ":" in intent:  # a sub-project's PATH:NAME: one folder name, which no other name shares (names.stored)
+        return stored(intent)
     return re.sub(r"[^A-Za-z0-9._-]", "_", intent) or "_"
 
 

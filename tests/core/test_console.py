@@ -221,6 +221,7 @@ def test_the_fast_no_op_imports_neither_typing_nor_rich(project):
         "runner.proof",
         "runner.stat_cache",
         "runner.project_root",
+        "runner.names",
         "runner.keys",
         "runner.index_file",
         "runner.forked",

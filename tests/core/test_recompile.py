@@ -259,3 +259,132 @@ def test_another_files_edit_beside_it_is_a_full_compile(tmp_path, loads):
     (tmp_path / "intents.toml").write_text(_text(steps, 0))
     load_compiled(tmp_path)
     assert loads[0] == 2
+
+
+def _monorepo(root, app_run: str = "echo app > out.txt", root_deps: str = '["build"]') -> None:
+    """A root with two sub-projects; `build` is lib's alone, so the root's bare dep names it (subprojects.py)."""
+    (root / "lib").mkdir(exist_ok=True)
+    (root / "app").mkdir(exist_ok=True)
+    (root / "intents.toml").write_text(
+        f'[project]\nname = "m"\ninclude = ["lib", "app"]\n\n[intent.all]\ndeps = {root_deps}\n'
+    )
+    (root / "lib/intents.toml").write_text(
+        '[intent.build]\nrun = "echo lib > out.txt"\ninputs = ["src.txt"]\noutputs = ["out.txt"]\n'
+    )
+    (root / "app/intents.toml").write_text(
+        '[policy.mine]\nscope = ["gen/**"]\n\n'  # its own: its intent's policy is app:mine
+        f'[intent.app]\nrun = "{app_run}"\ndeps = ["lib:build"]\ninputs = ["../lib/out.txt"]\noutputs = ["out.txt"]\n'
+        'policy = "mine"\n'
+    )
+
+
+def test_an_edit_of_a_sub_project_s_intent_is_spliced(tmp_path, loads):
+    (tmp_path / ".runner").mkdir()
+    _monorepo(tmp_path)
+    first = load_compiled(tmp_path)
+    assert loads[0] == 1
+    _monorepo(tmp_path, app_run="echo APP > out.txt")  # its run line: the graph as it was
+    edited = load_compiled(tmp_path)
+    assert loads[0] == 1  # spliced: only app:app's record made again
+    assert edited.spec.intents["app:app"].run == "echo APP > out.txt"
+    assert (
+        edited.static["app:app"] != first.static["app:app"] and edited.static["lib:build"] == first.static["lib:build"]
+    )
+    _as_full_compile_made_it(edited, tmp_path)
+    _as_full_compile_made_it(load_compiled(tmp_path), tmp_path)
+    # the root's table, its bare dep resolved as the full load resolves it: spliced too
+    before = loads[0]
+    _monorepo(tmp_path, app_run="echo APP > out.txt", root_deps='["lib:build"]')
+    assert load_compiled(tmp_path).spec.intents["all"].deps == ("lib:build",)
+    assert loads[0] == before
+    # a sub-project's deps: the graph changed, compiled in full
+    (tmp_path / "app/intents.toml").write_text('[intent.app]\nrun = "true"\n')
+    edited = load_compiled(tmp_path)
+    assert loads[0] == before + 1
+    _as_full_compile_made_it(edited, tmp_path)
+
+
+def _folder_of(name: str) -> str:
+    """Where a step of _projects lives in the monorepo layout: the root, a/ or b/ by its number."""
+    return "" if name.startswith("agent") else ("", "a", "b")[int(name[1:3]) % 3]
+
+
+def _monorepo_files(steps: dict[str, dict], comments: int, scope: int = 0) -> dict[str, str]:
+    """_text's project as a root and two sub-projects: each step's table in its folder's file, its deps named as
+    they are from there (bare in its own folder, :NAME for the root's, PATH:NAME for another's)."""
+    head = _text({}, 0, scope).replace('name = "p"\n', 'name = "p"\ninclude = ["a", "b"]\n', 1)
+    by_folder: dict[str, dict[str, dict]] = {"": {}, "a": {}, "b": {}}
+    for name, table in steps.items():
+        folder = _folder_of(name)
+        deps = []
+        for dep in table.get("deps", ()):
+            theirs = _folder_of(dep) if dep[:1] == "s" or dep.startswith("agent") else ""
+            deps.append(dep if theirs == folder else f"{theirs}:{dep}" if theirs else f":{dep}")
+        by_folder[folder][name] = {**table, "deps": deps}
+    bare = len(_text({}, 0))  # the head _text writes before the tables
+
+    files = {"intents.toml": head + _text(by_folder[""], comments)[bare:]}
+    for folder in ("a", "b"):
+        files[f"{folder}/intents.toml"] = _text({"keep": {"run": "true"}, **by_folder[folder]}, comments)[bare:]
+    return files
+
+
+@pytest.fixture(scope="module")
+def aged_monorepo(tmp_path_factory):
+    root = tmp_path_factory.mktemp("recompile-monorepo")
+    (root / ".runner").mkdir()
+    for folder in ("a", "b"):
+        (root / folder).mkdir()
+        (root / folder / "intents.toml").write_text("")
+    (root / "intents.toml").write_text("")
+    racy.wait_out()
+    return root
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    steps=_projects(),
+    edits=st.lists(
+        st.tuples(
+            st.lists(st.sampled_from(SPLICED), min_size=1, max_size=3)
+            | st.lists(st.sampled_from(SPLICED + FULL), min_size=1, max_size=3),
+            st.integers(0, 100),
+        ),
+        min_size=1,
+        max_size=5,
+    ),
+)
+def test_an_edit_in_a_monorepo_compiles_to_what_a_full_compile_makes(aged_monorepo, steps, edits):
+    """The same property over the root and two sub-projects: an edit of one sub-project's tables is spliced with
+    its paths moved and its names qualified as the full load makes them."""
+    root = aged_monorepo
+    for kept in (root / ".runner").iterdir():
+        kept.unlink()
+
+    def write(comments: int = 0, scope: int = 0) -> None:
+        for rel, text in _monorepo_files(steps, comments, scope).items():
+            if not (root / rel).is_file() or (root / rel).read_text() != text:
+                (root / rel).write_text(text)
+
+    write()
+    load_compiled(root)
+    scope = 0
+    for n, (kinds, pick) in enumerate(edits, start=1):
+        names = sorted(steps)
+        before = json.dumps(steps)
+        for k, kind in enumerate(kinds):
+            _edit(steps, kind, names[(pick + k) % len(names)], n)
+        scope += kinds.count("scope")
+        write(n % 3 if "comment" in kinds else 0, scope)
+        try:
+            compiled = load_compiled(root)
+        except SpecError:
+            with pytest.raises(SpecError):
+                load.load_spec(root)
+            steps.clear()
+            steps.update(json.loads(before))
+            write(0, scope)
+            load_compiled(root)
+            continue
+        _as_full_compile_made_it(compiled, root)
+        _as_full_compile_made_it(load_compiled(root), root)

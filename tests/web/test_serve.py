@@ -218,3 +218,19 @@ def test_the_learning_page_charts_parse_success_and_tokens_saved_per_run(tmp_pat
     assert _chart(page, "tokens_saved") == str(spent) and spent > 0
     assert f"<b>tokens saved</b>: {spent:,}" in page
     assert _chart(page, "tokens") == "0"  # the last run spent nothing: the cache served it
+
+
+def test_a_sub_project_s_step_has_a_page_of_its_own(project, serve):
+    """PATH:NAME in a URL: one part of its path (names.stored, percent-encoded), never a folder of it."""
+    project.spec('[project]\nname = "m"\ninclude = ["services/api"]\n')
+    (project.root / "services/api").mkdir(parents=True)
+    project.write("services/api/intents.toml", '[intent.test]\nrun = "echo testing the api"\n')
+    result = project.make()
+    assert result.returncode == 0, result.stderr
+    run_id = events(result.stdout)[0]["run_id"]
+    served = serve(project.root)
+    status, _h, page = served.get(f"/runs/{run_id}", cookie=True)
+    assert status == 200 and f"href='/runs/{run_id}/steps/services%252Fapi%253Atest'" in page
+    status, _h, log = served.get(f"/runs/{run_id}/steps/services%252Fapi%253Atest", cookie=True)
+    assert status == 200 and "testing the api" in log
+    assert served.get(f"/runs/{run_id}/steps/services/api:test", cookie=True)[0] == 404
