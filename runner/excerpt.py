@@ -600,20 +600,12 @@ def last_passing_log(runs_dir: Path, intent: str, before: str | None = None, mos
 def step_command(spec, intent) -> tuple[str, tuple[str, ...]]:
     """The line a shell step runs and the families its log is read with: those of the adapter command it
     runs (steps/shell.py's command_line), else the generic ones; and the project's family of its tool."""
-    from .errors import RunnerError
-
     line: str = intent.run or ""
     names: tuple[str, ...] = GENERIC_FAMILIES
-    if intent.adapter and intent.run:
-        from .adapters import resolve
-
-        try:
-            cmd = resolve(intent.adapter, Path(home(spec.root, intent.name)), spec.adapters).commands.get(intent.run)
-        except RunnerError:  # adapter = "auto" that detects nothing: the step failed on that, its log is empty
-            cmd = None
-        if cmd is not None:
-            line = cmd.run
-            names = tuple(cmd.parse) or names
+    cmd = _adapter_command(spec, intent)
+    if cmd is not None:
+        line = cmd.run
+        names = tuple(cmd.parse) or names
     from .identify import with_own_family
 
     return line, with_own_family(spec.root, line, names)
@@ -676,17 +668,22 @@ def reports_into(out: dict, spec, intent, run_id: str) -> dict:
 
 def _command_reports(spec, intent) -> tuple[str, ...]:
     """The reports the adapter command a step runs writes by default (its `reports`), or none."""
+    cmd = _adapter_command(spec, intent)
+    return cmd.reports if cmd is not None else ()
+
+
+def _adapter_command(spec, intent):
+    """The adapter command a shell step runs (resolved from its sub-project's folder), or None."""
     from .errors import RunnerError
 
     if not (intent.adapter and intent.run):
-        return ()
+        return None
     from .adapters import resolve
 
     try:
-        cmd = resolve(intent.adapter, Path(home(spec.root, intent.name)), spec.adapters).commands.get(intent.run)
-    except RunnerError:
-        return ()
-    return cmd.reports if cmd is not None else ()
+        return resolve(intent.adapter, Path(home(spec.root, intent.name)), spec.adapters).commands.get(intent.run)
+    except RunnerError:  # adapter = "auto" that detects nothing: the step failed on that, its log is empty
+        return None
 
 
 def log_families(spec, names: tuple[str, ...], text: str) -> list[Family]:
