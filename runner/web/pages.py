@@ -58,6 +58,11 @@ def seconds(value: float | None) -> str:
 
 
 # ---- the runs page ------------------------------------------------------------------------------------------
+def _n(count: int, noun: str) -> str:
+    """`1 step`, `2 steps`, `10,000 steps`."""
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"
+
+
 def name_path(name: str) -> str:
     """An intent's name as one part of a URL's path: a sub-project's PATH:NAME as names.stored writes it (its '/'
     would split the path), percent-encoded; a plain name as it is."""
@@ -150,7 +155,7 @@ def _graph(data: RunData, t: Html, href: Callable[[str], str], query: str | None
     layer starts folded; the search box finds a step in any (served: a form, `?q=`, that works without script)."""
     total = len(data.outcomes)
     query = (query or "").strip() or None
-    out = [f"<h2 id='graph'>Graph ({total:,} steps, {len(data.layers)} layers)</h2>", _legend(t)]
+    out = [f"<h2 id='graph'>Graph ({_n(total, 'step')}, {_n(len(data.layers), 'layer')})</h2>", _legend(t)]
     box = (
         f"<input type='search' id='search' name='q' value='{t(query or '')}' placeholder='find a step by name' "
         "aria-label='find a step'>"
@@ -181,8 +186,8 @@ def _graph(data: RunData, t: Html, href: Callable[[str], str], query: str | None
             for n in layer
         )
         out.append(
-            f"<details class='layer' id='layer-{depth + 1}'{opened}><summary>layer {depth + 1}: {len(layer):,} steps "
-            f"({t(said)})</summary><div class='chips'>{chips}</div></details>"
+            f"<details class='layer' id='layer-{depth + 1}'{opened}><summary>layer {depth + 1}: "
+            f"{_n(len(layer), 'step')} ({t(said)})</summary><div class='chips'>{chips}</div></details>"
         )
     if data.live:
         out.append("<div class='chips' id='live-chips'></div>")  # the steps the run reports from now on
@@ -323,7 +328,7 @@ def _timeline(data: RunData, t: Html, href: Callable[[str], str]) -> str:
     if data.critical:
         took = sum((tl.steps[n].end or 0) - tl.steps[n].start for n in data.critical if tl.steps[n].end is not None)
         out.append(
-            f"<p>Critical path ({len(data.critical)} steps, {seconds(took)} of the run's "
+            f"<p>Critical path ({_n(len(data.critical), 'step')}, {seconds(took)} of the run's "
             f"{seconds(tl.duration)}): {t(' → '.join(data.critical))}</p>"
         )
     return "".join(out + parts)
@@ -333,7 +338,7 @@ def _merged_bar(run: list, y: int, lane: int, t: Html) -> str:
     x, end, status, count = run
     return (
         f"<rect class='bars' x='{x:.1f}' y='{y}' width='{max(end - x, 1.0):.1f}' height='{lane - 4}' "
-        f"fill='var(--{t(status)})'><title>{count} steps {t(status)}</title></rect>"
+        f"fill='var(--{t(status)})'><title>{_n(count, 'step')} {t(status)}</title></rect>"
     )
 
 

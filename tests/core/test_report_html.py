@@ -52,7 +52,7 @@ def test_a_failed_run_reported_with_its_graph_timeline_and_excerpt_and_no_secret
     # the graph: every step by its outcome, in its layer (a and b, then c), the aggregate no step
     assert re.search(r"class='chip s-ran[^']*' data-name='a'", page)
     assert re.search(r"class='chip s-failed[^']*' data-name='c'", page)
-    assert "layer 1: 2 steps (2 ran)" in page and "layer 2: 1 steps (1 failed)" in page
+    assert "layer 1: 2 steps (2 ran)" in page and "layer 2: 1 step (1 failed)" in page
     assert "data-name='all'" not in page
     # the timeline: a bar per step on its slot; the critical path is b (the longer) then c
     assert len(re.findall(r"<rect class='bar'", page)) == 3
@@ -95,7 +95,7 @@ def test_a_large_layer_starts_folded_and_every_step_is_findable(project):
     assert project.run("report", "--html", "-o", "big.html").code == 0
     page = (project.root / "big.html").read_text()
     assert "<details class='layer' id='layer-1'><summary>layer 1: 320 steps (320 ran)</summary>" in page  # folded
-    assert "<details class='layer' id='layer-2' open><summary>layer 2: 1 steps (1 ran)</summary>" in page
+    assert "<details class='layer' id='layer-2' open><summary>layer 2: 1 step (1 ran)</summary>" in page
     assert "id='search'" in page and page.count("class='chip s-ran") == 321
     # too many to draw with edges: the graph collapsed to its two layers, one line of 320 dependencies between
     assert "<svg id='dag'" not in page
