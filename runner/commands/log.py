@@ -202,8 +202,8 @@ def write_trace(inv: Invocation, run_dir: Path, events: list[dict], path: Path) 
         print_json({"run_id": run_dir.name, "trace": str(path), "steps": slices})
         return
     print(
-        f"runner: run {run_dir.name}: {slices} steps traced in {path}; open it in https://ui.perfetto.dev "
-        "or chrome://tracing",
+        f"runner: run {run_dir.name}: {slices} step{'' if slices == 1 else 's'} traced in {path}; open it in "
+        "https://ui.perfetto.dev or chrome://tracing",
         file=sys.stderr,
         flush=True,
     )
