@@ -7,7 +7,8 @@ edit, touch, a same-size edit with the old mtime put back, an output deleted or 
 intents.toml (a command, a dependency, an input glob) or a rewrite of it as it was, an input changed while the
 build runs, an input edited while a step reads it (and put back after the run), a file created (or deleted) under
 an input glob while a step runs (and undone after), a step that rewrites its own input (a formatter: one that
-rewrites it every run is never cached, so runs every run; one that writes only a change settles), SIGKILL or
+rewrites it every run is never cached, so runs every run; one that writes only a change settles), a step whose
+input glob matches its own output (which counts as it was before the step ran: it settles), SIGKILL or
 Ctrl-C at a random moment, `-j 1/2/4`, `-k` with a failing step. The edits that land while a step reads use the
 gate every step's command opens with: a step waits there while `hold/NAME` exists (decided, its key made, its
 inputs not read yet), so the edit lands inside it whatever the timing.
@@ -63,6 +64,7 @@ class Step:
     tag: str = "t0"
     slow: bool = False
     rewrites: bool = False  # fmt: rewrites its input every run, as it was or not (else only when that changes it)
+    own_glob: bool = False  # an input glob that matches its own output too (runner init's **/*.py beside tests/**)
 
     @property
     def output(self) -> str:
@@ -102,9 +104,12 @@ class World:
         lines = ['[project]\nname = "differential"\ndefault = "all"\n']
         for step in self.steps:
             inputs = [FMT_SOURCE] if step.variant == "fmt" else step.sources
+            outputs = [step.output]
+            if step.own_glob:  # two globs naming the one output (a glob and a path that match is refused at load)
+                inputs, outputs = [*inputs, f"out/{step.name}.t?t"], [f"out/{step.name}.tx?"]
             lines.append(
                 f"[intent.{step.name}]\nrun = {json.dumps(self.command(step))}\ninputs = {json.dumps(inputs)}\n"
-                f"outputs = [{json.dumps(step.output)}]\ndeps = {json.dumps(step.deps)}\n"
+                f"outputs = {json.dumps(outputs)}\ndeps = {json.dumps(step.deps)}\n"
             )
         lines.append(f"[intent.all]\ndeps = {json.dumps([s.name for s in self.steps])}\n")
         return "\n".join(lines)
@@ -147,7 +152,8 @@ def worlds(draw) -> World:
                 draw(st.lists(st.sampled_from(SOURCES), min_size=0 if deps else 1, max_size=2, unique=True))
             )
         variant = "head" if draw(st.integers(0, 4)) == 0 else "cat"
-        steps.append(Step(name, sources, deps, variant, slow=draw(st.integers(0, 7)) == 0))
+        own_glob = sources != [GLOB] and draw(st.integers(0, 9)) == 0
+        steps.append(Step(name, sources, deps, variant, slow=draw(st.integers(0, 7)) == 0, own_glob=own_glob))
     return World(steps)
 
 
