@@ -185,7 +185,10 @@ def test_the_runner_has_the_signals_and_open_files_of_a_fresh_process(tmp_path):
     """Seen from its step while it runs: the signals the runner ignores and catches, and its open files (by number
     and kind), as a fresh `python -m runner` has them: nothing of pytest's (faulthandler's), xdist's or
     pytest-timeout's. (Not the mask: CPython blocks every signal while it starts a child, whenever that is.)"""
+    # once the runner holds its pidfd of this step, it is done starting it: before, its spawn's own pipes and
+    # /dev/null may still be open (seen under load, in either runner)
     look = (
+        "until ls -l /proc/$PPID/fd | grep -q pidfd; do sleep 0.01; done; "
         "grep -E '^Sig(Ign|Cgt)' /proc/$PPID/status > seen.txt; "
         "ls -l /proc/$PPID/fd | sed 1d | sed -E 's/.* ([0-9]+) -> ([a-z]+:)?.*/\\1 \\2/' >> seen.txt"
     )
