@@ -150,20 +150,16 @@ def aged_root(tmp_path_factory):
     return root
 
 
+def _edits(most: int):
+    """Sequences of edits, each some kinds at a seed: half of kinds all spliced, so that runs of splices are met."""
+    kinds = st.lists(st.sampled_from(SPLICED), min_size=1, max_size=3) | st.lists(
+        st.sampled_from(SPLICED + FULL), min_size=1, max_size=3
+    )
+    return st.lists(st.tuples(kinds, st.integers(0, 100)), min_size=1, max_size=most)
+
+
 @settings(max_examples=40, deadline=None)
-@given(
-    steps=_projects(),
-    edits=st.lists(
-        st.tuples(
-            # half the edits of kinds all spliced, so that sequences of splices are met too
-            st.lists(st.sampled_from(SPLICED), min_size=1, max_size=3)
-            | st.lists(st.sampled_from(SPLICED + FULL), min_size=1, max_size=3),
-            st.integers(0, 100),
-        ),
-        min_size=1,
-        max_size=6,
-    ),
-)
+@given(steps=_projects(), edits=_edits(6))
 def test_an_edit_compiles_to_what_a_full_compile_makes(aged_root, steps, edits):
     root = aged_root
     for kept in (root / ".runner").iterdir():  # another example's
@@ -342,18 +338,7 @@ def aged_monorepo(tmp_path_factory):
 
 
 @settings(max_examples=25, deadline=None)
-@given(
-    steps=_projects(),
-    edits=st.lists(
-        st.tuples(
-            st.lists(st.sampled_from(SPLICED), min_size=1, max_size=3)
-            | st.lists(st.sampled_from(SPLICED + FULL), min_size=1, max_size=3),
-            st.integers(0, 100),
-        ),
-        min_size=1,
-        max_size=5,
-    ),
-)
+@given(steps=_projects(), edits=_edits(5))
 def test_an_edit_in_a_monorepo_compiles_to_what_a_full_compile_makes(aged_monorepo, steps, edits):
     """The same property over the root and two sub-projects: an edit of one sub-project's tables is spliced with
     its paths moved and its names qualified as the full load makes them."""

@@ -255,6 +255,7 @@ def test_a_run_stopped_short_sends_what_finished_and_ends_its_own_span(project, 
         proc.communicate(timeout=60)
     finally:
         proc.kill()
+        project.write("go", "")  # whatever became of the step, it ends
     by_name = {s.name: s for s in receiver.spans()}
     run = by_name[f"runner make {run_id}"]
     assert attributes(run)["runner.status"] == "interrupted"
@@ -333,6 +334,7 @@ def test_a_run_killed_outright_has_sent_the_steps_that_finished(project, receive
     finally:
         proc.kill()  # SIGKILL: nothing of the run's end happens
         proc.communicate(timeout=60)
+        project.write("go", "")  # the step it left (its own process group) ends, not spinning on after the test
     names = {s.name for s in receiver.spans()}
     assert "first" in names and f"runner make {run_id}" not in names  # its own span never ended
 
