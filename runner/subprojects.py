@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from .confine import Folders
+from .globs import GLOB_CHARS, matches
 from .names import qualified, split
 from .project_root import included_by
 from .schema_check import _intent_path, toml_path
@@ -28,7 +29,6 @@ from .suggest import did_you_mean
 ROOT_ONLY = ("cache", "executor", "telemetry", "learn")
 # the paths written from the sub-project's folder, made the root's ('reports' are its cwd's, as every step's are)
 _PATH_FIELDS = ("inputs", "outputs", "exclude", "scope")
-_GLOB_CHARS = frozenset("*?[")
 _NEVER = (".git", ".runner")  # never a sub-project
 _UNWRITABLE = re.compile(r'["\\\x00-\x1f\x7f]')
 
@@ -107,7 +107,7 @@ def watched_folders(root: Path, patterns: list) -> list[str]:
             continue
         level = [""]
         for part in [p for p in pattern.strip("/").split("/") if p not in ("", ".")]:
-            if not _GLOB_CHARS.isdisjoint(part):
+            if not GLOB_CHARS.isdisjoint(part):
                 out.update(str(root / rel) if rel else str(root) for rel in level)
             level = _walk_one(root, level, part)
         out.update(str(root / rel / "intents.toml") for rel in level)
@@ -336,7 +336,7 @@ def load(
         dep_outputs = [out for dep in intents[name].deps if dep in intents for out in intents[dep].outputs]
         file, where = place(name)
         for i, value, path, away in reaching:
-            if not any(path == out or (not _GLOB_CHARS.isdisjoint(out) and _matches(path, out)) for out in dep_outputs):
+            if not any(matches(path, out) for out in dep_outputs):
                 reader.problem(
                     file,
                     f"{where}.inputs[{i}]",
@@ -349,12 +349,6 @@ def load(
     # spec's fingerprint, so a new sub-project or a new adapter file there compiles again
     reader.sources.extend(p for p in watched_folders(root, patterns) if p not in reader.sources)
     return Loaded(subs, place, names, workers)
-
-
-def _matches(path: str, pattern: str) -> bool:
-    from .globs import matches
-
-    return matches(path, pattern)
 
 
 def edited_intent(
