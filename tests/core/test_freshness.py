@@ -150,6 +150,12 @@ def test_a_file_a_step_creates_where_its_inputs_look_does_not_run_it_again(proje
     project.write("gen/twice.txt", "edited\n")
     assert _ran(project.make()) == {"gen"}  # no longer what the step wrote: an input that changed
     assert project.read("gen/twice.txt") == "a\na\n"
+    # a fresh clone with the cache alone (no state index): restored by its first key, then up to date
+    shutil.rmtree(project.root / "gen")
+    for name in ("state", "state.log"):
+        (project.root / ".runner" / name).unlink(missing_ok=True)
+    assert project.make().statuses() == {"gen": "restored"}
+    _settled(project)
 
 
 def test_a_file_changed_during_an_edit_run_dirties_the_steps_proved_before_it(project):
