@@ -26,10 +26,12 @@ def read_log(source: str | Path) -> str:
         raise UsageError(f"{path} is a folder: give a log file, or '-' for stdin") from None
 
 
-def _library(root: Path):
-    from ..parse import builtin_dir, load_library
+def _library(root: Path, folder: str = ""):
+    """The library a log is read with: the built-in families, the root's regexes/, then those of the sub-project
+    the command is typed in (libraries.py)."""
+    from ..libraries import library_at
 
-    return load_library([builtin_dir(), Path(root) / "regexes"])
+    return library_at(str(root), folder)
 
 
 def families_for(
@@ -73,9 +75,11 @@ def parse_report(
     variants: tuple[str, ...] | None = None,
     source: str | Path | None = None,
     baseline: str | Path | None = None,
+    folder: str = "",
 ) -> tuple[str, dict]:
     """The regex library's findings for a log (its text, or its file or '-' as `source`): what the runner understood,
     and the excerpt: the lines that explain a failure (with `baseline`, a passing log of the same command).
+    `folder`: the sub-project the command is typed in, whose own regexes/ come first ("" for the root).
 
     The options are checked before the log is read, so a wrong --adapter is reported as such even when reading
     stdin would block.
@@ -87,7 +91,7 @@ def parse_report(
     passing = read_log(baseline) if baseline is not None else None
     if text is None:
         text = read_log("-" if source is None else source)
-    library = _library(root)
+    library = _library(root, folder)
     try:
         chosen = [library.family(n) for n in names]
     except UserError as exc:  # an unknown family is a usage mistake here, with parse.py's did-you-mean
@@ -118,16 +122,19 @@ def run(
     variants: tuple[str, ...],
     baseline: str | None = None,
 ) -> None:
+    from ..project_root import here
     from ..workspace import find_root
 
+    root = find_root(inv.directory)
     text, obj = parse_report(
-        find_root(inv.directory),
+        root,
         adapter=adapter_name,
         command=command_name,
         families=tuple(families),
         variants=tuple(variants) or None,
         source=log_file,
         baseline=baseline,
+        folder=here(str(root), str(inv.directory)),
     )
     if inv.as_json:
         print_json(obj)
