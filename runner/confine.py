@@ -4,7 +4,8 @@ One rule for every place that could break it: the spec's paths (load.py), a shel
 read after it (execute.py), and what a record from the cache database, the shared cache or a hermetic worker may
 restore (only the outputs its step declares). Writes and removals walk the project's folders from its root one
 name at a time with O_NOFOLLOW, following a link only while it stays inside, so a link swapped in after a check
-cannot carry them out of the project.
+cannot carry them out of the project. A sub-project's step is kept to its own folder the same way: its start,
+its outputs read after it and their removal (Folders.fence; step_outputs.remove_outputs walks from its folder).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import time
 from collections.abc import Mapping
 
 from .globs import GLOB_CHARS, matches
+from .names import split
 from .spec import STEP_SHELL, Intent
 
 # .git anywhere (a nested checkout's too: its hooks run code), .runner at the project's top
@@ -171,12 +173,30 @@ def _outside(real_root: str, real: str) -> str | None:
 class Folders:
     """Where a project's paths lead once links are followed, each folder worked out once (a spec names a few
     folders for thousands of outputs): the spec's check, and a run's checks of each shell step before it starts
-    (folders as the run first saw them) and of each output read after it (what was opened, looked at each time)."""
+    (folders as the run first saw them) and of each output read after it (what was opened, looked at each time).
+    A sub-project's step is also kept to its own folder (`fence`), as the spec's check of it keeps it."""
 
-    def __init__(self, root: str):
+    def __init__(self, root: str, within: str | None = None):
         self.root = root
         self.real = os.path.realpath(root)
+        self.within = within  # a sub-project's fence: its folder as messages name it; only leaving it counts
         self._seen: dict[str, str | None] = {}
+        self._fences: dict[str, Folders] = {}
+
+    def _why(self, real: str) -> str | None:
+        if self.within is None:
+            return _outside(self.real, real)
+        if real == self.real or real.startswith(self.real.rstrip("/") + "/"):
+            return None
+        return f"leads outside {self.within} once links are followed (to {real})"
+
+    def fence(self, folder: str) -> Folders:
+        """Where the paths of the sub-project in `folder` lead, relative to its folder, worked out once a run (its
+        folder's own links followed too): only leaving that folder counts."""
+        found = self._fences.get(folder)
+        if found is None:
+            found = self._fences[folder] = Folders(os.path.join(self.root, folder), within=f"{folder}/")
+        return found
 
     def folder(self, folder: str) -> str | None:
         """Why project folder `folder` (its part that exists) leads out of the project, or into .git/ or .runner/,
@@ -186,45 +206,63 @@ class Folders:
         except KeyError:
             if "\0" in folder:
                 return None  # no path at all: the spec's check of NUL characters says so (load.py)
-            why = self._seen[folder] = _outside(self.real, os.path.realpath(os.path.join(self.root, folder)))
+            why = self._seen[folder] = self._why(os.path.realpath(os.path.join(self.root, folder)))
             return why
 
-    def output(self, pattern: str) -> str | None:
+    def output(self, pattern: str, fence: Folders | None = None, cut: int = 0) -> str | None:
         """Why an output pattern leads out (or into .git/ or .runner/): the folder it names up to its first
-        wildcard, or, for a literal path, the file itself when it is a link; None."""
+        wildcard, or, for a literal path, the file itself when it is a link; None. With `fence`, the sub-project's
+        whose folder is the first `cut` characters of the pattern: why it leads out of that folder."""
         if not GLOB_CHARS.isdisjoint(pattern):
             parts = pattern.split("/")
             end = next(i for i, part in enumerate(parts) if not GLOB_CHARS.isdisjoint(part))
-            return self.folder("/".join(parts[:end])) if end else None
+            folder = "/".join(parts[:end])
+            why = self.folder(folder) if end else None
+            return why if why is not None or fence is None else fence.folder(folder[cut:])
         folder = pattern.rpartition("/")[0]  # a literal path: its folder, then the file itself if it is a link
         why = self.folder(folder) if folder else None
+        if why is None and fence is not None:
+            why = fence.folder(folder[cut:])
         if why is None and "\0" not in pattern:
             try:
                 if stat.S_ISLNK(os.lstat(os.path.join(self.root, pattern)).st_mode):
-                    why = _outside(self.real, os.path.realpath(os.path.join(self.root, pattern)))
+                    real = os.path.realpath(os.path.join(self.root, pattern))
+                    why = self._why(real)
+                    if why is None and fence is not None:
+                        why = fence._why(real)
             except OSError:
                 pass  # not there yet: nothing to lead anywhere
         return why
 
     def before_start(self, intent: Intent) -> str | None:
         """Why a shell step must not start: its cwd or one of its outputs leads out of the project (or into .git/
-        or .runner/) once links are followed, through a link made since the spec was checked; None."""
+        or .runner/), or a sub-project's out of its folder, once links are followed, through a link made since
+        the spec was checked; None."""
+        folder = split(intent.name)[0]
+        fence = self.fence(folder) if folder else None
+        cut = len(folder) + 1  # a sub-project's paths, made the root's, all start with its folder (subprojects.py)
         if intent.cwd != "." and (why := self.folder(intent.cwd)) is not None:
             return f"its folder (cwd) {shown(intent.cwd)} {why}: a step runs only inside the project (remove the link)"
+        if fence is not None and (why := fence.folder(intent.cwd[cut:])) is not None:
+            return (
+                f"its folder (cwd) {shown(intent.cwd)} {why}: a step of {folder}/ runs only inside its folder "
+                "(remove the link)"
+            )
         for pattern in intent.outputs:
-            why = self.output(pattern)
+            why = self.output(pattern, fence, cut)
             if why is not None:
-                return (
-                    f"output {shown(pattern)} {why}: a step writes only inside the project (remove the link, or "
-                    "declare another output)"
-                )
+                whose = "a step writes only inside the project"
+                if fence is not None and why.startswith(f"leads outside {folder}/ "):
+                    whose = f"a step of {folder}/ writes only inside its folder"
+                return f"output {shown(pattern)} {why}: {whose} (remove the link, or declare another output)"
         return None
 
-    def read(self, rel: str) -> tuple[os.stat_result, bytes]:
+    def read(self, rel: str, folder: str = "") -> tuple[os.stat_result, bytes]:
         """An output's stat and bytes from one open, as it is after its step: its size tells how much to read (a
         small output costs open, fstat, readlink, read and close), the stat is the opened file's own, and what
-        was opened is where the kernel says it is (/proc/self/fd), so a link out of the project is never read
-        (Refused). A folder raises IsADirectoryError, as absence raises FileNotFoundError."""
+        was opened is where the kernel says it is (/proc/self/fd), so a link out of the project, or out of the
+        folder of the sub-project whose step it is (`folder`), is never read (Refused). A folder raises
+        IsADirectoryError, as absence raises FileNotFoundError."""
         fd = os.open(os.path.join(self.root, rel), os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)  # a FIFO: no wait
         try:
             st = os.fstat(fd)
@@ -236,7 +274,9 @@ class Folders:
                 real = os.readlink(f"/proc/self/fd/{fd}")
             except OSError:  # no /proc: the path's own resolution
                 real = os.path.realpath(os.path.join(self.root, rel))
-            why = _outside(self.real, real)
+            why = self._why(real)
+            if why is None and folder:
+                why = self.fence(folder)._why(real)
             if why is not None:
                 raise Refused(why)
             data = os.read(fd, st.st_size + 1)
