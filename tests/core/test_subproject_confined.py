@@ -6,6 +6,7 @@ it, and an output read after the step that resolves out of its folder is refused
 
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
@@ -149,3 +150,21 @@ def test_a_link_that_stays_in_its_folder_is_a_folder_like_any_other(mono):
     result = mono.make("services/api:gen")
     assert result.code == 0, result.err
     assert (api / "real-gen/core.txt").read_text() == "two\n"
+
+
+def test_clean_never_removes_a_file_out_of_its_sub_projects_folder(mono):
+    os.symlink("../../../libs/core", mono.root / "services/api/many/ext")  # made after the build
+    result = mono.run("clean", "--json", "services/api:many")
+    assert result.code == 0, result.err
+    assert json.loads(result.out) == {
+        "dry_run": False,
+        "removed": ["services/api/many/in.txt"],
+        "kept": [
+            {
+                "path": f"services/api/many/ext/{name}",
+                "reason": f"its folder leads outside services/api/ (to {os.path.realpath(mono.root / 'libs/core')})",
+            }
+            for name in ("core.txt", "intents.toml")
+        ],
+    }
+    assert (mono.root / "libs/core/core.txt").read_text() == "the core's own\n"
