@@ -5,7 +5,7 @@ read after it (execute.py), and what a record from the cache database, the share
 restore (only the outputs its step declares). Writes and removals walk the project's folders from its root one
 name at a time with O_NOFOLLOW, following a link only while it stays inside, so a link swapped in after a check
 cannot carry them out of the project. A sub-project's step is kept to its own folder the same way: its start,
-its outputs read after it and their removal (Folders.fence; step_outputs.remove_outputs walks from its folder).
+its outputs read after it (Folders.fence), their removal and their restore (walked from its folder, `within`).
 """
 
 from __future__ import annotations
@@ -290,13 +290,14 @@ class Folders:
             os.close(fd)
 
 
-def write(root: str, rel: str, data: bytes) -> None:
+def write(root: str, rel: str, data: bytes, within: str | None = None) -> None:
     """Put `data` at project path `rel` atomically: a temporary file beside it, synced, then renamed over it (a
     link standing there is replaced, never written through). The folder is opened as _open_folder does, missing
     ones made. Refused: a link on the way leads out of the project or into .git/ or .runner/, a file stands
-    where a folder should, or a folder stands where the file goes."""
+    where a folder should, or a folder stands where the file goes. `within`: `root` is that sub-project's folder,
+    which the walk does not leave."""
     *parts, name = rel.split("/")
-    folder, at_root = _open_folder(root, parts, create=True)
+    folder, at_root = _open_folder(root, parts, create=True, within=within)
     try:
         _final(name, at_root)
         tmp = f".{name}.runner-{os.getpid()}-{time.monotonic_ns()}.tmp"
@@ -322,12 +323,13 @@ def write(root: str, rel: str, data: bytes) -> None:
         os.close(folder)
 
 
-def remove(root: str, rel: str) -> None:
+def remove(root: str, rel: str, within: str | None = None) -> None:
     """Delete project file `rel` (a link itself, never what it points to; never a folder) through folders opened
-    as _open_folder does: a failed step's outputs. Gone already, a folder, or out of reach: left as it is."""
+    as _open_folder does: a failed step's outputs. Gone already, a folder, or out of reach: left as it is.
+    `within`: as write's."""
     *parts, name = rel.split("/")
     try:
-        folder, at_root = _open_folder(root, parts, create=False)
+        folder, at_root = _open_folder(root, parts, create=False, within=within)
     except (Refused, OSError):
         return
     try:
@@ -347,12 +349,14 @@ def _final(name: str, at_root: bool) -> None:
         raise Refused(f"must stay out of {name}/, {PROTECTED[name]}")
 
 
-def _open_folder(root: str, parts: list[str], create: bool) -> tuple[int, bool]:
+def _open_folder(root: str, parts: list[str], create: bool, within: str | None = None) -> tuple[int, bool]:
     """An open descriptor of the project folder that `parts` name, and whether that is the root itself. Each
     folder is opened from the one above it with O_NOFOLLOW, so the kernel follows no link; a link met on the way
     is read and followed here while it stays inside the project, and one leading out of it (or into .git/ or
     .runner/) is Refused. With `create`, a missing folder is made where the walk stands (os.mkdir with dir_fd,
-    never through a link)."""
+    never through a link). `within`: `root` is that sub-project's folder (as messages name it), whose walk
+    stays inside it; its own top holds no .runner/ of the runner's."""
+    place = within or "the project"
     fds = [os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)]
     names: list[str] = []  # the folders open below the root, as the disk names them
     todo = parts[::-1]
@@ -366,11 +370,11 @@ def _open_folder(root: str, parts: list[str], create: bool) -> tuple[int, bool]:
             where = "/".join([*names, name])
             if name == "..":
                 if not names:
-                    raise Refused(f"leads outside the project once links are followed ({via})")
+                    raise Refused(f"leads outside {place} once links are followed ({via})")
                 os.close(fds.pop())
                 names.pop()
                 continue
-            if name == ".git" or (name == ".runner" and not names):
+            if name == ".git" or (name == ".runner" and not names and within is None):
                 raise Refused(f"leads into {name}/, {PROTECTED[name]}")
             entered = _enter(fds[-1], name, create, where)
             if isinstance(entered, int):
@@ -384,14 +388,14 @@ def _open_folder(root: str, parts: list[str], create: bool) -> tuple[int, bool]:
             if entered.startswith("/"):
                 inside = _within(root, entered)
                 if inside is None:
-                    raise Refused(f"leads outside the project once links are followed ({where} -> {entered})")
+                    raise Refused(f"leads outside {place} once links are followed ({where} -> {entered})")
                 while len(fds) > 1:
                     os.close(fds.pop())
                 names.clear()
                 todo.extend(inside.split("/")[::-1])
             else:
                 todo.extend(entered.split("/")[::-1])
-        return fds.pop(), not names
+        return fds.pop(), not names and within is None
     finally:
         for fd in fds:
             os.close(fd)

@@ -635,7 +635,7 @@ class Executor:
             before = self.agents.before_restore(self.folders, decision) if kind.versioned else None
             for rel, digest in decision.restore.items():
                 try:
-                    if not self.planner.cache.restore(digest, self.spec.root, rel):
+                    if not self.planner.cache.restore(digest, self.spec.root, rel, split(name)[0]):
                         return damaged_copy(decision)
                 except Refused as exc:  # a link met on the way: nothing written through it
                     return damaged_copy(decision, f"output {rel} not restored: it {exc}")

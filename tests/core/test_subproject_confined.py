@@ -168,3 +168,19 @@ def test_clean_never_removes_a_file_out_of_its_sub_projects_folder(mono):
         ],
     }
     assert (mono.root / "libs/core/core.txt").read_text() == "the core's own\n"
+
+
+def test_a_restore_never_writes_through_a_link_out_of_its_folder(mono):
+    """The step's inputs as they were: its cached copy would be restored, through the link, over libs/core's own
+    file of the same name; the walk from its folder refuses the link, and the step's start refuses it too."""
+    _relink(mono.root / "services/api/gen", "../../libs/core")
+    result = mono.make("services/api:gen")
+    assert result.code == 1
+    failed = _finished(result, "services/api:gen")
+    assert failed["reasons"] == [
+        "output services/api/gen/core.txt not restored: it leads outside services/api/ once links are followed "
+        "(gen -> ../../libs/core)"
+    ]
+    assert failed["error"].startswith("output 'services/api/gen/core.txt' leads outside services/api/")
+    assert (mono.root / "libs/core/core.txt").read_text() == "the core's own\n"
+    assert sorted(p.name for p in (mono.root / "libs/core").iterdir()) == ["core.txt", "intents.toml"]
