@@ -40,8 +40,10 @@ def families_for(
     command: str | None = None,
     families: tuple[str, ...] = (),
     variants: tuple[str, ...] | None = None,
+    folder: str = "",
 ) -> tuple[list[str], str]:
-    """The family names to parse with, and where they came from (for the report)."""
+    """The family names to parse with, and where they came from (for the report); `folder`: the sub-project the
+    command is typed in, whose adapters come first and are detected there."""
     if families and (adapter or command):
         raise UsageError("give either --family or --adapter/--command, not both")
     if families:
@@ -55,7 +57,8 @@ def families_for(
             "say how to parse the log: --adapter NAME --command CMD (e.g. --adapter python "
             "--command test), --family FAMILY, or neither for the generic families"
         )
-    res: Resolved = resolve(adapter, root, load_project_adapters(root), variants=variants)
+    at = Path(root) / folder if folder else root
+    res: Resolved = resolve(adapter, at, load_project_adapters(root, folder), variants=variants)
     cmd = res.command(command)
     if not cmd.parse:
         raise UsageError(
@@ -87,7 +90,7 @@ def parse_report(
     from ..excerpt import excerpt, render_excerpt
     from ..findings import parse_findings, render_findings
 
-    names, origin = families_for(root, adapter, command, families, variants)
+    names, origin = families_for(root, adapter, command, families, variants, folder)
     passing = read_log(baseline) if baseline is not None else None
     if text is None:
         text = read_log("-" if source is None else source)

@@ -123,6 +123,17 @@ def test_runner_parse_typed_in_a_sub_project_reads_with_its_regexes_first(projec
         (project.root / where).mkdir(parents=True, exist_ok=True)
         result = project.run("-C", where, "parse", "--json", "--family", family, str(log))
         assert (result.code, json.loads(result.out)["cause"]) == (0, cause), (where, result.err)
+    # its own adapter, whose command's `parse` names its own family: found and read from its folder
+    project.write(
+        "services/api/adapters/local.toml", 'name = "local"\n[commands.probe]\nrun = "sh probe.sh"\nparse = ["probe"]\n'
+    )
+    result = project.run("-C", "services/api", "parse", "--adapter", "local", "--command", "probe", str(log))
+    assert result.code == 0, result.err
+    assert result.out.splitlines()[:3] == [
+        "parsed with probe (adapter local, command probe: sh probe.sh)",
+        "summary: no counts reported (run did not finish)",
+        "cause: the api's probe: hot",
+    ]
     unknown = project.run("parse", "--family", "probe", str(log))
     assert unknown.code == 2
     assert unknown.err.startswith("error: unknown regex family 'probe'")
