@@ -4,8 +4,8 @@ adapters and prompts resolved (their folder's first, then the root's), and their
 the declared outputs of the intents they depend on. A project without `include` never comes here.
 
 A sub-project's own regexes/ are read for its steps' logs by runner/libraries.py (its folder's, then the root's,
-then the built-in families); here its folder is only watched, for the compiled spec. The learning loop keeps to
-the root's library."""
+then the built-in families); here its folder is only watched, for the compiled spec. The learning loop reads
+them when it mines, and proposes and promotes into the root's library only."""
 
 from __future__ import annotations
 

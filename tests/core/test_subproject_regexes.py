@@ -201,3 +201,15 @@ def test_a_broken_regex_file_in_a_sub_project_is_a_spec_error_naming_it(project)
             "catastrophically in any backtracking engine (exponential time on a line that almost matches). "
             "Rewrite it without nested repetition, e.g. (\\w+\\s?)+ as [\\w\\s]+",
         ], args
+
+
+def test_the_learning_loop_mines_a_sub_projects_steps_with_its_own_regexes(project):
+    """What services/api's own family reads is no miss of its steps; the root's step that prints the same lines
+    has them unexplained (the loop proposes into the root's library only)."""
+    from runner.learn.gather import mine
+    from runner.learn.mine import FAILURE_UNEXPLAINED
+
+    _mono(project)
+    assert project.make("-k", "probe", "services/api:probe").code == 1
+    unexplained = {m.step for m in mine(project.root).misses if m.kind == FAILURE_UNEXPLAINED}
+    assert unexplained == {"probe"}
