@@ -2,7 +2,9 @@
 services/api/ after the spec was checked (between two runs, or by a step while the run goes on) that leads into
 another sub-project or the root fails the step before it starts when one of its outputs or its cwd goes through
 it, and an output read after the step that resolves out of its folder is refused, never read nor deleted
-(runner/confine.py's Folders.fence); a link that stays in its folder is a folder like any other."""
+(runner/confine.py's Folders.fence); a link that stays in its folder is a folder like any other. And the
+next start after a killed run removes what its steps may have half-written without following such a link, nor
+one out of the project (workspace.recover_inflight)."""
 
 from __future__ import annotations
 
@@ -184,3 +186,43 @@ def test_a_restore_never_writes_through_a_link_out_of_its_folder(mono):
     assert failed["error"].startswith("output 'services/api/gen/core.txt' leads outside services/api/")
     assert (mono.root / "libs/core/core.txt").read_text() == "the core's own\n"
     assert sorted(p.name for p in (mono.root / "libs/core").iterdir()) == ["core.txt", "intents.toml"]
+
+
+@pytest.mark.parametrize("whose", ["sub-project", "root"])
+def test_a_killed_runs_outputs_are_never_removed_through_a_link_made_since(mono, tmp_path, whose):
+    """The next start removes the outputs a killed run's steps may have half-written: through folders opened as a
+    run's own removal walks them, so a link made since the crash (into libs/core, or out of the project) takes no
+    file with it."""
+    from test_orphans import _journal, _kill, _marker, _start, _wait, _with
+
+    marker = _marker()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "core.txt").write_text("someone else's\n")
+    if whose == "root":
+        mono.spec(ROOT + f'\n[intent.slow]\nrun = "sleep {marker}"\noutputs = ["gen/core.txt"]\n')
+        step, folder, target, kept = "slow", mono.root / "gen", str(outside), outside / "core.txt"
+        folder.mkdir()
+    else:
+        api = API.replace('outputs = ["gen/core.txt"]', 'outputs = ["gen/api.txt"]')  # `slow` declares it here
+        mono.write(
+            "services/api/intents.toml", api + f'\n[intent.slow]\nrun = "sleep {marker}"\noutputs = ["gen/core.txt"]\n'
+        )
+        step, folder = "services/api:slow", mono.root / "services/api/gen"
+        target, kept = "../../libs/core", mono.root / "libs/core/core.txt"
+    before = kept.read_text()
+    proc = _start(mono, step)
+    try:
+        _wait(lambda: _with(marker), "the sleep")
+        _wait(lambda: any(e.get("start") == step for e in _journal(mono)), "the step journaled")
+        proc.kill()
+        proc.wait(10)
+        _relink(folder, target)
+        result = mono.make("services/api:copy")
+        assert result.code == 0, result.err
+        assert _with(marker) == []  # recovered: the killed run's step was stopped
+        assert kept.read_text() == before
+        assert mono.read(".runner/inflight") == ""
+    finally:
+        proc.kill()
+        _kill([marker])
