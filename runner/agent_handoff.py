@@ -269,13 +269,16 @@ class AgentHandoff:
     @staticmethod
     def before_restore(folders, decision: Decision) -> dict[str, bytes | None]:
         """What each output the cache is about to restore holds now (None: nothing), read without following a
-        link out of the project: the base of the version the restore may become."""
+        link out of the project (nor out of its sub-project's folder): the base of the version the restore may
+        become."""
         from .confine import Refused
+        from .names import split
 
+        folder = split(decision.intent)[0]
         before: dict[str, bytes | None] = {}
         for rel in decision.restore:
             try:
-                before[rel] = folders.read(rel)[1]
+                before[rel] = folders.read(rel, folder)[1]
             except (FileNotFoundError, IsADirectoryError, Refused):
                 before[rel] = None
         return before

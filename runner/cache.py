@@ -434,15 +434,19 @@ class Cache:
             self._written.add(key)
         return stored
 
-    def restore(self, digest: str, root: str, rel: str) -> bool:
+    def restore(self, digest: str, root: str, rel: str, folder: str = "") -> bool:
         """Write blob `digest` to project path `rel` atomically (temp file + rename), through folders opened without
-        following a link out of the project (confine.write raises Refused); False if the blob is gone or damaged."""
+        following a link out of the project, or out of `folder` for a sub-project's step's output (confine.write
+        raises Refused); False if the blob is gone or damaged."""
         data = self.get_blob(digest)
         if data is None:
             return False
         from .confine import write  # a restore's alone: the no-op path never loads it
 
-        write(root, rel, data)
+        if folder and rel.startswith(f"{folder}/"):  # walked from its folder: no link takes it out of there
+            write(os.path.join(root, folder), rel[len(folder) + 1 :], data, within=f"{folder}/")
+        else:
+            write(root, rel, data)
         return True
 
     # maintenance

@@ -26,13 +26,15 @@ from .compiled_table import _COLUMNS, Compiled, _Column, _graph
 from .globs import GLOB_CHARS
 from .index_file import PackedTable, give_back_memory, map_file, replacing, write_marshal
 from .keys import content_digest, digest_bytes, digest_value
+from .libraries import regex_dirs
 from .memory import key_parts as memory_parts
-from .names import home
+from .names import home, split
 from .spec import BUILTIN_DIR, STEP_AGENT, STEP_AGGREGATE, STEP_SHELL, Spec, env_refs, runs_always, worker_of
 from .stat_cache import NEVER, stat_of, vouches
 from .workspace import Layout
 
-_FORMAT = 28  # 28: the sub-projects [project] include names (spec.subprojects); the tables of each intents file
+_FORMAT = 29  # 29: a sub-project's own regexes/ in its steps' regex part (libraries.py)
+# 28: the sub-projects [project] include names (spec.subprojects); the tables of each intents file
 # 27: the spec's [telemetry] table (spec.TelemetrySettings)
 # 26: each step's runtime commands (runtimes; runner/toolchain.py)
 # 25: an agent step's worker part holds what decides the answer, not base_url (spec.answer_parts)
@@ -174,15 +176,12 @@ def _file_digest(path: str | None) -> str | None:
         return digest_bytes(f.read())
 
 
-def _regex_files(spec: Spec, families: set[str]) -> list[str]:
-    found = []
-    for family in sorted(families):
-        for folder in (Path(spec.root) / "regexes", BUILTIN_DIR / "regexes"):
-            candidate = folder / f"{family}.toml"
-            if candidate.is_file():
-                found.append(str(candidate))
-                break
-    return found
+def _regex_files(spec: Spec, families: set[str], folder: str = "") -> list[str]:
+    """The files that make these families for a step of `folder` (its sub-project's own, the root's, else the
+    built-in one): a change in any of them may change what the step's key holds of them."""
+    from .libraries import family_files
+
+    return [path for family in sorted(families) for path in family_files(spec.root, folder, family)]
 
 
 def _resolved(spec: Spec, intent):
@@ -205,14 +204,18 @@ def _evidence_files(root: Path, adapter) -> list[str]:
     return [str(root)] + sorted(str(root / n) for n in names if not any(ch in n for ch in "*?["))
 
 
-def _library(spec: Spec, loaded: dict):
-    """The regex library as this project sees it (the built-in families, then its own), loaded once per compile
-    (`loaded` is the compile's own)."""
+def _library(spec: Spec, loaded: dict, folder: str = ""):
+    """The regex library as the steps of `folder` see it (the built-in families, the root's, then the sub-project's
+    own), loaded once per compile and folder (`loaded` is the compile's own); a sub-project without a regexes/
+    folder shares the root's."""
     from .parse import load_library
 
-    if "library" not in loaded:
-        loaded["library"] = load_library([BUILTIN_DIR / "regexes", Path(spec.root) / "regexes"])
-    return loaded["library"]
+    if folder and not os.path.isdir(os.path.join(spec.root, folder, "regexes")):
+        folder = ""
+    libraries = loaded.setdefault("libraries", {})
+    if folder not in libraries:
+        libraries[folder] = load_library(regex_dirs(spec.root, folder))
+    return libraries[folder]
 
 
 def _gate_entry(pattern) -> tuple:
@@ -251,10 +254,11 @@ def _static_parts(spec: Spec, name: str, gated: list, loaded: dict) -> tuple[dic
     # the commands as they run here (variant and vars applied); a plain run line is read by its tool's own family
     commands = sorted((n, c.run, list(c.parse)) for n, c in resolved.commands.items()) if resolved else []
     runs = [r for _n, r, _p in commands] or ([intent.run] if intent.kind == STEP_SHELL and not intent.adapter else [])
-    families = sorted({f for *_nr, parse in commands for f in parse} | own_families(spec.root, runs))
-    if files := _regex_files(spec, set(families)) if families else []:
+    folder = split(name)[0]  # a sub-project's step reads its folder's regexes/ first
+    families = sorted({f for *_nr, parse in commands for f in parse} | own_families(spec.root, runs, folder))
+    if files := _regex_files(spec, set(families), folder) if families else []:
         # what the patterns find, not the bytes: a comment or a candidate of the learning loop changes no key
-        library = _library(spec, loaded)
+        library = _library(spec, loaded, folder)
         parts["regexes"] = library.digest(families := [f for f in families if f in library.families])
         extra_sources += files
         gated.extend(_gate_entry(p) for f in families for p in library.family(f).candidates())

@@ -4,7 +4,8 @@ One rule for every place that could break it: the spec's paths (load.py), a shel
 read after it (execute.py), and what a record from the cache database, the shared cache or a hermetic worker may
 restore (only the outputs its step declares). Writes and removals walk the project's folders from its root one
 name at a time with O_NOFOLLOW, following a link only while it stays inside, so a link swapped in after a check
-cannot carry them out of the project.
+cannot carry them out of the project. A sub-project's step is kept to its own folder the same way: its start,
+its outputs read after it (Folders.fence), their removal and their restore (walked from its folder, `within`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import time
 from collections.abc import Mapping
 
 from .globs import GLOB_CHARS, matches
+from .names import split
 from .spec import STEP_SHELL, Intent
 
 # .git anywhere (a nested checkout's too: its hooks run code), .runner at the project's top
@@ -171,12 +173,30 @@ def _outside(real_root: str, real: str) -> str | None:
 class Folders:
     """Where a project's paths lead once links are followed, each folder worked out once (a spec names a few
     folders for thousands of outputs): the spec's check, and a run's checks of each shell step before it starts
-    (folders as the run first saw them) and of each output read after it (what was opened, looked at each time)."""
+    (folders as the run first saw them) and of each output read after it (what was opened, looked at each time).
+    A sub-project's step is also kept to its own folder (`fence`), as the spec's check of it keeps it."""
 
-    def __init__(self, root: str):
+    def __init__(self, root: str, within: str | None = None):
         self.root = root
         self.real = os.path.realpath(root)
+        self.within = within  # a sub-project's fence: its folder as messages name it; only leaving it counts
         self._seen: dict[str, str | None] = {}
+        self._fences: dict[str, Folders] = {}
+
+    def _why(self, real: str) -> str | None:
+        if self.within is None:
+            return _outside(self.real, real)
+        if real == self.real or real.startswith(self.real.rstrip("/") + "/"):
+            return None
+        return f"leads outside {self.within} once links are followed (to {real})"
+
+    def fence(self, folder: str) -> Folders:
+        """Where the paths of the sub-project in `folder` lead, relative to its folder, worked out once a run (its
+        folder's own links followed too): only leaving that folder counts."""
+        found = self._fences.get(folder)
+        if found is None:
+            found = self._fences[folder] = Folders(os.path.join(self.root, folder), within=f"{folder}/")
+        return found
 
     def folder(self, folder: str) -> str | None:
         """Why project folder `folder` (its part that exists) leads out of the project, or into .git/ or .runner/,
@@ -186,45 +206,63 @@ class Folders:
         except KeyError:
             if "\0" in folder:
                 return None  # no path at all: the spec's check of NUL characters says so (load.py)
-            why = self._seen[folder] = _outside(self.real, os.path.realpath(os.path.join(self.root, folder)))
+            why = self._seen[folder] = self._why(os.path.realpath(os.path.join(self.root, folder)))
             return why
 
-    def output(self, pattern: str) -> str | None:
+    def output(self, pattern: str, fence: Folders | None = None, cut: int = 0) -> str | None:
         """Why an output pattern leads out (or into .git/ or .runner/): the folder it names up to its first
-        wildcard, or, for a literal path, the file itself when it is a link; None."""
+        wildcard, or, for a literal path, the file itself when it is a link; None. With `fence`, the sub-project's
+        whose folder is the first `cut` characters of the pattern: why it leads out of that folder."""
         if not GLOB_CHARS.isdisjoint(pattern):
             parts = pattern.split("/")
             end = next(i for i, part in enumerate(parts) if not GLOB_CHARS.isdisjoint(part))
-            return self.folder("/".join(parts[:end])) if end else None
+            folder = "/".join(parts[:end])
+            why = self.folder(folder) if end else None
+            return why if why is not None or fence is None else fence.folder(folder[cut:])
         folder = pattern.rpartition("/")[0]  # a literal path: its folder, then the file itself if it is a link
         why = self.folder(folder) if folder else None
+        if why is None and fence is not None:
+            why = fence.folder(folder[cut:])
         if why is None and "\0" not in pattern:
             try:
                 if stat.S_ISLNK(os.lstat(os.path.join(self.root, pattern)).st_mode):
-                    why = _outside(self.real, os.path.realpath(os.path.join(self.root, pattern)))
+                    real = os.path.realpath(os.path.join(self.root, pattern))
+                    why = self._why(real)
+                    if why is None and fence is not None:
+                        why = fence._why(real)
             except OSError:
                 pass  # not there yet: nothing to lead anywhere
         return why
 
     def before_start(self, intent: Intent) -> str | None:
         """Why a shell step must not start: its cwd or one of its outputs leads out of the project (or into .git/
-        or .runner/) once links are followed, through a link made since the spec was checked; None."""
+        or .runner/), or a sub-project's out of its folder, once links are followed, through a link made since
+        the spec was checked; None."""
+        folder = split(intent.name)[0]
+        fence = self.fence(folder) if folder else None
+        cut = len(folder) + 1  # a sub-project's paths, made the root's, all start with its folder (subprojects.py)
         if intent.cwd != "." and (why := self.folder(intent.cwd)) is not None:
             return f"its folder (cwd) {shown(intent.cwd)} {why}: a step runs only inside the project (remove the link)"
+        if fence is not None and (why := fence.folder(intent.cwd[cut:])) is not None:
+            return (
+                f"its folder (cwd) {shown(intent.cwd)} {why}: a step of {folder}/ runs only inside its folder "
+                "(remove the link)"
+            )
         for pattern in intent.outputs:
-            why = self.output(pattern)
+            why = self.output(pattern, fence, cut)
             if why is not None:
-                return (
-                    f"output {shown(pattern)} {why}: a step writes only inside the project (remove the link, or "
-                    "declare another output)"
-                )
+                whose = "a step writes only inside the project"
+                if fence is not None and why.startswith(f"leads outside {folder}/ "):
+                    whose = f"a step of {folder}/ writes only inside its folder"
+                return f"output {shown(pattern)} {why}: {whose} (remove the link, or declare another output)"
         return None
 
-    def read(self, rel: str) -> tuple[os.stat_result, bytes]:
+    def read(self, rel: str, folder: str = "") -> tuple[os.stat_result, bytes]:
         """An output's stat and bytes from one open, as it is after its step: its size tells how much to read (a
         small output costs open, fstat, readlink, read and close), the stat is the opened file's own, and what
-        was opened is where the kernel says it is (/proc/self/fd), so a link out of the project is never read
-        (Refused). A folder raises IsADirectoryError, as absence raises FileNotFoundError."""
+        was opened is where the kernel says it is (/proc/self/fd), so a link out of the project, or out of the
+        folder of the sub-project whose step it is (`folder`), is never read (Refused). A folder raises
+        IsADirectoryError, as absence raises FileNotFoundError."""
         fd = os.open(os.path.join(self.root, rel), os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)  # a FIFO: no wait
         try:
             st = os.fstat(fd)
@@ -236,7 +274,9 @@ class Folders:
                 real = os.readlink(f"/proc/self/fd/{fd}")
             except OSError:  # no /proc: the path's own resolution
                 real = os.path.realpath(os.path.join(self.root, rel))
-            why = _outside(self.real, real)
+            why = self._why(real)
+            if why is None and folder:
+                why = self.fence(folder)._why(real)
             if why is not None:
                 raise Refused(why)
             data = os.read(fd, st.st_size + 1)
@@ -250,13 +290,14 @@ class Folders:
             os.close(fd)
 
 
-def write(root: str, rel: str, data: bytes) -> None:
+def write(root: str, rel: str, data: bytes, within: str | None = None) -> None:
     """Put `data` at project path `rel` atomically: a temporary file beside it, synced, then renamed over it (a
     link standing there is replaced, never written through). The folder is opened as _open_folder does, missing
     ones made. Refused: a link on the way leads out of the project or into .git/ or .runner/, a file stands
-    where a folder should, or a folder stands where the file goes."""
+    where a folder should, or a folder stands where the file goes. `within`: `root` is that sub-project's folder,
+    which the walk does not leave."""
     *parts, name = rel.split("/")
-    folder, at_root = _open_folder(root, parts, create=True)
+    folder, at_root = _open_folder(root, parts, create=True, within=within)
     try:
         _final(name, at_root)
         tmp = f".{name}.runner-{os.getpid()}-{time.monotonic_ns()}.tmp"
@@ -282,12 +323,13 @@ def write(root: str, rel: str, data: bytes) -> None:
         os.close(folder)
 
 
-def remove(root: str, rel: str) -> None:
+def remove(root: str, rel: str, within: str | None = None) -> None:
     """Delete project file `rel` (a link itself, never what it points to; never a folder) through folders opened
-    as _open_folder does: a failed step's outputs. Gone already, a folder, or out of reach: left as it is."""
+    as _open_folder does: a failed step's outputs. Gone already, a folder, or out of reach: left as it is.
+    `within`: as write's."""
     *parts, name = rel.split("/")
     try:
-        folder, at_root = _open_folder(root, parts, create=False)
+        folder, at_root = _open_folder(root, parts, create=False, within=within)
     except (Refused, OSError):
         return
     try:
@@ -307,12 +349,14 @@ def _final(name: str, at_root: bool) -> None:
         raise Refused(f"must stay out of {name}/, {PROTECTED[name]}")
 
 
-def _open_folder(root: str, parts: list[str], create: bool) -> tuple[int, bool]:
+def _open_folder(root: str, parts: list[str], create: bool, within: str | None = None) -> tuple[int, bool]:
     """An open descriptor of the project folder that `parts` name, and whether that is the root itself. Each
     folder is opened from the one above it with O_NOFOLLOW, so the kernel follows no link; a link met on the way
     is read and followed here while it stays inside the project, and one leading out of it (or into .git/ or
     .runner/) is Refused. With `create`, a missing folder is made where the walk stands (os.mkdir with dir_fd,
-    never through a link)."""
+    never through a link). `within`: `root` is that sub-project's folder (as messages name it), whose walk
+    stays inside it; its own top holds no .runner/ of the runner's."""
+    place = within or "the project"
     fds = [os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)]
     names: list[str] = []  # the folders open below the root, as the disk names them
     todo = parts[::-1]
@@ -326,11 +370,11 @@ def _open_folder(root: str, parts: list[str], create: bool) -> tuple[int, bool]:
             where = "/".join([*names, name])
             if name == "..":
                 if not names:
-                    raise Refused(f"leads outside the project once links are followed ({via})")
+                    raise Refused(f"leads outside {place} once links are followed ({via})")
                 os.close(fds.pop())
                 names.pop()
                 continue
-            if name == ".git" or (name == ".runner" and not names):
+            if name == ".git" or (name == ".runner" and not names and within is None):
                 raise Refused(f"leads into {name}/, {PROTECTED[name]}")
             entered = _enter(fds[-1], name, create, where)
             if isinstance(entered, int):
@@ -344,14 +388,14 @@ def _open_folder(root: str, parts: list[str], create: bool) -> tuple[int, bool]:
             if entered.startswith("/"):
                 inside = _within(root, entered)
                 if inside is None:
-                    raise Refused(f"leads outside the project once links are followed ({where} -> {entered})")
+                    raise Refused(f"leads outside {place} once links are followed ({where} -> {entered})")
                 while len(fds) > 1:
                     os.close(fds.pop())
                 names.clear()
                 todo.extend(inside.split("/")[::-1])
             else:
                 todo.extend(entered.split("/")[::-1])
-        return fds.pop(), not names
+        return fds.pop(), not names and within is None
     finally:
         for fd in fds:
             os.close(fd)

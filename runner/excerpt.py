@@ -19,7 +19,6 @@ is the window at the log's end alone.
 
 from __future__ import annotations
 
-import functools
 import json
 import re
 from collections.abc import Iterable, Sequence, Set
@@ -27,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .identify import GENERIC
-from .names import home
+from .names import home, split
 
 if TYPE_CHECKING:
     from .parse import Family, Library, LineSet
@@ -608,7 +607,7 @@ def step_command(spec, intent) -> tuple[str, tuple[str, ...]]:
         names = tuple(cmd.parse) or names
     from .identify import with_own_family
 
-    return line, with_own_family(spec.root, line, names)
+    return line, with_own_family(spec.root, line, names, split(intent.name)[0])
 
 
 def step_families(spec, intent) -> list[Family]:
@@ -618,28 +617,17 @@ def step_families(spec, intent) -> list[Family]:
 
     _line, names = step_command(spec, intent)
     try:
-        library = library_of(spec)
+        library = library_of(spec, intent.name)
         return [library.family(name) for name in names if name in library.families]
     except RunnerError:
         return []
 
 
-def library_of(spec) -> Library:
-    """The project's regex library (built-in families, then its own), loaded once while its files stay the same;
-    raises the library's own error for a broken project regex file."""
-    folder = Path(spec.root) / "regexes"
-    # keyed by the project's regex files as they are now: a long-lived process sees an edit
-    stamp = tuple(sorted((p.name, p.stat().st_mtime_ns) for p in folder.glob("*.toml"))) if folder.is_dir() else ()
-    return _library(str(spec.root), stamp)
+def library_of(spec, name: str = "") -> Library:
+    """The regex library a step's log is read with: libraries.library_of (its sub-project's regexes/ first)."""
+    from .libraries import library_of as of
 
-
-@functools.lru_cache(maxsize=4)
-def _library(root: str, stamp: tuple) -> Library:
-    """The regex library of a project, loaded once while its files stay the same (-k with many failed steps
-    reads it once)."""
-    from .parse import builtin_dir, load_library
-
-    return load_library([builtin_dir(), Path(root) / "regexes"])
+    return of(spec, name)
 
 
 def explain_step(spec, intent, log: str | Path | None, runs_dir: Path, run_id: str) -> dict:
@@ -652,7 +640,8 @@ def explain_step(spec, intent, log: str | Path | None, runs_dir: Path, run_id: s
     # the log opens with the runner's own "$ command" (steps/shell.py), not with what the command printed
     line, names = step_command(spec, intent)
     skip = len(f"$ {line}".splitlines()) if text.startswith("$ ") else 0
-    out = explain(text, log_families(spec, names, text), read_text(passing) if passing else None, skip=skip)
+    passed = read_text(passing) if passing else None
+    out = explain(text, log_families(spec, names, text, intent.name), passed, skip=skip)
     return reports_into(out, spec, intent, run_id)
 
 
@@ -686,13 +675,13 @@ def _adapter_command(spec, intent):
         return None
 
 
-def log_families(spec, names: tuple[str, ...], text: str) -> list[Family]:
+def log_families(spec, names: tuple[str, ...], text: str, name: str = "") -> list[Family]:
     """The families a failed step's log is read with: its command's, and the test runners whose identifying lines
     the log holds (`npm test`, `make test`, a plain run line name none); none when the library cannot be loaded."""
     from .errors import RunnerError
     from .identify import families
 
     try:
-        return families(library_of(spec), names, text)
+        return families(library_of(spec, name), names, text)
     except RunnerError:
         return []

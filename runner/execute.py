@@ -17,6 +17,7 @@ from .inputs_held import changed_inputs, not_cached_reason
 from .intent_env import SECRET_STAND_IN, brought_back
 from .interrupts import Interrupts
 from .keys import outputs_digest
+from .names import split
 from .nospace import is_no_space, words
 from .plan import RUN, Decision, Planner, decide_each, produced_by_proven
 from .process import RUN_VAR, kill_groups
@@ -219,7 +220,7 @@ class Executor:
         finally:
             self._store_deferred()
             for name, journal in self._unrecorded:  # no output is kept without its record
-                remove_outputs(self.spec.root, self.spec.intents[name].outputs)
+                remove_outputs(self.spec.root, self.spec.intents[name].outputs, split(name)[0])
                 if journal:
                     self.inflight.end(journal)
             if self.created_ahead is not None:  # before anyone looks at the outputs: none for a step that did not start
@@ -430,7 +431,8 @@ class Executor:
                 outcome = StepOutcome(ok=False, exit_code=0, error=problem)
         journal = self.journals.pop(name, None)
         if not outcome.ok and journal:
-            remove_outputs(self.spec.root, self.spec.intents[name].outputs)  # never leave a half-written output behind
+            # never leave a half-written output behind (a sub-project's step's: only inside its folder)
+            remove_outputs(self.spec.root, self.spec.intents[name].outputs, split(name)[0])
             self.inflight.end(journal)
         duration = self.clock.end(name) - active.started
         if outcome.ok and outcome.change is None:
@@ -633,7 +635,7 @@ class Executor:
             before = self.agents.before_restore(self.folders, decision) if kind.versioned else None
             for rel, digest in decision.restore.items():
                 try:
-                    if not self.planner.cache.restore(digest, self.spec.root, rel):
+                    if not self.planner.cache.restore(digest, self.spec.root, rel, split(name)[0]):
                         return damaged_copy(decision)
                 except Refused as exc:  # a link met on the way: nothing written through it
                     return damaged_copy(decision, f"output {rel} not restored: it {exc}")

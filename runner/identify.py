@@ -122,24 +122,25 @@ def _slug(text: str) -> str | None:
     return f"{name}-tool" if name in GENERIC else name
 
 
-def own_family(root, run: str | None) -> str | None:
-    """The project's family named after the tool a shell line runs, when regexes/NAME.toml exists (`runner learn`
-    makes it, with its first pattern, from what that tool's output showed); else None."""
-    from pathlib import Path
+def own_family(root, run: str | None, folder: str = "") -> str | None:
+    """The project's family named after the tool a shell line runs, when regexes/NAME.toml exists at the root or
+    in `folder`, the sub-project the line runs for (`runner learn` makes it, with its first pattern, from what that
+    tool's output showed); else None."""
+    from .libraries import has_own_family
 
     name = tool_name(run) if run else None
-    return name if name is not None and (Path(root) / "regexes" / f"{name}.toml").is_file() else None
+    return name if name is not None and has_own_family(root, folder, name) else None
 
 
-def with_own_family(root, run: str | None, names: tuple[str, ...]) -> tuple[str, ...]:
+def with_own_family(root, run: str | None, names: tuple[str, ...], folder: str = "") -> tuple[str, ...]:
     """A command's families with the project's family of its tool (own_family) placed before the generic ones."""
-    own = own_family(root, run)
+    own = own_family(root, run, folder)
     if own is None or own in names:
         return names
     at = next((i for i, n in enumerate(names) if n in GENERIC), len(names))
     return names[:at] + (own,) + names[at:]
 
 
-def own_families(root, runs) -> set[str]:
-    """The own families (own_family) of these shell lines that the project has."""
-    return {name for run in runs if (name := own_family(root, run)) is not None}
+def own_families(root, runs, folder: str = "") -> set[str]:
+    """The own families (own_family) of these shell lines that the project has (the root's, or `folder`'s own)."""
+    return {name for run in runs if (name := own_family(root, run, folder)) is not None}

@@ -424,10 +424,14 @@ def unset_variable(spec: Spec, name: str, key: str, variable: str) -> UsageError
     )
 
 
-def load_project_adapters(root: Path) -> dict[str, Adapter]:
-    """The built-in adapters and the project's own, for commands that need no intents.toml (adapters, init)."""
+def load_project_adapters(root: Path, folder: str = "") -> dict[str, Adapter]:
+    """The built-in adapters and the project's own, for commands that need no intents.toml (adapters, init,
+    parse); with `folder`, a sub-project's over the root's (its folder's first, as its steps find them)."""
     reader = _Reader(root.resolve())
-    adapters, _broken = _load_adapters(reader, [BUILTIN_DIR / "adapters", reader.root / "adapters"])
+    dirs = [BUILTIN_DIR / "adapters", reader.root / "adapters"]
+    if folder:
+        dirs.append(reader.root / folder / "adapters")
+    adapters, _broken = _load_adapters(reader, dirs)
     if reader.problems:
         raise SpecError(problems=reader.problems)
     return adapters

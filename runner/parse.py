@@ -563,7 +563,7 @@ def load_library(dirs: list[Path]) -> Library:
         here: dict[str, str] = {}
         for path in sorted(d.glob("*.toml")):
             shown = _shown(path)
-            fam = _load_file(path, shown, problems)
+            fam = _load_kept(path, shown, problems)
             if fam is None:
                 continue
             if fam.name in here:
@@ -583,6 +583,28 @@ def load_library(dirs: list[Path]) -> Library:
     if problems:
         raise SpecError(problems=problems)
     return Library(families)
+
+
+# a family file as loaded, by its path, as problems name it, and its stat: a monorepo's libraries (the root's and
+# each sub-project's, runner/libraries.py) share the built-in and the root's files, parsed and compiled once a
+# process. A family is never changed once loaded (a merge makes a new one); its compiled sets are made on first use.
+_KEPT: dict[tuple, Family] = {}
+
+
+def _load_kept(path: Path, shown: str, problems: list[Problem]) -> Family | None:
+    """_load_file's family, kept while the file's stat stays the same; a file with problems is loaded each time."""
+    try:
+        st = path.stat()
+    except OSError:
+        return _load_file(path, shown, problems)
+    key = (str(path), shown, st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)
+    fam = _KEPT.get(key)
+    if fam is None:
+        found = len(problems)
+        fam = _load_file(path, shown, problems)
+        if fam is not None and len(problems) == found:
+            _KEPT[key] = fam
+    return fam
 
 
 def _shown(path: Path) -> str:

@@ -121,7 +121,7 @@ def _verify_logs(spec, intent, attempts: Path):
             if intent.adapter
             else {}
         )
-        library = library_of(spec)
+        library = library_of(spec, intent.name)
     except RunnerError:
         return
     by_line = {}

@@ -8,16 +8,19 @@ import os
 from .confine import Folders, Refused, record_refusal, remove
 from .globs import expand
 from .keys import digest_bytes
+from .names import split
 from .plan import RUN, Decision, Planner
 
 
 def hash_outputs(planner: Planner, folders: Folders, name: str) -> tuple[dict[str, str], dict[str, bytes], str | None]:
     """(path -> digest, digest -> bytes, what is wrong with the first output not produced or leading out of the
-    project): each output is read once, never through a link out (confine.Folders.read)."""
+    project, or out of its sub-project's folder): each output is read once, never through a link out
+    (confine.Folders.read)."""
     outputs, datas = {}, {}
+    folder = split(name)[0]  # a sub-project's step: its outputs are read only inside its folder
     for rel in expand(planner.spec.root, planner.spec.intents[name].outputs):
         try:
-            st, data = folders.read(rel)
+            st, data = folders.read(rel, folder)
         except (FileNotFoundError, IsADirectoryError):
             return {}, {}, f"declared output {rel} was not produced"
         except Refused as exc:
@@ -37,7 +40,7 @@ def restore_produced(planner: Planner, name: str, produced: dict[str, str]) -> t
         return {}, {}, f"the worker's outputs refused: {refused}"
     for rel, digest in produced.items():
         try:
-            if not planner.cache.restore(digest, root, rel):
+            if not planner.cache.restore(digest, root, rel, split(name)[0]):
                 return {}, {}, f"declared output {rel} was not produced"
         except Refused as exc:
             return {}, {}, f"declared output {rel} not restored: it {exc}"
@@ -45,10 +48,14 @@ def restore_produced(planner: Planner, name: str, produced: dict[str, str]) -> t
     return dict(produced), {}, None
 
 
-def remove_outputs(root: str, patterns) -> None:
-    """A step's declared outputs gone: never a half-written output left behind."""
+def remove_outputs(root: str, patterns, folder: str = "") -> None:
+    """A step's declared outputs gone: never a half-written output left behind. A sub-project's step's (`folder`)
+    are walked from its folder, so no link takes the removal out of it (another sub-project's files, the root's)."""
+    base, cut = (os.path.join(root, folder), len(folder) + 1) if folder else (root, 0)
+    within = f"{folder}/" if folder else None
     for rel in expand(root, tuple(patterns)):
-        remove(root, rel)  # never through a link out of the project, nor a folder
+        if not folder or rel.startswith(f"{folder}/"):
+            remove(base, rel[cut:], within)  # never through a link out of the project (or its folder), nor a folder
 
 
 def damaged_copy(decision: Decision, why: str | None = None) -> Decision:

@@ -3,8 +3,9 @@ loaded into the one spec under qualified names (PATH:NAME), their paths made the
 adapters and prompts resolved (their folder's first, then the root's), and their reach kept to their folder and
 the declared outputs of the intents they depend on. A project without `include` never comes here.
 
-Not yet: a sub-project's own regexes/ (not read: the root's and the built-in families read every log, and the
-learning loop keeps one library)."""
+A sub-project's own regexes/ are read for its steps' logs by runner/libraries.py (its folder's, then the root's,
+then the built-in families); here its folder is only watched, for the compiled spec. The learning loop reads
+them when it mines, and proposes and promotes into the root's library only."""
 
 from __future__ import annotations
 

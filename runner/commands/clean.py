@@ -7,7 +7,7 @@ expand to, by the one glob meaning (runner/globs.py). What it never removes, wha
   make the source a product; and an agent step's outputs, the project's own files changed by a verified
   apply (often edited in place), so they stay;
 - a path outside the project once symbolic links are followed (an output folder that links elsewhere), or
-  under `.git/` or `.runner/`;
+  under `.git/` or `.runner/`; a sub-project's output outside its own folder once links are followed;
 - a folder (only files are removed; a link is removed as a link, never what it points to).
 The next `runner make` restores what it removed from the cache, or runs the steps whose cached copy is gone.
 """
@@ -21,9 +21,11 @@ from . import SPEC_FILE, Command, Invocation, echo, flag, print_json, targets_ar
 _NEVER = (".git", ".runner")  # top-level folders no clean reaches into
 
 
-def plan_clean(spec, order: list[str]) -> tuple[list[str], list[dict]]:
-    """(the files to remove, the declared outputs kept, each with why)."""
+def plan_clean(spec, order: list[str]) -> tuple[list[str], list[dict], dict[str, str]]:
+    """(the files to remove, the declared outputs kept, each with why, and the sub-project folder of the step
+    declaring each file to remove)."""
     from ..globs import expand, matches_any
+    from ..names import split
     from ..spec import STEP_SHELL
 
     root = spec.root
@@ -31,10 +33,12 @@ def plan_clean(spec, order: list[str]) -> tuple[list[str], list[dict]]:
     intents = spec.intents
     readers = [(n, intents[n].inputs) for n in intents if intents[n].inputs]
     remove: list[str] = []
+    owners: dict[str, str] = {}  # a file to remove -> the sub-project folder whose step declares it ("": the root)
     kept: list[dict] = []
     seen: dict[str, set[str]] = {}
     for name in order:
         intent = intents[name]
+        folder = split(name)[0]  # a sub-project's: its outputs are removed only inside its folder
         for rel in expand(root, intent.outputs):
             why = None
             if intent.kind != STEP_SHELL:
@@ -46,15 +50,16 @@ def plan_clean(spec, order: list[str]) -> tuple[list[str], list[dict]]:
                 if strangers:
                     why = f"an input of step {strangers[0]}, which does not depend on {name}"
                 else:
-                    why = _outside(root, real_root, rel)
+                    why = _outside(root, real_root, rel) or _outside_sub(root, folder, rel)
             if why is None and os.path.lexists(os.path.join(root, rel)):
                 if os.path.isdir(os.path.join(root, rel)) and not os.path.islink(os.path.join(root, rel)):
                     why = "a folder"
                 else:
                     remove.append(rel)
+                    owners[rel] = folder
             elif why is not None and os.path.lexists(os.path.join(root, rel)):
                 kept.append({"path": rel, "reason": why})
-    return sorted(set(remove)), kept
+    return sorted(set(remove)), kept, owners
 
 
 def _upstream(spec, name: str, seen: dict[str, set[str]]) -> set[str]:
@@ -80,6 +85,18 @@ def _outside(root: str, real_root: str, rel: str) -> str | None:
     return None
 
 
+def _outside_sub(root: str, folder: str, rel: str) -> str | None:
+    """Why a file a sub-project's step (of `folder`) declares must not be touched: its folder, links followed,
+    is not inside the sub-project's; None for the root's steps, and when it is."""
+    if not folder:
+        return None
+    real_folder = os.path.realpath(os.path.join(root, folder))
+    real = os.path.realpath(os.path.dirname(os.path.join(root, rel)))
+    if real != real_folder and not real.startswith(real_folder + os.sep):
+        return f"its folder leads outside {folder}/ (to {real})"
+    return None
+
+
 def run(inv: Invocation, targets: tuple[str, ...], spec_file: str | None, dry_run: bool) -> None:
     from ..graph import resolve_targets, selected_order
     from ..pipeline import load_project
@@ -94,8 +111,8 @@ def run(inv: Invocation, targets: tuple[str, ...], spec_file: str | None, dry_ru
         lock = ProjectLock(project.layout, "runner clean")
         lock.acquire(wait=True)
     try:
-        remove, kept = plan_clean(project.spec, order)
-        removed = remove if dry_run else _remove(project.spec.root, remove)
+        remove, kept, owners = plan_clean(project.spec, order)
+        removed = remove if dry_run else _remove(project.spec.root, remove, owners)
     finally:
         if lock is not None:
             lock.release()
@@ -111,11 +128,12 @@ def run(inv: Invocation, targets: tuple[str, ...], spec_file: str | None, dry_ru
     echo(f"{verb} {n} file{'s' if n != 1 else ''}" + (f", kept {len(kept)}" if kept else ""))
 
 
-def _remove(root: str, paths: list[str]) -> list[str]:
+def _remove(root: str, paths: list[str], owners: dict[str, str]) -> list[str]:
     removed = []
     real_root = os.path.realpath(root)
     for rel in paths:
-        if _outside(root, real_root, rel):  # checked again as it goes: a folder swapped for a link since
+        # checked again as it goes: a folder swapped for a link since
+        if _outside(root, real_root, rel) or _outside_sub(root, owners.get(rel, ""), rel):
             continue
         try:
             os.unlink(os.path.join(root, rel))  # a link goes, never what it points to

@@ -26,10 +26,12 @@ def read_log(source: str | Path) -> str:
         raise UsageError(f"{path} is a folder: give a log file, or '-' for stdin") from None
 
 
-def _library(root: Path):
-    from ..parse import builtin_dir, load_library
+def _library(root: Path, folder: str = ""):
+    """The library a log is read with: the built-in families, the root's regexes/, then those of the sub-project
+    the command is typed in (libraries.py)."""
+    from ..libraries import library_at
 
-    return load_library([builtin_dir(), Path(root) / "regexes"])
+    return library_at(str(root), folder)
 
 
 def families_for(
@@ -38,8 +40,10 @@ def families_for(
     command: str | None = None,
     families: tuple[str, ...] = (),
     variants: tuple[str, ...] | None = None,
+    folder: str = "",
 ) -> tuple[list[str], str]:
-    """The family names to parse with, and where they came from (for the report)."""
+    """The family names to parse with, and where they came from (for the report); `folder`: the sub-project the
+    command is typed in, whose adapters come first and are detected there."""
     if families and (adapter or command):
         raise UsageError("give either --family or --adapter/--command, not both")
     if families:
@@ -53,7 +57,8 @@ def families_for(
             "say how to parse the log: --adapter NAME --command CMD (e.g. --adapter python "
             "--command test), --family FAMILY, or neither for the generic families"
         )
-    res: Resolved = resolve(adapter, root, load_project_adapters(root), variants=variants)
+    at = Path(root) / folder if folder else root
+    res: Resolved = resolve(adapter, at, load_project_adapters(root, folder), variants=variants)
     cmd = res.command(command)
     if not cmd.parse:
         raise UsageError(
@@ -73,9 +78,11 @@ def parse_report(
     variants: tuple[str, ...] | None = None,
     source: str | Path | None = None,
     baseline: str | Path | None = None,
+    folder: str = "",
 ) -> tuple[str, dict]:
     """The regex library's findings for a log (its text, or its file or '-' as `source`): what the runner understood,
     and the excerpt: the lines that explain a failure (with `baseline`, a passing log of the same command).
+    `folder`: the sub-project the command is typed in, whose own regexes/ come first ("" for the root).
 
     The options are checked before the log is read, so a wrong --adapter is reported as such even when reading
     stdin would block.
@@ -83,11 +90,11 @@ def parse_report(
     from ..excerpt import excerpt, render_excerpt
     from ..findings import parse_findings, render_findings
 
-    names, origin = families_for(root, adapter, command, families, variants)
+    names, origin = families_for(root, adapter, command, families, variants, folder)
     passing = read_log(baseline) if baseline is not None else None
     if text is None:
         text = read_log("-" if source is None else source)
-    library = _library(root)
+    library = _library(root, folder)
     try:
         chosen = [library.family(n) for n in names]
     except UserError as exc:  # an unknown family is a usage mistake here, with parse.py's did-you-mean
@@ -118,16 +125,19 @@ def run(
     variants: tuple[str, ...],
     baseline: str | None = None,
 ) -> None:
+    from ..project_root import here
     from ..workspace import find_root
 
+    root = find_root(inv.directory)
     text, obj = parse_report(
-        find_root(inv.directory),
+        root,
         adapter=adapter_name,
         command=command_name,
         families=tuple(families),
         variants=tuple(variants) or None,
         source=log_file,
         baseline=baseline,
+        folder=here(str(root), str(inv.directory)),
     )
     if inv.as_json:
         print_json(obj)

@@ -218,11 +218,12 @@ class DaskExecutor:
         task: tuple = (run_attempt, job, self.token)
         manifest: dict[str, str] = {}
         if self.hermetic is not None and self.lost is None and not cancelled.is_set():
+            from ..libraries import folder_of
             from .hermetic import HermeticError, run_hermetic_attempt
 
             try:
                 manifest = self.hermetic.manifest(ctx, inputs)
-                library = self.hermetic.library(ctx.spec.root)
+                library = self.hermetic.library(ctx.spec.root, folder_of(job.intent.name))
             except HermeticError as exc:
                 return _attempt_failed(str(exc), kind="permanent")
             task = (

@@ -71,23 +71,24 @@ class Hermetic:
         self._carry(root, manifest, datas)
         return manifest
 
-    def library(self, root: str) -> dict[str, str]:
-        """{file name: digest} of the project's regexes/*.toml, put in the remote: what an attempt's verify
-        output is parsed with on the worker, as here (the patterns a step uses are part of its key)."""
-        folder = os.path.join(root, "regexes")
-        try:
-            names = sorted(n for n in os.listdir(folder) if n.endswith(".toml"))
-        except (FileNotFoundError, NotADirectoryError):
-            return {}
-        except OSError as exc:
-            raise HermeticError(f"the project's regexes/ could not be listed: {exc.strerror}") from None
+    def library(self, root: str, folder: str = "") -> dict[str, str]:
+        """{path: digest} of the project's regexes/*.toml and, for a step of the sub-project `folder`, its own
+        folder's (paths relative to the root), put in the remote: what an attempt's verify output is parsed with
+        on the worker, as here (the patterns a step uses are part of its key)."""
         files: dict[str, str] = {}
         datas: dict[str, bytes] = {}
-        for name in names:
-            data = _read_or_say(os.path.join(folder, name), f"regexes/{name}")
-            files[name] = digest_bytes(data)
-            datas[files[name]] = data
-        self._carry(folder, files, datas, "regex file")
+        for rel in ("regexes", f"{folder}/regexes") if folder else ("regexes",):
+            try:
+                names = sorted(n for n in os.listdir(os.path.join(root, rel)) if n.endswith(".toml"))
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            except OSError as exc:
+                raise HermeticError(f"the project's {rel}/ could not be listed: {exc.strerror}") from None
+            for name in names:
+                data = _read_or_say(os.path.join(root, rel, name), f"{rel}/{name}")
+                files[f"{rel}/{name}"] = digest_bytes(data)
+                datas[files[f"{rel}/{name}"]] = data
+        self._carry(root, files, datas, "regex file")
         return files
 
     def _carry(self, root: str, files: dict[str, str], datas: dict[str, bytes], what: str = "input") -> None:
@@ -319,7 +320,8 @@ def run_hermetic_attempt(
     name = whoami()
     scratch = tempfile.mkdtemp(prefix="runner-hermetic-")
     try:
-        base, regexes = os.path.join(scratch, "project"), os.path.join(scratch, "regexes")
+        # the project's regexes/ folders, laid out as at its root (libraries.regex_dirs reads them there)
+        base, regexes = os.path.join(scratch, "project"), os.path.join(scratch, "library")
         os.makedirs(base)
         os.makedirs(regexes)
         store, why = materialise(url, remote_timeout, manifest, base, name)

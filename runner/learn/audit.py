@@ -337,8 +337,8 @@ def audit(root: Path, since: str | None = None, top: int = TOP, each=None) -> di
     runs = recorded_runs(reader.root)
     start = runs_since(runs, since)
     window, previous = runs[start:], runs[max(0, start - (len(runs) - start)) : start]
-    then = Reader(root)
-    then.library = library_at(reader.library, runs, window[0]) if window else reader.library
+    # the library as it was at the window's start: the root's, and each sub-project's that has regexes/ of its own
+    then = Reader(root, as_of=(lambda library: library_at(library, runs, window[0])) if window else None)
     pending = load_pending(reader.root / ".runner")
     produced = _Produced()
     now, before = Counts(), Counts()

@@ -1,6 +1,7 @@
 """Mining the run records and replays/ for misses: output the regex library did not read, failures it did not explain.
 
-Every log is read again with today's library (the built-in families and the project's own regexes/), so a miss is
+Every log is read again with today's library (the built-in families, the project's own regexes/, and for a
+sub-project's step its folder's own first, as a run reads it), so a miss is
 judged against the patterns as they are now, not as they were when the run happened. Which families read a log is
 the adapter command's `parse` list: a shell step that runs an adapter command, each verify command of an agent
 step, a command an agent ran in a recording when it is one of its step's adapter commands, and the `codex` family
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -26,10 +27,12 @@ from runner.errors import UsageError, UserError
 from runner.record import list_runs, read_events
 from runner.workspace import Layout
 
+from ..libraries import folder_of, regex_dirs
 from ..names import stored
 
 if TYPE_CHECKING:
     from runner.findings import Findings
+    from runner.parse import Library
     from runner.spec import AdapterCommand
 
 FAILURE_UNEXPLAINED = "failure-unexplained"
@@ -265,15 +268,21 @@ def command_failed(event: dict) -> bool:
 
 
 class Reader:
-    """Reads a project's run records and recordings with today's spec and library."""
+    """Reads a project's run records and recordings with today's spec and library (a sub-project's step's logs with
+    its folder's regexes/ first, as a run reads them: runner/libraries.py). `as_of`: the library as it was at
+    some run instead of today's (audit.library_at)."""
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, as_of: Callable[[Library], Library] | None = None):
         from runner.load import load_spec
-        from runner.parse import builtin_dir, load_library
+        from runner.parse import load_library
 
         self.root = Path(root).resolve()
         self.spec = load_spec(self.root)
-        self.library = load_library([builtin_dir(), self.root / "regexes"])
+        self.as_of = as_of
+        self.library = load_library(regex_dirs(self.root))
+        if as_of is not None:
+            self.library = as_of(self.library)
+        self._libraries: dict[str, Library] = {}  # a sub-project's folder -> its steps' library
         self.runs_dir = Layout(self.root).runs_dir
         self._commands: dict[str, tuple[str | None, dict]] = {}
 
@@ -305,8 +314,26 @@ class Reader:
         intent = self.spec.intents.get(step)
         return intent.kind if intent is not None else None
 
-    def families(self, names: Iterable[str]) -> tuple[str, ...]:
-        return tuple(n for n in names if n in self.library.families)
+    def library_for(self, step: str | None) -> Library:
+        """The library a step's logs are read with: the root's, or its sub-project's when it has regexes/ of
+        its own."""
+        folder = folder_of(step) if step else ""
+        if not folder:
+            return self.library
+        if folder not in self._libraries:
+            library = self.library
+            if (self.root / folder / "regexes").is_dir():
+                from runner.parse import load_library
+
+                library = load_library(regex_dirs(self.root, folder))
+                if self.as_of is not None:
+                    library = self.as_of(library)
+            self._libraries[folder] = library
+        return self._libraries[folder]
+
+    def families(self, names: Iterable[str], step: str | None = None) -> tuple[str, ...]:
+        library = self.library_for(step)
+        return tuple(n for n in names if n in library.families)
 
     # ---- reading ---------------------------------------------------------------------------------------------
     def section(self, lines: list[str], first: int, families: tuple[str, ...], **where) -> Section:
@@ -315,8 +342,9 @@ class Reader:
         from runner.identify import read_with
 
         text = "\n".join(lines)
-        families = tuple(read_with(self.library, families, text))  # and the test runners the log shows
-        found = parse_findings(text, [self.library.family(f) for f in families])
+        library = self.library_for(where.get("step"))
+        families = tuple(read_with(library, families, text))  # and the test runners the log shows
+        found = parse_findings(text, [library.family(f) for f in families])
         starts, pos = [], 0
         for line in lines:
             starts.append(pos)
@@ -352,7 +380,7 @@ class Reader:
         return self.section(
             body,
             2 if run_line is not None else 1,
-            self.families(names),
+            self.families(names, step),
             run_id=run_id,
             step=step,
             adapter=adapter if cmd else None,
@@ -395,7 +423,7 @@ class Reader:
                 self.section(
                     lines[start + 1 if has_head else start : stop],
                     start + (2 if has_head else 1),
-                    self.families(cmd.parse) if cmd else (),
+                    self.families(cmd.parse, step) if cmd else (),
                     run_id=run_id,
                     step=step,
                     adapter=adapter if cmd else None,

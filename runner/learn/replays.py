@@ -40,7 +40,7 @@ def recording_misses(reader: Reader, path: Path, doc: dict) -> list[Miss]:
     log = reader.rel(path)
     out: list[Miss] = []
     family = WORKER_FAMILIES.get(str(doc.get("recorded_worker") or doc.get("worker")))
-    if family and family in reader.library.families and transcript:
+    if family and family in reader.library_for(step).families and transcript:
         section = reader.section(
             transcript,
             1,
@@ -79,7 +79,7 @@ def recording_misses(reader: Reader, path: Path, doc: dict) -> list[Miss]:
         section = reader.section(
             lines,
             1,
-            reader.families(cmd.parse),
+            reader.families(cmd.parse, step),
             run_id=None,
             step=step,
             adapter=adapter,

@@ -325,7 +325,7 @@ class AttemptJob:
     # a hermetic worker (runner/executors/hermetic.py): `root` is a scratch folder holding only the step's
     # manifest (a plain copy is made of it, never a git worktree), `regexes` the project's regex files beside it
     hermetic: bool = False
-    regexes: Path | None = None  # the project's regexes/ folder; None: root / "regexes"
+    regexes: Path | None = None  # a folder holding the project's regexes/ folders as the root does; None: root
 
     def config(self) -> WorkerConfig:
         from ..workers.base import WorkerConfig

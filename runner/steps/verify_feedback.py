@@ -35,9 +35,12 @@ def findings_text(job: AttemptJob, families: tuple[str, ...], output: str, read:
     if families:
         try:
             from ..findings import parse_findings
-            from ..parse import builtin_dir, load_library
+            from ..libraries import folder_of, regex_dirs
+            from ..parse import load_library
 
-            library = load_library([builtin_dir(), job.regexes or job.root / "regexes"])
+            # the built-in families, the root's regexes/, then its sub-project's own (job.regexes: where a hermetic
+            # attempt's worker put the project's regexes/ folders)
+            library = load_library(regex_dirs(job.regexes or job.root, folder_of(job.intent.name)))
             from ..identify import families as read_with
 
             chosen = read_with(library, families, output)  # and the test runners the output shows

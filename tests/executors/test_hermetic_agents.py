@@ -4,6 +4,7 @@ applied here; the openai worker talks to the fake Responses server."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import sys
 from pathlib import Path
@@ -166,3 +167,43 @@ def test_a_dependency_output_reaches_the_attempt_undeclared_as_an_input(cluster,
     attempt = agent.root / ".runner/runs" / result.events()[0]["run_id"] / "attempts/tests/c1-a1"
     assert "1 3" in (attempt / "verify.log").read_text()  # the worker's copy held the dependency's output
     assert (agent.root / "tests/test_calc.py").read_text() == PASSING_TEST
+
+
+def test_a_sub_projects_own_regexes_read_its_verify_output_on_a_hermetic_worker(cluster, agent, server, tmp_path):
+    """The root's regexes/ and the sub-project's own travel with the attempt: its retry prompt says what a family
+    only the sub-project has found in the verify's output on the worker."""
+    address, _workers = cluster
+    bad, good = (
+        _answer({"svc/tests/test_calc.py": "# BAD\n" + PASSING_TEST}),
+        _answer({"svc/tests/test_calc.py": PASSING_TEST}),
+    )
+    srv = server([
+        {"match": "What the last attempt got wrong", "steps": [{"message": good}]},
+        {"steps": [{"message": bad}, {"message": good}]},
+    ])  # fmt: skip
+    agent.spec(_worker(srv))
+    head, intent = (agent.root / "intents.toml").read_text().split("[intent.tests]")
+    head = head.replace("[project]\n", '[project]\ninclude = ["svc"]\n')
+    (agent.root / "intents.toml").write_text(f'{head}\n[cache]\nremote = "{(tmp_path / "shared").as_uri()}"\n')
+    svc = agent.root / "svc"
+    for folder in ("adapters", "regexes", "src"):
+        (svc / folder).mkdir(parents=True)
+    (svc / "intents.toml").write_text("[intent.tests]" + intent)
+    (svc / "src/calc.py").write_text((agent.root / "src/calc.py").read_text())
+    (svc / "regexes/widgets.toml").write_text(
+        'family = "widgets"\n[[pattern]]\nname = "widget"\nregex = \'WIDGET-FAIL: (?P<what>.+)\'\n'
+        'fields = ["what"]\nkind = "cause"\ncause = "the widget failed: {what}"\n'
+    )
+    (agent.root / "regexes").mkdir()
+    (agent.root / "regexes/unused.toml").write_text('family = "unused"\n')  # the root's travel too
+    (svc / "adapters/local.toml").write_text(
+        'name = "local"\n[commands.test]\n'
+        "run = \"if grep -q BAD tests/test_calc.py; then echo 'WIDGET-FAIL: gear stuck'; exit 1; fi\"\n"
+        'parse = ["widgets"]\n'
+    )
+    result = agent.make("svc:tests", "--executor", address, "--hermetic")
+    assert result.code == 0, result.err
+    assert result.step("svc:tests")["status"] == "ran"
+    assert (svc / "tests/test_calc.py").read_text() == PASSING_TEST
+    first, second = srv.requests()
+    assert "Cause: the widget failed: gear stuck" in json.dumps(second) and "WIDGET" not in json.dumps(first)
