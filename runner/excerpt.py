@@ -220,7 +220,7 @@ def excerpt(
         return []
     score = [0.0] * n
     _generic_evidence(log, score)
-    tests, above = _pattern_evidence(log, families, score)
+    tests, above, quiet, named = _pattern_evidence(log, families, score)
     traces = _stack_traces(log)
     for first, last, telling in traces:
         for i in range(first, last + 1):
@@ -230,7 +230,9 @@ def excerpt(
         if _GO_GOROUTINE.match(log.lines[first]):
             score[first] = max(score[first], 6.0)  # the goroutine that panicked
     against = _baseline_evidence(log, baseline, score)
-    _damp_repeats(log, score)
+    for i in quiet:
+        score[i] = 0.0  # what a test printed or logged on its way to passing, new since a pass or not
+    _damp_repeats(log, score, named)
     for i in range(skip):
         score[i] = 0.0
     if max(score, default=0.0) < (_ANCHOR_MIN if against is not None else _STRONG):
@@ -238,20 +240,20 @@ def excerpt(
         # end of the log does, so the window ends at the log's end
         return _window(log, skip, limit)
     chosen = {i for i in _select(log, score, traces, limit, tests, above) if i >= skip}
-    return _ranges(_with_end(log, chosen, skip, limit, against), n, limit)
+    return _ranges(_with_end(log, chosen, skip, limit, against, quiet), n, limit)
 
 
-def _with_end(log: _Log, chosen: set[int], skip: int, limit: int, new: list[bool] | None) -> set[int]:
+def _with_end(log: _Log, chosen: set[int], skip: int, limit: int, new: list[bool] | None, quiet: set) -> set[int]:
     """The chosen blocks and, in the budget they leave, the log's last lines up to its last one with text: what
     a plain tail shows of the failure is never lost (a failing test's message below its header, a count line, a
     tool's last words that no pattern knows). Against a passing log, only the end's lines new since it: the rest
-    the passing run printed too."""
+    the passing run printed too; never what a test logged on its way to passing."""
     written = [i for i in range(len(log.lines) - 1, skip - 1, -1) if log.lines[i].strip()]
     out = set(chosen)
     k = written[0] if written else skip - 1
     start = max(skip, k - limit + 1)  # the window a plain tail shows
     while len(out) < limit and k >= start:
-        if new is None or new[k]:
+        if (new is None or new[k]) and k not in quiet:
             out.add(k)
         k -= 1
     return out
@@ -266,19 +268,28 @@ def _window(log: _Log, skip: int, limit: int) -> list[list[int]]:
     return _ranges(range(max(skip, end - limit + 1), end + 1), len(log.lines), limit)
 
 
-def _pattern_evidence(log: _Log, families: Sequence[Family], score: list[float]) -> tuple[set[int], dict[int, int]]:
+def _pattern_evidence(log: _Log, families: Sequence[Family], score: list[float]) -> tuple[set, dict, set, dict]:
     """Score the lines the families' patterns matched (a line saying a test passed or was skipped scores 0 whatever
-    words it holds: unittest -v's "... a clear ValueError ... ok"); return the failing tests' lines, and for each
-    line under a heading (eslint's file-name line, pytest's test section rule) that heading's line."""
-    tests: set[int] = set()
-    above: dict[int, int] = {}
+    words it holds: unittest -v's "... ok"); return the failing tests' lines, for each line under a heading (eslint's
+    file-name line, pytest's test section rule) that heading's line, what a test logged before it passed
+    (passed_output.py), and the test named on a line whose rest may repeat (a setup error's heading, its result)."""
+    from .passed_output import passed_output
+
+    tests, quiet, above, named = dict[int, str](), set[int](), dict[int, int](), dict[int, str]()
     for fam in families:
-        counters = {p.name for p in fam.patterns if p.count}  # a line counted as a result explains nothing
+        counters = {p.name: p.count for p in fam.patterns if p.count}  # a line counted as a result explains nothing
         went_well = {p.name for p in fam.patterns if p.kind == "passed_test" or p.count in ("passed", "skipped")}
+        hits = [(log.line_at(m.start), m) for m in fam.finditer(log.joined)]
+        quiet |= passed_output(hits, went_well, {k for k, count in counters.items() if count in ("failed", "errors")})
         heading = None
-        for m in fam.finditer(log.joined):
+        for line, m in hits:
+            # a setup error (a fixture all a module's tests share): its heading and result line repeat but for the name
+            errs = counters.get(m.pattern) == "errors"
+            name = tests.get(line) if errs else m.fields.get("name") if m.kind == "heading" else None
+            if name and _NOT_WARNING.search(log.lines[line].replace(name, "")):
+                named[line] = name
             if m.kind == "heading":
-                heading = log.line_at(m.start)
+                heading = line
                 continue
             if m.pattern in went_well:
                 score[log.line_at(m.start)] = 0.0
@@ -287,7 +298,7 @@ def _pattern_evidence(log: _Log, families: Sequence[Family], score: list[float])
             if heading is not None and m.kind in ("diagnostic", "failed_test", "location"):
                 above.setdefault(log.line_at(m.start), heading)
             if m.kind == "failed_test":
-                tests.add(log.line_at(m.start))
+                tests[line] = (m.fields.get("name") or "").strip()
             if not weight or (m.kind == "summary" and m.pattern in counters):
                 continue
             if (m.fields.get("severity") or "").lower() in ("warning", "note", "w"):
@@ -296,7 +307,7 @@ def _pattern_evidence(log: _Log, families: Sequence[Family], score: list[float])
             score[first] = max(score[first], weight)
             for i in range(first + 1, last + 1):
                 score[i] = max(score[i], weight * 0.6)
-    return tests, above
+    return set(tests), above, quiet, named
 
 
 def _generic_evidence(log: _Log, score: list[float]) -> None:
@@ -404,13 +415,15 @@ def _baseline_evidence(log: _Log, baseline: str | None, score: list[float]) -> l
     return new
 
 
-def _damp_repeats(log: _Log, score: list[float]) -> None:
-    """The same message a third time (the warning every file prints) is no new lead."""
+def _damp_repeats(log: _Log, score: list[float], named: dict[int, str]) -> None:
+    """The same message a third time (the warning every file prints; a setup error every test of a module hits:
+    its result line and bare file:line, the same but for the test's name and numbers) is no new lead."""
     count: dict[str, int] = {}
     for i, line in enumerate(log.lines):
         if score[i] < _ANCHOR_MIN:
             continue
-        key = " ".join(line.split())
+        words = [w for w in line.replace(named[i], "").split() if w.strip("_")] if named.get(i) else line.split()
+        key = _norm(" ".join(words)) if named.get(i) or len(words) == 1 else " ".join(words)
         count[key] = count.get(key, 0) + 1
         if count[key] > 2:
             score[i] = min(score[i], 1.0)

@@ -135,3 +135,58 @@ def test_a_linters_warnings_before_failing_tests_are_counted_not_listed(project,
     assert shown.code == 1, shown.err
     block = shown.err[shown.err.index("FAILED tests") :].splitlines()
     assert block[1:4] == ["  failing tests (1):", "    tests/test_a.py::test_one", "  (53 warnings besides)"]
+
+
+def _export_tests(passing: int) -> str:
+    """A module of tests that log a caught exception on their way to passing (an exporter's retry), one of which
+    then fails: pytest's live logs print each traceback above the test's result."""
+    body = [
+        "import logging\n\nlog = logging.getLogger('app.export')\n\n\ndef _export(why):\n    raise RuntimeError(why)\n"
+    ]
+    for k in range(passing):
+        body.append(
+            f"\n\ndef test_export_{k}():\n    try:\n        _export('Export failed')\n    except RuntimeError:\n"
+            "        log.exception('Exception while exporting logs.')\n"
+        )
+        if k == passing // 2:
+            body.append(
+                "\n\ndef test_retry_gives_up():\n    attempts = 2\n    try:\n        _export('Retry budget spent')\n"
+                "    except RuntimeError:\n        log.exception('Exception while retrying.')\n"
+                "    assert attempts == 3\n"
+            )
+    return "".join(body)
+
+
+def test_pytest_live_logs_of_tests_that_passed_are_not_the_excerpt(project):
+    # log_cli = true, as a project's pytest config sets it: every passing test's caught and logged traceback is in
+    # the log, above its PASSED; what explains the run is the test that failed (its live log included)
+    project.write("pyproject.toml", '[tool.pytest.ini_options]\naddopts = "-v"\nlog_cli = true\n')
+    project.write("test_export.py", _export_tests(12))
+    project.spec(f"""
+        [intent.tests]
+        run = "{sys.executable} -m pytest -p no:cacheprovider test_export.py"
+        inputs = ["test_export.py", "pyproject.toml"]
+    """)
+    failed = next(e for e in project.make("tests").events() if e.get("status") == "failed")
+    assert failed["findings"]["failed_tests"] == ["test_export.py::test_retry_gives_up"]
+    lines = (project.root / failed["log"]).read_text().splitlines()
+    shown = [lines[k - 1] for a, b in failed["excerpt"] for k in range(a, b + 1)]
+    assert len(lines) > 150  # the passing tests' tracebacks are far from the log's end
+    assert "RuntimeError: Export failed" in lines
+    assert [line for line in shown if "Export failed" in line or "exporting" in line] == []
+    # the failing test's own live log and its result; its report's heading and E line; the closing line
+    logged = "ERROR    app.export:test_export.py:64 Exception while retrying."
+    assert shown[shown.index(logged) :][:8] == [
+        logged,
+        "Traceback (most recent call last):",
+        '  File "' + str(project.root / "test_export.py") + '", line 62, in test_retry_gives_up',
+        "    _export('Retry budget spent')",
+        '  File "' + str(project.root / "test_export.py") + '", line 7, in _export',
+        "    raise RuntimeError(why)",
+        "RuntimeError: Retry budget spent",
+        "FAILED                                                                   [ 61%]",
+    ]
+    assert lines.index(logged) < lines.index("test_export.py::test_export_11 ")  # the live log, not the report's
+    assert "_____________________________ test_retry_gives_up ______________________________" in shown
+    assert "E       assert 2 == 3" in shown
+    assert shown[-1].startswith("========================= 1 failed, 12 passed in ")
