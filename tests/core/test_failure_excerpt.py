@@ -190,3 +190,31 @@ def test_pytest_live_logs_of_tests_that_passed_are_not_the_excerpt(project):
     assert "_____________________________ test_retry_gives_up ______________________________" in shown
     assert "E       assert 2 == 3" in shown
     assert shown[-1].startswith("========================= 1 failed, 12 passed in ")
+
+
+def test_one_setup_error_every_test_of_a_module_hits_costs_a_few_lines(project):
+    # pytest collected benchmarks without pytest-benchmark: each of their tests errors at setup with the same
+    # message; the one test that failed is still shown, and the run's closing line
+    project.write("pyproject.toml", '[tool.pytest.ini_options]\naddopts = "-rs -v"\n')
+    project.write("test_bench.py", "".join(f"def test_bench_{k}(benchmark):\n    pass\n\n\n" for k in range(30)))
+    project.write("test_total.py", "def test_total():\n    assert sum([1, 2]) == 4\n")
+    project.spec(f"""
+        [intent.tests]
+        run = "{sys.executable} -m pytest -p no:cacheprovider test_bench.py test_total.py"
+        inputs = ["test_bench.py", "test_total.py", "pyproject.toml"]
+    """)
+    failed = next(e for e in project.make("tests").events() if e.get("status") == "failed")
+    assert len(failed["findings"]["failed_tests"]) == 31
+    lines = (project.root / failed["log"]).read_text().splitlines()
+    shown = [lines[k - 1] for a, b in failed["excerpt"] for k in range(a, b + 1)]
+    assert len(lines) > 250
+    assert lines.count("E       fixture 'benchmark' not found") == 30
+    first = lines.index("________________________ ERROR at setup of test_bench_0 ________________________")
+    assert shown[shown.index(lines[first]) :][:3] == [
+        "________________________ ERROR at setup of test_bench_0 ________________________",
+        "  def test_bench_0(benchmark):",  # the line above the E line ("file test_bench.py, line 1" is left out)
+        "E       fixture 'benchmark' not found",
+    ]
+    assert sum(line.startswith("test_bench.py::test_bench_") for line in shown) == 2  # `... ERROR [ 3%]`
+    assert "E       assert 3 == 4" in shown
+    assert shown[-1].startswith("========================= 1 failed, 30 errors in ")
