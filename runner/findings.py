@@ -127,6 +127,7 @@ def parse_findings(
         ended = False  # the test binary printed its verdict: a crash after it cut off no test
         running: dict[str, None] = {}  # tests announced as running whose result has not been printed yet
         cut_off: dict[str, None] = {}  # the test announced last before the binary died
+        opened = ""  # the test whose own output a line opened last (pytest -v's id line above its live logs)
         for m in hits:
             found.matches.append(m)
             p = patterns[m.pattern]
@@ -174,6 +175,10 @@ def parse_findings(
                 name = (m.fields.get("name") or "").strip()
                 running.pop(name, None)  # resumed (=== CONT): announced again, last
                 running[name] = None
+            elif m.kind == "test_output" and m.fields.get("name"):
+                opened = (m.fields["name"] or "").strip()
+            elif m.kind == "test_result" and opened and opened not in found.failed_tests:
+                found.failed_tests.append(opened)  # a bare FAILED below the live logs of the test opened last
             elif m.kind == "stopped":
                 stopped = m.fields.get("name") or m.fields.get("paused") or ""
                 running.pop(stopped.strip(), None)

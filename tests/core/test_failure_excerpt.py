@@ -160,7 +160,7 @@ def _export_tests(passing: int) -> str:
 def test_pytest_live_logs_of_tests_that_passed_are_not_the_excerpt(project):
     # log_cli = true, as a project's pytest config sets it: every passing test's caught and logged traceback is in
     # the log, above its PASSED; what explains the run is the test that failed (its live log included)
-    project.write("pyproject.toml", '[tool.pytest.ini_options]\naddopts = "-v"\nlog_cli = true\n')
+    project.write("pyproject.toml", '[tool.pytest.ini_options]\naddopts = "-rs -v"\nlog_cli = true\n')
     project.write("test_export.py", _export_tests(12))
     project.spec(f"""
         [intent.tests]
