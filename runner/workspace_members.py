@@ -310,3 +310,17 @@ def said_once(reports: list[tuple[str, list[str]]]) -> list[str]:
             if line.startswith("warning: "):
                 by_text.setdefault(line, []).append(f"{member}/")
     return [f"{line} (in {', '.join(where)})" for line, where in by_text.items()]
+
+
+def few(values: list[str]) -> str:
+    """A list said on a line: all of it when short, else its first ones and how many more."""
+    return ", ".join(values) if len(values) <= 6 else f"{', '.join(values[:5])} and {len(values) - 5} more"
+
+
+def toml_array(key: str, values: list[str], comment: str = "") -> list[str]:
+    """`key = [...]` on one line, or one value a line when that is long (a monorepo's twenty members)."""
+    note = f"  # {comment}" if comment else ""
+    line = f"{key} = {'[' + ', '.join(json.dumps(v, ensure_ascii=False) for v in values) + ']'}"
+    if len(line) <= 100:
+        return [line + note]
+    return [f"{key} = [{note}", *(f"    {json.dumps(v, ensure_ascii=False)}," for v in values), "]"]

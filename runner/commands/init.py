@@ -531,7 +531,7 @@ def _said(
 def _init_workspace(root: Path, dry_run: bool, workspaces: list, warnings: list[str]) -> tuple[str, dict]:
     """At a workspace's root: a sub-project's file in each member without one, and the root's file taking them in
     (`include`) with an `all` intent on each member's default; the root's own intents too when it is a package."""
-    from ..workspace_members import include_patterns, own_default, said_once
+    from ..workspace_members import few, include_patterns, own_default, said_once
 
     members = list(dict.fromkeys(m for ws in workspaces for m in ws.members))
     excluded = [e for e in dict.fromkeys(e for ws in workspaces for e in ws.excluded) if e not in members]
@@ -567,10 +567,10 @@ def _init_workspace(root: Path, dry_run: bool, workspaces: list, warnings: list[
             _write_new(root / m / SPEC_FILE, text)
         _write_new(root / SPEC_FILE, root_text)
     sources = ", ".join(ws.source for ws in workspaces if ws.members)
-    lines = [f"{verb} {root / SPEC_FILE} (a workspace: {sources}): include {', '.join(include) or 'nothing'}"]
+    lines = [f"{verb} {root / SPEC_FILE} (a workspace: {sources}): include {few(include) or 'nothing'}"]
     if package is not None:
         lines.append(f"the root is a package too ({package}): its own intents as for any project, `check` its default")
-    lines.append(f"intent all: {', '.join(all_deps) or 'no member'}" + ("" if package else " (the default)"))
+    lines.append(f"intent all{'' if package else ' (the default)'}: {few(all_deps) or 'no member'}")
     for e in said:
         what = ", ".join(d["adapter"] for d in e["detected"]) or "no toolchain"
         if e["status"] == "kept":
@@ -622,19 +622,21 @@ def _root_text(
 ) -> tuple[str, list[str], list[Detection], dict, str]:
     """The root's intents.toml: today's file with `include` (and an `all` intent) when the root is a package too,
     else its name, `include` and `all`, the default."""
+    from ..workspace_members import toml_array
+
     sources = "; ".join(ws.source for ws in workspaces if ws.members)
     all_intent = [
         "[intent.all]",
         f"description = {_q(ALL_ABOUT + (', and the root' + chr(39) + 's' if package else ''))}",
-        f"deps = {_list(([] if not package else ['check']) + all_deps)}",
+        *toml_array("deps", ([] if not package else ["check"]) + all_deps),
         "",
     ]
-    left_out = [f"# Left out, excluded by the workspace: {', '.join(excluded)}"] if excluded else []
+    left_out = [f"# left out, excluded by the workspace: {x}" for x in excluded]
     if package is not None:
         text, names, found, adapters, note = _generate(root)
         lines = text.rstrip("\n").split("\n")
         at = lines.index('default = "check"')
-        lines[at:at] = [f"include = {_list(include)}  # the members of {sources}", *left_out]
+        lines[at:at] = [*toml_array("include", include, f"the members of {sources}"), *left_out]
         return "\n".join([*lines, "", *all_intent]).rstrip("\n") + "\n", [*names, "all"], found, adapters, note
     named = project_name(root)
     head = [
@@ -644,7 +646,7 @@ def _root_text(
         "",
         "[project]",
         f"name = {_q(named[0])}  # from {named[1]}" if named else f"name = {_q(root.resolve().name or 'project')}",
-        f"include = {_list(include)}  # the members of {sources}",
+        *toml_array("include", include, f"the members of {sources}"),
         *left_out,
         'default = "all"',
         "",

@@ -69,7 +69,7 @@ def test_init_at_a_uv_workspace_root_takes_in_its_members_and_make_builds_them(t
     said = _ok(runner(root, "init"))
     assert said.splitlines() == [
         f"wrote {root / 'intents.toml'} (a workspace: pyproject.toml [tool.uv.workspace]): include packages/*",
-        "intent all: packages/alpha:check, packages/beta:check (the default)",
+        "intent all (the default): packages/alpha:check, packages/beta:check",
         "  packages/alpha/: wrote packages/alpha/intents.toml (python detected): lint, test, check, write-tests",
         "  packages/beta/: wrote packages/beta/intents.toml (python detected): lint, test, check, write-tests",
         "  packages/seeds/: left out, excluded by the workspace",
@@ -252,3 +252,20 @@ def test_a_workspace_file_that_does_not_parse_is_named_in_a_warning(tmp_path, fi
     assert result.returncode in (0, 2), result.stderr
     assert "Traceback" not in result.stderr
     assert warning in (result.stdout + result.stderr).splitlines()
+
+
+def test_a_workspace_of_many_members_is_written_one_member_a_line(tmp_path):
+    names = [f"library-number-{n}" for n in range(1, 8)]
+    members = ", ".join(f'"{n}"' for n in names)
+    files = {"pyproject.toml": f"[tool.uv.workspace]\nmembers = [{members}]\n"}
+    for n in names:
+        files[f"{n}/pyproject.toml"] = f'[project]\nname = "{n}"\n'
+    root = tree(tmp_path / "many", files)
+    said = _ok(runner(root, "init")).splitlines()
+    assert said[0].endswith(
+        "include library-number-1, library-number-2, library-number-3, library-number-4, library-number-5 and 2 more"
+    )
+    text = (root / "intents.toml").read_text()
+    assert "include = [  # the members of pyproject.toml [tool.uv.workspace]\n" in text
+    assert '    "library-number-7",\n]\n' in text
+    assert _ok(runner(root, "validate")).startswith("ok:")
