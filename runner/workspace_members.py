@@ -24,10 +24,19 @@ class Workspace(NamedTuple):
     root_package: str | None  # what makes the root a package of its own too ("Cargo.toml [package]"), or None
 
 
-def find(root: Path) -> tuple[list[Workspace], list[str]]:
-    """The workspaces root's files declare (most have one), and a warning for each file that names a workspace
-    but cannot be read (it is skipped: the file and line said, never a traceback)."""
-    found: list[Workspace] = []
+class _Declared(NamedTuple):
+    """A workspace as its file declares it, before its members are looked for."""
+
+    tool: str
+    source: str
+    patterns: list[str]
+    excludes: list[str]
+    manifest: str  # the file each member holds
+    package: str | None
+
+
+def _declared(root: Path) -> tuple[list[_Declared], list[str]]:
+    found: list[_Declared] = []
     warnings: list[str] = []
     for reader in (_uv, _cargo, _pnpm, _npm, _go):
         try:
@@ -38,6 +47,30 @@ def find(root: Path) -> tuple[list[Workspace], list[str]]:
         if ws is not None:
             found.append(ws)
     return found, warnings
+
+
+def find(root: Path) -> tuple[list[Workspace], list[str]]:
+    """The workspaces root's files declare (most have one), and a warning for each file that names a workspace
+    but cannot be read (it is skipped: the file and line said, never a traceback)."""
+    declared, warnings = _declared(root)
+    return [_made(root, *d) for d in declared], warnings
+
+
+def member_of(folder: Path) -> tuple[Path, str] | None:
+    """(the folder above whose workspace `folder` is a member of, what declares it), or None: read without walking
+    the workspace, its files only (a folder above whose file does not read says nothing here)."""
+    folder = folder.resolve()
+    for above in folder.parents:
+        rel = folder.relative_to(above).as_posix()
+        try:
+            declared, _warnings = _declared(above)
+        except OSError:
+            continue
+        for d in declared:
+            named = any(matches(rel, _clean(p)) for p in d.patterns if _clean(p))
+            if named and not any(matches(rel, _clean(e)) for e in d.excludes) and (folder / d.manifest).is_file():
+                return above, d.source
+    return None
 
 
 class _Unreadable(Exception):
@@ -69,7 +102,7 @@ def _strings(value: object) -> list[str]:
     return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
 
 
-def _uv(root: Path) -> Workspace | None:
+def _uv(root: Path) -> _Declared | None:
     data = _toml(root, "pyproject.toml", "workspace")
     ws = (data or {}).get("tool", {}).get("uv", {}).get("workspace") if data else None
     if not isinstance(ws, dict):
@@ -78,20 +111,20 @@ def _uv(root: Path) -> Workspace | None:
     # a root with [project] is a member of its own, unless `[tool.uv] package = false` says it is only the workspace's
     own = isinstance(data.get("project"), dict) and uv.get("package") is not False  # type: ignore[union-attr]
     package = "pyproject.toml [project]" if own else None
-    return _made(
-        root, "uv", "pyproject.toml [tool.uv.workspace]", _strings(ws.get("members")), _strings(ws.get("exclude")),
+    return _Declared(
+        "uv", "pyproject.toml [tool.uv.workspace]", _strings(ws.get("members")), _strings(ws.get("exclude")),
         "pyproject.toml", package,
     )  # fmt: skip
 
 
-def _cargo(root: Path) -> Workspace | None:
+def _cargo(root: Path) -> _Declared | None:
     data = _toml(root, "Cargo.toml", "workspace")
     ws = data.get("workspace") if data else None
     if not isinstance(ws, dict):
         return None
     package = "Cargo.toml [package]" if isinstance(data.get("package"), dict) else None  # type: ignore[union-attr]
     members = _strings(ws.get("members"))
-    return _made(root, "cargo", "Cargo.toml [workspace]", members, _strings(ws.get("exclude")), "Cargo.toml", package)
+    return _Declared("cargo", "Cargo.toml [workspace]", members, _strings(ws.get("exclude")), "Cargo.toml", package)
 
 
 def _package_json(root: Path) -> dict | None:
@@ -110,7 +143,7 @@ def _npm_package(data: dict | None) -> str | None:
     return "package.json scripts" if isinstance(scripts, dict) and scripts else None
 
 
-def _npm(root: Path) -> Workspace | None:
+def _npm(root: Path) -> _Declared | None:
     if _text(root, "package.json", '"workspaces"') is None:
         return None
     data = _package_json(root)
@@ -122,10 +155,10 @@ def _npm(root: Path) -> Workspace | None:
     patterns = _strings(ws)
     kept = [p for p in patterns if not p.startswith("!")]
     excludes = [p[1:] for p in patterns if p.startswith("!")]
-    return _made(root, "npm", "package.json workspaces", kept, excludes, "package.json", _npm_package(data))
+    return _Declared("npm", "package.json workspaces", kept, excludes, "package.json", _npm_package(data))
 
 
-def _pnpm(root: Path) -> Workspace | None:
+def _pnpm(root: Path) -> _Declared | None:
     text = _text(root, "pnpm-workspace.yaml", "packages")
     if text is None:
         return None
@@ -136,7 +169,7 @@ def _pnpm(root: Path) -> Workspace | None:
         package = _npm_package(_package_json(root))
     except _Unreadable:
         package = None  # the npm reader says so
-    return _made(root, "pnpm", "pnpm-workspace.yaml packages", kept, excludes, "package.json", package)
+    return _Declared("pnpm", "pnpm-workspace.yaml packages", kept, excludes, "package.json", package)
 
 
 _YAML_ITEM = re.compile(r"""^\s+-\s*(?:"([^"]*)"|'([^']*)'|([^#'"\s{}\[\]&*!|>][^#]*?))\s*(?:#.*)?$""")
@@ -171,7 +204,7 @@ def _yaml_packages(text: str) -> list[str]:
     return []
 
 
-def _go(root: Path) -> Workspace | None:
+def _go(root: Path) -> _Declared | None:
     text = _text(root, "go.work", "use")
     if text is None:
         return None
@@ -193,7 +226,7 @@ def _go(root: Path) -> Workspace | None:
     if block:
         raise _Unreadable("go.work: a 'use (' block that never closes")
     package = "go.work use ." if any(_clean(u) == "" for u in uses) else None
-    return _made(root, "go", "go.work use", uses, [], "go.mod", package)
+    return _Declared("go", "go.work use", uses, [], "go.mod", package)
 
 
 def _clean(pattern: str) -> str:
@@ -203,7 +236,7 @@ def _clean(pattern: str) -> str:
 
 def _made(
     root: Path, tool: str, source: str, patterns: list[str], excludes: list[str], manifest: str, package: str | None
-) -> Workspace:
+) -> Workspace:  # _Declared's fields, in order
     """The workspace with its member folders found: each folder a pattern names that holds the member's manifest
     (a folder without one is no member, as the tools themselves skip or refuse it), less the excluded ones."""
     kept = tuple(c for c in map(_clean, patterns) if c)

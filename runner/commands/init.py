@@ -18,6 +18,7 @@ from ..manifests import Offered, npm_runs, offered, project_name
 from ..project_root import including_root
 from ..spec import Adapter
 from ..workspace_members import find as find_workspaces
+from ..workspace_members import member_of
 from . import Command, Invocation, echo, flag, print_json
 
 SPEC_FILE = "intents.toml"
@@ -402,6 +403,14 @@ def init_project(root: Path, dry_run: bool = False) -> tuple[str, dict]:
     workspaces, warnings = find_workspaces(root)
     if any(ws.members for ws in workspaces):
         return _init_workspace(root, dry_run, workspaces, warnings)
+    workspace = member_of(root)
+    if workspace is not None:
+        where = os.path.relpath(workspace[0], root.resolve())
+        warnings.append(
+            f"note: this folder is a member of the workspace at {where} ({workspace[1]}): `runner init` typed there "
+            "writes its intents.toml, with `include`, and makes each member a sub-project; this file is a whole "
+            "project's, so once a root includes this folder, keep only `default` in its [project]"
+        )
     return _init_one(root, dry_run, warnings=warnings)
 
 

@@ -269,3 +269,39 @@ def test_a_workspace_of_many_members_is_written_one_member_a_line(tmp_path):
     assert "include = [  # the members of pyproject.toml [tool.uv.workspace]\n" in text
     assert '    "library-number-7",\n]\n' in text
     assert _ok(runner(root, "validate")).startswith("ok:")
+
+
+def test_a_kept_member_file_a_sub_project_may_not_hold_is_said_with_what_to_fix(tmp_path):
+    """A member's whole-project file from an earlier `runner init` typed in it: kept, and the fix said at once."""
+    root = tree(
+        tmp_path / "k",
+        {
+            "pyproject.toml": '[tool.uv.workspace]\nmembers = ["packages/*"]\n',
+            **_python_member("a"),
+            **_python_member("b"),
+            "packages/b/intents.toml": '[project]\nname = "b"\ndefault = "check"\n\n[intent.check]\nrun = "true"\n',
+        },
+    )
+    said = _ok(runner(root, "init")).splitlines()
+    assert said[3:] == [
+        "  packages/b/: has an intents.toml already, kept as it is; packages/b:check in all",
+        "warning: `runner validate` finds problems to fix by hand:",
+        "error: 1 problem in the spec",
+        "  packages/b/intents.toml:2: project.name: a sub-project's [project] holds only 'default'; 'name' is the "
+        "root's (intents.toml) to set",
+    ]
+
+
+def test_init_typed_in_a_member_before_the_root_says_where_the_workspace_is(tmp_path):
+    root = tree(
+        tmp_path / "uvw",
+        {"pyproject.toml": '[tool.uv.workspace]\nmembers = ["packages/*"]\n', **_python_member("alpha")},
+    )
+    said = _ok(runner(root / "packages/alpha", "init", "--dry-run")).splitlines()
+    assert (
+        "note: this folder is a member of the workspace at ../.. (pyproject.toml [tool.uv.workspace]): `runner init` "
+        "typed there writes its intents.toml, with `include`, and makes each member a sub-project; this file is a "
+        "whole project's, so once a root includes this folder, keep only `default` in its [project]"
+    ) in said
+    alone = tree(tmp_path / "alone", _python_member("beta"))  # no workspace above: nothing said
+    assert "note:" not in _ok(runner(alone / "packages/beta", "init", "--dry-run"))
