@@ -164,13 +164,23 @@ def _has_module(python: str, module: str) -> bool:
         return True  # cannot tell: say nothing rather than something wrong
 
 
-def dependencies_missing(root: Path, found: list[Detection], adapters: dict[str, Adapter]) -> str | None:
+def dependencies_missing(
+    root: Path, found: list[Detection], adapters: dict[str, Adapter], up_to: Path | None = None
+) -> str | None:
     """The install command to run first, when package.json names dependencies and no node_modules holds them
-    (minimist from `npm pack`: its test step failed with `eslint: not found`)."""
+    (minimist from `npm pack`: its test step failed with `eslint: not found`). A sub-project's may be in a folder
+    above it, up to the monorepo's root (`up_to`): npm, yarn and pnpm workspaces install there, and node finds them."""
     from ..manifests import package_dependencies
 
+    folders = [root]
+    while up_to is not None and folders[-1].resolve() != up_to.resolve() and folders[-1].parent != folders[-1]:
+        folders.append(folders[-1].parent)
     for d in found:
-        if d.adapter == "node" and package_dependencies(root) and not (root / "node_modules").is_dir():
+        if (
+            d.adapter == "node"
+            and package_dependencies(root)
+            and not any((f / "node_modules").is_dir() for f in folders)
+        ):
             install = adapters["node"].command("install", d.variants)
             return install.run if install is not None else "npm install"
     return None
@@ -513,11 +523,12 @@ def _said(
             f"warning: {program} is not installed here, and {'; '.join(steps)} start{'s' if len(steps) == 1 else ''} "
             f"it: install {program}, or change the run line in {SPEC_FILE}"
         )
-    install = dependencies_missing(root, found, adapters)
+    above = (root / sub_of).parent if sub_of is not None else None
+    install = dependencies_missing(root, found, adapters, above)
     if install is not None:
         lines.append(
             f"warning: package.json's dependencies are not installed here (no node_modules): run `{install}` "
-            "before `runner make`"
+            + ("before `runner make`" if above is None else "(at the workspace's root, for a workspace) first")
         )
     obj = {
         "path": str(target),

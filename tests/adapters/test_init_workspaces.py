@@ -305,3 +305,19 @@ def test_init_typed_in_a_member_before_the_root_says_where_the_workspace_is(tmp_
     ) in said
     alone = tree(tmp_path / "alone", _python_member("beta"))  # no workspace above: nothing said
     assert "note:" not in _ok(runner(alone / "packages/beta", "init", "--dry-run"))
+
+
+def test_a_member_s_dependencies_installed_at_the_workspace_s_root_are_found(tmp_path):
+    member = {"name": "a", "scripts": {"test": "node --test"}, "dependencies": {"left-pad": "^1.3.0"}}
+    files = {
+        "package.json": json.dumps({"name": "web", "private": True, "workspaces": ["packages/*"]}),
+        "packages/a/package.json": json.dumps(member),
+    }
+    root = tree(tmp_path / "web", files)
+    said = _ok(runner(root, "init", "--dry-run")).splitlines()
+    assert (
+        "warning: package.json's dependencies are not installed here (no node_modules): run `npm install` (at the "
+        "workspace's root, for a workspace) first (in packages/a/)"
+    ) in said
+    (root / "node_modules/left-pad").mkdir(parents=True)  # where `npm install` at the root puts them
+    assert "no node_modules" not in _ok(runner(root, "init", "--dry-run"))
