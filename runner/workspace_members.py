@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 _SKIP = (".git", ".runner", "node_modules")  # never walked for a member
+ALL_ABOUT = "Every member's check"  # the description of the `all` intent init writes at a workspace's root
 
 
 class Workspace(NamedTuple):
@@ -357,3 +358,37 @@ def toml_array(key: str, values: list[str], comment: str = "") -> list[str]:
     if len(line) <= 100:
         return [line + note]
     return [f"{key} = [{note}", *(f"    {json.dumps(v, ensure_ascii=False)}," for v in values), "]"]
+
+
+def root_file(
+    own: str | None, name: str, sources: str, include: list[str], all_deps: list[str], excluded: list[str]
+) -> str:
+    """The root's intents.toml at a workspace: `own`, the file init writes for a root that is a package too, with
+    `include` and an `all` intent on its check and each member's added; else the `name = ...` line, `include`, and
+    `all` on each member's check, the default."""
+    left_out = [f"# left out, excluded by the workspace: {x}" for x in excluded]
+    includes = [*toml_array("include", include, f"the members of {sources}"), *left_out]
+    all_intent = [
+        "[intent.all]",
+        "description = " + json.dumps(ALL_ABOUT + (", and the root's" if own else "")),
+        *toml_array("deps", (["check"] if own else []) + all_deps),
+        "",
+    ]
+    if own is not None:
+        lines = own.rstrip("\n").split("\n")
+        at = lines.index('default = "check"')
+        lines[at:at] = includes
+        return "\n".join([*lines, "", *all_intent]).rstrip("\n") + "\n"
+    head = [
+        f"# Written by `runner init` at the root of a workspace ({sources}):",
+        "# each member folder is a sub-project with an intents.toml of its own; `runner make` here runs `all`,",
+        "# each member's check. Edit freely: `runner validate` checks it.",
+        "",
+        "[project]",
+        name,
+        *includes,
+        'default = "all"',
+        "",
+        *all_intent,
+    ]
+    return "\n".join(head).rstrip("\n") + "\n"

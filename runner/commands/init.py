@@ -22,7 +22,6 @@ from ..workspace_members import member_of
 from . import Command, Invocation, echo, flag, print_json
 
 SPEC_FILE = "intents.toml"
-ALL_ABOUT = "Every member's check"  # the `all` intent init writes at a workspace's root
 EXAMPLE_PROMPT = "write-tests"
 EXAMPLE_INTENT = "write-tests"
 # where each toolchain keeps its tests: the example agent step's outputs (an agent step needs outputs)
@@ -640,39 +639,19 @@ def _init_workspace(root: Path, dry_run: bool, workspaces: list, warnings: list[
 def _root_text(
     root: Path, workspaces: list, include: list[str], all_deps: list[str], package: str | None, excluded: list[str]
 ) -> tuple[str, list[str], list[Detection], dict, str]:
-    """The root's intents.toml: today's file with `include` (and an `all` intent) when the root is a package too,
-    else its name, `include` and `all`, the default."""
-    from ..workspace_members import toml_array
+    """The root's intents.toml (workspace_members.root_file), with what init detected at the root when it is a
+    package too: (the text, its intents, the detections, the adapters, the agent example's note)."""
+    from ..workspace_members import root_file
 
     sources = "; ".join(ws.source for ws in workspaces if ws.members)
-    all_intent = [
-        "[intent.all]",
-        f"description = {_q(ALL_ABOUT + (', and the root' + chr(39) + 's' if package else ''))}",
-        *toml_array("deps", ([] if not package else ["check"]) + all_deps),
-        "",
-    ]
-    left_out = [f"# left out, excluded by the workspace: {x}" for x in excluded]
-    if package is not None:
-        text, names, found, adapters, note = _generate(root)
-        lines = text.rstrip("\n").split("\n")
-        at = lines.index('default = "check"')
-        lines[at:at] = [*toml_array("include", include, f"the members of {sources}"), *left_out]
-        return "\n".join([*lines, "", *all_intent]).rstrip("\n") + "\n", [*names, "all"], found, adapters, note
-    named = project_name(root)
-    head = [
-        f"# Written by `runner init` at the root of a workspace ({sources}):",
-        "# each member folder is a sub-project with an intents.toml of its own; `runner make` here runs `all`,",
-        "# each member's check. Edit freely: `runner validate` checks it.",
-        "",
-        "[project]",
-        f"name = {_q(named[0])}  # from {named[1]}" if named else f"name = {_q(root.resolve().name or 'project')}",
-        *toml_array("include", include, f"the members of {sources}"),
-        *left_out,
-        'default = "all"',
-        "",
-        *all_intent,
-    ]
-    return "\n".join(head).rstrip("\n") + "\n", ["all"], [], {}, ""
+    if package is None:
+        named = project_name(root)
+        name = (
+            f"name = {_q(named[0])}  # from {named[1]}" if named else f"name = {_q(root.resolve().name or 'project')}"
+        )
+        return root_file(None, name, sources, include, all_deps, excluded), ["all"], [], {}, ""
+    text, names, found, adapters, note = _generate(root)
+    return root_file(text, "", sources, include, all_deps, excluded), [*names, "all"], found, adapters, note
 
 
 def _checked(root: Path) -> list[str]:
