@@ -1,5 +1,6 @@
 """A monorepo's members as its own tools declare them, for `runner init` at its root: uv, npm/yarn, pnpm, Cargo and
-Go workspaces, read from their files (never by running the tool), each member a folder below the root."""
+Go workspaces, read from their files (never by running the tool), each member a folder below the root; the
+`include` that takes them in, and the root's file."""
 
 from __future__ import annotations
 
