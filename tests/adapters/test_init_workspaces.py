@@ -321,3 +321,21 @@ def test_a_member_s_dependencies_installed_at_the_workspace_s_root_are_found(tmp
     ) in said
     (root / "node_modules/left-pad").mkdir(parents=True)  # where `npm install` at the root puts them
     assert "no node_modules" not in _ok(runner(root, "init", "--dry-run"))
+
+
+@pytest.mark.toolchain
+def test_a_virtual_cargo_workspace_s_crates_build_and_test_from_the_root(tmp_path):
+    need_tools("cargo", how="install Rust (rustup or apt-get install -y cargo)")
+    files = {"Cargo.toml": '[workspace]\nmembers = ["crates/*"]\nresolver = "2"\n'}
+    for crate in ("core", "util"):
+        files[f"crates/{crate}/Cargo.toml"] = f'[package]\nname = "{crate}"\nversion = "0.1.0"\nedition = "2021"\n'
+        files[f"crates/{crate}/src/lib.rs"] = (
+            "pub fn one() -> i32 {\n    1\n}\n\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn one() {\n"
+            "        assert_eq!(super::one(), 1);\n    }\n}\n"
+        )
+    root = tree(tmp_path / "rs", files)
+    obj = json.loads(_ok(runner(root, "init", "--json")))
+    assert obj["intents"] == ["all"] and obj["workspace"]["include"] == ["crates/*"]
+    made = runner(root, "make", "crates/core:test", "crates/util:test")
+    assert made.returncode == 0, made.stdout + made.stderr
+    assert "2 ran" in made.stdout + made.stderr
