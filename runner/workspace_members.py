@@ -393,3 +393,15 @@ def root_file(
         *all_intent,
     ]
     return "\n".join(head).rstrip("\n") + "\n"
+
+
+def problems(root: Path) -> list[str]:
+    """The written files loaded as `runner validate` loads them: what is wrong, as a warning, else nothing."""
+    from .errors import SpecError
+    from .load import load_spec
+
+    try:
+        load_spec(root)
+    except SpecError as exc:
+        return [f"warning: `runner validate` finds problems to fix by hand:\n{exc.render()}"]
+    return []

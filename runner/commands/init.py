@@ -103,7 +103,9 @@ def lint_config(root: Path, adapter: Adapter, d: Detection) -> tuple[str, str] |
     return None
 
 
-def _step(root: Path, name: str, adapter: Adapter, command: str, d: Detection, inputs: list[str]) -> list[str]:
+def _step(
+    root: Path, name: str, adapter: Adapter, command: str, d: Detection, inputs: list[str], sub_of: str | None = None
+) -> list[str]:
     cmd = adapter.command(command, d.variants)
     line = cmd.run if cmd is not None else command
     description = f"{command} with the {adapter.name} adapter: {line}"
@@ -116,6 +118,13 @@ def _step(root: Path, name: str, adapter: Adapter, command: str, d: Detection, i
             head = [f"# lint follows the project's own configuration: {why}"]
             if not matches_any(file, inputs):  # an edit to the configuration re-runs the lint
                 inputs = [*inputs, file]
+        elif (above := _root_lint_config(root, adapter, sub_of)) is not None:
+            description += f" (no lint configuration in this folder; the root's: {above})"
+            head = [
+                f"# lint: no lint configuration in this folder; the root has one ({above}), which a linter that",
+                "# looks in the folders above finds; an edit of it does not re-run this step (a sub-project's",
+                "# inputs stay in its folder)",
+            ]
         else:
             description += " (no lint configuration found here: the linter's defaults)"
             head = ["# lint: no lint configuration was found here, so the linter runs with its defaults"]
@@ -129,6 +138,16 @@ def _step(root: Path, name: str, adapter: Adapter, command: str, d: Detection, i
         *_exclude(adapter, inputs),
         "",
     ]
+
+
+def _root_lint_config(root: Path, adapter: Adapter, sub_of: str | None) -> str | None:
+    """What says the monorepo's root configures a linter of this adapter (otel's members: the root's
+    pyproject.toml has tool.ruff), for a sub-project's folder that has no configuration of its own."""
+    if sub_of is None:
+        return None
+    above = (root / sub_of).parent.resolve()
+    found = (variant_evidence(above, v) for v in adapter.variants if v.group == "linter")
+    return next((f[0] for f in found if f is not None), None)
 
 
 # words a shell runs itself: nothing to install
@@ -289,7 +308,7 @@ def render(
                 body.append(f"# no lint step: `{_test_line(adapter, d)}` lints already ({linted[0]}: {linted[1]})")
                 continue
             name = command if single else f"{command}-{adapter.name}"
-            body += _step(root, name, adapter, command, d, inputs)
+            body += _step(root, name, adapter, command, d, inputs, sub_of)
             names.append(name)
             ran.append(cmd.run)
             if not single:
@@ -550,7 +569,7 @@ def _said(
 def _init_workspace(root: Path, dry_run: bool, workspaces: list, warnings: list[str]) -> tuple[str, dict]:
     """At a workspace's root: a sub-project's file in each member without one, and the root's file taking them in
     (`include`) with an `all` intent on each member's default; the root's own intents too when it is a package."""
-    from ..workspace_members import few, include_patterns, own_default, said_once
+    from ..workspace_members import few, include_patterns, own_default, problems, said_once
 
     members = list(dict.fromkeys(m for ws in workspaces for m in ws.members))
     excluded = [e for e in dict.fromkeys(e for ws in workspaces for e in ws.excluded) if e not in members]
@@ -606,7 +625,7 @@ def _init_workspace(root: Path, dry_run: bool, workspaces: list, warnings: list[
     lines += [f"  {x}/: left out, excluded by the workspace" for x in excluded]
     lines += warnings + said_once(reports)
     if not dry_run:
-        lines += _checked(root)
+        lines += problems(root)
     else:
         lines += ["", f"# {SPEC_FILE}", root_text.rstrip("\n")]
         lines += [line for m, text in texts.items() for line in ("", f"# {m}/{SPEC_FILE}", text.rstrip("\n"))]
@@ -652,17 +671,6 @@ def _root_text(
         return root_file(None, name, sources, include, all_deps, excluded), ["all"], [], {}, ""
     text, names, found, adapters, note = _generate(root)
     return root_file(text, "", sources, include, all_deps, excluded), [*names, "all"], found, adapters, note
-
-
-def _checked(root: Path) -> list[str]:
-    """The written files loaded as `runner validate` loads them: what is wrong, as a warning, else nothing."""
-    from ..load import load_spec
-
-    try:
-        load_spec(root)
-    except SpecError as exc:
-        return [f"warning: `runner validate` finds problems to fix by hand:\n{exc.render()}"]
-    return []
 
 
 def run(inv: Invocation, dry_run: bool) -> None:

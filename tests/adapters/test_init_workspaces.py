@@ -339,3 +339,18 @@ def test_a_virtual_cargo_workspace_s_crates_build_and_test_from_the_root(tmp_pat
     made = runner(root, "make", "crates/core:test", "crates/util:test")
     assert made.returncode == 0, made.stdout + made.stderr
     assert "2 ran" in made.stdout + made.stderr
+
+
+def test_a_member_s_lint_says_the_root_configures_it(tmp_path):
+    """opentelemetry-python: ruff is configured in the root's pyproject.toml alone; a member's lint said the linter
+    ran with its defaults, though ruff finds the root's configuration from the member's folder."""
+    pyproject = '[tool.uv.workspace]\nmembers = ["packages/*"]\n\n[tool.ruff]\nline-length = 100\n'
+    root = tree(tmp_path / "uvw", {"pyproject.toml": pyproject, **_python_member("alpha")})
+    obj = json.loads(_ok(runner(root, "init", "--json")))
+    text = obj["workspace"]["members"][0]["content"]
+    assert (
+        "# lint: no lint configuration in this folder; the root has one (pyproject.toml has tool.ruff), which a "
+        "linter that\n# looks in the folders above finds; an edit of it does not re-run this step (a sub-project's\n"
+        "# inputs stay in its folder)\n[intent.lint]\n"
+    ) in text
+    assert "(no lint configuration in this folder; the root's: pyproject.toml has tool.ruff)" in text
