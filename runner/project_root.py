@@ -36,6 +36,18 @@ def find_root(directory: str) -> str:
     return folder
 
 
+def including_root(directory: str) -> str | None:
+    """The folder above `directory` whose intents.toml's `[project] include` takes it in (the nearest), whether or
+    not `directory` holds an intents.toml yet: where `runner init` typed in a monorepo's member writes a
+    sub-project's file. None when no folder above includes it."""
+    folder = above = os.path.realpath(directory)
+    while (parent := os.path.dirname(above)) != above:
+        above = parent
+        if os.path.isfile(os.path.join(above, "intents.toml")) and _included(above, folder):
+            return above
+    return None
+
+
 def _included(root: str, folder: str) -> bool:
     """Whether root's intents.toml includes `folder` as a sub-project."""
     try:

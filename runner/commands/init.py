@@ -15,7 +15,10 @@ from ..errors import InternalError, SpecError, UsageError
 from ..globs import matches_any
 from ..load import load_project_adapters
 from ..manifests import Offered, npm_runs, offered, project_name
+from ..project_root import including_root
 from ..spec import Adapter
+from ..workspace_members import find as find_workspaces
+from ..workspace_members import member_of
 from . import Command, Invocation, echo, flag, print_json
 
 SPEC_FILE = "intents.toml"
@@ -100,7 +103,9 @@ def lint_config(root: Path, adapter: Adapter, d: Detection) -> tuple[str, str] |
     return None
 
 
-def _step(root: Path, name: str, adapter: Adapter, command: str, d: Detection, inputs: list[str]) -> list[str]:
+def _step(
+    root: Path, name: str, adapter: Adapter, command: str, d: Detection, inputs: list[str], sub_of: str | None = None
+) -> list[str]:
     cmd = adapter.command(command, d.variants)
     line = cmd.run if cmd is not None else command
     description = f"{command} with the {adapter.name} adapter: {line}"
@@ -113,6 +118,13 @@ def _step(root: Path, name: str, adapter: Adapter, command: str, d: Detection, i
             head = [f"# lint follows the project's own configuration: {why}"]
             if not matches_any(file, inputs):  # an edit to the configuration re-runs the lint
                 inputs = [*inputs, file]
+        elif (above := _root_lint_config(root, adapter, sub_of)) is not None:
+            description += f" (no lint configuration in this folder; the root's: {above})"
+            head = [
+                f"# lint: no lint configuration in this folder; the root has one ({above}), which a linter that",
+                "# looks in the folders above finds; an edit of it does not re-run this step (a sub-project's",
+                "# inputs stay in its folder)",
+            ]
         else:
             description += " (no lint configuration found here: the linter's defaults)"
             head = ["# lint: no lint configuration was found here, so the linter runs with its defaults"]
@@ -126,6 +138,16 @@ def _step(root: Path, name: str, adapter: Adapter, command: str, d: Detection, i
         *_exclude(adapter, inputs),
         "",
     ]
+
+
+def _root_lint_config(root: Path, adapter: Adapter, sub_of: str | None) -> str | None:
+    """What says the monorepo's root configures a linter of this adapter (otel's members: the root's
+    pyproject.toml has tool.ruff), for a sub-project's folder that has no configuration of its own."""
+    if sub_of is None:
+        return None
+    above = (root / sub_of).parent.resolve()
+    found = (variant_evidence(above, v) for v in adapter.variants if v.group == "linter")
+    return next((f[0] for f in found if f is not None), None)
 
 
 # words a shell runs itself: nothing to install
@@ -160,13 +182,23 @@ def _has_module(python: str, module: str) -> bool:
         return True  # cannot tell: say nothing rather than something wrong
 
 
-def dependencies_missing(root: Path, found: list[Detection], adapters: dict[str, Adapter]) -> str | None:
+def dependencies_missing(
+    root: Path, found: list[Detection], adapters: dict[str, Adapter], up_to: Path | None = None
+) -> str | None:
     """The install command to run first, when package.json names dependencies and no node_modules holds them
-    (minimist from `npm pack`: its test step failed with `eslint: not found`)."""
+    (minimist from `npm pack`: its test step failed with `eslint: not found`). A sub-project's may be in a folder
+    above it, up to the monorepo's root (`up_to`): npm, yarn and pnpm workspaces install there, and node finds them."""
     from ..manifests import package_dependencies
 
+    folders = [root]
+    while up_to is not None and folders[-1].resolve() != up_to.resolve() and folders[-1].parent != folders[-1]:
+        folders.append(folders[-1].parent)
     for d in found:
-        if d.adapter == "node" and package_dependencies(root) and not (root / "node_modules").is_dir():
+        if (
+            d.adapter == "node"
+            and package_dependencies(root)
+            and not any((f / "node_modules").is_dir() for f in folders)
+        ):
             install = adapters["node"].command("install", d.variants)
             return install.run if install is not None else "npm install"
     return None
@@ -212,14 +244,38 @@ def _offered(root: Path, found: list[Detection], adapters: dict[str, Adapter], r
     return [o for o in offered(root, pm) if not any(_same_command(o.run, line) for line in ran)]
 
 
+def _sub_head(sub_of: str) -> list[str]:
+    """The first lines of a sub-project's file: whose it is, and what only the root's file sets."""
+    return [
+        f"# A sub-project of {sub_of}, whose [project] include takes in this folder. Written by `runner init`.",
+        "# Paths are relative to this folder; [project] holds only its default (`runner make` typed here); the",
+        "# project's name, [worker], [cache], [executor], [telemetry] and [learn] are the root's to set.",
+    ]
+
+
 def render(
-    root: Path, found: list[Detection], adapters: dict[str, Adapter], agent: bool = True, agent_note: str = ""
+    root: Path,
+    found: list[Detection],
+    adapters: dict[str, Adapter],
+    agent: bool = True,
+    agent_note: str = "",
+    sub_of: str | None = None,
 ) -> tuple[str, list[str]]:
-    """The intents.toml text and the names of the (uncommented) intents in it."""
+    """The intents.toml text and the names of the (uncommented) intents in it; `sub_of` (the root's intents.toml,
+    relative to `root`) makes it a sub-project's: its [project] holds only `default`."""
     root = Path(root)
     named = project_name(root)
+    if sub_of is None:
+        opening = [
+            "# Written by `runner init`. Edit freely: `runner validate` checks it, `runner make` runs the default."
+        ]
+        name_line = [
+            f"name = {_q(named[0])}  # from {named[1]}" if named else f"name = {_q(root.resolve().name or 'project')}"
+        ]
+    else:
+        opening, name_line = _sub_head(sub_of), []
     head = [
-        "# Written by `runner init`. Edit freely: `runner validate` checks it, `runner make` runs the default.",
+        *opening,
         "# Detected: "
         + (
             "; ".join(
@@ -230,7 +286,7 @@ def render(
         ),
         "",
         "[project]",
-        f"name = {_q(named[0])}  # from {named[1]}" if named else f"name = {_q(root.resolve().name or 'project')}",
+        *name_line,
         'default = "check"',
         "",
     ]
@@ -252,7 +308,7 @@ def render(
                 body.append(f"# no lint step: `{_test_line(adapter, d)}` lints already ({linted[0]}: {linted[1]})")
                 continue
             name = command if single else f"{command}-{adapter.name}"
-            body += _step(root, name, adapter, command, d, inputs)
+            body += _step(root, name, adapter, command, d, inputs, sub_of)
             names.append(name)
             ran.append(cmd.run)
             if not single:
@@ -327,8 +383,11 @@ def _test_files(root: Path, adapter: str) -> str:
     return TEST_FILES.get(adapter, "tests/**")
 
 
-def _validate_text(root: Path, text: str) -> SpecError | None:
-    """Load `text` as this project's intents.toml in a scratch folder (beside the project's adapters and prompts)."""
+def _validate_text(root: Path, text: str, sub: bool = False) -> SpecError | None:
+    """Load `text` as this project's intents.toml in a scratch folder (beside the project's adapters and prompts);
+    a sub-project's (`sub`) with a name for the scratch project, which only the root's file may give it."""
+    if sub:
+        text = text.replace("\n[project]\n", '\n[project]\nname = "scratch"\n', 1)
     from ..load import load_spec
 
     with tempfile.TemporaryDirectory(prefix="runner-init-") as tmp:
@@ -361,42 +420,106 @@ def _setup_problem(spec) -> SpecError | None:
 
 
 def init_project(root: Path, dry_run: bool = False) -> tuple[str, dict]:
-    """Write root/intents.toml from what is detected; refuse (exit 2) when one exists. Returns (text, JSON)."""
+    """Write root/intents.toml from what is detected; refuse (exit 2) when one exists. Returns (text, JSON).
+    In a folder a monorepo's `include` takes in, a sub-project's file; at a workspace's root (uv, npm, pnpm, Cargo,
+    Go), the root's with `include` and a sub-project's file in each member (runner/commands/init's `workspace`)."""
     root = Path(root)
-    target = root / SPEC_FILE
+    _refuse_existing(root / SPEC_FILE)
+    above = including_root(str(root))
+    if above is not None:
+        return _init_one(root, dry_run, sub_of=_relative_spec(root, Path(above)))
+    workspaces, warnings = find_workspaces(root)
+    if any(ws.members for ws in workspaces):
+        return _init_workspace(root, dry_run, workspaces, warnings)
+    workspace = member_of(root)
+    if workspace is not None:
+        where = os.path.relpath(workspace[0], root.resolve())
+        warnings.append(
+            f"note: this folder is a member of the workspace at {where} ({workspace[1]}): `runner init` typed there "
+            "writes its intents.toml, with `include`, and makes each member a sub-project; this file is a whole "
+            "project's, so once a root includes this folder, keep only `default` in its [project]"
+        )
+    return _init_one(root, dry_run, warnings=warnings)
+
+
+def _refuse_existing(target: Path) -> None:
     if target.exists():
         raise UsageError(
             f"{target} already exists; runner init never overwrites it. Edit it, or move it away "
             "and run `runner init` again (`runner init --dry-run` prints what it would write)."
         )
+
+
+def _relative_spec(folder: Path, above: Path) -> str:
+    """The root's intents.toml as a path from `folder` ("../../intents.toml")."""
+    return os.path.relpath(above / SPEC_FILE, folder.resolve())
+
+
+def _generate(root: Path, sub_of: str | None = None) -> tuple[str, list[str], list[Detection], dict, str]:
+    """(the text, its intents, what was detected, the adapters, the agent example's note): validated here."""
     adapters = load_project_adapters(root)
     found = detect(root, adapters)
-    text, names = render(root, found, adapters)
+    text, names = render(root, found, adapters, sub_of=sub_of)
     note = ""
     if EXAMPLE_INTENT in names:
-        error = _validate_text(root, text)
+        error = _validate_text(root, text, sub_of is not None)
         if error is not None:
             why = "; ".join(p.message for p in error.problems)
             note = f"commented out: it does not validate here yet ({why}); uncomment it once it does"
-            text, names = render(root, found, adapters, agent=False, agent_note=note)
-    error = _validate_text(root, text)
+            text, names = render(root, found, adapters, agent=False, agent_note=note, sub_of=sub_of)
+    error = _validate_text(root, text, sub_of is not None)
     if error is not None:  # a bug in init, not the user's mistake: say so rather than write a broken file
         raise InternalError("runner init produced an intents.toml that does not validate:\n" + error.render())
+    return text, names, found, adapters, note
+
+
+def _write_new(target: Path, text: str) -> None:
+    try:
+        with open(target, "x", encoding="utf-8") as fh:  # "x": a file that appeared meanwhile is not clobbered
+            fh.write(text)
+    except FileExistsError:
+        raise UsageError(f"{target} already exists; runner init never overwrites it") from None
+
+
+def _init_one(
+    root: Path, dry_run: bool, sub_of: str | None = None, warnings: list[str] | None = None
+) -> tuple[str, dict]:
+    """One project's file (a sub-project's when `sub_of` names the root's intents.toml): written, and said."""
+    target = root / SPEC_FILE
+    text, names, found, adapters, note = _generate(root, sub_of)
     if not dry_run:
-        try:
-            with open(target, "x", encoding="utf-8") as fh:  # "x": a file that appeared meanwhile is not clobbered
-                fh.write(text)
-        except FileExistsError:
-            raise UsageError(f"{target} already exists; runner init never overwrites it") from None
+        _write_new(target, text)
+    lines, obj = _said(root, text, names, found, adapters, note, dry_run, sub_of)
+    lines += warnings or []
+    if dry_run:
+        lines += ["", text.rstrip("\n")]
+    return "\n".join(lines), obj
+
+
+def _said(
+    root: Path,
+    text: str,
+    names: list[str],
+    found: list[Detection],
+    adapters: dict,
+    note: str,
+    dry_run: bool,
+    sub_of: str | None,
+) -> tuple[list[str], dict]:
+    """What init says of a file it wrote (or would write), in lines and as JSON."""
+    target = root / SPEC_FILE
     what = ", ".join(f"{d.adapter}" + (f" ({d.variant})" if d.variant else "") for d in found) or "no toolchain"
     verb = "would write" if dry_run else "wrote"
     named = project_name(root)
     lines = [f"{verb} {target} ({what} detected): intents {', '.join(names)}"]
-    lines.append(
-        f"project name {named[0]!r} from {named[1]}"
-        if named
-        else f"project name {root.resolve().name!r} from the folder (no manifest names it)"
-    )
+    if sub_of is not None:
+        lines.append(f"a sub-project of {sub_of}: its [project] holds only its default; the name is the root's")
+    else:
+        lines.append(
+            f"project name {named[0]!r} from {named[1]}"
+            if named
+            else f"project name {root.resolve().name!r} from the folder (no manifest names it)"
+        )
     kept = [o for o in offered(root, "") if o.name in names]  # the offered ones init kept (by name)
     if kept:
         lines.append(f"offered what the project already runs: {', '.join(o.name for o in kept)}")
@@ -418,29 +541,136 @@ def init_project(root: Path, dry_run: bool = False) -> tuple[str, dict]:
             f"warning: {program} is not installed here, and {'; '.join(steps)} start{'s' if len(steps) == 1 else ''} "
             f"it: install {program}, or change the run line in {SPEC_FILE}"
         )
-    install = dependencies_missing(root, found, adapters)
+    above = (root / sub_of).parent if sub_of is not None else None
+    install = dependencies_missing(root, found, adapters, above)
     if install is not None:
         lines.append(
             f"warning: package.json's dependencies are not installed here (no node_modules): run `{install}` "
-            "before `runner make`"
+            + ("before `runner make`" if above is None else "(at the workspace's root, for a workspace) first")
         )
-    if dry_run:
-        lines += ["", text.rstrip("\n")]
     obj = {
         "path": str(target),
         "written": not dry_run,
         "detected": [d.to_json() for d in found],
         "intents": names,
         "agent_example": EXAMPLE_INTENT in names,
-        "name": named[0] if named else root.resolve().name,
-        "name_from": named[1] if named else None,
+        "name": None if sub_of is not None else named[0] if named else root.resolve().name,
+        "name_from": named[1] if named and sub_of is None else None,
+        "subproject_of": str((root / sub_of).resolve()) if sub_of is not None else None,
         "offered": [o.name for o in kept],
         "note": note or None,
         "not_installed": missing,
         "install_first": install,
         "content": text,
     }
+    return lines, obj
+
+
+def _init_workspace(root: Path, dry_run: bool, workspaces: list, warnings: list[str]) -> tuple[str, dict]:
+    """At a workspace's root: a sub-project's file in each member without one, and the root's file taking them in
+    (`include`) with an `all` intent on each member's default; the root's own intents too when it is a package."""
+    from ..workspace_members import few, include_patterns, own_default, problems, said_once
+
+    members = list(dict.fromkeys(m for ws in workspaces for m in ws.members))
+    excluded = [e for e in dict.fromkeys(e for ws in workspaces for e in ws.excluded) if e not in members]
+    verb = "would write" if dry_run else "wrote"
+    said: list[dict] = []  # one per member, as --json gives them
+    texts: dict[str, str] = {}
+    reports: list[tuple[str, list[str]]] = []  # (member, what its init says besides its first line)
+    for m in members:
+        folder = root / m
+        entry: dict = {"folder": m, "path": str(folder / SPEC_FILE), "detected": [], "intents": [], "default": None}
+        if (folder / SPEC_FILE).exists():
+            default = own_default(folder / SPEC_FILE)
+            entry.update(status="kept", default=f"{m}:{default}" if default else None)
+            said.append(entry)
+            continue
+        adapters = load_project_adapters(folder)
+        if not [d for d in detect(folder, adapters) if adapters[d.adapter].command("test", d.variants)]:
+            said.append({**entry, "status": "nothing detected"})
+            continue
+        text, names, found, adapters, note = _generate(folder, sub_of=_relative_spec(folder, root))
+        lines, obj = _said(folder, text, names, found, adapters, note, dry_run, _relative_spec(folder, root))
+        texts[m] = text
+        reports.append((m, lines[2:]))
+        entry.update(status=verb, detected=obj["detected"], intents=names, default=f"{m}:check", content=text)
+        said.append(entry)
+    subs = [e["folder"] for e in said if e["status"] != "nothing detected"]
+    include = include_patterns(root, workspaces, subs)
+    all_deps = [e["default"] for e in said if e["default"]]
+    package = next((ws.root_package for ws in workspaces if ws.root_package), None)
+    root_text, root_names, found, adapters, note = _root_text(root, workspaces, include, all_deps, package, excluded)
+    if not dry_run:
+        for m, text in texts.items():
+            _write_new(root / m / SPEC_FILE, text)
+        _write_new(root / SPEC_FILE, root_text)
+    sources = ", ".join(ws.source for ws in workspaces if ws.members)
+    lines = [f"{verb} {root / SPEC_FILE} (a workspace: {sources}): include {few(include) or 'nothing'}"]
+    if package is not None:
+        lines.append(f"the root is a package too ({package}): its own intents as for any project, `check` its default")
+    lines.append(f"intent all{'' if package else ' (the default)'}: {few(all_deps) or 'no member'}")
+    for e in said:
+        what = ", ".join(d["adapter"] for d in e["detected"]) or "no toolchain"
+        if e["status"] == "kept":
+            lines.append(
+                f"  {e['folder']}/: has an intents.toml already, kept as it is"
+                + (f"; {e['default']} in all" if e["default"] else "; it names no [project] default, so not in all")
+            )
+        elif e["status"] == "nothing detected":
+            lines.append(f"  {e['folder']}/: nothing runner init detects (see `runner adapters`): no intents.toml")
+        else:
+            lines.append(
+                f"  {e['folder']}/: {verb} {e['folder']}/{SPEC_FILE} ({what} detected): {', '.join(e['intents'])}"
+            )
+    lines += [f"  {x}/: left out, excluded by the workspace" for x in excluded]
+    lines += warnings + said_once(reports)
+    if not dry_run:
+        lines += problems(root)
+    else:
+        lines += ["", f"# {SPEC_FILE}", root_text.rstrip("\n")]
+        lines += [line for m, text in texts.items() for line in ("", f"# {m}/{SPEC_FILE}", text.rstrip("\n"))]
+    named = project_name(root)
+    obj = {
+        "path": str(root / SPEC_FILE),
+        "written": not dry_run,
+        "detected": [d.to_json() for d in found],
+        "intents": root_names,
+        "agent_example": EXAMPLE_INTENT in root_names,
+        "name": named[0] if named else root.resolve().name,
+        "name_from": named[1] if named else None,
+        "subproject_of": None,
+        "offered": [o.name for o in offered(root, "") if o.name in root_names] if package else [],
+        "note": note or None,
+        "not_installed": not_installed(root, found, adapters) if package else {},
+        "install_first": dependencies_missing(root, found, adapters) if package else None,
+        "content": root_text,
+        "workspace": {
+            "tools": [ws.tool for ws in workspaces if ws.members],
+            "include": include,
+            "all": all_deps,
+            "members": said,
+            "excluded": excluded,
+        },
+    }
     return "\n".join(lines), obj
+
+
+def _root_text(
+    root: Path, workspaces: list, include: list[str], all_deps: list[str], package: str | None, excluded: list[str]
+) -> tuple[str, list[str], list[Detection], dict, str]:
+    """The root's intents.toml (workspace_members.root_file), with what init detected at the root when it is a
+    package too: (the text, its intents, the detections, the adapters, the agent example's note)."""
+    from ..workspace_members import root_file
+
+    sources = "; ".join(ws.source for ws in workspaces if ws.members)
+    if package is None:
+        named = project_name(root)
+        name = (
+            f"name = {_q(named[0])}  # from {named[1]}" if named else f"name = {_q(root.resolve().name or 'project')}"
+        )
+        return root_file(None, name, sources, include, all_deps, excluded), ["all"], [], {}, ""
+    text, names, found, adapters, note = _generate(root)
+    return root_file(text, "", sources, include, all_deps, excluded), [*names, "all"], found, adapters, note
 
 
 def run(inv: Invocation, dry_run: bool) -> None:

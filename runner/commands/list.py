@@ -58,8 +58,18 @@ def run(inv: Invocation, spec_file: str | None) -> None:
     echo(f"Targets of {spec.project.name} ({spec.file}); `runner make TARGET` builds one:")
     for t in found:
         about = t["description"] or _summary(t)
-        default = " (default)" if t["default"] else ""
-        echo(f"  {t['name']:<{width}}  {about}{default}".rstrip())
+        echo(f"  {t['name']:<{width}}  {' '.join(w for w in (about, _whose(spec, t)) if w)}".rstrip())
+
+
+def _whose(spec, target: dict) -> str:
+    """Which default a target is: the project's, or a sub-project's (the one `runner make` typed in its folder
+    builds), so that a monorepo's list does not read as if it had several."""
+    if not target["default"]:
+        return ""
+    if target["name"] == spec.project.default:
+        return "(default)"
+    folders = [folder for folder, default in spec.subprojects if default == target["name"]]
+    return f"(default of {folders[0]}/)" if folders else "(default)"
 
 
 def _summary(target: dict) -> str:

@@ -155,7 +155,7 @@ def test_one_dag_driven_from_the_root_and_from_inside_each_sub_project(mono, sna
         "Targets of mono (intents.toml); `runner make TARGET` builds one:",
         "  all                  everything the repository ships (default)",
         "  libs/pycore:build    the library's version, for its users",
-        "  libs/pycore:test      (default)",  # its sub-project's default
+        "  libs/pycore:test     (default of libs/pycore/)",  # its sub-project's default, not the root's
         "  libs/pycore:tests",
         "  services/web:bundle",
         "  services/web:test",
