@@ -615,7 +615,7 @@ class Executor:
 
     def _explain(self, name: str, log: str | None) -> dict:
         """A failed step's findings and excerpt (excerpt.py), and its reports' reading even with no log."""
-        from .excerpt import explain_step
+        from .step_log import explain_step
 
         return explain_step(self.spec, self.spec.intents[name], log, self.record.dir.parent, self.record.run_id)
 

@@ -21,10 +21,11 @@ import json
 from pathlib import Path
 
 from .errors import RunnerError
-from .excerpt import read_text, step_command, step_families
+from .excerpt import read_text
 from .names import home, stored
 from .parse import Family, Match, Pattern
 from .redact import Mask
+from .step_log import step_command, step_families
 
 FAILURE_KINDS = ("summary", "failed_test")  # what a count check judges a candidate on
 
@@ -85,7 +86,7 @@ def _report(spec, intent, run_id: str) -> dict | None:
     """What the step's JUnit reports say (their counts and failing tests), where it declares any and they were
     written in this run; None otherwise."""
     try:
-        from .excerpt import reports_into
+        from .step_log import reports_into
 
         found = reports_into({}, spec, intent, run_id).get("findings")
     except (RunnerError, OSError):
@@ -111,7 +112,7 @@ def _logs(spec, intent, log: Path, passed: bool):
 def _verify_logs(spec, intent, attempts: Path):
     """Each verify command's output in each attempt's verify.log (cut at the runner's `$ command` lines); the
     last part of a failed attempt is the command that failed, every other part passed."""
-    from .excerpt import library_of
+    from .libraries import library_of
 
     try:
         from .adapters import resolve

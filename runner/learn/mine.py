@@ -362,9 +362,9 @@ class Reader:
     def shell_log(self, run_id: str, event: dict) -> Section | None:
         """A shell step's log in a run, read by its command's families (an adapter command's, or the generic
         ones and its tool's own for a plain shell line), and by the test runners the log shows."""
-        from runner.excerpt import step_command
         from runner.findings import clean_log
         from runner.identify import tool_name
+        from runner.step_log import step_command
 
         step = event["intent"]
         path = self.runs_dir / run_id / "logs" / f"{stored(step)}.log"
