@@ -164,6 +164,47 @@ def _overlap(p: list[str], i: int, q: list[str], j: int) -> bool:
     return _overlap(p, i + 1, q, j + 1)
 
 
+def covers(outer: str, inner: str) -> bool:
+    """Whether every path `inner` matches is one `outer` matches too (a sub-project's input glob reading no more
+    than its dependency declares: runner/subprojects.py). Said no when unsure, the opposite of may_overlap: within
+    one name only a literal, the same part, `*` or `*TAIL` (TAIL literal) is known to take in another part."""
+    if GLOB_CHARS.isdisjoint(inner):
+        return matches(inner, outer)
+    if GLOB_CHARS.isdisjoint(outer):
+        return False  # a glob names more than one path, or none: never only the one
+    return _covers(outer.split("/"), 0, inner.split("/"), 0)
+
+
+def _covers(o: list[str], i: int, n: list[str], j: int) -> bool:
+    """Whether o[i:] takes in every path n[j:] matches: one way of laying n's parts over o's that holds for any
+    path is enough, so each choice below is sufficient on its own."""
+    if j == len(n):
+        return i == len(o)
+    if i == len(o):
+        return False
+    if o[i] == "**":
+        plain = not n[j].startswith(".")  # only a part not starting with "." never matches a hidden name
+        if i == len(o) - 1:  # last: any one or more names below, none hidden
+            return all(not part.startswith(".") for part in n[j:])
+        # `**` takes no name here, or takes n[j] (whatever it matches, a folder `**` passes) and goes on
+        return _covers(o, i + 1, n, j) or (plain and _covers(o, i, n, j + 1))
+    if n[j] == "**" or not _part_covers(o[i], n[j]):
+        return False  # a name outer matches one at a time cannot take in zero or many folders
+    return _covers(o, i + 1, n, j + 1)
+
+
+def _part_covers(outer: str, inner: str) -> bool:
+    if outer == inner:
+        return True
+    if GLOB_CHARS.isdisjoint(inner):
+        test = _part(outer)
+        return test is not None and test(inner)
+    if GLOB_CHARS.isdisjoint(outer) or inner.startswith(".") or outer.startswith("."):
+        return False
+    tail = outer[1:]
+    return outer.startswith("*") and GLOB_CHARS.isdisjoint(tail) and "]" not in tail and inner.endswith(tail)
+
+
 # pattern -> one matcher per part: None for `**` (zero or more folders), else a test of one name. A spec's
 # patterns are few and fixed for the process, so each is compiled once.
 _COMPILED: dict[str, list[Callable[[str], bool] | None]] = {}
