@@ -5,7 +5,8 @@ read after it (execute.py), and what a record from the cache database, the share
 restore (only the outputs its step declares). Writes and removals walk the project's folders from its root one
 name at a time with O_NOFOLLOW, following a link only while it stays inside, so a link swapped in after a check
 cannot carry them out of the project. A sub-project's step is kept to its own folder the same way: its start,
-its outputs read after it (Folders.fence), their removal and their restore (walked from its folder, `within`).
+its outputs read after it (Folders.fence), their removal and their restore (walked from its folder, `within`);
+what it reads of another sub-project's declared files, before it starts, to the folder they lie in.
 """
 
 from __future__ import annotations
@@ -176,8 +177,10 @@ class Folders:
     (folders as the run first saw them) and of each output read after it (what was opened, looked at each time).
     A sub-project's step is also kept to its own folder (`fence`), as the spec's check of it keeps it."""
 
-    def __init__(self, root: str, within: str | None = None):
+    def __init__(self, root: str, subprojects: tuple[tuple[str, str | None], ...] = (), within: str | None = None):
         self.root = root
+        # the sub-projects' folders (Spec.subprojects): which one's folder a file one reads of another's lies in
+        self.subprojects = tuple(folder for folder, _default in subprojects)
         self.real = os.path.realpath(root)
         self.within = within  # a sub-project's fence: its folder as messages name it; only leaving it counts
         self._seen: dict[str, str | None] = {}
@@ -255,6 +258,22 @@ class Folders:
                 if fence is not None and why.startswith(f"leads outside {folder}/ "):
                     whose = f"a step of {folder}/ writes only inside its folder"
                 return f"output {shown(pattern)} {why}: {whose} (remove the link, or declare another output)"
+        return None if fence is None else self.read_of_another(intent, folder)
+
+    def read_of_another(self, intent: Intent, folder: str) -> str | None:
+        """Why a step of the sub-project in `folder` must not start: an input of another's files (a dependency's
+        declared file, runner/subprojects.py) leads out of the folder it lies in, through a link made since the
+        spec was checked; None."""
+        for pattern in intent.inputs:
+            if pattern.startswith(folder + "/"):
+                continue
+            owner = max((f for f in self.subprojects if pattern.startswith(f + "/")), key=len, default="")
+            why = self.output(pattern, self.fence(owner), len(owner) + 1) if owner else self.output(pattern)
+            if why is not None:
+                return (
+                    f"input {shown(pattern)} {why}: a step of {folder}/ reads another's files only where they lie "
+                    "(remove the link)"
+                )
         return None
 
     def read(self, rel: str, folder: str = "") -> tuple[os.stat_result, bytes]:

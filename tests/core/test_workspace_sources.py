@@ -152,3 +152,27 @@ def test_a_dependency_s_input_through_a_link_out_of_its_folder_is_not_the_reader
         f"outside libs/api/ once links are followed (to {os.path.realpath(project.root / 'libs/secret')}): a "
         "sub-project reads another's files only where they lie (remove the link)",
     ]
+
+
+def test_a_link_made_since_the_spec_was_checked_fails_the_reader_before_it_starts(project):
+    """The spec was checked and compiled with the library's sources in its folder; a link swapped in since (no spec
+    file changed, so nothing compiles again) takes them into a third sub-project: the reader's step fails before it
+    starts, as one whose output leads out of its folder does. The library's own step reads its own inputs as
+    before."""
+    _workspace(project)
+    project.write("libs/secret/intents.toml", '[intent.x]\nrun = "true"\n')
+    project.write("libs/secret/api/__init__.py", GREET + "# the secret's\n")
+    project.age_all()  # the spec files' stats vouch for them: the compiled spec is used as it is, not made again
+    assert _made(project, "", "libs/sdk:test") == (0, {"libs/api:test": "ran", "libs/sdk:test": "ran"})
+    os.rename(project.root / "libs/api/src", project.root / "src-was")
+    os.symlink("../secret", project.root / "libs/api/src")
+    proc = runner_cli.run(("make", "--json", "-k", "libs/sdk:test"), project.root, dict(os.environ), 120)
+    events = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    finished = {e["intent"]: e for e in events if e["event"] == "step_finished"}
+    assert (proc.returncode, finished["libs/api:test"]["status"]) == (1, "ran")
+    assert finished["libs/sdk:test"]["status"] == "failed"
+    assert finished["libs/sdk:test"]["error"] == (
+        "input 'libs/api/src/**/*.py' leads outside libs/api/ once links are followed (to "
+        f"{os.path.realpath(project.root / 'libs/secret')}): a step of libs/sdk/ reads another's files only where "
+        "they lie (remove the link)"
+    )
