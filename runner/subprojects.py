@@ -1,7 +1,7 @@
 """Sub-projects: the folders `[project] include` names in the root intents.toml, each with an intents.toml of its own,
 loaded into the one spec under qualified names (PATH:NAME), their paths made the root's, their deps, policies,
 adapters and prompts resolved (their folder's first, then the root's), and their reach kept to their folder and
-the declared outputs of the intents they depend on. A project without `include` never comes here.
+the declared outputs and inputs of the intents they depend on. A project without `include` never comes here.
 
 A sub-project's own regexes/ are read for its steps' logs by runner/libraries.py (its folder's, then the root's,
 then the built-in families); here its folder is only watched, for the compiled spec. The learning loop reads

@@ -1,5 +1,5 @@
 """Sub-projects (issue 41): the spec errors a person can act on (exit 2, by file and line), a sub-project's reach
-kept to its folder and its dependencies' outputs, qualified names typed anywhere, names that cannot escape or
+kept to its folder and its dependencies' declared files, qualified names typed anywhere, names that cannot escape or
 collide under .runner/, and the compiled spec noticing every sub-project file."""
 
 from __future__ import annotations
