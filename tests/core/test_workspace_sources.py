@@ -176,3 +176,25 @@ def test_a_link_made_since_the_spec_was_checked_fails_the_reader_before_it_start
         f"{os.path.realpath(project.root / 'libs/secret')}): a step of libs/sdk/ reads another's files only where "
         "they lie (remove the link)"
     )
+
+
+def test_the_root_s_files_are_read_through_a_root_intent_that_declares_them(project):
+    """Test helpers at the root that every member's tests import (opentelemetry-python's tests/*-test-utils): a
+    root intent declares them, and a member reads them through `:NAME` in its deps."""
+    _workspace(project)
+    project.write("intents.toml", ROOT + '\n[intent.helpers]\nrun = "true"\ninputs = ["testing/**/*.py"]\n')
+    project.write("testing/helpers/__init__.py", "WHO = 'a'\n")
+    sdk = SDK.replace('"libs/api:test"]', '"libs/api:test", ":helpers"]').replace(
+        '"../api/src/**/*.py"]', '"../api/src/**/*.py", "../../testing/**/*.py"]'
+    )
+    project.write("libs/sdk/intents.toml", sdk)
+    assert _made(project, "libs/sdk") == (0, {"libs/api:test": "ran", "helpers": "ran", "libs/sdk:test": "ran"})
+    project.write("testing/helpers/__init__.py", "WHO = 'b'\n")
+    assert _made(project, "libs/sdk") == (0, {"libs/api:test": "cached", "helpers": "ran", "libs/sdk:test": "ran"})
+    project.write("libs/sdk/intents.toml", sdk.replace("../../testing/**/*.py", "../../**/*.py"))
+    assert _refused(project)[1:] == [
+        "  libs/sdk/intents.toml:5: intent.test.inputs[3]: path '../../**/*.py' leaves libs/sdk/ and names more "
+        "than the intents 'test' depends on declare there (libs/api:test reads '../api/src/**/*.py', "
+        "'../api/tests/*.py'; helpers reads '../../testing/**/*.py'): narrow it to what they declare, or add the "
+        "intent that makes or reads the rest to deps",
+    ]
