@@ -75,8 +75,14 @@ def test_an_edit_of_a_dependency_s_source_runs_the_reader_s_tests_again(project)
     ]
     explained = json.loads(project.run("explain", "libs/sdk:test", "--json").out)
     assert explained["action"] == "run"
-    assert "libs/api/src/api/__init__.py" in json.dumps(explained)
+    assert sorted(explained["ingredients"]["inputs"]) == [
+        "libs/api/src/api/__init__.py",
+        "libs/sdk/src/sdk/__init__.py",
+        "libs/sdk/tests/test_sdk.py",
+    ]
     assert _made(project, "libs/sdk") == (0, {"libs/api:test": "ran", "libs/sdk:test": "ran"})  # from its folder
+    project.write("libs/api/src/api/__init__.py", GREET + "# edited again\n")
+    assert _made(project) == (0, {"libs/api:test": "ran", "libs/sdk:test": "ran"})  # from the root
     # the reader's tests run the library's code as it now is: an edit that breaks them (not its own) fails them
     project.write("libs/api/src/api/__init__.py", GREET.replace('"!"', '"?"'))
     assert _made(project, "libs/sdk") == (1, {"libs/api:test": "ran", "libs/sdk:test": "failed"})
