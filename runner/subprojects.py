@@ -350,9 +350,9 @@ def load(
     return Loaded(subs, place, names, workers)
 
 
+_WAY_OUT = "add the intent that makes or reads it to deps"
 _READS_ONLY = (
-    "a sub-project reads another's files only as the declared inputs or outputs of an intent in its deps; add the "
-    "intent that makes or reads it to deps"
+    f"a sub-project reads another's files only as the declared inputs or outputs of an intent in its deps; {_WAY_OUT}"
 )
 
 
@@ -390,10 +390,8 @@ def _unread(path: str, reader: Intent, intents: dict[str, Intent], links: Folder
             break
     if not covered and left_out:
         dep, x = left_out[0]
-        return (
-            f"reads what {dep.name} leaves out of its inputs ({shown(x)}): exclude {shown(x)} here too, or add "
-            "the intent that makes or reads it to deps"
-        )
+        way = "remove it" if GLOB_CHARS.isdisjoint(path) else f"exclude {shown(x)} here too"  # a literal is kept
+        return f"reads what {dep.name} leaves out of its inputs ({shown(x)}): {way}, or {_WAY_OUT}"
     if not covered:
         near = [
             f"{dep.name} {verb} {', '.join(shown(p) for p in near)}"

@@ -137,6 +137,13 @@ def test_what_the_dependency_leaves_out_the_reader_leaves_out_too(project):
         "what libs/api:test leaves out of its inputs ('../api/src/**/_generated.py'): exclude "
         "'../api/src/**/_generated.py' here too, or add the intent that makes or reads it to deps",
     ]
+    literal = SDK.replace("../api/src/**/*.py", "../api/src/api/_generated.py")  # named: an exclude keeps it
+    project.write("libs/sdk/intents.toml", literal + 'exclude = ["../api/src/**/_generated.py"]\n')
+    assert _refused(project)[1:] == [
+        "  libs/sdk/intents.toml:5: intent.test.inputs[2]: path '../api/src/api/_generated.py' leaves libs/sdk/ and "
+        "reads what libs/api:test leaves out of its inputs ('../api/src/**/_generated.py'): remove it, or add the "
+        "intent that makes or reads it to deps",
+    ]
     project.write("libs/sdk/intents.toml", SDK + 'exclude = ["../api/src/**/_generated.py"]\n')
     assert project.run("validate").code == 0
     project.write("libs/api/src/api/_generated.py", "X = 1\n")
