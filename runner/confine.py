@@ -18,7 +18,7 @@ import stat
 import time
 from collections.abc import Mapping
 
-from .globs import GLOB_CHARS, matches
+from .globs import GLOB_CHARS, could_hold, matches
 from .names import split
 from .spec import STEP_SHELL, Intent
 
@@ -267,13 +267,48 @@ class Folders:
         for pattern in intent.inputs:
             if pattern.startswith(folder + "/"):
                 continue
-            owner = max((f for f in self.subprojects if pattern.startswith(f + "/")), key=len, default="")
-            why = self.output(pattern, self.fence(owner), len(owner) + 1) if owner else self.output(pattern)
+            why = self.reached(pattern)
             if why is not None:
                 return (
                     f"input {shown(pattern)} {why}: a step of {folder}/ reads another's files only where they lie "
                     "(remove the link)"
                 )
+        return None
+
+    def reached(self, pattern: str) -> str | None:
+        """Why what an input of another's files names leads out of the folder it lies in (the innermost
+        sub-project's holding it, else the project) once links are followed: the folder it names up to its first
+        wildcard, a literal file that is a link, or a link below that folder its expansion would follow (a folder
+        that could hold a match, a file that matches), as a clause; None."""
+        owner = max((f for f in self.subprojects if pattern.startswith(f + "/")), key=len, default="")
+        fence = self.fence(owner) if owner else None
+        why = self.output(pattern, fence, len(owner) + 1)
+        if why is not None or GLOB_CHARS.isdisjoint(pattern):
+            return why
+        parts = pattern.split("/")
+        stack = ["/".join(parts[: next(i for i, p in enumerate(parts) if not GLOB_CHARS.isdisjoint(p))])]
+        seen: set[str] = set()  # folders walked, by where they lie: a link back up is walked once
+        while stack:
+            folder = stack.pop()
+            try:
+                with os.scandir(os.path.join(self.root, folder)) as entries:
+                    listing = [(e.name, e.is_symlink(), e.is_dir()) for e in entries]
+            except OSError:
+                continue
+            for name, link, is_dir in listing:
+                rel = f"{folder}/{name}" if folder else name
+                if not (could_hold(rel, pattern) if is_dir else matches(rel, pattern)):
+                    continue
+                if link:
+                    real = os.path.realpath(os.path.join(self.root, rel))
+                    why = self._why(real) or (fence._why(real) if fence is not None else None)
+                    if why is not None:
+                        return f"goes through {shown(rel)}, which {why}"
+                    if not is_dir or real in seen:
+                        continue
+                    seen.add(real)
+                if is_dir:
+                    stack.append(rel)
         return None
 
     def read(self, rel: str, folder: str = "") -> tuple[os.stat_result, bytes]:

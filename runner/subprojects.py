@@ -337,11 +337,11 @@ def load(
             else:
                 reader.problem(file, f"{where}.deps[{i}]", found[0], dep)
         intents[name] = intent._replace(deps=tuple(sys.intern(d) for d in deps))
-    links = Folders(str(root))
+    links = Folders(str(root), tuple((f, None) for f in folders))  # where another's files lie, links followed
     for name, reaching in outside.items():
         file, where = place(name)
         for i, value, path, away in reaching:
-            why = _unread(path, intents[name], intents, links, folders)
+            why = _unread(path, intents[name], intents, links)
             if why is not None:
                 reader.problem(file, f"{where}.inputs[{i}]", f"path '{value}' {away} and {why}", value)
     # what decides which folders are sub-projects, and their own adapters, prompts and regexes: in the compiled
@@ -356,7 +356,7 @@ _READS_ONLY = (
 )
 
 
-def _unread(path: str, reader: Intent, intents: dict[str, Intent], links: Folders, folders: list[str]) -> str | None:
+def _unread(path: str, reader: Intent, intents: dict[str, Intent], links: Folders) -> str | None:
     """Why `reader`, a sub-project's intent, may not read `path` (an input of its, made the root's, out of its
     folder), as the rest of a problem's sentence; None when an intent in its deps declares every file it names,
     as an output or as an input (less what that one's `exclude` leaves out, unless `reader` leaves it out too),
@@ -405,8 +405,7 @@ def _unread(path: str, reader: Intent, intents: dict[str, Intent], links: Folder
                 "what they declare, or add the intent that makes or reads the rest to deps"
             )
         return f"is no declared input or output of an intent '{own}' depends on: {_READS_ONLY}"
-    owner = max((f for f in folders if path.startswith(f + "/")), key=len, default="")
-    why = links.output(path, links.fence(owner), len(owner) + 1) if owner else links.output(path)
+    why = links.reached(path)
     if why is not None:
         return f"{why}: a sub-project reads another's files only where they lie (remove the link)"
     return None

@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 import runner_cli
 
 PY = sys.executable
@@ -160,34 +161,58 @@ def test_a_dependency_s_input_through_a_link_out_of_its_folder_is_not_the_reader
     project.write("libs/secret/api/__init__.py", GREET)
     os.rename(project.root / "libs/api/src", project.root / "src-was")
     os.symlink("../secret", project.root / "libs/api/src")
+    secret = os.path.realpath(project.root / "libs/secret")
     assert _refused(project)[1:] == [
         "  libs/sdk/intents.toml:5: intent.test.inputs[2]: path '../api/src/**/*.py' leaves libs/sdk/ and leads "
-        f"outside libs/api/ once links are followed (to {os.path.realpath(project.root / 'libs/secret')}): a "
+        f"outside libs/api/ once links are followed (to {secret}): a sub-project reads another's files only where "
+        "they lie (remove the link)",
+    ]
+    # a link below the folder the glob names, which its expansion would follow: the same
+    os.unlink(project.root / "libs/api/src")
+    os.rename(project.root / "src-was", project.root / "libs/api/src")
+    os.symlink("../../secret/api", project.root / "libs/api/src/more")
+    assert _refused(project)[1:] == [
+        "  libs/sdk/intents.toml:5: intent.test.inputs[2]: path '../api/src/**/*.py' leaves libs/sdk/ and goes "
+        f"through 'libs/api/src/more', which leads outside libs/api/ once links are followed (to {secret}/api): a "
         "sub-project reads another's files only where they lie (remove the link)",
     ]
+    # a link that stays in the library's folder, or one the glob never reaches, is no way out
+    os.unlink(project.root / "libs/api/src/more")
+    os.symlink("api", project.root / "libs/api/src/alias")
+    os.symlink("../secret", project.root / "libs/api/elsewhere")
+    assert project.run("validate").code == 0
 
 
-def test_a_link_made_since_the_spec_was_checked_fails_the_reader_before_it_starts(project):
+@pytest.mark.parametrize("below", [False, True], ids=["the-folder-named", "a-folder-below-it"])
+def test_a_link_made_since_the_spec_was_checked_fails_the_reader_before_it_starts(project, below):
     """The spec was checked and compiled with the library's sources in its folder; a link swapped in since (no spec
-    file changed, so nothing compiles again) takes them into a third sub-project: the reader's step fails before it
-    starts, as one whose output leads out of its folder does. The library's own step reads its own inputs as
-    before."""
+    file changed, so nothing compiles again) takes them into a third sub-project, as the folder the glob names or
+    one below it that the glob's expansion follows: the reader's step fails before it starts, as one whose output
+    leads out of its folder does. The library's own step reads its own inputs as before."""
     _workspace(project)
     project.write("libs/secret/intents.toml", '[intent.x]\nrun = "true"\n')
     project.write("libs/secret/api/__init__.py", GREET + "# the secret's\n")
     project.age_all()  # the spec files' stats vouch for them: the compiled spec is used as it is, not made again
     assert _made(project, "", "libs/sdk:test") == (0, {"libs/api:test": "ran", "libs/sdk:test": "ran"})
-    os.rename(project.root / "libs/api/src", project.root / "src-was")
-    os.symlink("../secret", project.root / "libs/api/src")
+    secret = os.path.realpath(project.root / "libs/secret")
+    if below:
+        os.rename(project.root / "libs/api/src/api", project.root / "api-was")
+        os.symlink("../../secret/api", project.root / "libs/api/src/api")
+        why = (
+            f"goes through 'libs/api/src/api', which leads outside libs/api/ once links are followed (to {secret}/api)"
+        )
+    else:
+        os.rename(project.root / "libs/api/src", project.root / "src-was")
+        os.symlink("../secret", project.root / "libs/api/src")
+        why = f"leads outside libs/api/ once links are followed (to {secret})"
     proc = runner_cli.run(("make", "--json", "-k", "libs/sdk:test"), project.root, dict(os.environ), 120)
     events = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
     finished = {e["intent"]: e for e in events if e["event"] == "step_finished"}
     assert (proc.returncode, finished["libs/api:test"]["status"]) == (1, "ran")
     assert finished["libs/sdk:test"]["status"] == "failed"
     assert finished["libs/sdk:test"]["error"] == (
-        "input 'libs/api/src/**/*.py' leads outside libs/api/ once links are followed (to "
-        f"{os.path.realpath(project.root / 'libs/secret')}): a step of libs/sdk/ reads another's files only where "
-        "they lie (remove the link)"
+        f"input 'libs/api/src/**/*.py' {why}: a step of libs/sdk/ reads another's files only where they lie "
+        "(remove the link)"
     )
 
 
