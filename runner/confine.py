@@ -17,10 +17,14 @@ import re
 import stat
 import time
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
-from .globs import GLOB_CHARS, could_hold, matches
+from .globs import GLOB_CHARS, expand, matches
 from .names import split
 from .spec import STEP_SHELL, Intent
+
+if TYPE_CHECKING:
+    from .ignore import IgnoreRules
 
 # .git anywhere (a nested checkout's too: its hooks run code), .runner at the project's top
 PROTECTED = {".git": "git's own folder", ".runner": "the runner's own folder"}
@@ -185,6 +189,7 @@ class Folders:
         self.within = within  # a sub-project's fence: its folder as messages name it; only leaving it counts
         self._seen: dict[str, str | None] = {}
         self._fences: dict[str, Folders] = {}
+        self._ignore: IgnoreRules | None = None  # what git ignores, read once, for `reached`
 
     def _why(self, real: str) -> str | None:
         if self.within is None:
@@ -267,7 +272,7 @@ class Folders:
         for pattern in intent.inputs:
             if pattern.startswith(folder + "/"):
                 continue
-            why = self.reached(pattern)
+            why = self.reached(pattern, intent.exclude)
             if why is not None:
                 return (
                     f"input {shown(pattern)} {why}: a step of {folder}/ reads another's files only where they lie "
@@ -275,40 +280,27 @@ class Folders:
                 )
         return None
 
-    def reached(self, pattern: str) -> str | None:
+    def reached(self, pattern: str, exclude: tuple[str, ...] = ()) -> str | None:
         """Why what an input of another's files names leads out of the folder it lies in (the innermost
-        sub-project's holding it, else the project) once links are followed: the folder it names up to its first
-        wildcard, a literal file that is a link, or a link below that folder its expansion would follow (a folder
-        that could hold a match, a file that matches), as a clause; None."""
+        sub-project's holding it, else the project) once links are followed, as a clause; None. The folder it
+        names up to its first wildcard, a literal file that is a link, and each link its expansion follows (less
+        `exclude` and what git ignores, as the step's own expansion leaves them out) are looked at."""
         owner = max((f for f in self.subprojects if pattern.startswith(f + "/")), key=len, default="")
         fence = self.fence(owner) if owner else None
         why = self.output(pattern, fence, len(owner) + 1)
         if why is not None or GLOB_CHARS.isdisjoint(pattern):
             return why
-        parts = pattern.split("/")
-        stack = ["/".join(parts[: next(i for i, p in enumerate(parts) if not GLOB_CHARS.isdisjoint(p))])]
-        seen: set[str] = set()  # folders walked, by where they lie: a link back up is walked once
-        while stack:
-            folder = stack.pop()
-            try:
-                with os.scandir(os.path.join(self.root, folder)) as entries:
-                    listing = [(e.name, e.is_symlink(), e.is_dir()) for e in entries]
-            except OSError:
-                continue
-            for name, link, is_dir in listing:
-                rel = f"{folder}/{name}" if folder else name
-                if not (could_hold(rel, pattern) if is_dir else matches(rel, pattern)):
-                    continue
-                if link:
-                    real = os.path.realpath(os.path.join(self.root, rel))
-                    why = self._why(real) or (fence._why(real) if fence is not None else None)
-                    if why is not None:
-                        return f"goes through {shown(rel)}, which {why}"
-                    if not is_dir or real in seen:
-                        continue
-                    seen.add(real)
-                if is_dir:
-                    stack.append(rel)
+        if self._ignore is None:
+            from .ignore import IgnoreRules
+
+            self._ignore = IgnoreRules(self.root)
+        followed: list[str] = []
+        expand(self.root, (pattern,), self._ignore, exclude, links=followed)
+        for rel in followed:
+            real = os.path.realpath(os.path.join(self.root, rel))
+            why = self._why(real) or (fence._why(real) if fence is not None else None)
+            if why is not None:
+                return f"goes through {shown(rel)}, which {why}"
         return None
 
     def read(self, rel: str, folder: str = "") -> tuple[os.stat_result, bytes]:

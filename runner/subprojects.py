@@ -405,7 +405,7 @@ def _unread(path: str, reader: Intent, intents: dict[str, Intent], links: Folder
                 "what they declare, or add the intent that makes or reads the rest to deps"
             )
         return f"is no declared input or output of an intent '{own}' depends on: {_READS_ONLY}"
-    why = links.reached(path)
+    why = links.reached(path, reader.exclude)
     if why is not None:
         return f"{why}: a sub-project reads another's files only where they lie (remove the link)"
     return None

@@ -3,6 +3,7 @@ over a real tree (inputs, outputs) give the expected answer, so they agree."""
 
 from __future__ import annotations
 
+import os
 import random
 from pathlib import Path
 
@@ -186,3 +187,17 @@ def test_an_excluded_folder_is_not_walked(tmp_path):
         os.scandir = real_scandir
     assert found == ["example/parse.js", "index.js"]
     assert not any(str(locked.parent) in p for p in entered)
+
+
+def test_the_expansion_tells_each_link_it_follows(tmp_path):
+    """`links` (confine.Folders.reached: a sub-project reading another's files only where they lie): a link to a
+    folder it enters, a link to a file it yields; not a link it passes by, nor one under an excluded folder."""
+    _tree(tmp_path, "src/a.py", "real/b.py", "real/c.txt", "out/d.py")
+    os.symlink("../real", tmp_path / "src/linked")
+    os.symlink("../out/d.py", tmp_path / "src/d.py")
+    os.symlink("../real", tmp_path / "src/skipped")
+    os.symlink("real", tmp_path / "elsewhere")
+    followed: list[str] = []
+    found = expand(str(tmp_path), ("src/**/*.py",), exclude=("src/skipped/**",), links=followed)
+    assert found == ["src/a.py", "src/d.py", "src/linked/b.py"]
+    assert sorted(followed) == ["src/d.py", "src/linked"]

@@ -176,10 +176,18 @@ def test_a_dependency_s_input_through_a_link_out_of_its_folder_is_not_the_reader
         f"through 'libs/api/src/more', which leads outside libs/api/ once links are followed (to {secret}/api): a "
         "sub-project reads another's files only where they lie (remove the link)",
     ]
-    # a link that stays in the library's folder, or one the glob never reaches, is no way out
+    # a link that stays in the library's folder, or one the glob's expansion never follows (out of its reach, in
+    # what git ignores, in what the reader excludes, as the library excludes it), is no way out
     os.unlink(project.root / "libs/api/src/more")
     os.symlink("api", project.root / "libs/api/src/alias")
     os.symlink("../secret", project.root / "libs/api/elsewhere")
+    project.write(".gitignore", FILES[".gitignore"] + "node_modules/\n")
+    (project.root / "libs/api/src/node_modules").mkdir()
+    os.symlink("../../../secret/api", project.root / "libs/api/src/node_modules/api")
+    (project.root / "libs/api/src/vendor").mkdir()
+    os.symlink("../../../secret/api", project.root / "libs/api/src/vendor/api")
+    project.write("libs/api/intents.toml", API + 'exclude = ["src/vendor/**"]\n')
+    project.write("libs/sdk/intents.toml", SDK + 'exclude = ["../api/src/vendor/**"]\n')
     assert project.run("validate").code == 0
 
 
