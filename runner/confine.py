@@ -5,7 +5,8 @@ read after it (execute.py), and what a record from the cache database, the share
 restore (only the outputs its step declares). Writes and removals walk the project's folders from its root one
 name at a time with O_NOFOLLOW, following a link only while it stays inside, so a link swapped in after a check
 cannot carry them out of the project. A sub-project's step is kept to its own folder the same way: its start,
-its outputs read after it (Folders.fence), their removal and their restore (walked from its folder, `within`).
+its outputs read after it (Folders.fence), their removal and their restore (walked from its folder, `within`);
+what it reads of another sub-project's declared files, before it starts, to the folder they lie in.
 """
 
 from __future__ import annotations
@@ -16,10 +17,14 @@ import re
 import stat
 import time
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
-from .globs import GLOB_CHARS, matches
+from .globs import GLOB_CHARS, expand, matches
 from .names import split
 from .spec import STEP_SHELL, Intent
+
+if TYPE_CHECKING:
+    from .ignore import IgnoreRules
 
 # .git anywhere (a nested checkout's too: its hooks run code), .runner at the project's top
 PROTECTED = {".git": "git's own folder", ".runner": "the runner's own folder"}
@@ -176,12 +181,15 @@ class Folders:
     (folders as the run first saw them) and of each output read after it (what was opened, looked at each time).
     A sub-project's step is also kept to its own folder (`fence`), as the spec's check of it keeps it."""
 
-    def __init__(self, root: str, within: str | None = None):
+    def __init__(self, root: str, subprojects: tuple[tuple[str, str | None], ...] = (), within: str | None = None):
         self.root = root
+        # the sub-projects' folders (Spec.subprojects): which one's folder a file one reads of another's lies in
+        self.subprojects = tuple(folder for folder, _default in subprojects)
         self.real = os.path.realpath(root)
         self.within = within  # a sub-project's fence: its folder as messages name it; only leaving it counts
         self._seen: dict[str, str | None] = {}
         self._fences: dict[str, Folders] = {}
+        self._ignore: IgnoreRules | None = None  # what git ignores, read once, for `reached`
 
     def _why(self, real: str) -> str | None:
         if self.within is None:
@@ -255,6 +263,44 @@ class Folders:
                 if fence is not None and why.startswith(f"leads outside {folder}/ "):
                     whose = f"a step of {folder}/ writes only inside its folder"
                 return f"output {shown(pattern)} {why}: {whose} (remove the link, or declare another output)"
+        return None if fence is None else self.read_of_another(intent, folder)
+
+    def read_of_another(self, intent: Intent, folder: str) -> str | None:
+        """Why a step of the sub-project in `folder` must not start: an input of another's files (a dependency's
+        declared file, runner/subprojects.py) leads out of the folder it lies in, through a link made since the
+        spec was checked; None."""
+        for pattern in intent.inputs:
+            if pattern.startswith(folder + "/"):
+                continue
+            why = self.reached(pattern, intent.exclude)
+            if why is not None:
+                return (
+                    f"input {shown(pattern)} {why}: a step of {folder}/ reads another's files only where they lie "
+                    "(remove the link)"
+                )
+        return None
+
+    def reached(self, pattern: str, exclude: tuple[str, ...] = ()) -> str | None:
+        """Why what an input of another's files names leads out of the folder it lies in (the innermost
+        sub-project's holding it, else the project) once links are followed, as a clause; None. The folder it
+        names up to its first wildcard, a literal file that is a link, and each link its expansion follows (less
+        `exclude` and what git ignores, as the step's own expansion leaves them out) are looked at."""
+        owner = max((f for f in self.subprojects if pattern.startswith(f + "/")), key=len, default="")
+        fence = self.fence(owner) if owner else None
+        why = self.output(pattern, fence, len(owner) + 1)
+        if why is not None or GLOB_CHARS.isdisjoint(pattern):
+            return why
+        if self._ignore is None:
+            from .ignore import IgnoreRules
+
+            self._ignore = IgnoreRules(self.root)
+        followed: list[str] = []
+        expand(self.root, (pattern,), self._ignore, exclude, links=followed)
+        for rel in followed:
+            real = os.path.realpath(os.path.join(self.root, rel))
+            why = self._why(real) or (fence._why(real) if fence is not None else None)
+            if why is not None:
+                return f"goes through {shown(rel)}, which {why}"
         return None
 
     def read(self, rel: str, folder: str = "") -> tuple[os.stat_result, bytes]:

@@ -34,18 +34,20 @@ def expand(
     exclude: tuple[str, ...] = (),
     keep: tuple[str, ...] = (),
     empty: list[tuple[str, bool]] | None = None,
+    links: list[str] | None = None,
 ) -> list[str]:
     """Project-relative files matched by the patterns, sorted. A literal path is returned as it is, present or
     not, ignored or not (as `git add -f` adds it). What a glob yields leaves out what `exclude` matches and,
     with `ignore` (input globs), what git ignores, unless `keep` (every intent's declared outputs) names it: one
     step's output in an ignored build/ folder is the next one's input. `empty` collects each glob that yields
-    no file, with whether it left out an ignored path it could have matched in (for the warning)."""
+    no file, with whether it left out an ignored path it could have matched in (for the warning); `links` each
+    link the walk follows, to a folder it enters or to a file it yields (confine.Folders.reached)."""
     out: set[str] = set()
     for pattern in patterns:
         if GLOB_CHARS.isdisjoint(pattern):
             out.add(pattern)
             continue
-        found = _walk(root, pattern, ignore, keep, _pruned(pattern, exclude))
+        found = _walk(root, pattern, ignore, keep, _pruned(pattern, exclude), links)
         kept = [rel for rel in found if not exclude or not matches_any(rel, exclude)]
         if not kept and empty is not None:
             empty.append((pattern, found.skipped))
@@ -68,7 +70,12 @@ class _Found(list):
 
 
 def _walk(
-    root: str, pattern: str, ignore: IgnoreRules | None, keep: tuple[str, ...], pruned: tuple[str, ...] = ()
+    root: str,
+    pattern: str,
+    ignore: IgnoreRules | None,
+    keep: tuple[str, ...],
+    pruned: tuple[str, ...] = (),
+    links: list[str] | None = None,
 ) -> _Found:
     """The files below `root` that `matches(path, pattern)`, found by descending only into folders that could
     hold a match (`could_hold`), following symbolic links to folders as `glob` does (never around a loop),
@@ -95,10 +102,13 @@ def _walk(
         folder, ancestors = stack.pop()
         try:
             with os.scandir(os.path.join(root, folder)) as entries:
-                listing = [(entry.name, entry.is_dir(), entry.is_file()) for entry in entries]
+                listing = [
+                    (entry.name, entry.is_dir(), entry.is_file(), links is not None and entry.is_symlink())
+                    for entry in entries
+                ]
         except OSError:
             continue  # gone, unreadable, or not a folder
-        for name, is_dir, is_file in listing:
+        for name, is_dir, is_file, link in listing:
             rel = f"{folder}/{name}" if folder else name
             if is_dir:
                 if name == ".git" or not could_hold(rel, pattern) or (pruned and matches_any(rel, pruned)):
@@ -112,11 +122,15 @@ def _walk(
                     continue
                 if (st.st_dev, st.st_ino) not in ancestors:  # a link back up would loop forever
                     stack.append((rel, (*ancestors, (st.st_dev, st.st_ino))))
+                    if link and links is not None:
+                        links.append(rel)
             elif is_file and matches(rel, pattern):
                 if ignore is not None and ignore.ignored(rel, False) and not matches_any(rel, keep):
                     found.skipped = True
                     continue
                 found.append(rel)
+                if link and links is not None:
+                    links.append(rel)
     return found
 
 
@@ -162,6 +176,47 @@ def _overlap(p: list[str], i: int, q: list[str], j: int) -> bool:
         if test is not None and not test(name):
             return False
     return _overlap(p, i + 1, q, j + 1)
+
+
+def covers(outer: str, inner: str) -> bool:
+    """Whether every path `inner` matches is one `outer` matches too (a sub-project's input glob reading no more
+    than its dependency declares: runner/subprojects.py). Said no when unsure, the opposite of may_overlap: within
+    one name only a literal, the same part, `*` or `*TAIL` (TAIL literal) is known to take in another part."""
+    if GLOB_CHARS.isdisjoint(inner):
+        return matches(inner, outer)
+    if GLOB_CHARS.isdisjoint(outer):
+        return False  # a glob names more than one path, or none: never only the one
+    return _covers(outer.split("/"), 0, inner.split("/"), 0)
+
+
+def _covers(o: list[str], i: int, n: list[str], j: int) -> bool:
+    """Whether o[i:] takes in every path n[j:] matches: one way of laying n's parts over o's that holds for any
+    path is enough, so each choice below is sufficient on its own."""
+    if j == len(n):
+        return i == len(o)
+    if i == len(o):
+        return False
+    if o[i] == "**":
+        plain = not n[j].startswith(".")  # only a part not starting with "." never matches a hidden name
+        if i == len(o) - 1:  # last: any one or more names below, none hidden
+            return all(not part.startswith(".") for part in n[j:])
+        # `**` takes no name here, or takes n[j] (whatever it matches, a folder `**` passes) and goes on
+        return _covers(o, i + 1, n, j) or (plain and _covers(o, i, n, j + 1))
+    if n[j] == "**" or not _part_covers(o[i], n[j]):
+        return False  # a name outer matches one at a time cannot take in zero or many folders
+    return _covers(o, i + 1, n, j + 1)
+
+
+def _part_covers(outer: str, inner: str) -> bool:
+    if outer == inner:
+        return True
+    if GLOB_CHARS.isdisjoint(inner):
+        test = _part(outer)
+        return test is not None and test(inner)
+    if GLOB_CHARS.isdisjoint(outer) or inner.startswith(".") or outer.startswith("."):
+        return False
+    tail = outer[1:]
+    return outer.startswith("*") and GLOB_CHARS.isdisjoint(tail) and "]" not in tail and inner.endswith(tail)
 
 
 # pattern -> one matcher per part: None for `**` (zero or more folders), else a test of one name. A spec's

@@ -1,7 +1,7 @@
 """Sub-projects: the folders `[project] include` names in the root intents.toml, each with an intents.toml of its own,
 loaded into the one spec under qualified names (PATH:NAME), their paths made the root's, their deps, policies,
 adapters and prompts resolved (their folder's first, then the root's), and their reach kept to their folder and
-the declared outputs of the intents they depend on. A project without `include` never comes here.
+the declared outputs and inputs of the intents they depend on. A project without `include` never comes here.
 
 A sub-project's own regexes/ are read for its steps' logs by runner/libraries.py (its folder's, then the root's,
 then the built-in families); here its folder is only watched, for the compiled spec. The learning loop reads
@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from .confine import Folders
-from .globs import GLOB_CHARS, matches
+from .globs import GLOB_CHARS, covers, matches, may_overlap
 from .names import qualified, split
 from .project_root import included_by
 from .schema_check import _intent_path, toml_path
@@ -30,6 +30,7 @@ from .suggest import did_you_mean
 ROOT_ONLY = ("cache", "executor", "telemetry", "learn")
 # the paths written from the sub-project's folder, made the root's ('reports' are its cwd's, as every step's are)
 _PATH_FIELDS = ("inputs", "outputs", "exclude", "scope")
+_READ_FIELDS = ("inputs", "exclude")  # the paths that may leave a sub-project's folder, into the project
 _NEVER = (".git", ".runner")  # never a sub-project
 _UNWRITABLE = re.compile(r'["\\\x00-\x1f\x7f]')
 
@@ -144,7 +145,8 @@ def _moved(folder: str, path: str, inner: tuple[str, ...] = ()) -> tuple[str, st
 def moved_table(folder: str, inner: tuple[str, ...], table: dict) -> tuple[dict, list[tuple]]:
     """An intent's table from `folder`'s intents.toml with its paths and cwd made the root's, and each one that
     leaves the folder (or enters `inner`, a sub-project within it): (field, index, as written, as moved, where it
-    goes). An input leaving it is kept (a dependency's output may be read); any other is dropped."""
+    goes). An input leaving it is kept (a dependency's declared file may be read), and an exclude (it only takes
+    away from what is read); any other is dropped."""
     moved, away_paths = dict(table), []
     for field in _PATH_FIELDS:
         values = table.get(field)
@@ -158,7 +160,7 @@ def moved_table(folder: str, inner: tuple[str, ...], table: dict) -> tuple[dict,
             path, away = _moved(folder, value, inner)
             if away is not None:
                 away_paths.append((field, i, value, path, away))
-            if away is None or field == "inputs" and not path.startswith("../"):
+            if away is None or field in _READ_FIELDS and not path.startswith("../"):
                 kept.append(path)
         moved[field] = kept
     cwd = table.get("cwd", ".")
@@ -276,6 +278,8 @@ def load(
             moved, away_paths = moved_table(folder, inner, table)
             away_paths += _linked_out(fence, folder, table, away_paths)
             for field, i, value, path, away in away_paths:
+                if field == "exclude" and not path.startswith("../"):
+                    continue  # leaves out what it reads of another's: nothing it reads or writes
                 if field == "inputs" and not path.startswith("../"):
                     outside.setdefault(name, []).append((i, value, path, away))  # checked once deps are known
                 elif field == "cwd":
@@ -287,7 +291,7 @@ def load(
                         f"{_intent_path(own)}.{field}[{i}]",
                         f"path '{value}' {away}: a sub-project declares {field} inside its own folder"
                         + (
-                            "; another sub-project's files are read as the outputs of an intent it depends on"
+                            "; another sub-project's files are read as the inputs or outputs of an intent it depends on"
                             if field == "inputs"
                             else ""
                         ),
@@ -333,23 +337,78 @@ def load(
             else:
                 reader.problem(file, f"{where}.deps[{i}]", found[0], dep)
         intents[name] = intent._replace(deps=tuple(sys.intern(d) for d in deps))
+    links = Folders(str(root), tuple((f, None) for f in folders))  # where another's files lie, links followed
     for name, reaching in outside.items():
-        dep_outputs = [out for dep in intents[name].deps if dep in intents for out in intents[dep].outputs]
         file, where = place(name)
         for i, value, path, away in reaching:
-            if not any(matches(path, out) for out in dep_outputs):
-                reader.problem(
-                    file,
-                    f"{where}.inputs[{i}]",
-                    f"path '{value}' {away} and is no declared output of an intent '{split(name)[1]}' "
-                    "depends on: a sub-project reads another's files only as the outputs of an intent in its deps; "
-                    "add the intent that makes it to deps",
-                    value,
-                )
+            why = _unread(path, intents[name], intents, links)
+            if why is not None:
+                reader.problem(file, f"{where}.inputs[{i}]", f"path '{value}' {away} and {why}", value)
     # what decides which folders are sub-projects, and their own adapters, prompts and regexes: in the compiled
     # spec's fingerprint, so a new sub-project or a new adapter file there compiles again
     reader.sources.extend(p for p in watched_folders(root, patterns) if p not in reader.sources)
     return Loaded(subs, place, names, workers)
+
+
+_WAY_OUT = "add the intent that makes or reads it to deps"
+_READS_ONLY = (
+    f"a sub-project reads another's files only as the declared inputs or outputs of an intent in its deps; {_WAY_OUT}"
+)
+
+
+def _unread(path: str, reader: Intent, intents: dict[str, Intent], links: Folders) -> str | None:
+    """Why `reader`, a sub-project's intent, may not read `path` (an input of its, made the root's, out of its
+    folder), as the rest of a problem's sentence; None when an intent in its deps declares every file it names,
+    as an output or as an input (less what that one's `exclude` leaves out, unless `reader` leaves it out too),
+    in the folder that declares it once links are followed. Reading is not writing: the files are the reader's
+    own inputs, in its key, and its writes stay in its folder."""
+    folder = split(reader.name)[0]
+    deps = [intents[d] for d in reader.deps if d in intents]
+    own = split(reader.name)[1]
+
+    def shown(pattern: str) -> str:
+        return f"'{posixpath.relpath(pattern, folder)}'"
+
+    covered = any(covers(out, path) for dep in deps for out in dep.outputs)
+    left_out: list[tuple[Intent, str]] = []
+    for dep in deps if not covered else ():
+        for pattern in dep.inputs:
+            if not covers(pattern, path):
+                continue
+            literal = GLOB_CHARS.isdisjoint(path)
+            taken = [
+                x
+                for x in ([] if GLOB_CHARS.isdisjoint(pattern) else dep.exclude)
+                if (matches(path, x) if literal else may_overlap(path, x))
+                and (literal or not any(covers(mine, x) for mine in reader.exclude))
+            ]
+            if not taken:
+                covered = True
+                break
+            left_out += [(dep, x) for x in taken]
+        if covered:
+            break
+    if not covered and left_out:
+        dep, x = left_out[0]
+        way = "remove it" if GLOB_CHARS.isdisjoint(path) else f"exclude {shown(x)} here too"  # a literal is kept
+        return f"reads what {dep.name} leaves out of its inputs ({shown(x)}): {way}, or {_WAY_OUT}"
+    if not covered:
+        near = [
+            f"{dep.name} {verb} {', '.join(shown(p) for p in near)}"
+            for dep in deps
+            for verb, patterns in (("reads", dep.inputs), ("makes", dep.outputs))
+            if (near := [p for p in patterns if may_overlap(path, p)])
+        ]
+        if near:
+            return (
+                f"names more than the intents '{own}' depends on declare there ({'; '.join(near)}): narrow it to "
+                "what they declare, or add the intent that makes or reads the rest to deps"
+            )
+        return f"is no declared input or output of an intent '{own}' depends on: {_READS_ONLY}"
+    why = links.reached(path, reader.exclude)
+    if why is not None:
+        return f"{why}: a sub-project reads another's files only where they lie (remove the link)"
+    return None
 
 
 def edited_intent(
@@ -363,7 +422,7 @@ def edited_intent(
     if folder:
         inner = tuple(f for f, _default in spec.subprojects if f.startswith(folder + "/"))
         moved, away = moved_table(folder, inner, table)
-        if any(field != "inputs" or path.startswith("../") for field, _i, _value, path, _where in away):
+        if any(field not in _READ_FIELDS or path.startswith("../") for field, _i, _value, path, _where in away):
             return None
     intent = make_intent(own, moved)
     names = spec.intents
@@ -380,6 +439,9 @@ def edited_intent(
         if not isinstance(found, str):
             return None
         deps.append(sys.intern(found))
+    was = spec.intents.get(qualified(folder, own) if folder else own)
+    if was is not None and was.exclude != intent.exclude:
+        return None  # what a sub-project may read of it, or reads of another's, hangs on it (_unread): a full load
     if not folder:
         return intent._replace(deps=tuple(deps))
     return intent._replace(

@@ -3,12 +3,13 @@ over a real tree (inputs, outputs) give the expected answer, so they agree."""
 
 from __future__ import annotations
 
+import os
 import random
 from pathlib import Path
 
 import pytest
 
-from runner.globs import expand, matches
+from runner.globs import covers, expand, matches
 
 ROWS = [
     # `*` stays within its folder
@@ -120,6 +121,51 @@ def test_on_random_trees_an_exclude_takes_out_what_it_matches_and_nothing_else(t
         assert found == {f for f in whole if not any(matches(f, x) for x in exclude)}, (pattern, exclude)
 
 
+COVERS = [
+    # (outer, inner, whether every path inner matches is one outer matches)
+    ("api/src/**/*.py", "api/src/**/*.py", True),
+    ("api/src/**/*.py", "api/src/otel/*.py", True),
+    ("api/src/**/*.py", "api/src/otel/trace/__init__.py", True),
+    ("api/src/**/*.py", "api/src/test_*.py", True),
+    ("api/src/**/*.py", "api/**/*.py", False),  # wider: api/tests/x.py
+    ("api/src/**/*.py", "api/src/**", False),  # wider: api/src/x.txt
+    ("api/src/**/*.py", "api/src/**/*", False),
+    ("api/src/**/*.py", "api/src/.cache/*.py", False),  # the dependency's `**` passes over hidden folders
+    ("api/**", "api/**/*.py", True),
+    ("api/**", "api/src", True),
+    ("api/**", "api", False),
+    ("**", "a/b/*.md", True),
+    ("a/**/b", "a/b", True),
+    ("a/**/b", "a/x/**/b", True),
+    ("a/*", "a/**", False),
+    ("a/[ab].py", "a/[ab].py", True),
+    ("a/[ab].py", "a/?.py", False),
+    ("a/*.py", "a/x.py", True),
+    ("a/x.py", "a/*.py", False),  # a glob is never covered by one literal path
+]
+
+
+@pytest.mark.parametrize(("outer", "inner", "expected"), COVERS, ids=[f"{o} over {i}" for o, i, _ in COVERS])
+def test_covers_says_whether_one_pattern_takes_in_another(outer, inner, expected):
+    assert covers(outer, inner) is expected
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_covers_never_says_yes_where_a_path_matches_the_inner_pattern_only(seed):
+    """`covers` is allowed to say no when unsure, never yes wrongly: over random paths, each one a covered pattern
+    matches, the covering one matches too (and pairs it says yes to turn up, so the check checks something)."""
+    rng = random.Random(seed)
+    paths = {"/".join(rng.choice(_NAMES) for _ in range(rng.randint(1, 5))) for _ in range(400)}
+    said_yes = 0
+    for _ in range(3000):
+        outer = "/".join(rng.choice(_PARTS) for _ in range(rng.randint(1, 4)))
+        inner = "/".join(rng.choice(_PARTS) for _ in range(rng.randint(1, 4)))
+        if covers(outer, inner):
+            said_yes += outer != inner
+            assert all(matches(p, outer) for p in paths if matches(p, inner)), (outer, inner)
+    assert said_yes > 20
+
+
 def test_an_excluded_folder_is_not_walked(tmp_path):
     """An un-ignored node_modules/ (a project from `npm pack` has no .gitignore) under `exclude` is never listed:
     its 100,000 files would be walked by every run only to be dropped after."""
@@ -141,3 +187,17 @@ def test_an_excluded_folder_is_not_walked(tmp_path):
         os.scandir = real_scandir
     assert found == ["example/parse.js", "index.js"]
     assert not any(str(locked.parent) in p for p in entered)
+
+
+def test_the_expansion_tells_each_link_it_follows(tmp_path):
+    """`links` (confine.Folders.reached: a sub-project reading another's files only where they lie): a link to a
+    folder it enters, a link to a file it yields; not a link it passes by, nor one under an excluded folder."""
+    _tree(tmp_path, "src/a.py", "real/b.py", "real/c.txt", "out/d.py")
+    os.symlink("../real", tmp_path / "src/linked")
+    os.symlink("../out/d.py", tmp_path / "src/d.py")
+    os.symlink("../real", tmp_path / "src/skipped")
+    os.symlink("real", tmp_path / "elsewhere")
+    followed: list[str] = []
+    found = expand(str(tmp_path), ("src/**/*.py",), exclude=("src/skipped/**",), links=followed)
+    assert found == ["src/a.py", "src/d.py", "src/linked/b.py"]
+    assert sorted(followed) == ["src/d.py", "src/linked"]

@@ -300,6 +300,36 @@ def test_an_edit_of_a_sub_project_s_intent_is_spliced(tmp_path, loads):
     _as_full_compile_made_it(edited, tmp_path)
 
 
+def test_an_edit_of_an_exclude_another_sub_project_reads_past_is_told_as_a_full_load_tells_it(tmp_path, loads):
+    """What app may read of lib's sources hangs on lib's exclude (subprojects._unread), a field no other intent's
+    check read before: an edit of it alone is compiled in full, and refused there."""
+    (tmp_path / ".runner").mkdir()
+    _monorepo(tmp_path)
+    (tmp_path / "lib/intents.toml").write_text(
+        '[intent.build]\nrun = "echo lib > out.txt"\ninputs = ["src/*.txt"]\noutputs = ["out.txt"]\n'
+        'exclude = ["src/old.txt"]\n'
+    )
+    app = (tmp_path / "app/intents.toml").read_text().replace('"../lib/out.txt"', '"../lib/src/*.txt"')
+    (tmp_path / "app/intents.toml").write_text(app + 'exclude = ["../lib/src/old.txt"]\n')
+    load_compiled(tmp_path)
+    assert loads[0] == 1
+    lib = (tmp_path / "lib/intents.toml").read_text()
+    (tmp_path / "lib/intents.toml").write_text(lib.replace('"src/old.txt"', '"src/gen.txt"'))
+    with pytest.raises(SpecError) as refused:
+        load_compiled(tmp_path)
+    assert loads[0] == 2
+    assert [(p.file, p.line, p.path, p.message) for p in refused.value.problems] == [
+        (
+            "app/intents.toml",
+            7,
+            "intent.app.inputs[0]",
+            "path '../lib/src/*.txt' leaves app/ and reads what lib:build leaves out of its inputs "
+            "('../lib/src/gen.txt'): exclude '../lib/src/gen.txt' here too, or add the intent that makes or reads it "
+            "to deps",
+        )
+    ]
+
+
 def _folder_of(name: str) -> str:
     """Where a step of _projects lives in the monorepo layout: the root, a/ or b/ by its number."""
     return "" if name.startswith("agent") else ("", "a", "b")[int(name[1:3]) % 3]

@@ -1,5 +1,5 @@
 """Sub-projects (issue 41): the spec errors a person can act on (exit 2, by file and line), a sub-project's reach
-kept to its folder and its dependencies' outputs, qualified names typed anywhere, names that cannot escape or
+kept to its folder and its dependencies' declared files, qualified names typed anywhere, names that cannot escape or
 collide under .runner/, and the compiled spec noticing every sub-project file."""
 
 from __future__ import annotations
@@ -78,9 +78,9 @@ def test_every_spec_error_by_file_and_line(project):
         "inside its own folder",
         "  a/intents.toml:16: intent.w.outputs[1]: path '../../x' leaves a/: a sub-project declares outputs inside "
         "its own folder",
-        "  a/intents.toml:17: intent.w.inputs[0]: path '../c/y.txt' leaves a/ and is no declared output of an "
-        "intent 'w' depends on: a sub-project reads another's files only as the outputs of an intent in its deps; "
-        "add the intent that makes it to deps",
+        "  a/intents.toml:17: intent.w.inputs[0]: path '../c/y.txt' leaves a/ and is no declared input or output "
+        "of an intent 'w' depends on: a sub-project reads another's files only as the declared inputs or outputs of "
+        "an intent in its deps; add the intent that makes or reads it to deps",
         "  a/intents.toml:18: intent.w.cwd: folder '..' leaves a/; keep it inside a/",
         "  b/intents.toml:5: intent.test.outputs[0]: 'b/out.txt' is also an output of intent 'claim': a file has "
         "one producer; remove it from one of them",
@@ -132,8 +132,8 @@ def test_a_dependency_s_output_is_what_a_sub_project_may_read_of_another(project
         2,
         [
             "  app/intents.toml:7: intent.app.inputs[0]: path '../lib/dist/lib.txt' leaves app/ and is no declared "
-            "output of an intent 'app' depends on: a sub-project reads another's files only as the outputs of an "
-            "intent in its deps; add the intent that makes it to deps"
+            "input or output of an intent 'app' depends on: a sub-project reads another's files only as the declared "
+            "inputs or outputs of an intent in its deps; add the intent that makes or reads it to deps"
         ],
     )
     # a sub-project inside another's folder holds its own files: the outer one's paths stay out of it
