@@ -15,6 +15,7 @@ from ..errors import InternalError, SpecError, UsageError
 from ..globs import matches_any
 from ..load import load_project_adapters
 from ..manifests import Offered, npm_runs, offered, project_name
+from ..member_deps import linked
 from ..project_root import including_root
 from ..spec import Adapter
 from ..workspace_members import find as find_workspaces
@@ -596,6 +597,7 @@ def _init_workspace(root: Path, dry_run: bool, workspaces: list, warnings: list[
         entry.update(status=verb, detected=obj["detected"], intents=names, default=f"{m}:check", content=text)
         said.append(entry)
     subs = [e["folder"] for e in said if e["status"] != "nothing detected"]
+    texts, reads, link_warnings = linked(root, members, texts, said)  # what each member's tests read of others
     include = include_patterns(root, workspaces, subs)
     all_deps = [e["default"] for e in said if e["default"]]
     package = next((ws.root_package for ws in workspaces if ws.root_package), None)
@@ -623,6 +625,7 @@ def _init_workspace(root: Path, dry_run: bool, workspaces: list, warnings: list[
                 f"  {e['folder']}/: {verb} {e['folder']}/{SPEC_FILE} ({what} detected): {', '.join(e['intents'])}"
             )
     lines += [f"  {x}/: left out, excluded by the workspace" for x in excluded]
+    lines += reads + link_warnings
     lines += warnings + said_once(reports)
     if not dry_run:
         lines += problems(root)
