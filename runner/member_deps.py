@@ -11,6 +11,8 @@ import tomllib
 from pathlib import Path
 from typing import NamedTuple
 
+from .workspace_members import few
+
 # the adapter whose test step runs a member's code, by the manifest that names its dependencies
 _ADAPTER = {"pyproject.toml": "python", "package.json": "node", "Cargo.toml": "rust", "go.mod": "go"}
 _NPM_KEYS = ("dependencies", "devDependencies", "peerDependencies", "optionalDependencies")
@@ -189,33 +191,33 @@ def manifests_name(manifests: dict, manifest: str) -> str | None:
     return entry[0] if entry else None
 
 
+# what a member needs only to develop it (an extra, a dev group, devDependencies): given up first in a cycle
+_WEAK = re.compile(
+    r"optional-dependencies|dependency-groups|dev-dependencies|devDependencies|peerDependencies|"
+    r"optionalDependencies|build-dependencies"
+)
+
+
 def closure(members: list[str], needs: dict[str, list[Need]]) -> tuple[dict[str, list[Need]], list[str]]:
     """Each member's dependencies with those that come through them (the rule reads only the declared files of a
-    step's direct deps, and sdk's tests run api's code through sdk). A dependency that goes round (npm allows it)
-    is kept one way only, the first found walking the members in order, and said in a warning: runner's deps
-    cannot go round."""
+    step's direct deps, and sdk's tests run api's code through sdk). runner's deps cannot go round: a dependency
+    that would close a cycle (npm allows one; otel's sdk names configuration in an extra, configuration names sdk)
+    is left out, and said in a warning. The ones a member needs to run are kept before those it needs only to
+    develop (an extra, a dev group), each in the members' order."""
     kept: dict[str, list[Need]] = {m: [] for m in members}
     warnings: list[str] = []
-    state: dict[str, int] = {}  # 1 on the walk, 2 done
-
-    def walk(m: str) -> None:
-        state[m] = 1
-        for need in needs.get(m, []):
-            if state.get(need.member) == 1:
-                warnings.append(
-                    f"warning: {m} and {need.member} depend on each other ({need.where} of {m} names {need.name}): "
-                    f"runner's deps cannot go round, so {need.member}'s tests read {m}'s sources and {m}'s do not "
-                    f"read {need.member}'s; edit {m}/intents.toml if the other way is the one that matters"
-                )
-                continue
-            if need.member not in state:
-                walk(need.member)
-            kept[m].append(need)
-        state[m] = 2
-
-    for m in members:
-        if m not in state:
-            walk(m)
+    edges = [(m, n) for m in members for n in needs.get(m, [])]
+    for m, need in sorted(edges, key=lambda e: bool(_WEAK.search(e[1].where))):
+        if need.member == m or m in _reached(kept, need.member):
+            warnings.append(
+                f"warning: {m}'s dependency on {need.member} ({need.where} names {need.name}) closes a cycle, and "
+                f"runner's deps cannot go round: {m}'s tests do not read {need.member}'s sources; edit "
+                f"{m}/intents.toml if that is the one that matters"
+            )
+            continue
+        kept[m].append(need)
+    for m in members:  # in the manifest's order again
+        kept[m].sort(key=lambda n: [x.member for x in needs[m]].index(n.member))
     full: dict[str, list[Need]] = {}
     for m in members:
         seen = {n.member for n in kept[m]}
@@ -223,14 +225,26 @@ def closure(members: list[str], needs: dict[str, list[Need]]) -> tuple[dict[str,
         queue = list(kept[m])
         while queue:
             via = queue.pop(0)
-            for n in full.get(via.member) or kept[via.member]:
+            for n in kept[via.member]:
                 if n.member not in seen and n.member != m:
                     seen.add(n.member)
-                    item = Need(n.member, n.name, n.where, via.name if n.through is None else n.through)
+                    item = Need(n.member, n.name, n.where, via.name if via.through is None else via.through)
                     out.append(item)
                     queue.append(item)
         full[m] = out
     return full, warnings
+
+
+def _reached(kept: dict[str, list[Need]], start: str) -> set[str]:
+    """The members `start` depends on through the kept dependencies, itself included."""
+    seen = {start}
+    todo = [start]
+    while todo:
+        for n in kept[todo.pop()]:
+            if n.member not in seen:
+                seen.add(n.member)
+                todo.append(n.member)
+    return seen
 
 
 class _Step(NamedTuple):
@@ -290,13 +304,11 @@ def link(root: Path, members: list[str], texts: dict[str, str], kept: dict[str, 
             continue
         for step in readers:
             out[m] = _add(out[m], m, step, adds)
-        direct_ones = [n for n in needs[m] if n.through is None]
-        through = [n for n in needs[m] if n.through is not None]
-        line = f"  {m}/: {', '.join(s.name for s in readers)} reads " + ", ".join(
-            f"{n.member} ({n.where})" for n in direct_ones
-        )
+        direct_ones = [f"{n.member} ({n.where})" for n in needs[m] if n.through is None]
+        through = [n.member for n in needs[m] if n.through is not None]
+        line = f"  {m}/: {', '.join(s.name for s in readers)} reads {few(direct_ones)}"
         if through:
-            line += ", and through them " + ", ".join(n.member for n in through)
+            line += f", and through them {few(through)}"
         said.append((m, line, [n.member for n in needs[m]]))
     return out, said, warnings
 

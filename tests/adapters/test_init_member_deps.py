@@ -129,9 +129,9 @@ def test_npm_members_that_depend_on_each_other_are_written_one_way_and_said(tmp_
     said = _ok(runner(root, "init")).splitlines()
     assert "  packages/a/: test reads packages/b (package.json dependencies)" in said
     assert (
-        "warning: packages/b and packages/a depend on each other (package.json dependencies of packages/b names a): "
-        "runner's deps cannot go round, so packages/a's tests read packages/b's sources and packages/b's do not "
-        "read packages/a's; edit packages/b/intents.toml if the other way is the one that matters"
+        "warning: packages/b's dependency on packages/a (package.json dependencies names a) closes a cycle, and "
+        "runner's deps cannot go round: packages/b's tests do not read packages/a's sources; edit "
+        "packages/b/intents.toml if that is the one that matters"
     ) in said
     assert "deps = [\n" not in (root / "packages/b/intents.toml").read_text()
     assert _ok(runner(root, "validate")).startswith("ok:")
@@ -187,3 +187,25 @@ def test_a_go_module_that_requires_another_member_is_run_again_when_it_changes(t
     (root / "api/api.go").write_text("package api\n\nfunc One() int { return 2 }\n")
     failed = runner(root, "make", "cli:test")  # api's edit breaks cli's test: it runs again, and fails
     assert failed.returncode == 1, failed.stdout + failed.stderr
+
+
+def test_in_a_cycle_what_a_member_needs_to_run_is_kept_before_an_extra(tmp_path):
+    # opentelemetry-python's shape: sdk names configuration in an extra, configuration names sdk to run
+    root = tree(
+        tmp_path / "uvw",
+        {
+            "pyproject.toml": '[tool.uv.workspace]\nmembers = ["packages/*"]\n',
+            **_uv_member(
+                "a_sdk", '[project]\nname = "sdk"\n\n[project.optional-dependencies]\nfile = ["configuration"]\n'
+            ),
+            **_uv_member("b_conf", '[project]\nname = "configuration"\ndependencies = ["sdk"]\n'),
+        },
+    )
+    said = _ok(runner(root, "init")).splitlines()
+    assert "  packages/b_conf/: test reads packages/a_sdk (pyproject.toml [project] dependencies)" in said
+    assert (
+        "warning: packages/a_sdk's dependency on packages/b_conf (pyproject.toml [project.optional-dependencies] "
+        "file names configuration) closes a cycle, and runner's deps cannot go round: packages/a_sdk's tests do not "
+        "read packages/b_conf's sources; edit packages/a_sdk/intents.toml if that is the one that matters"
+    ) in said
+    assert _ok(runner(root, "validate")).startswith("ok:")
