@@ -345,7 +345,8 @@ def _add(text: str, member: str, step: _Step, adds: list[tuple[Need, _Step]]) ->
                 f"    # what {need.member}:{dep.name} leaves out of its inputs, left out here too",
                 *(f"    {q(_rel(member, need.member, p))}," for p in dep.exclude),
             ]
-        deps.append(f"    {q(need.member + ':' + dep.name)},  # {_why(member, need).removesuffix(_READ)}")
+        said = f"{need.name} ({need.where})" if need.through is None else f"{need.name}, through {need.through}"
+        deps.append(f"    {q(need.member + ':' + dep.name)},  # {said}")
     lines = text.split("\n")
     at = lines.index(f"[intent.{step.name}]")
     end = next((i for i in range(at + 1, len(lines)) if not lines[i].strip()), len(lines))
