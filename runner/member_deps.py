@@ -267,6 +267,10 @@ def _test_steps(text: str) -> list[_Step]:
     return out
 
 
+def _own(patterns: list[str]) -> list[str]:
+    return [p for p in patterns if not p.startswith(("../", "/"))]
+
+
 def _for_adapter(steps: list[_Step], adapter: str | None) -> list[_Step]:
     if len(steps) <= 1:
         return steps
@@ -291,6 +295,8 @@ def link(root: Path, members: list[str], texts: dict[str, str], kept: dict[str, 
         for need in needs[m]:
             source = texts.get(need.member) or kept.get(need.member)
             steps = _for_adapter(_test_steps(source), adapter) if source else []
+            # what a kept file's step reads of others is not read through it: the closure reads those members
+            steps = [s._replace(inputs=_own(s.inputs), exclude=_own(s.exclude)) for s in steps]
             steps = [s for s in steps if s.inputs]
             if not steps:
                 missing.append(need.member)

@@ -206,3 +206,27 @@ def test_in_a_cycle_what_a_member_needs_to_run_is_kept_before_an_extra(tmp_path)
         "read packages/b_conf's sources; edit packages/a_sdk/intents.toml if that is the one that matters"
     ) in said
     assert _ok(runner(root, "validate")).startswith("ok:")
+
+
+def test_a_kept_member_s_own_test_step_is_read_and_one_without_is_said(tmp_path):
+    api_spec = '[project]\ndefault = "unit"\n\n[intent.unit]\nrun = "true"\n\n[intent.test]\nrun = "true"\n'
+    root = tree(
+        tmp_path / "uvw",
+        {
+            "pyproject.toml": '[tool.uv.workspace]\nmembers = ["packages/*"]\n',
+            **_uv_member("api", '[project]\nname = "api"\n'),
+            "packages/api/intents.toml": api_spec + 'inputs = ["src/**/*.py"]\n',
+            **_uv_member("core", '[project]\nname = "core"\n'),
+            "packages/core/intents.toml": api_spec,  # its test declares no inputs: nothing to read
+            **_uv_member("sdk", '[project]\nname = "sdk"\ndependencies = ["api", "core"]\n'),
+        },
+    )
+    said = _ok(runner(root, "init")).splitlines()
+    assert (
+        "warning: packages/sdk depends on packages/core, which has no test step declaring its sources: an edit "
+        "there does not re-run packages/sdk's tests; declare them in packages/sdk/intents.toml by hand"
+    ) in said
+    text = (root / "packages/sdk/intents.toml").read_text()
+    assert '    "../api/src/**/*.py",\n]' in text and '    "packages/api:test",  # api (' in text
+    assert "packages/core:test" not in text
+    assert _ok(runner(root, "validate")).startswith("ok:")
