@@ -288,11 +288,12 @@ def link(root: Path, members: list[str], texts: dict[str, str], kept: dict[str, 
     for m in members:
         if m not in texts or not needs.get(m):
             continue
-        adapter = _adapter_of(root, m, needs[m])
-        readers = _for_adapter(_test_steps(texts[m]), adapter)
-        adds: list[tuple[Need, _Step]] = []
+        own = _test_steps(texts[m])
+        adds: dict[str, list[tuple[Need, _Step]]] = {}  # by the reading step's name
         missing: list[str] = []
         for need in needs[m]:
+            # a member of two toolchains (test-python, test-node): the step of the manifest's toolchain reads it
+            adapter = _ADAPTER.get(need.where.split(" ")[0])
             source = texts.get(need.member) or kept.get(need.member)
             steps = _for_adapter(_test_steps(source), adapter) if source else []
             # what a kept file's step reads of others is not read through it: the closure reads those members
@@ -300,16 +301,18 @@ def link(root: Path, members: list[str], texts: dict[str, str], kept: dict[str, 
             steps = [s for s in steps if s.inputs]
             if not steps:
                 missing.append(need.member)
-            adds += [(need, s) for s in steps]
+            for reader in _for_adapter(own, adapter) if steps else ():
+                adds.setdefault(reader.name, []).extend((need, s) for s in steps)
         if missing:
             warnings.append(
                 f"warning: {m} depends on {', '.join(missing)}, which has no test step declaring its sources: "
                 f"an edit there does not re-run {m}'s tests; declare them in {m}/intents.toml by hand"
             )
-        if not adds or not readers:
+        readers = [s for s in own if s.name in adds]
+        if not readers:
             continue
         for step in readers:
-            out[m] = _add(out[m], m, step, adds)
+            out[m] = _add(out[m], m, step, adds[step.name])
         direct_ones = [f"{n.member} ({n.where})" for n in needs[m] if n.through is None]
         through = [n.member for n in needs[m] if n.through is not None]
         line = f"  {m}/: {', '.join(s.name for s in readers)} reads {few(direct_ones)}"
@@ -317,11 +320,6 @@ def link(root: Path, members: list[str], texts: dict[str, str], kept: dict[str, 
             line += f", and through them {few(through)}"
         said.append((m, line, [n.member for n in needs[m]]))
     return out, said, warnings
-
-
-def _adapter_of(root: Path, member: str, needs: list[Need]) -> str | None:
-    where = needs[0].where.split(" ")[0]
-    return _ADAPTER.get(where)
 
 
 def _rel(member: str, other: str, pattern: str) -> str:

@@ -230,3 +230,26 @@ def test_a_kept_member_s_own_test_step_is_read_and_one_without_is_said(tmp_path)
     assert '    "../api/src/**/*.py",\n]' in text and '    "packages/api:test",  # api (' in text
     assert "packages/core:test" not in text
     assert _ok(runner(root, "validate")).startswith("ok:")
+
+
+def test_a_member_of_two_toolchains_reads_another_in_the_step_of_the_manifest_s_toolchain(tmp_path):
+    root = tree(
+        tmp_path / "w",
+        {
+            "package.json": json.dumps({"name": "w", "private": True, "workspaces": ["packages/*"]}),
+            "packages/a/package.json": json.dumps({"name": "a", "scripts": {"test": "node --test"}}),
+            "packages/a/index.js": "module.exports = 1;\n",
+            "packages/b/package.json": json.dumps(
+                {"name": "b", "scripts": {"test": "node --test"}, "dependencies": {"a": "*"}}
+            ),
+            "packages/b/index.js": "module.exports = 2;\n",
+            "packages/b/pyproject.toml": '[project]\nname = "b"\n',
+            "packages/b/tests/test_b.py": PASSING_TEST,
+        },
+    )
+    said = _ok(runner(root, "init")).splitlines()
+    assert "  packages/b/: test-node reads packages/a (package.json dependencies)" in said
+    text = (root / "packages/b/intents.toml").read_text()
+    python_step = text[text.index("[intent.test-python]") :].split("\n\n")[0]
+    assert '"packages/a:test",  # a (package.json dependencies)' in text and "deps" not in python_step
+    assert _ok(runner(root, "validate")).startswith("ok:")
