@@ -100,21 +100,26 @@ def _node(folder: Path) -> tuple[str | None, list[tuple[str, str]]]:
 
 def _cargo(folder: Path, root: Path) -> tuple[str | None, list[tuple[str, str]]]:
     """Cargo's dependencies by package name: a `path` one by the member folder it points at (as '@folder'), a
-    renamed one (`package = ...`) by its real name; `[target.*]` tables too."""
+    renamed one (`package = ...`) by its real name, a `workspace = true` one as the root's [workspace.dependencies]
+    names it; `[target.*]` tables too."""
     data = _load_toml(folder / "Cargo.toml")
     name = _dict(data.get("package")).get("name")
     tables = [(key, _dict(data.get(key))) for key in _CARGO_KEYS]
     for target, t in _dict(data.get("target")).items():
         tables += [(f"target.{target}.{key}", _dict(_dict(t).get(key))) for key in _CARGO_KEYS]
+    shared = _dict(_dict(_load_toml(root / "Cargo.toml").get("workspace")).get("dependencies"))
     out: list[tuple[str, str]] = []
     for key, table in tables:
         for dep, value in table.items():
             spec = _dict(value)
+            at = folder
+            if spec.get("workspace") is True and isinstance(shared.get(dep), dict):
+                spec, at = {**shared[dep], **spec}, root  # the root's [workspace.dependencies] says where it is
             renamed = spec.get("package")
             real = renamed if isinstance(renamed, str) else dep
             path = spec.get("path")
             if isinstance(path, str):
-                target_folder = (folder / path).resolve()
+                target_folder = (at / path).resolve()
                 try:
                     real = "@" + target_folder.relative_to(root.resolve()).as_posix()
                 except ValueError:

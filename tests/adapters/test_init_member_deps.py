@@ -142,15 +142,16 @@ def test_a_cargo_member_s_path_and_workspace_dependencies_are_read(tmp_path, sna
     root = tree(
         tmp_path / "rs",
         {
-            "Cargo.toml": '[workspace]\nmembers = ["crates/*"]\n\n[workspace.dependencies]\ncore = { path = '
-            '"crates/core" }\n',
+            "Cargo.toml": '[workspace]\nmembers = ["crates/*"]\n\n[workspace.dependencies]\nutils = { path = '
+            '"crates/util" }\n',
             "crates/core/Cargo.toml": crate.format("core"),
             "crates/core/src/lib.rs": "pub fn one() -> i32 { 1 }\n",
             # util reaches core by a path under another name; cli names util through the workspace's table
             "crates/util/Cargo.toml": crate.format("util") + '\n[dependencies]\nbase = { path = "../core", package = '
             '"core" }\n',
             "crates/util/src/lib.rs": "pub fn two() -> i32 { base::one() + 1 }\n",
-            "crates/cli/Cargo.toml": crate.format("cli") + "\n[dev-dependencies]\nutil = { workspace = true }\n",
+            # the workspace's table names util 'utils' (by its path): cli's dev-dependency is util all the same
+            "crates/cli/Cargo.toml": crate.format("cli") + "\n[dev-dependencies]\nutils = { workspace = true }\n",
             "crates/cli/src/lib.rs": "\n",
         },
     )
