@@ -127,6 +127,11 @@ def _build(command: Command) -> click.Command:
     return group
 
 
+class _CtrlC(BaseException):
+    """A Ctrl-C in a command (its resolving, its run), carried past click's main, which would write a blank line for
+    it (into a log or a pipe as well) and make it an Abort: the boundary says it as one that lands anywhere else."""
+
+
 class _Commands(click.Group):
     """`runner VERB` imports runner/commands/VERB.py alone; `runner --help` lists them all."""
 
@@ -135,6 +140,12 @@ class _Commands(click.Group):
 
     def get_command(self, ctx, name: str) -> click.Command | None:
         return _build(load(name)) if name in NAMES else None
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt as exc:
+            raise _CtrlC from exc
 
 
 # before the command, as git, make and just take them: `runner -C proj status`, `runner -f other.toml list`
@@ -167,7 +178,7 @@ def main(argv: list[str] | None = None, missed: object = None) -> None:
         exc.show()
         error_line(exc.exit_code, exc.format_message(), when=as_json)
         sys.exit(exc.exit_code)  # 2 for usage errors, as the user's mistake
-    except click.exceptions.Abort:  # click's word for a Ctrl-C it caught: said as the boundary says one
+    except (_CtrlC, click.exceptions.Abort):  # a Ctrl-C in a command, or one click caught: as the boundary says one
         sys.exit(exit_for(KeyboardInterrupt(), as_json=as_json))
     except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 - the boundary: a message and an exit code
         sys.exit(exit_for(exc, as_json=as_json))
@@ -178,6 +189,7 @@ def exit_for(exc: BaseException, directory: Path | None = None, as_json: bool = 
     """Say what went wrong on stderr (with `as_json` on stdout too) and return the exit code (called inside the
     except block: an internal error's traceback is saved from there). `directory`: -C, when click did not read it."""
     from .damaged import as_users_error
+    from .errors import interrupted_line
     from .redact import current_mask
     from .workspace import find_root
 
@@ -190,7 +202,7 @@ def exit_for(exc: BaseException, directory: Path | None = None, as_json: bool = 
         error_line(exc.exit_code, message, getattr(exc, "problems", ()), when=as_json and not exc.answered_in_json)
         return exc.exit_code
     if isinstance(exc, KeyboardInterrupt) or from_a_ctrl_c(exc):
-        click.echo("runner: interrupted", err=True)
+        click.echo(interrupted_line(), err=True, nl=False)
         error_line(EXIT_INTERRUPTED, "interrupted", when=as_json)
         return EXIT_INTERRUPTED
     if isinstance(exc, BrokenPipeError):

@@ -139,6 +139,12 @@ def _unraisable(unraisable, default=sys.unraisablehook) -> None:
 def _say_interrupted() -> None:
     """The boundary's line for a Ctrl-C (cli.exit_for), from before a command reached it."""
     try:
-        os.write(2, b"runner: interrupted\n")
+        from .errors import interrupted_line  # loaded by now unless the Ctrl-C came before the command did
+
+        line = interrupted_line()
+    except KeyboardInterrupt:  # another, while it loads: the line as a log has it
+        line = "runner: interrupted\n"
+    try:
+        os.write(2, line.encode())
     except OSError:
         pass

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import NamedTuple
 
 EXIT_OK = 0
@@ -125,6 +126,16 @@ class InternalError(RunnerError):
     """A bug in the runner itself. Exit 4 with a traceback in .runner/last-error.log."""
 
     exit_code = EXIT_INTERNAL
+
+
+def interrupted_line() -> str:
+    """What a Ctrl-C ends with on stderr, wherever it landed (before a command, in one, in click's own code): on a
+    terminal on a line of its own, below the ^C the terminal echoed; in a log or a pipe the one line alone."""
+    try:
+        own_line = os.isatty(2)
+    except OSError:
+        own_line = False
+    return ("\n" if own_line else "") + "runner: interrupted\n"
 
 
 def from_a_ctrl_c(exc: BaseException) -> bool:

@@ -179,8 +179,9 @@ def test_each_command_is_one_module_named_for_its_verb():
 
 
 def test_the_command_line_module_keeps_only_the_group_the_shared_options_and_the_boundary():
-    # 200 until the group took -C and -f before the command too (issue 39); their logic is project_root.py's
-    assert len((PACKAGE / "cli.py").read_text(encoding="utf-8").splitlines()) < 215
+    # 200 until the group took -C and -f before the command too (issue 39); their logic is project_root.py's. 215
+    # until the boundary carried a Ctrl-C in a command past click's main (its blank line), 12 lines of boundary
+    assert len((PACKAGE / "cli.py").read_text(encoding="utf-8").splitlines()) < 230
 
 
 def test_no_module_of_hand_written_code_is_over_700_lines():

@@ -523,3 +523,51 @@ def test_a_ctrl_c_that_python_wraps_in_another_error_ends_without_a_traceback(pr
         timeout=60,
     )
     assert (proc.returncode, proc.stderr) == (130, "runner: interrupted\n")
+
+
+# a Ctrl-C inside a command's own code, which click's main would meet first: click writes a blank line for it on
+# stderr (a log's or a pipe's too) before runner's one line; it must end as one that lands anywhere else does
+_LANDS_IN_A_COMMAND = """
+import importlib.abc, sys
+
+class Lands(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name == LANDS_IN:
+            raise KeyboardInterrupt
+        return None
+
+LANDS_IN = sys.argv[1]
+sys.meta_path.insert(0, Lands())
+sys.argv = ["runner", *sys.argv[2:]]
+from runner.entry import console
+console()
+"""
+
+
+# as click resolves the command (its module loads), and as the command runs (a module it loads lazily)
+@pytest.mark.parametrize("module", ["runner.commands.status", "runner.graph"])
+def test_a_ctrl_c_in_a_command_is_the_one_line_on_a_pipe_and_below_the_echo_on_a_terminal(project, module):
+    import pty
+
+    project.spec('[intent.a]\nrun = "true"\ninputs = ["x"]\n')
+    project.write("x", "1")
+    argv = [sys.executable, "-c", _LANDS_IN_A_COMMAND, module, "status"]
+    proc = subprocess.run(argv, cwd=project.root, capture_output=True, text=True, timeout=60)
+    assert (proc.returncode, proc.stderr) == (130, "runner: interrupted\n")
+    # on a terminal: on a line of its own, below the ^C the terminal echoed
+    leader, follower = pty.openpty()
+    try:
+        proc = subprocess.run(argv, cwd=project.root, stdout=subprocess.DEVNULL, stderr=follower, timeout=60)
+        os.close(follower)
+        said = b""
+        while True:
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:  # EIO: the terminal's last writer is gone
+                break
+            if not chunk:
+                break
+            said += chunk
+    finally:
+        os.close(leader)
+    assert (proc.returncode, said) == (130, b"\r\nrunner: interrupted\r\n")
