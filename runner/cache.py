@@ -443,10 +443,7 @@ class Cache:
             return False
         from .confine import write  # a restore's alone: the no-op path never loads it
 
-        if folder and rel.startswith(f"{folder}/"):  # walked from its folder: no link takes it out of there
-            write(os.path.join(root, folder), rel[len(folder) + 1 :], data, within=f"{folder}/")
-        else:
-            write(root, rel, data)
+        write(root, rel, data, folder)  # a sub-project's output walked from its folder: no link takes it out of there
         return True
 
     # maintenance

@@ -336,13 +336,23 @@ class Folders:
             os.close(fd)
 
 
-def write(root: str, rel: str, data: bytes, within: str | None = None) -> None:
+def _start(root: str, rel: str, sub: str) -> tuple[str, list[str], str, str | None]:
+    """Where a walk to project path `rel` starts, the folder names it then takes, the file's name, and the folder it
+    must not leave: a path of a sub-project's step (`sub`, its folder) from that folder, any other from the root."""
+    within = None
+    if sub and rel.startswith(f"{sub}/"):
+        root, rel, within = os.path.join(root, sub), rel[len(sub) + 1 :], f"{sub}/"
+    *parts, name = rel.split("/")
+    return root, parts, name, within
+
+
+def write(root: str, rel: str, data: bytes, sub: str = "") -> None:
     """Put `data` at project path `rel` atomically: a temporary file beside it, synced, then renamed over it (a
     link standing there is replaced, never written through). The folder is opened as _open_folder does, missing
-    ones made. Refused: a link on the way leads out of the project or into .git/ or .runner/, a file stands
-    where a folder should, or a folder stands where the file goes. `within`: `root` is that sub-project's folder,
-    which the walk does not leave."""
-    *parts, name = rel.split("/")
+    ones made. Refused: a link on the way leads out of the project or into .git/ or .runner/ (or out of `sub`, the
+    folder of the sub-project whose step's output it is), a file stands where a folder should, or a folder stands
+    where the file goes."""
+    root, parts, name, within = _start(root, rel, sub)
     folder, at_root = _open_folder(root, parts, create=True, within=within)
     try:
         _final(name, at_root)
@@ -369,11 +379,11 @@ def write(root: str, rel: str, data: bytes, within: str | None = None) -> None:
         os.close(folder)
 
 
-def remove(root: str, rel: str, within: str | None = None) -> None:
+def remove(root: str, rel: str, sub: str = "") -> None:
     """Delete project file `rel` (a link itself, never what it points to; never a folder) through folders opened
-    as _open_folder does: a failed step's outputs. Gone already, a folder, or out of reach: left as it is.
-    `within`: as write's."""
-    *parts, name = rel.split("/")
+    as _open_folder does: a failed step's outputs. Gone already, a folder, or out of reach: left as it is. `sub`:
+    as write's."""
+    root, parts, name, within = _start(root, rel, sub)
     try:
         folder, at_root = _open_folder(root, parts, create=False, within=within)
     except (Refused, OSError):

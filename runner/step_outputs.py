@@ -51,11 +51,9 @@ def restore_produced(planner: Planner, name: str, produced: dict[str, str]) -> t
 def remove_outputs(root: str, patterns, folder: str = "") -> None:
     """A step's declared outputs gone: never a half-written output left behind. A sub-project's step's (`folder`)
     are walked from its folder, so no link takes the removal out of it (another sub-project's files, the root's)."""
-    base, cut = (os.path.join(root, folder), len(folder) + 1) if folder else (root, 0)
-    within = f"{folder}/" if folder else None
     for rel in expand(root, tuple(patterns)):
         if not folder or rel.startswith(f"{folder}/"):
-            remove(base, rel[cut:], within)  # never through a link out of the project (or its folder), nor a folder
+            remove(root, rel, folder)  # never through a link out of the project (or its folder), nor a folder
 
 
 def damaged_copy(decision: Decision, why: str | None = None) -> Decision:

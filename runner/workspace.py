@@ -299,20 +299,17 @@ def recover_inflight(layout: Layout, stop_cluster: Callable[[str, str], str | No
         if (message := stop_cluster(address, token)) is not None:
             said.append(message)
     from .confine import remove  # a recovery's alone
+    from .names import split
 
     root = str(layout.root)
     for name, entry in started.items():
         # through folders opened as a run removes a failed step's outputs: never through a link out of the project
         # (one made since the crash), nor, for a sub-project's step, out of its folder
-        folder = name.rpartition(":")[0] if isinstance(name, str) else ""
+        folder = split(name)[0] if isinstance(name, str) else ""
         outputs = entry.get("outputs")
         for rel in outputs if isinstance(outputs, list) else ():
-            if not isinstance(rel, str):
-                continue
-            if folder and rel.startswith(f"{folder}/"):
-                remove(os.path.join(root, folder), rel[len(folder) + 1 :], f"{folder}/")
-            else:
-                remove(root, rel)
+            if isinstance(rel, str):
+                remove(root, rel, folder)
     os.truncate(path, 0)  # recovered: a later start that runs nothing must not do it again
     return said
 
